@@ -1,0 +1,105 @@
+# ctxprof — the only build entry.
+#
+#   make            build libctx (.so/.a/.pc), the BPF skeletons and the ctxprof binary
+#   make test       install missing packages, build normal + ASan/UBSan + TSan variants,
+#                   run every test, print one summary line
+#   make bench      build and run the benchmarks (numbers printed, nothing asserted)
+#   make demo       profile the built-in demo workload and write a JFR file
+#   make deps       install the Debian packages the build, tests and benchmarks need
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# Every rule writes below $(B). Sanitizer variants are the same rules run again with
+# B=build/asan or B=build/tsan and extra flags (see `test`). Each area of the tree
+# owns one fragment in mk/*.mk that appends to the variables below; no fragment
+# edits another's.
+
+B        ?= build
+V        ?= 0
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+SANFLAGS ?=
+
+CC       := gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+LLVM_STRIP ?= $(shell command -v llvm-strip-14 || command -v llvm-strip || echo llvm-strip)
+
+WARN     := -Wall -Wextra -Werror
+CFLAGS   ?= -O2 -g
+# -fno-omit-frame-pointer: ctxprof and its tests are profiled by ctxprof itself.
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -D_GNU_SOURCE \
+             -Iinclude -I$(B)/gen $(SANFLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+
+# Filled in by the fragments.
+UNIT_TESTS  :=   # Criterion/plain test executables, run in every variant
+ROOT_TESTS  :=   # need root + BTF + perf events; run in the normal variant only
+TSAN_TESTS  :=   # concurrent code: also run in the TSan variant
+BENCHES     :=   # programs or scripts run by `make bench`
+ALL_TARGETS :=   # what `make` builds
+CLEAN_EXTRA :=
+
+ifeq ($(V),0)
+Q := @
+else
+Q :=
+endif
+
+.PHONY: all
+all: deps-check real-all
+
+include $(sort $(wildcard mk/*.mk))
+
+.PHONY: real-all
+real-all: $(ALL_TARGETS)
+
+# ---------------------------------------------------------------------------
+# packages
+.PHONY: deps deps-check
+deps:
+	$(Q)scripts/deps.sh install
+
+deps-check:
+	$(Q)scripts/deps.sh check
+
+# ---------------------------------------------------------------------------
+# tests: three variants, one runner, one summary
+$(B)/tests.list: FORCE
+	$(Q)mkdir -p $(B)
+	$(Q){ for t in $(UNIT_TESTS); do echo "unit $$t"; done; \
+	      for t in $(ROOT_TESTS); do echo "root $$t"; done; \
+	      for t in $(TSAN_TESTS); do echo "tsan $$t"; done; } > $@.tmp && mv $@.tmp $@
+
+.PHONY: test-bins
+test-bins: real-all $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(B)/tests.list
+
+ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+TSAN := -fsanitize=thread
+
+.PHONY: test
+test: deps
+	$(Q)$(MAKE) --no-print-directory test-bins
+	$(Q)$(MAKE) --no-print-directory B=build/asan SANFLAGS="$(ASAN)" test-bins
+	$(Q)$(MAKE) --no-print-directory B=build/tsan SANFLAGS="$(TSAN)" test-bins
+	$(Q)tests/run.sh build build/asan build/tsan
+
+.PHONY: bench
+bench: deps
+	$(Q)$(MAKE) --no-print-directory real-all $(BENCHES)
+	$(Q)for b in $(BENCHES); do echo "== $$b"; $$b || echo "bench $$b failed (exit $$?)"; done
+
+# ---------------------------------------------------------------------------
+# formatting: the tests run `format-check`
+FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null | grep -v '^include/vmlinux')
+.PHONY: format format-check
+format:
+	$(Q)clang-format -i $(FORMAT_SRCS)
+format-check:
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+.PHONY: clean
+clean:
+	rm -rf build $(CLEAN_EXTRA)
+
+.PHONY: FORCE
+FORCE:

@@ -1,0 +1,2 @@
+/* placeholder until libctx lands */
+int ctx_placeholder_;

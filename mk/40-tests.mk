@@ -1,0 +1,25 @@
+# Test programs, by naming convention (no edit needed to add one):
+#   tests/unit/test_*.c         Criterion unit test: every variant (normal, ASan/UBSan)
+#   tests/unit/tsan_*.c         Criterion test of concurrent code: also under TSan
+#   tests/integration/test_*.c  Criterion, needs root + BTF (real BPF, perf events)
+#   tests/integration/test_*.sh script, needs root + BTF
+# Each is linked with libctxprof.a and libctx.a. Extra programs a test needs (workloads,
+# fixtures) are built by the owning area's own fragment.
+TEST_LIBS := $(B)/libctxprof.a $(B)/libctx.a -lcriterion $(DAEMON_LIBS) -ldl
+
+UNIT_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
+TSAN_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/tsan_*.c))
+ROOT_TESTS += $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
+ROOT_TESTS += $(wildcard tests/integration/test_*.sh)
+
+define test_link
+	@echo "  TEST    $<"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -Itests -MMD -MP -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS)
+endef
+$(B)/tests/unit/%: tests/unit/%.c $(B)/libctxprof.a $(B)/libctx.a | $(BPF_SKELS)
+	$(test_link)
+$(B)/tests/integration/%: tests/integration/%.c $(B)/libctxprof.a $(B)/libctx.a | $(BPF_SKELS)
+	$(test_link)
+
+-include $(wildcard $(B)/tests/unit/*.d $(B)/tests/integration/*.d)
