@@ -28,195 +28,195 @@ const volatile __u32 follow_children = 0; /* 1: processes forked by targets beco
 const volatile __u64 wakeup_bytes = 256 * 1024;
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32); /* tgid */
-	__type(value, struct ctxprof_tls_target);
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096);
+        __type(key, __u32); /* tgid */
+        __type(value, struct ctxprof_tls_target);
 } targets SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
 } samples SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ctxprof_counters);
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct ctxprof_counters);
 } counters SEC(".maps");
 
 /* Raw Custom Labels v1 layouts (LP64): see include/ctx/abi.h. */
 struct cl_labelset {
-	__u64 storage;
-	__u64 count;
-	__u64 capacity;
+        __u64 storage;
+        __u64 count;
+        __u64 capacity;
 };
 struct cl_label {
-	__u64 key_len;
-	__u64 key_buf;
-	__u64 val_len;
-	__u64 val_buf;
+        __u64 key_len;
+        __u64 key_buf;
+        __u64 val_len;
+        __u64 val_buf;
 };
 
 static __always_inline void count(struct ctxprof_counters *c, int idx)
 {
-	if (c && idx >= 0 && idx < CTXPROF_CNT_MAX)
-		c->c[idx]++;
+        if (c && idx >= 0 && idx < CTXPROF_CNT_MAX)
+                c->c[idx]++;
 }
 
 /* Address of a thread-local variable of the sampled thread; -1 = none or unreadable. */
 static __always_inline int tls_address(const struct ctxprof_tls_var *v,
-				       const struct ctxprof_dtv_layout *d, __u64 tp, __u64 *addr)
+                                       const struct ctxprof_dtv_layout *d, __u64 tp, __u64 *addr)
 {
-	__u64 dtv, len, blk;
+        __u64 dtv, len, blk;
 
-	if (v->mode == CTXPROF_TLS_STATIC) {
-		*addr = tp + v->tp_offset;
-		return 0;
-	}
-	if (v->mode != CTXPROF_TLS_DTV)
-		return -1;
-	if (bpf_probe_read_user(&dtv, sizeof(dtv), (void *)(tp + (__s64)d->dtv_offset)))
-		return -1;
-	if (d->has_len) {
-		if (bpf_probe_read_user(&len, sizeof(len),
-					(void *)(dtv + (__s64)d->len_index * (__s64)v->dtv_stride)))
-			return -1;
-		if (v->module >= len)
-			return -1;
-	}
-	if (bpf_probe_read_user(&blk, sizeof(blk), (void *)(dtv + v->module * v->dtv_stride)))
-		return -1;
-	if (blk == 0 || blk == (__u64)-1)
-		return -1;
-	*addr = blk + v->offset;
-	return 0;
+        if (v->mode == CTXPROF_TLS_STATIC) {
+                *addr = tp + v->tp_offset;
+                return 0;
+        }
+        if (v->mode != CTXPROF_TLS_DTV)
+                return -1;
+        if (bpf_probe_read_user(&dtv, sizeof(dtv), (void *)(tp + (__s64)d->dtv_offset)))
+                return -1;
+        if (d->has_len) {
+                if (bpf_probe_read_user(&len, sizeof(len),
+                                        (void *)(dtv + (__s64)d->len_index * (__s64)v->dtv_stride)))
+                        return -1;
+                if (v->module >= len)
+                        return -1;
+        }
+        if (bpf_probe_read_user(&blk, sizeof(blk), (void *)(dtv + v->module * v->dtv_stride)))
+                return -1;
+        if (blk == 0 || blk == (__u64)-1)
+                return -1;
+        *addr = blk + v->offset;
+        return 0;
 }
 
 static __always_inline void read_span(struct ctxprof_sample_rec *r,
-				      const struct ctxprof_tls_target *t, __u64 tp,
-				      struct ctxprof_counters *c)
+                                      const struct ctxprof_tls_target *t, __u64 tp,
+                                      struct ctxprof_counters *c)
 {
-	__u64 addr;
+        __u64 addr;
 
-	if (t->span.mode == CTXPROF_TLS_NONE)
-		return;
-	if (tls_address(&t->span, &t->dtv, tp, &addr)) {
-		r->errors |= CTXPROF_SE_SPAN_ADDR;
-		count(c, CTXPROF_CNT_SPAN_FAULT);
-		return;
-	}
-	/* One copy of the three words: the checksum covers what this copy saw. */
-	if (bpf_probe_read_user(&r->span, sizeof(r->span), (void *)addr)) {
-		r->errors |= CTXPROF_SE_SPAN_READ;
-		count(c, CTXPROF_CNT_SPAN_FAULT);
-		return;
-	}
-	r->flags |= CTXPROF_SF_SPAN_READ;
+        if (t->span.mode == CTXPROF_TLS_NONE)
+                return;
+        if (tls_address(&t->span, &t->dtv, tp, &addr)) {
+                r->errors |= CTXPROF_SE_SPAN_ADDR;
+                count(c, CTXPROF_CNT_SPAN_FAULT);
+                return;
+        }
+        /* One copy of the three words: the checksum covers what this copy saw. */
+        if (bpf_probe_read_user(&r->span, sizeof(r->span), (void *)addr)) {
+                r->errors |= CTXPROF_SE_SPAN_READ;
+                count(c, CTXPROF_CNT_SPAN_FAULT);
+                return;
+        }
+        r->flags |= CTXPROF_SF_SPAN_READ;
 }
 
 static __always_inline void read_labels(struct ctxprof_sample_rec *r,
-					const struct ctxprof_tls_target *t, __u64 tp,
-					struct ctxprof_counters *c)
+                                        const struct ctxprof_tls_target *t, __u64 tp,
+                                        struct ctxprof_counters *c)
 {
-	struct cl_labelset ls;
-	struct cl_label l;
-	__u64 addr, set, n;
-	int i;
+        struct cl_labelset ls;
+        struct cl_label l;
+        __u64 addr, set, n;
+        int i;
 
-	if (t->labels.mode == CTXPROF_TLS_NONE)
-		return;
-	if (tls_address(&t->labels, &t->dtv, tp, &addr)) {
-		r->errors |= CTXPROF_SE_LABELS_ADDR;
-		count(c, CTXPROF_CNT_LABELSET_FAULT);
-		return;
-	}
-	if (bpf_probe_read_user(&set, sizeof(set), (void *)addr)) {
-		r->errors |= CTXPROF_SE_LABELS_READ;
-		count(c, CTXPROF_CNT_LABELSET_FAULT);
-		return;
-	}
-	if (!set)
-		return; /* NULL set: no labels */
-	if (bpf_probe_read_user(&ls, sizeof(ls), (void *)set)) {
-		r->errors |= CTXPROF_SE_LABELS_READ;
-		count(c, CTXPROF_CNT_LABELSET_FAULT);
-		return;
-	}
-	r->flags |= CTXPROF_SF_LABELSET;
-	r->label_count = ls.count;
-	n = ls.count;
-	if (n > CTXPROF_MAX_LABELS) {
-		n = CTXPROF_MAX_LABELS;
-		r->flags |= CTXPROF_SF_LABELS_CUT;
-	}
-	r->n_labels = n;
-	for (i = 0; i < CTXPROF_MAX_LABELS; i++) {
-		struct ctxprof_label_rec *lr = &r->labels[i];
-		__u64 len;
+        if (t->labels.mode == CTXPROF_TLS_NONE)
+                return;
+        if (tls_address(&t->labels, &t->dtv, tp, &addr)) {
+                r->errors |= CTXPROF_SE_LABELS_ADDR;
+                count(c, CTXPROF_CNT_LABELSET_FAULT);
+                return;
+        }
+        if (bpf_probe_read_user(&set, sizeof(set), (void *)addr)) {
+                r->errors |= CTXPROF_SE_LABELS_READ;
+                count(c, CTXPROF_CNT_LABELSET_FAULT);
+                return;
+        }
+        if (!set)
+                return; /* NULL set: no labels */
+        if (bpf_probe_read_user(&ls, sizeof(ls), (void *)set)) {
+                r->errors |= CTXPROF_SE_LABELS_READ;
+                count(c, CTXPROF_CNT_LABELSET_FAULT);
+                return;
+        }
+        r->flags |= CTXPROF_SF_LABELSET;
+        r->label_count = ls.count;
+        n = ls.count;
+        if (n > CTXPROF_MAX_LABELS) {
+                n = CTXPROF_MAX_LABELS;
+                r->flags |= CTXPROF_SF_LABELS_CUT;
+        }
+        r->n_labels = n;
+        for (i = 0; i < CTXPROF_MAX_LABELS; i++) {
+                struct ctxprof_label_rec *lr = &r->labels[i];
+                __u64 len;
 
-		if (i >= n)
-			break;
-		if (bpf_probe_read_user(&l, sizeof(l), (void *)(ls.storage + i * sizeof(l)))) {
-			lr->flags = CTXPROF_LF_ENTRY_FAULT;
-			count(c, CTXPROF_CNT_LABEL_FAULT);
-			continue;
-		}
-		lr->flags = CTXPROF_LF_PRESENT;
-		lr->key_len = l.key_len;
-		lr->val_len = l.val_len;
-		if (!l.key_buf) {
-			lr->flags |= CTXPROF_LF_KEY_NULL;
-			continue;
-		}
-		len = l.key_len;
-		if (len > CTXPROF_LABEL_KEY_MAX)
-			len = CTXPROF_LABEL_KEY_MAX;
-		if (bpf_probe_read_user(lr->key, len, (void *)l.key_buf)) {
-			lr->flags |= CTXPROF_LF_KEY_FAULT;
-			count(c, CTXPROF_CNT_LABEL_FAULT);
-			continue;
-		}
-		if (!l.val_buf) {
-			lr->flags |= CTXPROF_LF_VAL_NULL;
-			continue;
-		}
-		len = l.val_len;
-		if (len > CTXPROF_LABEL_VAL_MAX)
-			len = CTXPROF_LABEL_VAL_MAX;
-		if (bpf_probe_read_user(lr->val, len, (void *)l.val_buf)) {
-			lr->flags |= CTXPROF_LF_VAL_FAULT;
-			count(c, CTXPROF_CNT_LABEL_FAULT);
-		}
-	}
+                if (i >= n)
+                        break;
+                if (bpf_probe_read_user(&l, sizeof(l), (void *)(ls.storage + i * sizeof(l)))) {
+                        lr->flags = CTXPROF_LF_ENTRY_FAULT;
+                        count(c, CTXPROF_CNT_LABEL_FAULT);
+                        continue;
+                }
+                lr->flags = CTXPROF_LF_PRESENT;
+                lr->key_len = l.key_len;
+                lr->val_len = l.val_len;
+                if (!l.key_buf) {
+                        lr->flags |= CTXPROF_LF_KEY_NULL;
+                        continue;
+                }
+                len = l.key_len;
+                if (len > CTXPROF_LABEL_KEY_MAX)
+                        len = CTXPROF_LABEL_KEY_MAX;
+                if (bpf_probe_read_user(lr->key, len, (void *)l.key_buf)) {
+                        lr->flags |= CTXPROF_LF_KEY_FAULT;
+                        count(c, CTXPROF_CNT_LABEL_FAULT);
+                        continue;
+                }
+                if (!l.val_buf) {
+                        lr->flags |= CTXPROF_LF_VAL_NULL;
+                        continue;
+                }
+                len = l.val_len;
+                if (len > CTXPROF_LABEL_VAL_MAX)
+                        len = CTXPROF_LABEL_VAL_MAX;
+                if (bpf_probe_read_user(lr->val, len, (void *)l.val_buf)) {
+                        lr->flags |= CTXPROF_LF_VAL_FAULT;
+                        count(c, CTXPROF_CNT_LABEL_FAULT);
+                }
+        }
 }
 
 /* User registers in DWARF order from a pt_regs. */
 static __always_inline void regs_from_ptregs(__u64 *o, const struct pt_regs *p)
 {
-	o[0] = p->ax;
-	o[1] = p->dx;
-	o[2] = p->cx;
-	o[3] = p->bx;
-	o[4] = p->si;
-	o[5] = p->di;
-	o[6] = p->bp;
-	o[7] = p->sp;
-	o[8] = p->r8;
-	o[9] = p->r9;
-	o[10] = p->r10;
-	o[11] = p->r11;
-	o[12] = p->r12;
-	o[13] = p->r13;
-	o[14] = p->r14;
-	o[15] = p->r15;
-	o[16] = p->ip;
+        o[0] = p->ax;
+        o[1] = p->dx;
+        o[2] = p->cx;
+        o[3] = p->bx;
+        o[4] = p->si;
+        o[5] = p->di;
+        o[6] = p->bp;
+        o[7] = p->sp;
+        o[8] = p->r8;
+        o[9] = p->r9;
+        o[10] = p->r10;
+        o[11] = p->r11;
+        o[12] = p->r12;
+        o[13] = p->r13;
+        o[14] = p->r14;
+        o[15] = p->r15;
+        o[16] = p->ip;
 }
 
 /*
@@ -225,212 +225,212 @@ static __always_inline void regs_from_ptregs(__u64 *o, const struct pt_regs *p)
  * thread, the TCB on others), so a single 16 KiB read would nearly always fail.
  */
 static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
-					    struct ctxprof_sample_dwarf_rec *d,
-					    struct ctxprof_counters *c)
+                                            struct ctxprof_sample_dwarf_rec *d,
+                                            struct ctxprof_counters *c)
 {
-	struct pt_regs kregs;
-	__u64 cs, sp, first, off;
-	int i;
+        struct pt_regs kregs;
+        __u64 cs, sp, first, off;
+        int i;
 
-	/* The ctx allows only 8-byte loads of regs (a 2-byte cs load is rejected). */
-	cs = *(volatile __u64 *)&ctx->regs.cs;
-	if (cs & 3) {
-		d->base.flags |= CTXPROF_SF_USER_MODE;
-		d->regs[0] = *(volatile __u64 *)&ctx->regs.ax;
-		d->regs[1] = *(volatile __u64 *)&ctx->regs.dx;
-		d->regs[2] = *(volatile __u64 *)&ctx->regs.cx;
-		d->regs[3] = *(volatile __u64 *)&ctx->regs.bx;
-		d->regs[4] = *(volatile __u64 *)&ctx->regs.si;
-		d->regs[5] = *(volatile __u64 *)&ctx->regs.di;
-		d->regs[6] = *(volatile __u64 *)&ctx->regs.bp;
-		d->regs[7] = *(volatile __u64 *)&ctx->regs.sp;
-		d->regs[8] = *(volatile __u64 *)&ctx->regs.r8;
-		d->regs[9] = *(volatile __u64 *)&ctx->regs.r9;
-		d->regs[10] = *(volatile __u64 *)&ctx->regs.r10;
-		d->regs[11] = *(volatile __u64 *)&ctx->regs.r11;
-		d->regs[12] = *(volatile __u64 *)&ctx->regs.r12;
-		d->regs[13] = *(volatile __u64 *)&ctx->regs.r13;
-		d->regs[14] = *(volatile __u64 *)&ctx->regs.r14;
-		d->regs[15] = *(volatile __u64 *)&ctx->regs.r15;
-		d->regs[16] = *(volatile __u64 *)&ctx->regs.ip;
-	} else {
-		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+        /* The ctx allows only 8-byte loads of regs (a 2-byte cs load is rejected). */
+        cs = *(volatile __u64 *)&ctx->regs.cs;
+        if (cs & 3) {
+                d->base.flags |= CTXPROF_SF_USER_MODE;
+                d->regs[0] = *(volatile __u64 *)&ctx->regs.ax;
+                d->regs[1] = *(volatile __u64 *)&ctx->regs.dx;
+                d->regs[2] = *(volatile __u64 *)&ctx->regs.cx;
+                d->regs[3] = *(volatile __u64 *)&ctx->regs.bx;
+                d->regs[4] = *(volatile __u64 *)&ctx->regs.si;
+                d->regs[5] = *(volatile __u64 *)&ctx->regs.di;
+                d->regs[6] = *(volatile __u64 *)&ctx->regs.bp;
+                d->regs[7] = *(volatile __u64 *)&ctx->regs.sp;
+                d->regs[8] = *(volatile __u64 *)&ctx->regs.r8;
+                d->regs[9] = *(volatile __u64 *)&ctx->regs.r9;
+                d->regs[10] = *(volatile __u64 *)&ctx->regs.r10;
+                d->regs[11] = *(volatile __u64 *)&ctx->regs.r11;
+                d->regs[12] = *(volatile __u64 *)&ctx->regs.r12;
+                d->regs[13] = *(volatile __u64 *)&ctx->regs.r13;
+                d->regs[14] = *(volatile __u64 *)&ctx->regs.r14;
+                d->regs[15] = *(volatile __u64 *)&ctx->regs.r15;
+                d->regs[16] = *(volatile __u64 *)&ctx->regs.ip;
+        } else {
+                struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
-		if (!ur || bpf_probe_read_kernel(&kregs, sizeof(kregs), ur)) {
-			d->base.errors |= CTXPROF_SE_REGS;
-			return;
-		}
-		regs_from_ptregs(d->regs, &kregs);
-	}
-	d->base.flags |= CTXPROF_SF_REGS;
+                if (!ur || bpf_probe_read_kernel(&kregs, sizeof(kregs), ur)) {
+                        d->base.errors |= CTXPROF_SE_REGS;
+                        return;
+                }
+                regs_from_ptregs(d->regs, &kregs);
+        }
+        d->base.flags |= CTXPROF_SF_REGS;
 
-	sp = d->regs[7];
-	first = 4096 - (sp & 4095);
-	if (first > 4096)
-		first = 4096;
-	if (bpf_probe_read_user(d->stack, first, (void *)sp)) {
-		d->base.errors |= CTXPROF_SE_STACK_COPY;
-		count(c, CTXPROF_CNT_STACK_COPY_ERR);
-		return;
-	}
-	off = first;
-	for (i = 0; i < CTXPROF_STACK_COPY / 4096 - 1; i++) {
-		if (off > CTXPROF_STACK_COPY - 4096)
-			break;
-		if (bpf_probe_read_user(d->stack + off, 4096, (void *)(sp + off)))
-			break;
-		off += 4096;
-	}
-	d->stack_len = off;
+        sp = d->regs[7];
+        first = 4096 - (sp & 4095);
+        if (first > 4096)
+                first = 4096;
+        if (bpf_probe_read_user(d->stack, first, (void *)sp)) {
+                d->base.errors |= CTXPROF_SE_STACK_COPY;
+                count(c, CTXPROF_CNT_STACK_COPY_ERR);
+                return;
+        }
+        off = first;
+        for (i = 0; i < CTXPROF_STACK_COPY / 4096 - 1; i++) {
+                if (off > CTXPROF_STACK_COPY - 4096)
+                        break;
+                if (bpf_probe_read_user(d->stack + off, 4096, (void *)(sp + off)))
+                        break;
+                off += 4096;
+        }
+        d->stack_len = off;
 }
 
 SEC("perf_event")
 int ctxprof_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0;
-	struct ctxprof_sample_dwarf_rec *d = NULL;
-	struct ctxprof_sample_rec *r;
-	struct ctxprof_tls_target *t;
-	struct ctxprof_counters *c;
-	struct task_struct *task;
-	long n;
-	__u64 tp, flags;
+        __u64 id = bpf_get_current_pid_tgid();
+        __u32 tgid = id >> 32, zero = 0;
+        struct ctxprof_sample_dwarf_rec *d = NULL;
+        struct ctxprof_sample_rec *r;
+        struct ctxprof_tls_target *t;
+        struct ctxprof_counters *c;
+        struct task_struct *task;
+        long n;
+        __u64 tp, flags;
 
-	t = bpf_map_lookup_elem(&targets, &tgid);
-	if (!t)
-		return 0;
-	c = bpf_map_lookup_elem(&counters, &zero);
-	count(c, CTXPROF_CNT_SAMPLES);
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (!t)
+                return 0;
+        c = bpf_map_lookup_elem(&counters, &zero);
+        count(c, CTXPROF_CNT_SAMPLES);
 
-	if (dwarf_mode) {
-		d = bpf_ringbuf_reserve(&samples, sizeof(*d), 0);
-		r = (struct ctxprof_sample_rec *)d;
-	} else {
-		r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
-	}
-	if (!r) {
-		count(c, CTXPROF_CNT_LOST);
-		return 0;
-	}
-	/* Reserved memory is not zeroed: clear what is read conditionally. */
-	r->type = dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE;
-	r->tgid = tgid;
-	r->tid = (__u32)id;
-	r->cpu = bpf_get_smp_processor_id();
-	r->time_ns = bpf_ktime_get_ns();
-	r->flags = 0;
-	r->errors = 0;
-	r->tls_generation = t->generation;
-	r->label_count = 0;
-	r->n_labels = 0;
-	r->n_ustack = 0;
-	r->n_kstack = 0;
-	r->pad = 0;
-	__builtin_memset(&r->span, 0, sizeof(r->span));
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
+        if (dwarf_mode) {
+                d = bpf_ringbuf_reserve(&samples, sizeof(*d), 0);
+                r = (struct ctxprof_sample_rec *)d;
+        } else {
+                r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
+        }
+        if (!r) {
+                count(c, CTXPROF_CNT_LOST);
+                return 0;
+        }
+        /* Reserved memory is not zeroed: clear what is read conditionally. */
+        r->type = dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE;
+        r->tgid = tgid;
+        r->tid = (__u32)id;
+        r->cpu = bpf_get_smp_processor_id();
+        r->time_ns = bpf_ktime_get_ns();
+        r->flags = 0;
+        r->errors = 0;
+        r->tls_generation = t->generation;
+        r->label_count = 0;
+        r->n_labels = 0;
+        r->n_ustack = 0;
+        r->n_kstack = 0;
+        r->pad = 0;
+        __builtin_memset(&r->span, 0, sizeof(r->span));
+        bpf_get_current_comm(r->comm, sizeof(r->comm));
 
-	task = bpf_get_current_task_btf();
-	tp = BPF_CORE_READ(task, thread.fsbase);
-	r->tp = tp;
-	if (tp) {
-		r->flags |= CTXPROF_SF_TP;
-		read_span(r, t, tp, c);
-		read_labels(r, t, tp, c);
-	} else {
-		count(c, CTXPROF_CNT_NO_TP);
-	}
+        task = bpf_get_current_task_btf();
+        tp = BPF_CORE_READ(task, thread.fsbase);
+        r->tp = tp;
+        if (tp) {
+                r->flags |= CTXPROF_SF_TP;
+                read_span(r, t, tp, c);
+                read_labels(r, t, tp, c);
+        } else {
+                count(c, CTXPROF_CNT_NO_TP);
+        }
 
-	n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
-	if (n < 0) {
-		r->errors |= CTXPROF_SE_USTACK;
-		count(c, CTXPROF_CNT_USTACK_ERR);
-	} else {
-		r->n_ustack = n / 8;
-	}
-	if (kernel_stacks) {
-		n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
-		if (n < 0) {
-			r->errors |= CTXPROF_SE_KSTACK;
-			count(c, CTXPROF_CNT_KSTACK_ERR);
-		} else {
-			r->n_kstack = n / 8;
-		}
-	}
-	if (dwarf_mode && d) {
-		d->stack_len = 0;
-		copy_user_stack(ctx, d, c);
-	}
+        n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
+        if (n < 0) {
+                r->errors |= CTXPROF_SE_USTACK;
+                count(c, CTXPROF_CNT_USTACK_ERR);
+        } else {
+                r->n_ustack = n / 8;
+        }
+        if (kernel_stacks) {
+                n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
+                if (n < 0) {
+                        r->errors |= CTXPROF_SE_KSTACK;
+                        count(c, CTXPROF_CNT_KSTACK_ERR);
+                } else {
+                        r->n_kstack = n / 8;
+                }
+        }
+        if (dwarf_mode && d) {
+                d->stack_len = 0;
+                copy_user_stack(ctx, d, c);
+        }
 
-	flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
-		flags = BPF_RB_FORCE_WAKEUP;
-		count(c, CTXPROF_CNT_WAKEUPS);
-	}
-	bpf_ringbuf_submit(r, flags);
-	return 0;
+        flags = BPF_RB_NO_WAKEUP;
+        if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
+                flags = BPF_RB_FORCE_WAKEUP;
+                count(c, CTXPROF_CNT_WAKEUPS);
+        }
+        bpf_ringbuf_submit(r, flags);
+        return 0;
 }
 
 static __always_inline void emit_event(__u32 type, __u32 tgid, __u32 tid, __u32 parent,
-				       struct task_struct *task)
+                                       struct task_struct *task)
 {
-	struct ctxprof_event_rec *e;
-	__u32 zero = 0;
+        struct ctxprof_event_rec *e;
+        __u32 zero = 0;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EVENTS_LOST);
-		return;
-	}
-	e->type = type;
-	e->tgid = tgid;
-	e->tid = tid;
-	e->parent_tgid = parent;
-	e->time_ns = bpf_ktime_get_ns();
-	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	/* Lifecycle events are rare and the daemon wants them promptly. */
-	bpf_ringbuf_submit(e, 0);
+        e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+        if (!e) {
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EVENTS_LOST);
+                return;
+        }
+        e->type = type;
+        e->tgid = tgid;
+        e->tid = tid;
+        e->parent_tgid = parent;
+        e->time_ns = bpf_ktime_get_ns();
+        BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+        /* Lifecycle events are rare and the daemon wants them promptly. */
+        bpf_ringbuf_submit(e, 0);
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	struct ctxprof_tls_target none = {};
+        __u32 ptgid = parent->tgid, ctgid = child->tgid;
+        struct ctxprof_tls_target none = {};
 
-	if (ptgid == ctgid || !follow_children)
-		return 0; /* a new thread: already covered by the tgid filter */
-	if (!bpf_map_lookup_elem(&targets, &ptgid))
-		return 0;
-	/* Sample the child at once (stacks); the daemon locates its TLS after the event. */
-	bpf_map_update_elem(&targets, &ctgid, &none, BPF_NOEXIST);
-	emit_event(CTXPROF_EV_FORK, ctgid, child->pid, ptgid, child);
-	return 0;
+        if (ptgid == ctgid || !follow_children)
+                return 0; /* a new thread: already covered by the tgid filter */
+        if (!bpf_map_lookup_elem(&targets, &ptgid))
+                return 0;
+        /* Sample the child at once (stacks); the daemon locates its TLS after the event. */
+        bpf_map_update_elem(&targets, &ctgid, &none, BPF_NOEXIST);
+        emit_event(CTXPROF_EV_FORK, ctgid, child->pid, ptgid, child);
+        return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
-	__u32 tgid = p->tgid;
-	struct ctxprof_tls_target none = {};
+        __u32 tgid = p->tgid;
+        struct ctxprof_tls_target none = {};
 
-	if (!bpf_map_lookup_elem(&targets, &tgid))
-		return 0;
-	/* The old image's TLS layout is gone: no context reads until the daemon re-locates. */
-	bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
-	emit_event(CTXPROF_EV_EXEC, tgid, p->pid, 0, p);
-	return 0;
+        if (!bpf_map_lookup_elem(&targets, &tgid))
+                return 0;
+        /* The old image's TLS layout is gone: no context reads until the daemon re-locates. */
+        bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
+        emit_event(CTXPROF_EV_EXEC, tgid, p->pid, 0, p);
+        return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ctxprof_exit, struct task_struct *p)
 {
-	__u32 tgid = p->tgid;
+        __u32 tgid = p->tgid;
 
-	if (!bpf_map_lookup_elem(&targets, &tgid))
-		return 0;
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
-		return 0; /* other threads remain */
-	emit_event(CTXPROF_EV_EXIT, tgid, p->pid, 0, p);
-	return 0;
+        if (!bpf_map_lookup_elem(&targets, &tgid))
+                return 0;
+        if (BPF_CORE_READ(p, signal, live.counter) != 0)
+                return 0; /* other threads remain */
+        emit_event(CTXPROF_EV_EXIT, tgid, p->pid, 0, p);
+        return 0;
 }

@@ -17,128 +17,128 @@
 #endif
 
 /* Build-time caps (Custom Labels readers choose their own; see the spec). */
-#define CTXPROF_MAX_LABELS 10      /* labelset entries read per sample (storage[0..10)) */
-#define CTXPROF_LABEL_KEY_MAX 128  /* key bytes copied; longer keys are dropped by the reader */
-#define CTXPROF_LABEL_VAL_MAX 256  /* value bytes copied; longer values are truncated */
-#define CTXPROF_MAX_USTACK 127     /* user frames (bpf_get_stack) */
-#define CTXPROF_MAX_KSTACK 48      /* kernel frames */
-#define CTXPROF_STACK_COPY 16384   /* dwarf mode: bytes of user stack copied from sp */
-#define CTXPROF_NREGS 17           /* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
-#define CTXPROF_COMM_LEN 16
+#define CTXPROF_MAX_LABELS    10    /* labelset entries read per sample (storage[0..10)) */
+#define CTXPROF_LABEL_KEY_MAX 128   /* key bytes copied; longer keys are dropped by the reader */
+#define CTXPROF_LABEL_VAL_MAX 256   /* value bytes copied; longer values are truncated */
+#define CTXPROF_MAX_USTACK    127   /* user frames (bpf_get_stack) */
+#define CTXPROF_MAX_KSTACK    48    /* kernel frames */
+#define CTXPROF_STACK_COPY    16384 /* dwarf mode: bytes of user stack copied from sp */
+#define CTXPROF_NREGS         17 /* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+#define CTXPROF_COMM_LEN      16
 
 enum ctxprof_rec_type {
-	CTXPROF_REC_SAMPLE = 1,       /* struct ctxprof_sample_rec */
-	CTXPROF_REC_SAMPLE_DWARF = 2, /* struct ctxprof_sample_dwarf_rec */
+        CTXPROF_REC_SAMPLE = 1,       /* struct ctxprof_sample_rec */
+        CTXPROF_REC_SAMPLE_DWARF = 2, /* struct ctxprof_sample_dwarf_rec */
 };
 
 /* ctxprof_sample_rec.flags */
-#define CTXPROF_SF_TP 0x1          /* thread pointer was non-zero */
-#define CTXPROF_SF_SPAN_READ 0x2   /* span[] holds the raw 24 bytes of the span record */
-#define CTXPROF_SF_LABELSET 0x4    /* a labelset pointer was read and was non-NULL */
+#define CTXPROF_SF_TP         0x1  /* thread pointer was non-zero */
+#define CTXPROF_SF_SPAN_READ  0x2  /* span[] holds the raw 24 bytes of the span record */
+#define CTXPROF_SF_LABELSET   0x4  /* a labelset pointer was read and was non-NULL */
 #define CTXPROF_SF_LABELS_CUT 0x8  /* labelset count > CTXPROF_MAX_LABELS */
-#define CTXPROF_SF_USER_MODE 0x10  /* the sample interrupted user mode */
-#define CTXPROF_SF_REGS 0x20       /* dwarf: regs[] valid */
+#define CTXPROF_SF_USER_MODE  0x10 /* the sample interrupted user mode */
+#define CTXPROF_SF_REGS       0x20 /* dwarf: regs[] valid */
 
 /* ctxprof_sample_rec.errors: each bit = that read failed (the item is treated as absent) */
-#define CTXPROF_SE_SPAN_ADDR 0x1   /* span TLS address could not be computed (DTV read) */
-#define CTXPROF_SE_SPAN_READ 0x2   /* bpf_probe_read_user of the span record faulted */
-#define CTXPROF_SE_LABELS_ADDR 0x4 /* labels TLS address could not be computed */
-#define CTXPROF_SE_LABELS_READ 0x8 /* pointer or labelset header read faulted */
-#define CTXPROF_SE_USTACK 0x10     /* bpf_get_stack(user) failed */
-#define CTXPROF_SE_KSTACK 0x20     /* bpf_get_stack(kernel) failed */
-#define CTXPROF_SE_REGS 0x40       /* dwarf: user registers unavailable */
-#define CTXPROF_SE_STACK_COPY 0x80 /* dwarf: not even the first stack page could be copied */
+#define CTXPROF_SE_SPAN_ADDR   0x1  /* span TLS address could not be computed (DTV read) */
+#define CTXPROF_SE_SPAN_READ   0x2  /* bpf_probe_read_user of the span record faulted */
+#define CTXPROF_SE_LABELS_ADDR 0x4  /* labels TLS address could not be computed */
+#define CTXPROF_SE_LABELS_READ 0x8  /* pointer or labelset header read faulted */
+#define CTXPROF_SE_USTACK      0x10 /* bpf_get_stack(user) failed */
+#define CTXPROF_SE_KSTACK      0x20 /* bpf_get_stack(kernel) failed */
+#define CTXPROF_SE_REGS        0x40 /* dwarf: user registers unavailable */
+#define CTXPROF_SE_STACK_COPY  0x80 /* dwarf: not even the first stack page could be copied */
 
 /* ctxprof_label_rec.flags */
-#define CTXPROF_LF_PRESENT 0x1   /* storage[i] was read */
-#define CTXPROF_LF_ENTRY_FAULT 0x2 /* reading storage[i] faulted */
-#define CTXPROF_LF_KEY_NULL 0x4  /* key.buf == NULL: reader must skip the label */
-#define CTXPROF_LF_KEY_FAULT 0x8 /* reading the key bytes faulted */
-#define CTXPROF_LF_VAL_NULL 0x10 /* value.buf == NULL (non-conforming writer) */
-#define CTXPROF_LF_VAL_FAULT 0x20 /* reading the value bytes faulted */
+#define CTXPROF_LF_PRESENT     0x1  /* storage[i] was read */
+#define CTXPROF_LF_ENTRY_FAULT 0x2  /* reading storage[i] faulted */
+#define CTXPROF_LF_KEY_NULL    0x4  /* key.buf == NULL: reader must skip the label */
+#define CTXPROF_LF_KEY_FAULT   0x8  /* reading the key bytes faulted */
+#define CTXPROF_LF_VAL_NULL    0x10 /* value.buf == NULL (non-conforming writer) */
+#define CTXPROF_LF_VAL_FAULT   0x20 /* reading the value bytes faulted */
 
 /* One labelset entry as found in the target. 400 bytes. */
 struct ctxprof_label_rec {
-	__u64 key_len; /* raw key.len from the target (may be anything) */
-	__u64 val_len; /* raw value.len */
-	__u32 flags;   /* CTXPROF_LF_* */
-	__u32 pad;
-	__u8 key[CTXPROF_LABEL_KEY_MAX]; /* min(key_len, cap) bytes valid */
-	__u8 val[CTXPROF_LABEL_VAL_MAX]; /* min(val_len, cap) bytes valid */
+        __u64 key_len; /* raw key.len from the target (may be anything) */
+        __u64 val_len; /* raw value.len */
+        __u32 flags;   /* CTXPROF_LF_* */
+        __u32 pad;
+        __u8 key[CTXPROF_LABEL_KEY_MAX]; /* min(key_len, cap) bytes valid */
+        __u8 val[CTXPROF_LABEL_VAL_MAX]; /* min(val_len, cap) bytes valid */
 };
 
 /* Raw span record: the first 24 bytes of ctx_span_context_v1, as read in one copy. */
 struct ctxprof_span_raw {
-	__u64 span_id;
-	__u64 root_span_id;
-	__u64 checksum; /* validated in user space; 0 or mismatch = no span (torn read) */
+        __u64 span_id;
+        __u64 root_span_id;
+        __u64 checksum; /* validated in user space; 0 or mismatch = no span (torn read) */
 };
 
 /* Frame-pointer sample. Fixed size: reserved whole in the ring, stacks cut by n_*. */
 struct ctxprof_sample_rec {
-	__u32 type;  /* enum ctxprof_rec_type */
-	__u32 tgid;  /* init pid namespace */
-	__u32 tid;
-	__u32 cpu;
-	__u64 time_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
-	__u32 flags;   /* CTXPROF_SF_* */
-	__u32 errors;  /* CTXPROF_SE_* */
-	__u64 tls_generation; /* ctxprof_tls_target.generation used for the reads */
-	__u64 tp;             /* thread pointer (fsbase) */
-	char comm[CTXPROF_COMM_LEN]; /* thread name at sample time */
-	struct ctxprof_span_raw span;
-	__u64 label_count;  /* raw labelset count */
-	__u32 n_labels;     /* entries in labels[] that were attempted */
-	__u32 n_ustack;     /* user ips in ustack[] (leaf first) */
-	__u32 n_kstack;     /* kernel ips in kstack[] (leaf first) */
-	__u32 pad;
-	struct ctxprof_label_rec labels[CTXPROF_MAX_LABELS];
-	__u64 ustack[CTXPROF_MAX_USTACK];
-	__u64 kstack[CTXPROF_MAX_KSTACK];
+        __u32 type; /* enum ctxprof_rec_type */
+        __u32 tgid; /* init pid namespace */
+        __u32 tid;
+        __u32 cpu;
+        __u64 time_ns;               /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+        __u32 flags;                 /* CTXPROF_SF_* */
+        __u32 errors;                /* CTXPROF_SE_* */
+        __u64 tls_generation;        /* ctxprof_tls_target.generation used for the reads */
+        __u64 tp;                    /* thread pointer (fsbase) */
+        char comm[CTXPROF_COMM_LEN]; /* thread name at sample time */
+        struct ctxprof_span_raw span;
+        __u64 label_count; /* raw labelset count */
+        __u32 n_labels;    /* entries in labels[] that were attempted */
+        __u32 n_ustack;    /* user ips in ustack[] (leaf first) */
+        __u32 n_kstack;    /* kernel ips in kstack[] (leaf first) */
+        __u32 pad;
+        struct ctxprof_label_rec labels[CTXPROF_MAX_LABELS];
+        __u64 ustack[CTXPROF_MAX_USTACK];
+        __u64 kstack[CTXPROF_MAX_KSTACK];
 };
 
 /* DWARF-mode sample: the FP record plus user registers and a copy of the user stack. */
 struct ctxprof_sample_dwarf_rec {
-	struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_SAMPLE_DWARF */
-	__u64 regs[CTXPROF_NREGS];      /* DWARF order; regs[16] = rip */
-	__u64 stack_len;                /* bytes valid in stack[] (copied from regs[7] = sp) */
-	__u8 stack[CTXPROF_STACK_COPY];
+        struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_SAMPLE_DWARF */
+        __u64 regs[CTXPROF_NREGS];      /* DWARF order; regs[16] = rip */
+        __u64 stack_len;                /* bytes valid in stack[] (copied from regs[7] = sp) */
+        __u8 stack[CTXPROF_STACK_COPY];
 };
 
 /* Lifecycle events (ring `events`). */
 enum ctxprof_event_type {
-	CTXPROF_EV_FORK = 1, /* new process forked by a target (child tgid in tgid) */
-	CTXPROF_EV_EXEC = 2, /* a target exec'ed: TLS must be located again */
-	CTXPROF_EV_EXIT = 3, /* the last thread of a target exited */
+        CTXPROF_EV_FORK = 1, /* new process forked by a target (child tgid in tgid) */
+        CTXPROF_EV_EXEC = 2, /* a target exec'ed: TLS must be located again */
+        CTXPROF_EV_EXIT = 3, /* the last thread of a target exited */
 };
 
 struct ctxprof_event_rec {
-	__u32 type;        /* enum ctxprof_event_type */
-	__u32 tgid;
-	__u32 tid;
-	__u32 parent_tgid; /* FORK: the target that forked */
-	__u64 time_ns;
-	char comm[CTXPROF_COMM_LEN];
+        __u32 type; /* enum ctxprof_event_type */
+        __u32 tgid;
+        __u32 tid;
+        __u32 parent_tgid; /* FORK: the target that forked */
+        __u64 time_ns;
+        char comm[CTXPROF_COMM_LEN];
 };
 
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
-	CTXPROF_CNT_SAMPLES = 0,     /* target samples taken */
-	CTXPROF_CNT_LOST,            /* ring full: record dropped */
-	CTXPROF_CNT_NO_TP,           /* thread pointer 0: no context read */
-	CTXPROF_CNT_SPAN_FAULT,      /* span address/read failures */
-	CTXPROF_CNT_LABELSET_FAULT,  /* labelset pointer/header read failures */
-	CTXPROF_CNT_LABEL_FAULT,     /* entry/key/value read failures */
-	CTXPROF_CNT_USTACK_ERR,      /* bpf_get_stack(user) < 0 */
-	CTXPROF_CNT_KSTACK_ERR,      /* bpf_get_stack(kernel) < 0 */
-	CTXPROF_CNT_STACK_COPY_ERR,  /* dwarf: first stack page unreadable */
-	CTXPROF_CNT_EVENTS_LOST,     /* events ring full */
-	CTXPROF_CNT_WAKEUPS,         /* forced ring wakeups */
-	CTXPROF_CNT_MAX,
+        CTXPROF_CNT_SAMPLES = 0,    /* target samples taken */
+        CTXPROF_CNT_LOST,           /* ring full: record dropped */
+        CTXPROF_CNT_NO_TP,          /* thread pointer 0: no context read */
+        CTXPROF_CNT_SPAN_FAULT,     /* span address/read failures */
+        CTXPROF_CNT_LABELSET_FAULT, /* labelset pointer/header read failures */
+        CTXPROF_CNT_LABEL_FAULT,    /* entry/key/value read failures */
+        CTXPROF_CNT_USTACK_ERR,     /* bpf_get_stack(user) < 0 */
+        CTXPROF_CNT_KSTACK_ERR,     /* bpf_get_stack(kernel) < 0 */
+        CTXPROF_CNT_STACK_COPY_ERR, /* dwarf: first stack page unreadable */
+        CTXPROF_CNT_EVENTS_LOST,    /* events ring full */
+        CTXPROF_CNT_WAKEUPS,        /* forced ring wakeups */
+        CTXPROF_CNT_MAX,
 };
 
 struct ctxprof_counters {
-	__u64 c[CTXPROF_CNT_MAX];
+        __u64 c[CTXPROF_CNT_MAX];
 };
 
 #endif /* CTXPROF_SAMPLE_H */

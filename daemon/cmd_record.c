@@ -1,0 +1,473 @@
+/*
+ * cmd_record.c — `ctxprof record`: parses options, starts or attaches to the targets, drives
+ * the sampler until the duration ends, the targets exit or SIGINT/SIGTERM arrives, then
+ * drains, writes the collapsed output and prints the counters. The only place in the
+ * sampler's area that prints; it turns every library error into an actionable message and
+ * a non-zero exit status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "cmd.h"
+#include "collapsed.h"
+#include "sampler.h"
+
+#define MAX_PIDS 64
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        stop_requested = 1;
+}
+
+static void help(FILE *f)
+{
+        fprintf(f,
+                "usage: ctxprof record -p PID[,PID...] [OPTIONS]\n"
+                "       ctxprof record [OPTIONS] -- COMMAND [ARGS...]\n"
+                "\n"
+                "Sample the threads of running processes (or of COMMAND and the processes it\n"
+                "starts) with perf events and eBPF. Every sample carries the thread's span id and\n"
+                "Custom Labels (when the target uses libctx or another Custom Labels v1 writer)\n"
+                "and its stack. Threads started after attach are sampled too. Ctrl-C / SIGTERM\n"
+                "stops, drains and writes everything collected.\n"
+                "\n"
+                "options:\n"
+                "  -p, --pid PID[,PID...]     processes to sample\n"
+                "  -F, --freq HZ              samples per second per CPU (default 99)\n"
+                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m)\n"
+                "  -o, --output FILE          write to FILE (default: standard output)\n"
+                "      --format collapsed     output format: collapsed stacks (flamegraph.pl,\n"
+                "                             speedscope): PROC-PID;THREAD;key=value...;frames N\n"
+                "      --call-graph fp|dwarf  fp: frame pointers (default, cheapest); dwarf: copy\n"
+                "                             16 KiB of user stack and unwind with .eh_frame\n"
+                "      --event cpu-clock|cycles  sampling event (cycles needs a hardware PMU)\n"
+                "      --span-frames          add a span=ID pseudo-frame after the labels\n"
+                "      --no-kernel            user frames only\n"
+                "  -q, --quiet                no status line, no counters\n"
+                "  -h, --help                 this text\n"
+                "\n"
+                "With -- COMMAND, processes forked by COMMAND are followed; with -p, only the\n"
+                "given processes (and all their threads). Needs root (CAP_BPF, CAP_PERFMON,\n"
+                "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n");
+}
+
+static int parse_duration(const char *s, uint64_t *ms)
+{
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s || v < 0)
+                return -1;
+        if (!*end || !strcmp(end, "s"))
+                v *= 1000;
+        else if (!strcmp(end, "ms"))
+                ;
+        else if (!strcmp(end, "m"))
+                v *= 60000;
+        else if (!strcmp(end, "h"))
+                v *= 3600000;
+        else
+                return -1;
+        *ms = (uint64_t)v;
+        return 0;
+}
+
+static int parse_pids(char *s, pid_t *pids, int *n)
+{
+        char *tok, *save = NULL, *end;
+
+        for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                long v;
+
+                errno = 0;
+                v = strtol(tok, &end, 10);
+                if (errno || *end || v <= 0 || v > INT_MAX || *n >= MAX_PIDS)
+                        return -1;
+                pids[(*n)++] = (pid_t)v;
+        }
+        return *n ? 0 : -1;
+}
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+        if (level == LIBBPF_WARN && getenv("CTXPROF_DEBUG"))
+                return vfprintf(stderr, fmt, ap);
+        return 0;
+}
+
+static void report_setup_error(int err, enum sampler_stage stage, const struct sampler_opts *o)
+{
+        const char *what = strerror(-err);
+
+        switch (stage) {
+        case SAMPLER_STAGE_BTF:
+                fprintf(stderr,
+                        "ctxprof: this kernel has no BTF (/sys/kernel/btf/vmlinux missing); "
+                        "ctxprof needs CONFIG_DEBUG_INFO_BTF=y\n");
+                return;
+        case SAMPLER_STAGE_OPEN:
+        case SAMPLER_STAGE_LOAD:
+                if (err == -EPERM || err == -EACCES)
+                        fprintf(stderr,
+                                "ctxprof: not permitted to load BPF programs (%s): run as "
+                                "root or with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE\n",
+                                what);
+                else
+                        fprintf(stderr,
+                                "ctxprof: loading the BPF sampler failed: %s (set "
+                                "CTXPROF_DEBUG=1 for the verifier log)\n",
+                                what);
+                return;
+        case SAMPLER_STAGE_PERF:
+                if (o->event == SAMPLER_EV_CYCLES &&
+                    (err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV || err == -EINVAL))
+                        fprintf(stderr,
+                                "ctxprof: no hardware PMU for the 'cycles' event here (%s); "
+                                "use --event cpu-clock\n",
+                                what);
+                else if (err == -EACCES || err == -EPERM)
+                        fprintf(stderr,
+                                "ctxprof: not permitted to open CPU-wide perf events (%s): "
+                                "run as root or with CAP_PERFMON, or lower "
+                                "/proc/sys/kernel/perf_event_paranoid\n",
+                                what);
+                else
+                        fprintf(stderr, "ctxprof: perf_event_open failed: %s\n", what);
+                return;
+        case SAMPLER_STAGE_ATTACH:
+                fprintf(stderr, "ctxprof: attaching the BPF programs failed: %s\n", what);
+                return;
+        case SAMPLER_STAGE_RING:
+        case SAMPLER_STAGE_NONE:
+                fprintf(stderr, "ctxprof: setting up the sample ring failed: %s\n", what);
+                return;
+        }
+}
+
+static void print_status(struct sampler *s, uint64_t *last_n, uint64_t *last_ms)
+{
+        struct sampler_stats st;
+        uint64_t now = mono_ms();
+        double dt = (double)(now - *last_ms) / 1000.0;
+
+        sampler_get_stats(s, &st);
+        fprintf(stderr, "\r\033[Ksamples/s %.0f  threads %llu  lost %llu  with context %.1f%%",
+                dt > 0 ? (double)(st.received - *last_n) / dt : 0.0, (unsigned long long)st.threads,
+                (unsigned long long)st.lost,
+                st.received ? 100.0 * (double)st.with_context / (double)st.received : 0.0);
+        fflush(stderr);
+        *last_n = st.received;
+        *last_ms = now;
+}
+
+static void print_counters(struct sampler *s, struct collapsed *c)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(s, &st);
+        fprintf(
+            stderr,
+            "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
+            "torn span reads %llu, label read faults %llu, labels dropped %llu, "
+            "unwind errors %llu, threads %llu, processes %llu, lines %zu\n",
+            (unsigned long long)st.samples, (unsigned long long)st.received,
+            (unsigned long long)st.with_context, (unsigned long long)st.lost,
+            (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
+            (unsigned long long)(st.label_faults + st.labelset_faults),
+            (unsigned long long)st.ctx.dropped, (unsigned long long)st.unwind_errors,
+            (unsigned long long)st.threads, (unsigned long long)st.processes, collapsed_lines(c));
+}
+
+/* Checks a pid before any setup so the common mistakes get a precise message. */
+static int check_pid(pid_t pid)
+{
+        if (kill(pid, 0) == 0)
+                return 0;
+        if (errno == ESRCH)
+                fprintf(stderr, "ctxprof: no such process: %d\n", (int)pid);
+        else if (errno == EPERM)
+                fprintf(stderr,
+                        "ctxprof: not permitted to profile process %d: run as root or "
+                        "with CAP_SYS_PTRACE\n",
+                        (int)pid);
+        else
+                fprintf(stderr, "ctxprof: process %d: %s\n", (int)pid, strerror(errno));
+        return -1;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+        enum { OPT_FORMAT = 256, OPT_CALLGRAPH, OPT_EVENT, OPT_SPAN, OPT_NOKERNEL };
+        static const struct option longopts[] = {
+            {"pid", required_argument, NULL, 'p'},
+            {"freq", required_argument, NULL, 'F'},
+            {"duration", required_argument, NULL, 'd'},
+            {"output", required_argument, NULL, 'o'},
+            {"format", required_argument, NULL, OPT_FORMAT},
+            {"call-graph", required_argument, NULL, OPT_CALLGRAPH},
+            {"event", required_argument, NULL, OPT_EVENT},
+            {"span-frames", no_argument, NULL, OPT_SPAN},
+            {"no-kernel", no_argument, NULL, OPT_NOKERNEL},
+            {"quiet", no_argument, NULL, 'q'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        struct sampler_opts o = {.freq = 99, .event = SAMPLER_EV_CPU_CLOCK, .kernel_stacks = 1};
+        pid_t pids[MAX_PIDS], child = -1;
+        int npids = 0, opt, i, err, quiet = 0, span_frames = 0, sync_pipe[2] = {-1, -1};
+        int rc = 1, child_status = 0, child_done = 0;
+        uint64_t duration_ms = 0, start_ms, last_ms, last_n = 0, last_status = 0;
+        const char *outpath = NULL;
+        enum sampler_stage stage;
+        struct sampler *s = NULL;
+        struct collapsed *c = NULL;
+        struct sample_sink sink;
+        struct sigaction sa;
+        FILE *out = NULL;
+        int tty;
+
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "+p:F:d:o:qh", longopts, NULL)) != -1) {
+                switch (opt) {
+                case 'p':
+                        if (parse_pids(optarg, pids, &npids)) {
+                                fprintf(stderr, "ctxprof record: bad PID list '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'F': {
+                        char *end;
+                        long v = strtol(optarg, &end, 10);
+
+                        if (*end || v < 1 || v > 100000) {
+                                fprintf(stderr, "ctxprof record: bad frequency '%s' (1..100000)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        o.freq = (unsigned)v;
+                        break;
+                }
+                case 'd':
+                        if (parse_duration(optarg, &duration_ms)) {
+                                fprintf(stderr, "ctxprof record: bad duration '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'o':
+                        outpath = optarg;
+                        break;
+                case OPT_FORMAT:
+                        if (strcmp(optarg, "collapsed")) {
+                                fprintf(stderr, "ctxprof record: unknown format '%s' (collapsed)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                case OPT_CALLGRAPH:
+                        if (!strcmp(optarg, "fp")) {
+                                o.dwarf = 0;
+                        } else if (!strcmp(optarg, "dwarf")) {
+                                o.dwarf = 1;
+                        } else {
+                                fprintf(stderr, "ctxprof record: --call-graph fp or dwarf\n");
+                                return 2;
+                        }
+                        break;
+                case OPT_EVENT:
+                        if (!strcmp(optarg, "cpu-clock")) {
+                                o.event = SAMPLER_EV_CPU_CLOCK;
+                        } else if (!strcmp(optarg, "cycles")) {
+                                o.event = SAMPLER_EV_CYCLES;
+                        } else {
+                                fprintf(stderr, "ctxprof record: --event cpu-clock or cycles\n");
+                                return 2;
+                        }
+                        break;
+                case OPT_SPAN:
+                        span_frames = 1;
+                        break;
+                case OPT_NOKERNEL:
+                        o.kernel_stacks = 0;
+                        break;
+                case 'q':
+                        quiet = 1;
+                        break;
+                case 'h':
+                        help(stdout);
+                        return 0;
+                default:
+                        help(stderr);
+                        return 2;
+                }
+        }
+        if ((optind < argc) == (npids > 0)) {
+                fprintf(stderr, "ctxprof record: give either -p PID[,PID...] or -- COMMAND\n\n");
+                help(stderr);
+                return 2;
+        }
+        for (i = 0; i < npids; i++)
+                if (check_pid(pids[i]))
+                        return 1;
+        o.follow_children = optind < argc;
+
+        if (outpath) {
+                out = fopen(outpath, "we");
+                if (!out) {
+                        fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(errno));
+                        return 1;
+                }
+        }
+
+        if (optind < argc) {
+                /* The child waits for the sampler to be ready, so its first instruction is seen. */
+                if (pipe2(sync_pipe, O_CLOEXEC)) {
+                        perror("ctxprof: pipe");
+                        goto out;
+                }
+                child = fork();
+                if (child < 0) {
+                        perror("ctxprof: fork");
+                        goto out;
+                }
+                if (child == 0) {
+                        char b;
+
+                        close(sync_pipe[1]);
+                        if (read(sync_pipe[0], &b, 1) != 1)
+                                _exit(127);
+                        execvp(argv[optind], argv + optind);
+                        fprintf(stderr, "ctxprof: cannot run %s: %s\n", argv[optind],
+                                strerror(errno));
+                        _exit(127);
+                }
+                close(sync_pipe[0]);
+                sync_pipe[0] = -1;
+                pids[npids++] = child;
+        }
+
+        libbpf_set_print(libbpf_quiet);
+        c = collapsed_new(span_frames);
+        if (!c) {
+                fprintf(stderr, "ctxprof: out of memory\n");
+                goto out;
+        }
+        sink = collapsed_sink(c);
+        err = sampler_new(&o, &sink, &s, &stage);
+        if (err) {
+                report_setup_error(err, stage, &o);
+                goto out;
+        }
+        for (i = 0; i < npids; i++) {
+                err = sampler_add_target(s, pids[i]);
+                if (err == -ESRCH) {
+                        fprintf(stderr, "ctxprof: process %d exited before it could be attached\n",
+                                (int)pids[i]);
+                        goto out;
+                } else if (err == -EPERM || err == -EACCES) {
+                        fprintf(stderr, "ctxprof: not permitted to read process %d: %s\n",
+                                (int)pids[i], strerror(-err));
+                        goto out;
+                } else if (err) {
+                        fprintf(stderr, "ctxprof: cannot sample process %d: %s\n", (int)pids[i],
+                                strerror(-err));
+                        goto out;
+                }
+        }
+        if (child > 0) {
+                if (write(sync_pipe[1], "g", 1) != 1) {
+                        perror("ctxprof: starting the command");
+                        goto out;
+                }
+                close(sync_pipe[1]);
+                sync_pipe[1] = -1;
+        }
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        tty = !quiet && isatty(STDERR_FILENO);
+        start_ms = last_ms = last_status = mono_ms();
+
+        while (!stop_requested) {
+                uint64_t now;
+
+                err = sampler_poll(s, 100);
+                if (err < 0) {
+                        fprintf(stderr, "\nctxprof: reading samples failed: %s\n", strerror(-err));
+                        break;
+                }
+                now = mono_ms();
+                if (duration_ms && now - start_ms >= duration_ms)
+                        break;
+                if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child) {
+                        child_done = 1;
+                        break;
+                }
+                if (child < 0 && !sampler_live_targets(s))
+                        break;
+                if (tty && now - last_status >= 1000) {
+                        print_status(s, &last_n, &last_ms);
+                        last_status = now;
+                }
+        }
+        if (tty)
+                fputs("\r\033[K", stderr);
+        err = sampler_stop(s);
+        if (err < 0)
+                fprintf(stderr, "ctxprof: draining samples failed: %s\n", strerror(-err));
+        err = collapsed_write(c, out ? out : stdout, sampler_modules(s));
+        if (err) {
+                fprintf(stderr, "ctxprof: writing %s failed: %s\n", outpath ? outpath : "output",
+                        strerror(-err));
+                goto out;
+        }
+        if (!quiet)
+                print_counters(s, c);
+        rc = 0;
+out:
+        if (sync_pipe[0] >= 0)
+                close(sync_pipe[0]);
+        if (sync_pipe[1] >= 0)
+                close(sync_pipe[1]); /* an unstarted child sees EOF and exits */
+        if (child > 0 && !child_done) {
+                if (rc)
+                        kill(child, SIGTERM);
+                waitpid(child, &child_status, 0);
+        }
+        sampler_free(s);
+        collapsed_free(c);
+        if (out && fclose(out) && !rc) {
+                fprintf(stderr, "ctxprof: writing %s failed: %s\n", outpath, strerror(errno));
+                rc = 1;
+        }
+        return rc;
+}
+
+const struct ctxprof_cmd record_cmd = {"record", "sample processes: stacks + trace context",
+                                       cmd_record};

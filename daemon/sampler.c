@@ -1,0 +1,685 @@
+/*
+ * sampler.c — the sampling engine (see sampler.h). Owns the BPF skeleton, the per-CPU perf
+ * events and their links, the two rings, and per-process ingestion state (TLS location,
+ * /proc/PID/maps cache, DWARF unwinder). Turns raw records into decoded samples for a sink.
+ * Must never print, never trust a record field beyond the caps of ctxprof/sample.h, and
+ * never let a dead or hostile target stop ingestion.
+ *
+ * Ordering across the two rings: sampler_poll consumes the sample ring before the event
+ * ring, and a process's per-pid state is released only one poll after its exit event, so
+ * samples still queued when a process dies are resolved with the mappings cached for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sampler.h"
+#include "sampler.skel.h"
+#include "sampler_tls.h"
+#include "proc_maps.h"
+#include "unwind_dwarf.h"
+
+#define DEFAULT_RING_BYTES (8u << 20)
+#define TLS_RETRY_FAST_NS  200000000ull  /* 200 ms: just started or exec'ed */
+#define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
+#define TLS_FAST_WINDOW_NS 3000000000ull
+#define TLS_MAX_ERRORS     20
+#define MAX_PROCS          4096
+
+struct proc {
+        pid_t pid;
+        int alive;
+        int forget_pending; /* exit seen: release unwinder state after the next drain */
+        int tls_state;      /* 0 = to locate, 1 = located (maybe partially), 2 = gave up */
+        int tls_errors;
+        uint64_t tls_next_ns;  /* next attempt */
+        uint64_t tls_since_ns; /* start of the current location round (add/exec) */
+        uint64_t generation;
+        char name[CTXPROF_COMM_LEN + 1];
+        struct proc_maps *maps; /* NULL until opened */
+};
+
+struct tid_set {
+        uint32_t *slots; /* 0 = empty */
+        size_t cap, n;
+};
+
+struct sampler {
+        struct sampler_opts opts;
+        struct sample_sink sink;
+        struct sampler_bpf *skel;
+        int ncpu;
+        int *perf_fds; /* -1 when closed/owned by a link */
+        struct bpf_link **links;
+        struct ring_buffer *rb;
+        struct modules *modules;
+        struct dwarf_unwinder *unwinder;
+        struct proc *procs;
+        size_t nprocs;
+        struct tid_set tids;
+        struct sampler_stats st;
+        int stopped;
+        /* scratch for one decoded sample */
+        struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
+        uint64_t ips[CTXPROF_MAX_FRAMES];
+        char comm[CTXPROF_COMM_LEN + 1];
+};
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int tid_set_add(struct tid_set *s, uint32_t tid)
+{
+        size_t i;
+
+        if (!tid)
+                return 0;
+        if ((s->n + 1) * 2 > s->cap) {
+                size_t ncap = s->cap ? s->cap * 2 : 1024;
+                uint32_t *ns = calloc(ncap, sizeof(*ns));
+
+                if (!ns)
+                        return -ENOMEM;
+                for (i = 0; i < s->cap; i++) {
+                        size_t j;
+
+                        if (!s->slots[i])
+                                continue;
+                        for (j = (s->slots[i] * 2654435761u) & (ncap - 1); ns[j];
+                             j = (j + 1) & (ncap - 1))
+                                ;
+                        ns[j] = s->slots[i];
+                }
+                free(s->slots);
+                s->slots = ns;
+                s->cap = ncap;
+        }
+        for (i = (tid * 2654435761u) & (s->cap - 1); s->slots[i]; i = (i + 1) & (s->cap - 1))
+                if (s->slots[i] == tid)
+                        return 0;
+        s->slots[i] = tid;
+        s->n++;
+        return 1;
+}
+
+static struct proc *proc_find(struct sampler *s, pid_t pid)
+{
+        size_t i;
+
+        /* Newest first: a reused pid maps to the latest process. */
+        for (i = s->nprocs; i-- > 0;)
+                if (s->procs[i].pid == pid)
+                        return &s->procs[i];
+        return NULL;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+        char path[64];
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        buf[0] = '\0';
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, buf, len - 1);
+        close(fd);
+        if (n <= 0) {
+                buf[0] = '\0';
+                return;
+        }
+        buf[n] = '\0';
+        if (buf[n - 1] == '\n')
+                buf[n - 1] = '\0';
+}
+
+static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
+{
+        struct proc *p;
+
+        if (s->nprocs == MAX_PROCS)
+                return NULL;
+        p = &s->procs[s->nprocs++];
+        memset(p, 0, sizeof(*p));
+        p->pid = pid;
+        p->alive = 1;
+        p->tls_since_ns = now_ns();
+        if (comm && comm[0])
+                snprintf(p->name, sizeof(p->name), "%s", comm);
+        else
+                read_comm(pid, p->name, sizeof(p->name));
+        if (!p->name[0])
+                snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
+        proc_maps_open(s->modules, pid, &p->maps); /* may fail: retried on first sample */
+        s->st.processes++;
+        return p;
+}
+
+static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
+{
+        struct ctxprof_tls_target t;
+        __u32 key = (__u32)p->pid;
+        int err;
+
+        if (!p->alive || p->tls_state == 2 || now < p->tls_next_ns)
+                return;
+        err = sampler_tls_locate(p->pid, &t);
+        if (err == -ESRCH) {
+                p->tls_state = 2;
+                return;
+        }
+        if (err && err != -EAGAIN) {
+                if (++p->tls_errors >= TLS_MAX_ERRORS) {
+                        p->tls_state = 2;
+                        s->st.tls_errors++;
+                }
+                p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+                return;
+        }
+        if (err == -EAGAIN) {
+                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                return;
+        }
+        t.generation = ++p->generation;
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_EXIST)) {
+                /* The process is gone (or never made it into the map): nothing to sample. */
+                p->tls_state = 2;
+                return;
+        }
+        s->st.tls_located++;
+        if (t.labels.mode != CTXPROF_TLS_NONE && t.span.mode != CTXPROF_TLS_NONE) {
+                p->tls_state = 1;
+                return;
+        }
+        /* Something is missing: a library may still be loading or be dlopen'ed later. */
+        p->tls_next_ns = now + (now - p->tls_since_ns < TLS_FAST_WINDOW_NS ? TLS_RETRY_FAST_NS
+                                                                           : TLS_RETRY_SLOW_NS);
+}
+
+int sampler_add_target(struct sampler *s, pid_t pid)
+{
+        struct ctxprof_tls_target none = {0};
+        __u32 key = (__u32)pid;
+        struct proc *p;
+        char path[64];
+
+        if (pid <= 0)
+                return -EINVAL;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if (access(path, F_OK))
+                return -ESRCH;
+        /* Reading the target's memory is what context needs: check it up front. */
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+        {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+                if (fd < 0)
+                        return errno == ENOENT ? -ESRCH : -errno;
+                close(fd);
+        }
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
+            errno != EEXIST)
+                return errno == E2BIG ? -ENOSPC : -errno;
+        p = proc_find(s, pid);
+        if (!p || !p->alive)
+                p = proc_new(s, pid, NULL);
+        if (!p)
+                return -ENOSPC;
+        proc_locate_tls(s, p, now_ns());
+        return 0;
+}
+
+/* ip list (leaf first) -> frames appended at s->frames[*n...]. */
+static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *ips, unsigned cnt,
+                            unsigned *n, int *truncated)
+{
+        unsigned i;
+
+        for (i = 0; i < cnt; i++) {
+                struct ctxprof_frame *f;
+
+                if (*n >= CTXPROF_MAX_FRAMES) {
+                        *truncated = 1;
+                        return;
+                }
+                f = &s->frames[*n];
+                if (!p->maps || proc_maps_resolve(p->maps, ips[i], f)) {
+                        f->offset = ips[i];
+                        f->module_id = CTXPROF_MODULE_UNKNOWN;
+                }
+                f->flags = i ? CTXPROF_FRAME_RETADDR : 0;
+                (*n)++;
+        }
+}
+
+static int handle_sample(struct sampler *s, const void *data, size_t size)
+{
+        const struct ctxprof_sample_rec *r = data;
+        const struct ctxprof_sample_dwarf_rec *d = NULL;
+        struct decoded_sample ds;
+        struct proc *p;
+        unsigned i, n = 0, nk, nu;
+        int truncated = 0;
+
+        if (size < sizeof(*r) ||
+            (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        if (r->type == CTXPROF_REC_SAMPLE_DWARF) {
+                if (size < sizeof(*d)) {
+                        s->st.bad_records++;
+                        return 0;
+                }
+                d = data;
+        }
+        s->st.received++;
+        p = proc_find(s, (pid_t)r->tgid);
+        if (!p)
+                p = proc_new(s, (pid_t)r->tgid, NULL); /* forked child seen before its event */
+        if (!p) {
+                s->st.sink_errors++;
+                return 0;
+        }
+        if (!p->maps && p->alive)
+                proc_maps_open(s->modules, p->pid, &p->maps);
+        if (tid_set_add(&s->tids, r->tid) > 0)
+                s->st.threads++;
+
+        memset(&ds, 0, sizeof(ds));
+        ds.pid = (pid_t)r->tgid;
+        ds.tid = (pid_t)r->tid;
+        ds.cpu = r->cpu;
+        ds.time_ns = r->time_ns;
+        memcpy(s->comm, r->comm, CTXPROF_COMM_LEN);
+        s->comm[CTXPROF_COMM_LEN] = '\0';
+        ds.comm = s->comm;
+        ds.process = p->name;
+        /* The layout in the map was right when the record was read: exec resets it to NONE in
+         * the same kernel path, so no generation check is needed here. */
+        ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
+        ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
+        if (ds.has_span || ds.n_labels)
+                s->st.with_context++;
+
+        nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
+        for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
+                s->frames[n].offset = r->kstack[i];
+                s->frames[n].module_id = CTXPROF_MODULE_KERNEL;
+                s->frames[n].flags = CTXPROF_FRAME_KERNEL | (i ? CTXPROF_FRAME_RETADDR : 0);
+        }
+        nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
+        if (d && (r->flags & CTXPROF_SF_REGS) && d->stack_len && s->unwinder) {
+                size_t len = d->stack_len < CTXPROF_STACK_COPY ? d->stack_len : CTXPROF_STACK_COPY;
+                int ut = 0, cnt;
+
+                cnt = p->alive ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs,
+                                              d->stack, len, s->ips, CTXPROF_MAX_FRAMES, &ut)
+                               : -ESRCH;
+                if (cnt > 0) {
+                        add_user_frames(s, p, s->ips, (unsigned)cnt, &n, &truncated);
+                        if (ut) {
+                                truncated = 1;
+                                s->st.unwind_truncated++;
+                        }
+                } else {
+                        s->st.unwind_errors++;
+                        add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
+                }
+        } else {
+                add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
+        }
+        if (!n)
+                s->st.no_stack++;
+        ds.frames = s->frames;
+        ds.n_frames = n;
+        ds.truncated = truncated;
+        if (s->sink.sample && s->sink.sample(s->sink.ctx, &ds))
+                s->st.sink_errors++;
+        return 0;
+}
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+        return handle_sample(ctx, data, size);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+        struct sampler *s = ctx;
+        const struct ctxprof_event_rec *e = data;
+        char comm[CTXPROF_COMM_LEN + 1];
+        struct proc *p;
+
+        if (size < sizeof(*e)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        memcpy(comm, e->comm, CTXPROF_COMM_LEN);
+        comm[CTXPROF_COMM_LEN] = '\0';
+        p = proc_find(s, (pid_t)e->tgid);
+        switch (e->type) {
+        case CTXPROF_EV_FORK:
+                if (!p || !p->alive)
+                        proc_new(s, (pid_t)e->tgid, comm);
+                break;
+        case CTXPROF_EV_EXEC:
+                if (!p) {
+                        proc_new(s, (pid_t)e->tgid, comm);
+                        break;
+                }
+                /* New image: new name, new mappings, TLS located again from scratch. */
+                snprintf(p->name, sizeof(p->name), "%s", comm);
+                proc_maps_free(p->maps);
+                p->maps = NULL;
+                proc_maps_open(s->modules, p->pid, &p->maps);
+                if (s->unwinder)
+                        dwarf_unwinder_forget(s->unwinder, p->pid);
+                p->tls_state = 0;
+                p->tls_errors = 0;
+                p->tls_next_ns = 0;
+                p->tls_since_ns = now_ns();
+                p->generation = 0; /* the BPF side reset the target to NONE, generation 0 */
+                break;
+        case CTXPROF_EV_EXIT:
+                if (p && p->alive) {
+                        __u32 key = e->tgid;
+
+                        p->alive = 0;
+                        p->forget_pending = 1;
+                        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
+                }
+                break;
+        default:
+                s->st.bad_records++;
+        }
+        return 0;
+}
+
+static int open_perf_event(const struct sampler_opts *o, int cpu)
+{
+        struct perf_event_attr a;
+
+        memset(&a, 0, sizeof(a));
+        a.size = sizeof(a);
+        if (o->event == SAMPLER_EV_CYCLES) {
+                a.type = PERF_TYPE_HARDWARE;
+                a.config = PERF_COUNT_HW_CPU_CYCLES;
+        } else {
+                a.type = PERF_TYPE_SOFTWARE;
+                a.config = PERF_COUNT_SW_CPU_CLOCK;
+        }
+        a.freq = 1;
+        a.sample_freq = o->freq;
+        return (int)syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
+                enum sampler_stage *stage)
+{
+        struct sampler *s;
+        size_t ring;
+        int err, i, attached = 0;
+
+        *out = NULL;
+        *stage = SAMPLER_STAGE_BTF;
+        if (access("/sys/kernel/btf/vmlinux", R_OK))
+                return -ENOTSUP;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->opts = *o;
+        if (sink)
+                s->sink = *sink;
+        s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
+        s->modules = modules_new();
+        if (!s->procs || !s->modules) {
+                err = -ENOMEM;
+                goto fail;
+        }
+        if (o->dwarf) {
+                s->unwinder = dwarf_unwinder_new();
+                if (!s->unwinder) {
+                        err = -ENOMEM;
+                        goto fail;
+                }
+        }
+
+        *stage = SAMPLER_STAGE_OPEN;
+        s->skel = sampler_bpf__open();
+        if (!s->skel) {
+                err = -errno ? -errno : -EINVAL;
+                goto fail;
+        }
+        s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
+        s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
+        s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
+        ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
+        if (o->dwarf && !o->ring_bytes)
+                ring = 32u << 20;
+        s->skel->rodata->wakeup_bytes = ring / 4;
+        err = bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
+        if (err)
+                goto fail;
+
+        *stage = SAMPLER_STAGE_LOAD;
+        err = sampler_bpf__load(s->skel);
+        if (err)
+                goto fail;
+
+        *stage = SAMPLER_STAGE_PERF;
+        s->ncpu = libbpf_num_possible_cpus();
+        if (s->ncpu <= 0) {
+                err = s->ncpu ? s->ncpu : -EINVAL;
+                goto fail;
+        }
+        s->perf_fds = calloc((size_t)s->ncpu, sizeof(int));
+        s->links = calloc((size_t)s->ncpu, sizeof(*s->links));
+        if (!s->perf_fds || !s->links) {
+                err = -ENOMEM;
+                goto fail;
+        }
+        for (i = 0; i < s->ncpu; i++)
+                s->perf_fds[i] = -1;
+        for (i = 0; i < s->ncpu; i++) {
+                s->perf_fds[i] = open_perf_event(o, i);
+                if (s->perf_fds[i] < 0) {
+                        err = -errno;
+                        if (err == -ENODEV)
+                                continue; /* possible but offline CPU */
+                        goto fail;
+                }
+        }
+
+        *stage = SAMPLER_STAGE_ATTACH;
+        for (i = 0; i < s->ncpu; i++) {
+                if (s->perf_fds[i] < 0)
+                        continue;
+                s->links[i] =
+                    bpf_program__attach_perf_event(s->skel->progs.ctxprof_sample, s->perf_fds[i]);
+                if (!s->links[i]) {
+                        err = -errno;
+                        goto fail;
+                }
+                /* The link owns the perf fd from here on (bpf_link__destroy closes it). */
+                s->perf_fds[i] = -1;
+                attached++;
+        }
+        if (!attached) {
+                err = -ENODEV;
+                goto fail;
+        }
+        err = sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+        if (err)
+                goto fail;
+
+        *stage = SAMPLER_STAGE_RING;
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
+        if (!s->rb) {
+                err = -errno;
+                goto fail;
+        }
+        err = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), on_event, s);
+        if (err)
+                goto fail;
+        *stage = SAMPLER_STAGE_NONE;
+        *out = s;
+        return 0;
+fail:
+        sampler_free(s);
+        return err < 0 ? err : -EINVAL;
+}
+
+static void housekeeping(struct sampler *s)
+{
+        uint64_t now = now_ns();
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (p->alive && p->tls_state != 2)
+                        proc_locate_tls(s, p, now);
+        }
+}
+
+static void release_dead(struct sampler *s)
+{
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (!p->forget_pending)
+                        continue;
+                p->forget_pending = 0;
+                if (s->unwinder)
+                        dwarf_unwinder_forget(s->unwinder, p->pid);
+        }
+}
+
+int sampler_poll(struct sampler *s, int timeout_ms)
+{
+        int n, m, pending_release = 0;
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++)
+                pending_release |= s->procs[i].forget_pending;
+        n = ring_buffer__poll(s->rb, timeout_ms);
+        if (n < 0 && n != -EINTR)
+                return n;
+        /* poll returns on timeout without consuming records submitted with no wakeup */
+        m = ring_buffer__consume(s->rb);
+        if (m < 0 && m != -EINTR)
+                return m;
+        if (pending_release)
+                release_dead(s);
+        if (!s->stopped)
+                housekeeping(s);
+        return (n > 0 ? n : 0) + (m > 0 ? m : 0);
+}
+
+int sampler_stop(struct sampler *s)
+{
+        int i, n, total = 0;
+
+        if (!s->stopped) {
+                for (i = 0; i < s->ncpu; i++) {
+                        bpf_link__destroy(s->links[i]);
+                        s->links[i] = NULL;
+                }
+                s->stopped = 1;
+        }
+        while ((n = ring_buffer__consume(s->rb)) > 0)
+                total += n;
+        return n < 0 ? n : total;
+}
+
+unsigned sampler_live_targets(struct sampler *s)
+{
+        unsigned n = 0;
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++)
+                n += s->procs[i].alive ? 1 : 0;
+        return n;
+}
+
+void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
+{
+        struct ctxprof_counters *v;
+        __u32 zero = 0;
+        int i, k;
+
+        *out = s->st;
+        v = calloc((size_t)s->ncpu, sizeof(*v));
+        if (!v)
+                return;
+        if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &zero, v)) {
+                uint64_t sum[CTXPROF_CNT_MAX] = {0};
+
+                for (i = 0; i < s->ncpu; i++)
+                        for (k = 0; k < CTXPROF_CNT_MAX; k++)
+                                sum[k] += v[i].c[k];
+                out->samples = sum[CTXPROF_CNT_SAMPLES];
+                out->lost = sum[CTXPROF_CNT_LOST];
+                out->no_tp = sum[CTXPROF_CNT_NO_TP];
+                out->span_faults = sum[CTXPROF_CNT_SPAN_FAULT];
+                out->labelset_faults = sum[CTXPROF_CNT_LABELSET_FAULT];
+                out->label_faults = sum[CTXPROF_CNT_LABEL_FAULT];
+                out->ustack_errors = sum[CTXPROF_CNT_USTACK_ERR];
+                out->kstack_errors = sum[CTXPROF_CNT_KSTACK_ERR];
+                out->stack_copy_errors = sum[CTXPROF_CNT_STACK_COPY_ERR];
+                out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
+                out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
+        }
+        free(v);
+}
+
+struct modules *sampler_modules(struct sampler *s)
+{
+        return s->modules;
+}
+
+void sampler_free(struct sampler *s)
+{
+        size_t i;
+        int c;
+
+        if (!s)
+                return;
+        ring_buffer__free(s->rb);
+        if (s->links)
+                for (c = 0; c < s->ncpu; c++)
+                        bpf_link__destroy(s->links[c]);
+        if (s->perf_fds)
+                for (c = 0; c < s->ncpu; c++)
+                        if (s->perf_fds[c] >= 0)
+                                close(s->perf_fds[c]);
+        free(s->links);
+        free(s->perf_fds);
+        sampler_bpf__destroy(s->skel);
+        for (i = 0; i < s->nprocs; i++)
+                proc_maps_free(s->procs[i].maps);
+        free(s->procs);
+        free(s->tids.slots);
+        dwarf_unwinder_free(s->unwinder);
+        modules_free(s->modules);
+        free(s);
+}
