@@ -1,0 +1,191 @@
+/*
+ * wl_attrib.c — attribution workload for the sampler tests and benchmarks. Threads alternate
+ * between work_A (under label phase=A and span 0xA / root 0xA0) and work_B (phase=B, span
+ * 0xB / root 0xB0); the context is set before the call and changed only after it returns, so
+ * every sample whose stack holds work_A must carry phase=A and span 0xA.
+ *
+ *   wl_attrib long SECONDS NTHREADS    NTHREADS threads named wl-0.. (the main thread too,
+ *                                      as wl-0), for SECONDS (0 = until killed); at exit each
+ *                                      thread prints "cpu TID NAME NS" from its schedstat
+ *   wl_attrib short SECONDS NTHREADS   NTHREADS at a time of short-lived threads (~20 ms each)
+ *   wl_attrib bench SECONDS NTHREADS   no context; prints "ops N" (throughput) at exit
+ * Built with frame pointers; never exits early on its own errors except with a message.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int ctx_set_span(uint64_t span_id, uint64_t root_span_id);
+int ctx_set_label_str(const char *key, const char *val);
+
+static volatile int stop;
+static volatile uint64_t sink;
+static int use_ctx = 1;
+static uint64_t ops_total;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+__attribute__((noinline)) static void step(uint64_t *x)
+{
+        __asm__ volatile("" : "+r"(*x));
+}
+
+__attribute__((noinline)) void work_A(void)
+{
+        uint64_t x = 1;
+        int i, j;
+
+        for (i = 0; i < 200; i++) {
+                for (j = 0; j < 2000; j++)
+                        x = x * 6364136223846793005ull + 1442695040888963407ull;
+                step(&x);
+        }
+        sink += x;
+}
+
+__attribute__((noinline)) void work_B(void)
+{
+        uint64_t x = 2;
+        int i, j;
+
+        for (i = 0; i < 200; i++) {
+                for (j = 0; j < 2000; j++)
+                        x = x * 2862933555777941757ull + 3037000493ull;
+                step(&x);
+        }
+        sink += x;
+}
+
+__attribute__((noinline)) static uint64_t run_phases(int rounds)
+{
+        uint64_t n = 0;
+
+        while (!stop && (rounds < 0 || rounds-- > 0)) {
+                if (use_ctx) {
+                        ctx_set_span(0xA, 0xA0);
+                        ctx_set_label_str("phase", "A");
+                }
+                work_A();
+                if (use_ctx) {
+                        ctx_set_span(0xB, 0xB0);
+                        ctx_set_label_str("phase", "B");
+                }
+                work_B();
+                n++;
+        }
+        return n;
+}
+
+static void report_cpu(void)
+{
+        char path[96], name[32] = "?";
+        unsigned long long ns = 0;
+        pid_t tid = (pid_t)syscall(SYS_gettid);
+        FILE *f;
+
+        pthread_getname_np(pthread_self(), name, sizeof(name));
+        snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+        f = fopen(path, "r");
+        if (f) {
+                if (fscanf(f, "%llu", &ns) != 1)
+                        ns = 0;
+                fclose(f);
+        }
+        pthread_mutex_lock(&lock);
+        printf("cpu %d %s %llu\n", (int)tid, name, ns);
+        fflush(stdout);
+        pthread_mutex_unlock(&lock);
+}
+
+static void *long_thread(void *arg)
+{
+        char name[16];
+        uint64_t n;
+
+        snprintf(name, sizeof(name), "wl-%d", (int)(intptr_t)arg);
+        pthread_setname_np(pthread_self(), name);
+        n = run_phases(-1);
+        pthread_mutex_lock(&lock);
+        ops_total += n;
+        pthread_mutex_unlock(&lock);
+        if (use_ctx)
+                report_cpu();
+        return NULL;
+}
+
+static void *timer_thread(void *arg)
+{
+        pthread_setname_np(pthread_self(), "wl-timer");
+        sleep((unsigned)(intptr_t)arg);
+        stop = 1;
+        return NULL;
+}
+
+static void *short_thread(void *arg)
+{
+        (void)arg;
+        pthread_setname_np(pthread_self(), "wl-short");
+        run_phases(4);
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        int seconds, nthreads, i;
+        pthread_t *th;
+        time_t end;
+
+        if (argc != 4) {
+                fprintf(stderr, "usage: wl_attrib long|short|bench SECONDS NTHREADS\n");
+                return 2;
+        }
+        seconds = atoi(argv[2]);
+        nthreads = atoi(argv[3]);
+        if (nthreads < 1 || nthreads > 64 || seconds < 0) {
+                fprintf(stderr, "wl_attrib: bad arguments\n");
+                return 2;
+        }
+        th = calloc((size_t)nthreads, sizeof(*th));
+        if (!th)
+                return 1;
+        end = time(NULL) + (seconds ? seconds : 1000000000);
+        if (!strcmp(argv[1], "short")) {
+                while (time(NULL) < end) {
+                        for (i = 0; i < nthreads; i++)
+                                if (pthread_create(&th[i], NULL, short_thread, NULL)) {
+                                        perror("pthread_create");
+                                        return 1;
+                                }
+                        for (i = 0; i < nthreads; i++)
+                                pthread_join(th[i], NULL);
+                }
+                return 0;
+        }
+        use_ctx = strcmp(argv[1], "bench") != 0;
+        /* the main thread is wl-0, the others wl-1.. */
+        for (i = 1; i < nthreads; i++)
+                if (pthread_create(&th[i], NULL, long_thread, (void *)(intptr_t)i)) {
+                        perror("pthread_create");
+                        return 1;
+                }
+        if (seconds) {
+                pthread_t t;
+
+                if (pthread_create(&t, NULL, timer_thread, (void *)(intptr_t)seconds)) {
+                        perror("pthread_create");
+                        return 1;
+                }
+                pthread_detach(t);
+        }
+        long_thread((void *)(intptr_t)0); /* main -> long_thread -> run_phases -> work_X */
+        for (i = 1; i < nthreads; i++)
+                pthread_join(th[i], NULL);
+        if (!use_ctx)
+                printf("ops %llu\n", (unsigned long long)ops_total);
+        free(th);
+        return 0;
+}
