@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -359,6 +360,9 @@ static int cmd_record(int argc, char **argv)
                         close(sync_pipe[1]);
                         if (read(sync_pipe[0], &b, 1) != 1)
                                 _exit(127);
+                        /* Stop at the exec so the parent can locate TLS before main runs. */
+                        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+                                _exit(127);
                         execvp(argv[optind], argv + optind);
                         fprintf(stderr, "ctxprof: cannot run %s: %s\n", argv[optind],
                                 strerror(errno));
@@ -366,7 +370,6 @@ static int cmd_record(int argc, char **argv)
                 }
                 close(sync_pipe[0]);
                 sync_pipe[0] = -1;
-                pids[npids++] = child;
         }
 
         libbpf_set_print(libbpf_quiet);
@@ -380,6 +383,33 @@ static int cmd_record(int argc, char **argv)
         if (err) {
                 report_setup_error(err, stage, &o);
                 goto out;
+        }
+        if (child > 0) {
+                int st;
+
+                if (write(sync_pipe[1], "g", 1) != 1) {
+                        perror("ctxprof: starting the command");
+                        goto out;
+                }
+                close(sync_pipe[1]);
+                sync_pipe[1] = -1;
+                /* The traced child stops with SIGTRAP right after a successful exec. */
+                if (waitpid(child, &st, 0) != child || !WIFSTOPPED(st)) {
+                        fprintf(stderr, "ctxprof: cannot run %s\n", argv[optind]);
+                        child_done = 1;
+                        goto out;
+                }
+                err = sampler_add_target(s, child);
+                if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
+                        fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
+                                strerror(errno));
+                        goto out;
+                }
+                if (err) {
+                        fprintf(stderr, "ctxprof: cannot sample %s: %s\n", argv[optind],
+                                strerror(-err));
+                        goto out;
+                }
         }
         for (i = 0; i < npids; i++) {
                 err = sampler_add_target(s, pids[i]);
@@ -396,14 +426,6 @@ static int cmd_record(int argc, char **argv)
                                 strerror(-err));
                         goto out;
                 }
-        }
-        if (child > 0) {
-                if (write(sync_pipe[1], "g", 1) != 1) {
-                        perror("ctxprof: starting the command");
-                        goto out;
-                }
-                close(sync_pipe[1]);
-                sync_pipe[1] = -1;
         }
 
         memset(&sa, 0, sizeof(sa));

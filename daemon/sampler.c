@@ -171,7 +171,9 @@ static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
         return p;
 }
 
-static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
+/* map_flags: BPF_EXIST for a re-location (the process must still be a target), BPF_ANY when
+ * adding it (locating before the first sample makes context available from the start). */
+static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u64 map_flags)
 {
         struct ctxprof_tls_target t;
         __u32 key = (__u32)p->pid;
@@ -197,7 +199,7 @@ static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
                 return;
         }
         t.generation = ++p->generation;
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_EXIST)) {
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, map_flags)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = 2;
                 return;
@@ -233,15 +235,18 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                         return errno == ENOENT ? -ESRCH : -errno;
                 close(fd);
         }
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
-            errno != EEXIST)
-                return errno == E2BIG ? -ENOSPC : -errno;
         p = proc_find(s, pid);
         if (!p || !p->alive)
                 p = proc_new(s, pid, NULL);
         if (!p)
                 return -ENOSPC;
-        proc_locate_tls(s, p, now_ns());
+        proc_locate_tls(s, p, now_ns(), BPF_ANY);
+        /* Not located (yet): sample stacks now, context once a retry succeeds. */
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
+            errno != EEXIST) {
+                p->alive = 0;
+                return errno == E2BIG ? -ENOSPC : -errno;
+        }
         return 0;
 }
 
@@ -555,7 +560,7 @@ static void housekeeping(struct sampler *s)
                 struct proc *p = &s->procs[i];
 
                 if (p->alive && p->tls_state != 2)
-                        proc_locate_tls(s, p, now);
+                        proc_locate_tls(s, p, now, BPF_EXIST);
         }
 }
 
