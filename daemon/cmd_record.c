@@ -49,7 +49,8 @@ static void help(FILE *f)
                 "options:\n"
                 "  -p, --pid PID[,PID...]     processes to sample\n"
                 "  -F, --freq HZ              samples per second per CPU (default 99)\n"
-                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m)\n"
+                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
+                "                             still running then gets SIGTERM\n"
                 "  -o, --output FILE          write to FILE (default: standard output)\n"
                 "      --format collapsed     output format: collapsed stacks (flamegraph.pl,\n"
                 "                             speedscope): PROC-PID;THREAD;key=value...;frames N\n"
@@ -478,8 +479,8 @@ out:
         if (sync_pipe[1] >= 0)
                 close(sync_pipe[1]); /* an unstarted child sees EOF and exits */
         if (child > 0 && !child_done) {
-                if (rc)
-                        kill(child, SIGTERM);
+                /* The recording is over (duration, signal or error): so is the command. */
+                kill(child, SIGTERM);
                 waitpid(child, &child_status, 0);
         }
         sampler_free(s);

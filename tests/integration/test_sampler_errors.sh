@@ -1,0 +1,59 @@
+#!/bin/bash
+# Clear errors and non-zero exits for: a PID that does not exist, no permission (ctxprof run
+# as nobody), a PID that exits during attach (error or clean run, never a crash); and a
+# target that exits mid-run ends the recording with complete output and exit 0.
+. "$(dirname "$0")/sampler_lib.sh"
+
+expect_error() { # name regex cmd...
+	local name=$1 re=$2 rc
+	shift 2
+	"$@" >"$TMP/o" 2>"$TMP/e"
+	rc=$?
+	echo "$name: exit $rc: $(head -c 300 "$TMP/e")"
+	[ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "$name: exit $rc (want an error exit)"
+	grep -q -E "$re" "$TMP/e" || fail "$name: message does not match /$re/"
+}
+
+# 1. No such process.
+pid=$(($(cat /proc/sys/kernel/pid_max) - 1))
+while [ -e /proc/$pid ]; do pid=$((pid - 1)); done
+expect_error "no such pid" "no such process: $pid" "$CTXPROF" record -p $pid -d 1
+
+# 2. No permission: ctxprof as nobody against a root-owned target.
+command -v setpriv >/dev/null || skip "no setpriv"
+"$WL/wl_attrib" long 20 1 >/dev/null &
+target=$!
+mkdir -p "$TMP/bin" && cp "$CTXPROF" "$TMP/bin/" && chmod 755 "$TMP" "$TMP/bin"
+expect_error "as nobody" "not permitted" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/bin/ctxprof" record -p $target -d 1
+expect_error "bad usage" "either -p" "$CTXPROF" record
+kill $target; wait $target 2>/dev/null
+
+# 3. A PID that exits during attach: an error naming the process, or a clean (empty) run.
+for d in 0 0.05 0.1 0.2 0.4; do
+	sleep $d & p=$!
+	"$CTXPROF" record -p $p -d 5 -o "$TMP/x.txt" >/dev/null 2>"$TMP/e"
+	rc=$?
+	wait $p 2>/dev/null
+	echo "exit-during-attach (sleep $d): exit $rc: $(head -c 200 "$TMP/e")"
+	case $rc in
+	0) ;;
+	1) grep -q -E "no such process|exited before" "$TMP/e" || fail "unclear message" ;;
+	*) fail "exit $rc" ;;
+	esac
+done
+
+# 4. Target exits mid-run: recording ends by itself, output complete, exit 0.
+"$WL/wl_attrib" long 3 2 >/dev/null &
+target=$!
+sleep 0.2
+timeout 50 "$CTXPROF" record -F 999 -p $target -d 45 -o "$TMP/mid.txt" 2>"$TMP/e" ||
+	{ cat "$TMP/e"; fail "record of an exiting target failed (exit $?)"; }
+wait $target
+cat "$TMP/e"
+n=$(count "$TMP/mid.txt" ';work_(A|B) ')
+echo "samples in work_A/B after the target exited: $n"
+[ "$n" -ge 50 ] || fail "output incomplete ($n work samples)"
+bad=$(grep -c -v -E '^[^ ]+(.*[^ ])? [0-9]+$' "$TMP/mid.txt")
+[ "$bad" = 0 ] || fail "$bad malformed lines"
+echo PASS
