@@ -1,0 +1,147 @@
+/*
+ * test_context_decode.c — the Custom Labels v1 reader rules and span checksum validation on
+ * hand-built sample records (what the BPF program would copy): NULL keys, first duplicate
+ * wins, over-long keys dropped, values cut at UTF-8 boundaries, faults poisoning later
+ * entries, torn and never-set spans.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "ctx/abi.h"
+#include "context_decode.h"
+
+static struct ctxprof_sample_rec rec;
+static struct context_decode_stats st;
+
+static void reset(void)
+{
+        memset(&rec, 0, sizeof(rec));
+        memset(&st, 0, sizeof(st));
+        rec.flags = CTXPROF_SF_LABELSET;
+}
+
+static void put(int i, const char *k, uint64_t klen, const char *v, uint64_t vlen, uint32_t fl)
+{
+        struct ctxprof_label_rec *l = &rec.labels[i];
+
+        l->flags = CTXPROF_LF_PRESENT | fl;
+        l->key_len = klen;
+        l->val_len = vlen;
+        if (k)
+                memcpy(l->key, k, klen < CTXPROF_LABEL_KEY_MAX ? klen : CTXPROF_LABEL_KEY_MAX);
+        if (v)
+                memcpy(l->val, v, vlen < CTXPROF_LABEL_VAL_MAX ? vlen : CTXPROF_LABEL_VAL_MAX);
+        if ((unsigned)i + 1 > rec.n_labels)
+                rec.n_labels = i + 1;
+}
+
+Test(context_decode, null_key_and_first_duplicate_wins)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        unsigned n;
+
+        reset();
+        put(0, NULL, 3, "x", 1, CTXPROF_LF_KEY_NULL);
+        put(1, "dup", 3, "first", 5, 0);
+        put(2, "dup", 3, "second", 6, 0);
+        put(3, "ok", 2, "1", 1, 0);
+        n = context_decode_labels(&rec, out, &st);
+        cr_assert_eq(n, 2);
+        cr_assert(out[0].key_len == 3 && !memcmp(out[0].key, "dup", 3));
+        cr_assert(out[0].value_len == 5 && !memcmp(out[0].value, "first", 5));
+        cr_assert(out[1].key_len == 2 && !memcmp(out[1].value, "1", 1));
+        cr_assert_eq(st.null_keys, 1);
+        cr_assert_eq(st.duplicates, 1);
+}
+
+Test(context_decode, duplicate_of_a_dropped_first_is_not_promoted)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+
+        reset();
+        put(0, "k", 1, NULL, 5, CTXPROF_LF_VAL_FAULT); /* first k unreadable value */
+        put(1, "k", 1, "WRONG", 5, 0);
+        cr_assert_eq(context_decode_labels(&rec, out, &st), 0);
+}
+
+Test(context_decode, unreadable_key_poisons_later_entries)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+
+        reset();
+        put(0, "a", 1, "1", 1, 0);
+        put(1, NULL, 2, NULL, 0, CTXPROF_LF_KEY_FAULT);
+        put(2, "b", 1, "2", 1, 0);
+        cr_assert_eq(context_decode_labels(&rec, out, &st), 1);
+        cr_assert_eq(out[0].key[0], 'a');
+}
+
+Test(context_decode, long_keys_dropped_long_values_cut_at_utf8)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        char val[CTXPROF_LABEL_VAL_MAX], key[1000];
+        unsigned n;
+
+        memset(val, 'x', sizeof(val));
+        memset(key, 'k', sizeof(key));
+        /* a 2-byte character straddling the cap: must be cut before it */
+        val[CTXPROF_LABEL_VAL_MAX - 1] = (char)0xC3;
+        reset();
+        put(0, key, sizeof(key), "v", 1, 0);
+        put(1, "big", 3, val, 1ull << 40, 0);
+        put(2, "bad\xff", 4, "1", 1, 0);
+        put(3, "v", 1, "ab\xff\xfe", 4, 0);
+        n = context_decode_labels(&rec, out, &st);
+        cr_assert_eq(n, 2);
+        cr_assert_eq(out[0].value_len, CTXPROF_LABEL_VAL_MAX - 1);
+        cr_assert(out[0].value_truncated);
+        cr_assert_eq(out[1].value_len, 2);
+        cr_assert_eq(st.dropped, 2);
+}
+
+Test(context_decode, no_labelset_and_count_cut)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+
+        reset();
+        rec.flags = 0;
+        put(0, "a", 1, "1", 1, 0);
+        cr_assert_eq(context_decode_labels(&rec, out, &st), 0);
+        reset();
+        rec.flags |= CTXPROF_SF_LABELS_CUT;
+        rec.n_labels = 1000; /* never trusted beyond the cap */
+        put(0, "a", 1, "1", 1, 0);
+        cr_assert_eq(context_decode_labels(&rec, out, &st), 1);
+        cr_assert_eq(st.sets_cut, 1);
+}
+
+Test(context_decode, span_checksum)
+{
+        uint64_t s = 0, r = 0;
+
+        reset();
+        cr_assert_eq(context_decode_span(&rec, &s, &r, &st), 0); /* not read */
+        rec.flags = CTXPROF_SF_SPAN_READ;
+        cr_assert_eq(context_decode_span(&rec, &s, &r, &st), 0); /* never set */
+        cr_assert_eq(st.torn_spans, 0);
+        rec.span.span_id = 7;
+        rec.span.root_span_id = 9;
+        rec.span.checksum = 0; /* being written */
+        cr_assert_eq(context_decode_span(&rec, &s, &r, &st), 0);
+        rec.span.checksum = ctx_span_checksum(7, 8); /* mixed old/new */
+        cr_assert_eq(context_decode_span(&rec, &s, &r, &st), 0);
+        cr_assert_eq(st.torn_spans, 2);
+        rec.span.checksum = ctx_span_checksum(7, 9);
+        cr_assert_eq(context_decode_span(&rec, &s, &r, &st), 1);
+        cr_assert(s == 7 && r == 9);
+}
+
+Test(context_decode, utf8_prefix)
+{
+        cr_assert_eq(utf8_valid_prefix((const unsigned char *)"abc", 3), 3);
+        cr_assert_eq(utf8_valid_prefix((const unsigned char *)"a\xc3\xa9", 3), 3);
+        cr_assert_eq(utf8_valid_prefix((const unsigned char *)"a\xc3", 2), 1);
+        cr_assert_eq(utf8_valid_prefix((const unsigned char *)"\xc0\x80", 2), 0); /* overlong */
+        cr_assert_eq(utf8_valid_prefix((const unsigned char *)"\xed\xa0\x80", 3),
+                     0); /* surrogate */
+}
