@@ -166,7 +166,8 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         key = NULL;
         e->hash = h;
         e->path = path;
-        memcpy(e->build_id, k->build_id, k->build_id_len);
+        if (k->build_id_len)
+                memcpy(e->build_id, k->build_id, k->build_id_len);
         e->build_id_len = k->build_id_len;
         memcpy(e->build_id_hex, hex, sizeof(hex));
         e->dev = k->dev;
@@ -275,7 +276,8 @@ int modules_open(struct modules *m, uint32_t id)
                         fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
                 else
                         path = strdup(e->path);
-                memcpy(bid, e->build_id, e->build_id_len);
+                if (e->build_id_len)
+                        memcpy(bid, e->build_id, e->build_id_len);
                 bid_len = e->build_id_len;
                 dev = e->dev;
                 ino = e->ino;

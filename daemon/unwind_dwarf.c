@@ -298,6 +298,14 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
         return DWARF_CB_OK;
 }
 
+static int has_unknown_ip(struct pid_state *st)
+{
+        for (int i = 0; i < st->n; i++)
+                if (!dwfl_addrmodule(st->dwfl, st->ips[i] - (i > 0)))
+                        return 1;
+        return 0;
+}
+
 static int run(struct pid_state *st)
 {
         st->n = 0;
@@ -323,9 +331,10 @@ int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND
         st->max = max;
         tl_cur = st;
         int ret = run(st);
-        /* Stopped in code no module covers: the mappings changed (dlopen, JIT, exec). */
-        if (ret != 0 && !st->hit_max && st->n > 0 &&
-            !dwfl_addrmodule(st->dwfl, st->ips[st->n - 1] - (st->n > 1)) &&
+        /* Failed with an ip that no module covers: the mappings changed (dlopen, JIT, exec).
+         * Any ip counts, not only the last: without a module libdwfl falls back to a frame
+         * pointer step and the bad ip is the one before the garbage. */
+        if (ret != 0 && !st->hit_max && has_unknown_ip(st) &&
             now_ns() - st->last_report_ns >= UNWIND_REREPORT_NS) {
                 if (report(st) == 0)
                         ret = run(st);

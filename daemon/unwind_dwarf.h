@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define UNWIND_NREGS 17 /* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip   \
-                         */
+/* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip */
+#define UNWIND_NREGS       17
 #define UNWIND_MAX_PIDS    1024
 #define UNWIND_REREPORT_NS 50000000ull /* at most one /proc/PID/maps re-read per 50 ms */
 

@@ -9,7 +9,8 @@ SP_FX := $(B)/tests/fixtures
 SP_FX_CFLAGS = $(filter-out $(SANFLAGS) -fno-omit-frame-pointer,$(ALL_CFLAGS)) -O2 -g \
                -fomit-frame-pointer
 SP_FX_LDFLAGS = $(filter-out $(SANFLAGS),$(ALL_LDFLAGS))
-SP_FIXTURES := $(SP_FX)/fx_qsort $(SP_FX)/fx_qsort_stripped $(SP_FX)/fx_inline $(SP_FX)/fx_cxx
+SP_FIXTURES := $(SP_FX)/fx_qsort $(SP_FX)/fx_qsort_stripped $(SP_FX)/fx_inline $(SP_FX)/fx_cxx \
+               $(SP_FX)/fx_dlopen $(SP_FX)/libfx_plugin.so
 ALL_TARGETS += $(SP_FIXTURES)
 BENCHES += $(B)/bench/bench_unwind
 
@@ -24,6 +25,11 @@ $(SP_FX)/fx_cxx: tests/fixtures/fx_cxx.cpp
 	@echo "  CXX     $<"
 	$(Q)mkdir -p $(@D)
 	$(Q)g++ -O2 -g -Wall -Wextra -Werror -o $@ $< $(SP_FX_LDFLAGS)
+
+$(SP_FX)/libfx_plugin.so: tests/fixtures/fx_plugin.c
+	@echo "  CC      $< (fixture)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SP_FX_CFLAGS) -fPIC -shared -o $@ $< $(SP_FX_LDFLAGS)
 
 $(SP_FX)/fx_%: tests/fixtures/fx_%.c
 	@echo "  CC      $< (fixture)"

@@ -56,6 +56,7 @@ Test(unwind_dwarf, qsort_callbacks_reach_main, .init = setup, .timeout = 300)
         struct proc_maps *pm = NULL;
         cr_assert(mods && sym && u);
         cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+        usleep(20000); /* let it get past printing "ready", into run_sort */
 
         static struct sample s;
         static struct chain c;
@@ -123,4 +124,65 @@ Test(unwind_dwarf, bad_input_and_dead_pid)
         dwarf_unwinder_forget(u, getpid());
         dwarf_unwinder_forget(u, 12345678); /* unknown pid: nothing happens */
         dwarf_unwinder_free(u);
+}
+
+Test(unwind_dwarf, code_mapped_after_attach_is_found, .timeout = 120)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/tests/fixtures/fx_dlopen", test_build_dir());
+        int in = -1;
+        char line[64];
+        pid_t pid = spawn_fixture(path, &in, line, sizeof(line));
+        cr_assert_gt(pid, 0, "cannot start %s", path);
+        cr_assert_eq(sampler_attach(pid), 0);
+        int memfd = open_mem(pid);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct dwarf_unwinder *u = dwarf_unwinder_new();
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+
+        /* first sample while it waits in read(): unwinder and maps know the old mappings */
+        static struct sample s;
+        static struct chain c;
+        usleep(20000);
+        cr_assert_eq(sampler_take(pid, memfd, &s), 0);
+        cr_assert_gt(sample_chain(u, pm, sym, pid, &s, &c), 0);
+        fprintf(stderr, "before dlopen: ");
+        chain_print(&c, stderr);
+        cr_expect_geq(chain_find(&c, "main", 0), 0, "blocked in read: should reach main");
+
+        /* now the plugin gets mapped and runs */
+        cr_assert_eq(write(in, "g", 1), 1);
+        usleep(200000); /* > UNWIND_REREPORT_NS and PROC_MAPS_REFRESH_NS */
+        int ok = 0, total = 20;
+        for (int i = 0; i < total; i++) {
+                usleep(3000);
+                cr_assert_eq(sampler_take(pid, memfd, &s), 0);
+                cr_assert_gt(sample_chain(u, pm, sym, pid, &s, &c), 0);
+                int sp = chain_find(&c, "plugin_spin", 0);
+                int run = chain_find(&c, "plugin_run", 0);
+                int m = chain_find(&c, "main", 0);
+                if (sp == 0 && run > sp && m > run)
+                        ok++;
+                else if (i < 3) {
+                        fprintf(stderr, "after dlopen: ");
+                        chain_print(&c, stderr);
+                }
+        }
+        struct proc_maps_stats pst;
+        proc_maps_stats(pm, &pst);
+        printf("after dlopen: %d/%d stops plugin_spin <- plugin_run <- main; maps re-read %llu "
+               "times\n",
+               ok, total, (unsigned long long)pst.refreshes);
+        cr_expect_geq(pst.refreshes, 1);
+        /* plugin_spin is where the loop spends its time */
+        cr_expect_geq(ok * 10, total * 8, "only %d/%d", ok, total);
+        close(in);
+        kill_fixture(pid);
+        close(memfd);
+        proc_maps_free(pm);
+        dwarf_unwinder_free(u);
+        symbolizer_free(sym);
+        modules_free(mods);
 }
