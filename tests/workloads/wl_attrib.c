@@ -20,8 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int ctx_set_span(uint64_t span_id, uint64_t root_span_id);
-int ctx_set_label_str(const char *key, const char *val);
+#include "ctx/ctx.h"
 
 static volatile int stop;
 static volatile uint64_t sink;

@@ -14,7 +14,10 @@
 
 #include "ctx/abi.h"
 
-extern __thread custom_labels_labelset_t *custom_labels_current_set;
+/* The writer's own ABI exports (this program is the writer; it does not use libctx). */
+__thread custom_labels_labelset_t *custom_labels_current_set;
+__thread struct ctx_span_context ctx_span_context_v1;
+const uint32_t custom_labels_abi_version = 1;
 
 static volatile uint64_t sink;
 static custom_labels_label_t arr[16];
