@@ -14,10 +14,6 @@ SP_FIXTURES := $(SP_FX)/fx_qsort $(SP_FX)/fx_qsort_stripped $(SP_FX)/fx_inline $
 ALL_TARGETS += $(SP_FIXTURES)
 BENCHES += $(B)/bench/bench_unwind
 
-# C++ names are demangled with libstdc++'s __cxa_demangle (daemon/symbolize.c).
-DAEMON_LIBS += -lstdc++
-TEST_LIBS += -lstdc++
-
 $(SP_FX)/fx_qsort_stripped: $(SP_FX)/fx_qsort
 	$(Q)strip --strip-all -o $@ $<
 
