@@ -6,6 +6,7 @@
  */
 #include "symbolize.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -17,8 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
-/* libstdc++ (libstdc++6): the demangler every Debian system has; see the report/README. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* C++ names: libstdc++'s __cxa_demangle (package libstdc++6, on every Debian system: gcc and
+ * every C++ program depend on it; it is GCC's own demangler, kept in step with the C++ ABI
+ * that g++ emits, and gets Debian's security updates). Loaded with dlopen so that no binary
+ * linking libctxprof.a needs -lstdc++; without it names stay mangled (never an error). */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+#define LIBSTDCXX "libstdc++.so.6"
 
 #define NCACHE_BUCKETS (1u << 16)
 #define NSTR_BUCKETS   (1u << 14)
@@ -72,6 +77,7 @@ struct symbolizer {
         struct ksym *ksyms;
         size_t nksyms;
         char *kbuf;
+        demangle_fn demangle;
         struct symbolizer_stats st;
 };
 
@@ -110,7 +116,7 @@ static const char *intern_name(struct symbolizer *s, const char *name)
                 return NULL;
         if (name[0] == '_' && name[1] == 'Z') {
                 int status = -1;
-                char *d = __cxa_demangle(name, NULL, NULL, &status);
+                char *d = s->demangle ? s->demangle(name, NULL, NULL, &status) : NULL;
                 if (d && status == 0) {
                         const char *r = intern(s, d);
                         free(d);
@@ -137,6 +143,10 @@ struct symbolizer *symbolizer_new(struct modules *mods)
                 free(s);
                 return NULL;
         }
+        /* Never dlclose'd: libstdc++ may have registered exit-time destructors. */
+        void *cxx = dlopen(LIBSTDCXX, RTLD_NOW | RTLD_LOCAL);
+        if (cxx)
+                s->demangle = (demangle_fn)dlsym(cxx, "__cxa_demangle");
         return s;
 }
 

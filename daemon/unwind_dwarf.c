@@ -6,6 +6,7 @@
 #include "unwind_dwarf.h"
 #include "proc_maps.h"
 
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -141,9 +142,73 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp
         return true;
 }
 
+/* The CFI row of the leaf's pc (.eh_frame, else .debug_frame); caller frees *frame. */
+static int leaf_frame(Dwfl *dwfl, uint64_t pc, Dwarf_Frame **frame)
+{
+        Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+        if (!mod)
+                return -1;
+        Dwarf_Addr bias = 0;
+        Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
+        if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, frame) == 0)
+                return 0;
+        cfi = dwfl_module_dwarf_cfi(mod, &bias);
+        if (cfi && dwarf_cfi_addrframe(cfi, pc - bias, frame) == 0)
+                return 0;
+        return -1;
+}
+
+/* ddprof's red-zone quirk, without the register number elfutils 0.188 does not pass:
+ * compilers emit no DW_CFA_restore after the pops of an epilogue, so in a leaf stopped between
+ * `pop %reg` and `ret` the CFI still says "reg saved at CFA-N", below sp, outside the copy.
+ * The popped register already holds that value: find which register the CFI row saves at addr
+ * and answer with its current value. */
+static bool red_zone_read(Dwfl *dwfl, const struct pid_state *st, uint64_t addr, Dwarf_Word *result)
+{
+        Dwarf_Frame *frame = NULL;
+        if (leaf_frame(dwfl, st->regs[RIP_REGNO], &frame) != 0)
+                return false;
+        bool ok = false;
+        Dwarf_Op *ops;
+        size_t nops;
+        if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops != 1)
+                goto out;
+        /* libdw hands a register+offset CFA out as DW_OP_bregx reg, offset */
+        uint64_t reg, cfa;
+        if (ops[0].atom == DW_OP_bregx) {
+                reg = ops[0].number;
+                cfa = ops[0].number2;
+        } else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+                reg = ops[0].atom - DW_OP_breg0;
+                cfa = ops[0].number;
+        } else {
+                goto out;
+        }
+        if (reg >= RIP_REGNO)
+                goto out;
+        cfa += st->regs[reg];
+        for (int r = 0; r < RIP_REGNO && !ok; r++) {
+                Dwarf_Op mem[3], *rops;
+                size_t rn;
+                /* offset(N) comes back as the address: call_frame_cfa [plus_uconst N]
+                 * (val_offset would end in DW_OP_stack_value) */
+                if (dwarf_frame_register(frame, r, mem, &rops, &rn) != 0 || rn < 1 || rn > 2 ||
+                    rops[0].atom != DW_OP_call_frame_cfa ||
+                    (rn == 2 && rops[1].atom != DW_OP_plus_uconst))
+                        continue;
+                uint64_t off = rn == 2 ? rops[1].number : 0;
+                if (cfa + off == addr) {
+                        *result = st->regs[r];
+                        ok = true;
+                }
+        }
+out:
+        free(frame);
+        return ok;
+}
+
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
 {
-        (void)dwfl;
         struct pid_state *st = dwfl_arg;
         if (!st->regs)
                 return false;
@@ -152,8 +217,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
                 memcpy(result, st->stack + (addr - sp), sizeof(*result));
                 return true;
         }
-        /* Below sp (red zone) or beyond the copy: not available. */
-        return false;
+        /* Unwinding the leaf (only its frame has been reported) and reading below sp. */
+        if (addr < sp && sp - addr <= RED_ZONE && st->n == 1)
+                return red_zone_read(dwfl, st, addr, result);
+        return false; /* beyond the copy: not available */
 }
 
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)

@@ -10,10 +10,10 @@
  * Memory bound: at most UNWIND_MAX_PIDS processes kept (least recently used dropped).
  * Return addresses come back as they are (not minus 1): the caller marks every frame but the
  * first CTXPROF_FRAME_RETADDR and symbolize() subtracts 1 for those.
- * Known limit: elfutils 0.188's memory_read callback has no register number, so ddprof's
- * red-zone quirk (answer a leaf's epilogue reads below sp with the register's current value)
- * cannot be reproduced exactly; such reads fail and leave that callee-saved register
- * undefined in the caller frame, which only matters when the caller's CFA uses it.
+ * Red zone: elfutils 0.188's memory_read callback has no register number (ddprof patches
+ * elfutils for it), so the leaf-epilogue quirk is done by looking the leaf's CFI row up: a read
+ * below sp while unwinding the leaf is answered with the current value of the register that
+ * row saves at that address (it was just popped from there).
  */
 #ifndef CTXPROF_UNWIND_DWARF_H
 #define CTXPROF_UNWIND_DWARF_H

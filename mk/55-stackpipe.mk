@@ -10,13 +10,9 @@ SP_FX_CFLAGS = $(filter-out $(SANFLAGS) -fno-omit-frame-pointer,$(ALL_CFLAGS)) -
                -fomit-frame-pointer
 SP_FX_LDFLAGS = $(filter-out $(SANFLAGS),$(ALL_LDFLAGS))
 SP_FIXTURES := $(SP_FX)/fx_qsort $(SP_FX)/fx_qsort_stripped $(SP_FX)/fx_inline $(SP_FX)/fx_cxx \
-               $(SP_FX)/fx_dlopen $(SP_FX)/libfx_plugin.so
+               $(SP_FX)/fx_dlopen $(SP_FX)/libfx_plugin.so $(SP_FX)/fx_redzone
 ALL_TARGETS += $(SP_FIXTURES)
 BENCHES += $(B)/bench/bench_unwind
-
-# C++ names are demangled with libstdc++'s __cxa_demangle (daemon/symbolize.c).
-DAEMON_LIBS += -lstdc++
-TEST_LIBS += -lstdc++
 
 $(SP_FX)/fx_qsort_stripped: $(SP_FX)/fx_qsort
 	$(Q)strip --strip-all -o $@ $<

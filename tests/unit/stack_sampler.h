@@ -100,8 +100,21 @@ static inline size_t copy_stack(int memfd, uint64_t sp, unsigned char *buf)
         return len;
 }
 
-/* Stop the running (seized) tracee, take a sample, let it run again. 0 or -errno. */
-static inline int sampler_take(pid_t pid, int memfd, struct sample *s)
+/* Registers and stack of a stopped tracee. 0 or -errno. */
+static inline int sampler_read(pid_t pid, int memfd, struct sample *s)
+{
+        struct user_regs_struct r;
+        if (ptrace(PTRACE_GETREGS, pid, 0, &r))
+                return -errno;
+        uint64_t d[UNWIND_NREGS] = {r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8,
+                                    r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rip};
+        memcpy(s->regs, d, sizeof(d));
+        s->len = copy_stack(memfd, r.rsp, s->stack);
+        return 0;
+}
+
+/* Stop the running (seized) tracee; 0 once it is in a ptrace event stop, or -errno. */
+static inline int sampler_stop(pid_t pid)
 {
         if (ptrace(PTRACE_INTERRUPT, pid, 0, 0))
                 return -errno;
@@ -112,22 +125,20 @@ static inline int sampler_take(pid_t pid, int memfd, struct sample *s)
                 if (!WIFSTOPPED(st))
                         return -ESRCH;
                 if ((st >> 16) == PTRACE_EVENT_STOP)
-                        break;
+                        return 0;
                 /* a signal-delivery stop: deliver it and wait for our interrupt */
                 if (ptrace(PTRACE_CONT, pid, 0, WSTOPSIG(st)))
                         return -errno;
         }
-        struct user_regs_struct r;
-        int ret = 0;
-        if (ptrace(PTRACE_GETREGS, pid, 0, &r)) {
-                ret = -errno;
-        } else {
-                uint64_t d[UNWIND_NREGS] = {r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi,
-                                            r.rbp, r.rsp, r.r8,  r.r9,  r.r10, r.r11,
-                                            r.r12, r.r13, r.r14, r.r15, r.rip};
-                memcpy(s->regs, d, sizeof(d));
-                s->len = copy_stack(memfd, r.rsp, s->stack);
-        }
+}
+
+/* Stop the running (seized) tracee, take a sample, let it run again. 0 or -errno. */
+static inline int sampler_take(pid_t pid, int memfd, struct sample *s)
+{
+        int ret = sampler_stop(pid);
+        if (ret)
+                return ret;
+        ret = sampler_read(pid, memfd, s);
         if (ptrace(PTRACE_CONT, pid, 0, 0) && !ret)
                 ret = -errno;
         return ret;

@@ -441,3 +441,29 @@ Test(symbolize, one_module_per_file_across_processes)
         cr_expect_eq(proc_maps_open(mods, a, &pa), -ESRCH);
         modules_free(mods);
 }
+
+Test(symbolize, anonymous_executable_memory_stays_a_raw_address)
+{
+        /* what a JIT's code cache looks like in /proc/PID/maps: no file */
+        size_t len = 2 * 4096;
+        unsigned char *jit =
+            mmap(NULL, len, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(jit, MAP_FAILED);
+        jit[0] = 0xc3; /* ret */
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        uint64_t ip = (uint64_t)(uintptr_t)jit + 0x123;
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, ip, &f), 0);
+        cr_expect_eq(f.module_id, CTXPROF_MODULE_UNKNOWN);
+        cr_expect_eq(f.offset, ip);
+        struct sym_frame sf[2];
+        cr_expect_eq(symbolize(sym, &f, sf, 2), 1);
+        cr_expect_null(sf[0].function);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        munmap(jit, len);
+}

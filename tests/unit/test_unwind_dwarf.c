@@ -186,3 +186,57 @@ Test(unwind_dwarf, code_mapped_after_attach_is_found, .timeout = 120)
         symbolizer_free(sym);
         modules_free(mods);
 }
+
+/* Single-step fx_redzone through every instruction of its loop, epilogues included: each
+ * step must unwind to main. Between rz_leaf's `pop %rbp` and `ret` this needs the red-zone
+ * answer (rz_caller's CFA is rbp-based). */
+Test(unwind_dwarf, every_instruction_single_stepped, .timeout = 120)
+{
+        char path[512];
+        snprintf(path, sizeof(path), "%s/tests/fixtures/fx_redzone", test_build_dir());
+        char line[64];
+        pid_t pid = spawn_fixture(path, NULL, line, sizeof(line));
+        cr_assert_gt(pid, 0, "cannot start %s", path);
+        cr_assert_eq(sampler_attach(pid), 0);
+        int memfd = open_mem(pid);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct dwarf_unwinder *u = dwarf_unwinder_new();
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+        usleep(20000);
+        cr_assert_eq(sampler_stop(pid), 0);
+
+        static struct sample s;
+        static struct chain c;
+        int total = 0, ok = 0, in_leaf = 0, printed = 0;
+        for (int i = 0; i < 3000; i++) {
+                cr_assert_eq(sampler_read(pid, memfd, &s), 0);
+                cr_assert_gt(sample_chain(u, pm, sym, pid, &s, &c), 0);
+                total++;
+                int m = chain_find(&c, "main", 0);
+                int leaf = chain_find(&c, "rz_leaf", 0);
+                int caller = chain_find(&c, "rz_caller", 0);
+                in_leaf += leaf == 0;
+                if (m >= 0 && (leaf < 0 || caller == leaf + 1) && (caller < 0 || m == caller + 1))
+                        ok++;
+                else if (printed++ < 5) {
+                        fprintf(stderr, "step %d rip %#lx: ", i, (unsigned long)s.regs[16]);
+                        chain_print(&c, stderr);
+                }
+                int st;
+                cr_assert_eq(ptrace(PTRACE_SINGLESTEP, pid, 0, 0), 0);
+                cr_assert_eq(waitpid(pid, &st, __WALL), pid);
+                cr_assert(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP);
+        }
+        printf("single-step: %d/%d instructions unwind to main (%d in rz_leaf)\n", ok, total,
+               in_leaf);
+        cr_expect_eq(ok, total);
+        cr_expect_gt(in_leaf, 100);
+        kill_fixture(pid);
+        close(memfd);
+        proc_maps_free(pm);
+        dwarf_unwinder_free(u);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
