@@ -80,7 +80,7 @@ static __always_inline int tls_address(const struct ctxprof_tls_var *v,
                 *addr = tp + v->tp_offset;
                 return 0;
         }
-        if (v->mode != CTXPROF_TLS_DTV)
+        if (v->mode != CTXPROF_TLS_DTV || !v->module)
                 return -1;
         if (bpf_probe_read_user(&dtv, sizeof(dtv), (void *)(tp + (__s64)d->dtv_offset)))
                 return -1;
@@ -88,7 +88,8 @@ static __always_inline int tls_address(const struct ctxprof_tls_var *v,
                 if (bpf_probe_read_user(&len, sizeof(len),
                                         (void *)(dtv + (__s64)d->len_index * (__s64)v->dtv_stride)))
                         return -1;
-                if (v->module >= len)
+                /* glibc: valid module ids are 1..dtv[-1]; musl: 1..dtv[0] */
+                if (v->module > len)
                         return -1;
         }
         if (bpf_probe_read_user(&blk, sizeof(blk), (void *)(dtv + v->module * v->dtv_stride)))
