@@ -5,11 +5,13 @@
 #  2. target slowdown (the workload's own throughput) at 99 and 999 Hz: none, ctxprof fp,
 #     ctxprof dwarf, perf record -g, perf record --call-graph dwarf, in one run;
 #  3. ctxprof's own CPU seconds and peak RSS, scaled per minute of recording.
-# Needs root. B=build dir (default build). SECS=seconds per throughput run (default 10).
+# Needs root. B=build dir (default build). SECS=seconds per throughput run (default 6),
+# ROUNDS=interleaved rounds per configuration (default 3).
 set -u
 cd "$(dirname "$0")/.."
 B=${B:-build}
-SECS=${SECS:-10}
+SECS=${SECS:-6}
+ROUNDS=${ROUNDS:-3}
 CTXPROF=$B/ctxprof
 WL=$B/tests/workloads/wl_attrib
 TMP=$(mktemp -d /tmp/ctxprof-bench.XXXXXX)
@@ -53,31 +55,38 @@ echo " both read at t=7 s from the loaded program and its counters map)"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 
 ops() { grep -m1 '^ops ' "$1" | awk '{ print $2 }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }'; }
 echo
-echo "# 2. target slowdown: wl_attrib bench ${SECS}s x 2 threads, throughput (ops) vs no profiler"
+echo "# 2. target slowdown: wl_attrib bench ${SECS}s x 2 threads, own throughput (ops), median of"
+echo "#    $ROUNDS interleaved rounds per configuration (noisy: 2 vCPUs shared with other work)"
+run_cfg() { # cfg F out
+	case $1 in
+	none) "$WL" bench "$SECS" 2 ;;
+	ctxprof_fp) "$CTXPROF" record -q -F $2 -o /dev/null -- "$WL" bench "$SECS" 2 2>/dev/null ;;
+	ctxprof_dwarf) "$CTXPROF" record -q -F $2 --call-graph dwarf -o /dev/null -- \
+		"$WL" bench "$SECS" 2 2>/dev/null ;;
+	perf_g) perf record -q -F $2 -g -o "$TMP/p.data" -- "$WL" bench "$SECS" 2 2>/dev/null ;;
+	perf_dwarf) perf record -q -F $2 --call-graph dwarf -o "$TMP/p.data" -- \
+		"$WL" bench "$SECS" 2 2>/dev/null ;;
+	esac >"$3"
+}
+CFGS="none ctxprof_fp ctxprof_dwarf perf_g perf_dwarf"
 for F in 99 999; do
-	"$WL" bench "$SECS" 2 >"$TMP/base"
-	base=$(ops "$TMP/base")
-	"$CTXPROF" record -q -F $F -o /dev/null -- "$WL" bench "$SECS" 2 >"$TMP/fp" 2>/dev/null
-	"$CTXPROF" record -q -F $F --call-graph dwarf -o /dev/null -- "$WL" bench "$SECS" 2 \
-		>"$TMP/dw" 2>/dev/null
-	perf record -q -F $F -g -o "$TMP/p1.data" -- "$WL" bench "$SECS" 2 >"$TMP/pg" 2>/dev/null
-	perf record -q -F $F --call-graph dwarf -o "$TMP/p2.data" -- "$WL" bench "$SECS" 2 \
-		>"$TMP/pd" 2>/dev/null
-	"$WL" bench "$SECS" 2 >"$TMP/base2"
-	base2=$(ops "$TMP/base2")
-	for r in "ctxprof fp:fp" "ctxprof dwarf:dw" "perf -g:pg" "perf dwarf:pd"; do
-		name=${r%%:*}
-		o=$(ops "$TMP/${r##*:}")
-		awk -v F=$F -v n="$name" -v o="${o:-0}" -v b1="${base:-0}" -v b2="${base2:-0}" 'BEGIN {
-			b = (b1 + b2) / 2
-			printf "%4d Hz  %-14s ops %10d  baseline %10.0f (runs %d, %d)  slowdown %6.2f%%\n",
-				F, n, o, b, b1, b2, b ? 100 * (b - o) / b : 0 }'
+	for r in $(seq "$ROUNDS"); do
+		for cfg in $CFGS; do
+			run_cfg $cfg $F "$TMP/out"
+			ops "$TMP/out" >>"$TMP/$cfg.$F"
+		done
+	done
+	base=$(median <"$TMP/none.$F")
+	for cfg in $CFGS; do
+		m=$(median <"$TMP/$cfg.$F")
+		awk -v F=$F -v n=$cfg -v o="$m" -v b="$base" -v all="$(tr '\n' ' ' <"$TMP/$cfg.$F")" 'BEGIN {
+			printf "%4d Hz  %-14s median ops %8d  slowdown %6.2f%%   (runs: %s)\n",
+				F, n, o, b ? 100 * (b - o) / b : 0, all }'
 	done
 done
-echo "(2 vCPUs shared with other work: baselines before and after show the noise)"
 
-echo
 echo "# 3. ctxprof's own cost at 999 Hz, 2-thread labelled workload: steady state (CPU ticks"
 echo "#    between t=2 s and t=20 s of the recording) and whole run incl. setup and output"
 tick=$(getconf CLK_TCK)

@@ -32,7 +32,7 @@
 #include "unwind_dwarf.h"
 
 #define DEFAULT_RING_BYTES (8u << 20)
-#define TLS_RETRY_FAST_NS  200000000ull  /* 200 ms: just started or exec'ed */
+#define TLS_RETRY_FAST_NS  20000000ull   /* 20 ms: just started or exec'ed (loader running) */
 #define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
 #define TLS_FAST_WINDOW_NS 3000000000ull
 #define TLS_MAX_ERRORS     20
@@ -628,8 +628,21 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         int n, m, pending_release = 0;
         size_t i;
 
-        for (i = 0; i < s->nprocs; i++)
-                pending_release |= s->procs[i].forget_pending;
+        uint64_t now = now_ns();
+
+        for (i = 0; i < s->nprocs; i++) {
+                const struct proc *p = &s->procs[i];
+
+                pending_release |= p->forget_pending;
+                /* Wake up for a pending TLS retry: context starts as early as possible. */
+                if (p->alive && p->tls_state == 0 && !s->stopped) {
+                        int64_t ms =
+                            p->tls_next_ns > now ? (int64_t)((p->tls_next_ns - now) / 1000000) : 0;
+
+                        if (ms < timeout_ms)
+                                timeout_ms = (int)ms;
+                }
+        }
         n = ring_buffer__poll(s->rb, timeout_ms);
         if (n < 0 && n != -EINTR)
                 return n;

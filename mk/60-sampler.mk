@@ -9,7 +9,8 @@ SM_WL := $(B)/tests/workloads
 SM_WL_CFLAGS = $(filter-out $(SANFLAGS),$(ALL_CFLAGS)) -O2 -g -fno-omit-frame-pointer \
                -mno-omit-leaf-frame-pointer
 SM_WL_LDFLAGS = $(ALL_LDFLAGS) -lpthread
-SM_WORKLOADS := $(SM_WL)/wl_attrib $(SM_WL)/wl_garbage
+SM_WORKLOADS := $(SM_WL)/wl_attrib $(SM_WL)/wl_garbage $(SM_WL)/wl_attrib_so \
+                $(SM_WL)/wl_attrib_nopie $(SM_WL)/wl_attrib_dlopen
 ALL_TARGETS += $(SM_WORKLOADS)
 BENCHES += bench/bench_sampler.sh
 
@@ -23,3 +24,22 @@ $(SM_WL)/wl_garbage: tests/workloads/wl_garbage.c
 	@echo "  CC      $< (workload)"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SM_WL_CFLAGS) -rdynamic -o $@ $< $(SM_WL_LDFLAGS)
+
+# The same workload with libctx reached every other way: as a DT_NEEDED shared library
+# (TLSDESC), linked into a non-PIE executable, and dlopen'ed (static TLS from the surplus, or
+# dynamic TLS through the DTV with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0).
+$(SM_WL)/wl_attrib_so: tests/workloads/wl_attrib.c $(B)/libctx.so
+	@echo "  CC      $< (workload, libctx.so)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $< -L$(B) -lctx -Wl,-rpath,'$$ORIGIN/../..' $(SM_WL_LDFLAGS)
+
+$(SM_WL)/wl_attrib_nopie: tests/workloads/wl_attrib.c $(LIBCTX_A) libctx/libctx.dynlist
+	@echo "  CC      $< (workload, non-PIE)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -fno-pie -no-pie -o $@ $< $(LIBCTX_A) \
+		-Wl,--dynamic-list=libctx/libctx.dynlist $(SM_WL_LDFLAGS)
+
+$(SM_WL)/wl_attrib_dlopen: tests/workloads/wl_attrib.c $(B)/libctx.so
+	@echo "  CC      $< (workload, dlopen)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -DWL_DLOPEN -o $@ $< $(SM_WL_LDFLAGS) -ldl

@@ -9,6 +9,10 @@
  *                                      thread prints "cpu TID NAME NS" from its schedstat
  *   wl_attrib short SECONDS NTHREADS   NTHREADS at a time of short-lived threads (~20 ms each)
  *   wl_attrib bench SECONDS NTHREADS   no context; prints "ops N" (throughput) at exit
+ * A 4th argument "noctx" (long mode) adds a thread wl-noctx that burns CPU in work_C and never
+ * touches libctx (with dynamic TLS its DTV entry stays unallocated).
+ * Built with -DWL_DLOPEN, libctx is dlopen'ed at start (path: $WL_LIBCTX, default
+ * ../../libctx.so.1 next to this executable) and called through dlsym.
  * Built with frame pointers; never exits early on its own errors except with a message.
  */
 #include <pthread.h>
@@ -20,7 +24,49 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef WL_DLOPEN
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+
+static int (*ctx_set_span)(uint64_t, uint64_t);
+static int (*ctx_set_label_str)(const char *, const char *);
+
+static void load_libctx(void)
+{
+        char exe[PATH_MAX], path[PATH_MAX + 32];
+        const char *p = getenv("WL_LIBCTX");
+        ssize_t n;
+        void *h;
+
+        if (!p) {
+                n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+                if (n < 0) {
+                        perror("readlink");
+                        exit(1);
+                }
+                exe[n] = '\0';
+                snprintf(path, sizeof(path), "%s/../../libctx.so.1", dirname(exe));
+                p = path;
+        }
+        h = dlopen(p, RTLD_NOW);
+        if (!h) {
+                fprintf(stderr, "wl_attrib: dlopen %s: %s\n", p, dlerror());
+                exit(1);
+        }
+        *(void **)&ctx_set_span = dlsym(h, "ctx_set_span");
+        *(void **)&ctx_set_label_str = dlsym(h, "ctx_set_label_str");
+        if (!ctx_set_span || !ctx_set_label_str) {
+                fprintf(stderr, "wl_attrib: dlsym: %s\n", dlerror());
+                exit(1);
+        }
+}
+#else
 #include "ctx/ctx.h"
+static void load_libctx(void)
+{
+}
+#endif
 
 static volatile int stop;
 static volatile uint64_t sink;
@@ -57,6 +103,28 @@ __attribute__((noinline)) void work_B(void)
                 step(&x);
         }
         sink += x;
+}
+
+__attribute__((noinline)) void work_C(void)
+{
+        uint64_t x = 5;
+        int i, j;
+
+        for (i = 0; i < 200; i++) {
+                for (j = 0; j < 2000; j++)
+                        x = x * 6364136223846793005ull + 7;
+                step(&x);
+        }
+        sink += x;
+}
+
+static void *noctx_thread(void *arg)
+{
+        (void)arg;
+        pthread_setname_np(pthread_self(), "wl-noctx");
+        while (!stop)
+                work_C();
+        return NULL;
 }
 
 __attribute__((noinline)) static uint64_t run_phases(int rounds)
@@ -138,8 +206,8 @@ int main(int argc, char **argv)
         pthread_t *th;
         time_t end;
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: wl_attrib long|short|bench SECONDS NTHREADS\n");
+        if (argc != 4 && argc != 5) {
+                fprintf(stderr, "usage: wl_attrib long|short|bench SECONDS NTHREADS [noctx]\n");
                 return 2;
         }
         seconds = atoi(argv[2]);
@@ -153,6 +221,7 @@ int main(int argc, char **argv)
                 return 1;
         end = time(NULL) + (seconds ? seconds : 1000000000);
         if (!strcmp(argv[1], "short")) {
+                load_libctx();
                 while (time(NULL) < end) {
                         for (i = 0; i < nthreads; i++)
                                 if (pthread_create(&th[i], NULL, short_thread, NULL)) {
@@ -165,6 +234,17 @@ int main(int argc, char **argv)
                 return 0;
         }
         use_ctx = strcmp(argv[1], "bench") != 0;
+        if (use_ctx)
+                load_libctx();
+        if (argc == 5 && !strcmp(argv[4], "noctx")) {
+                pthread_t t;
+
+                if (pthread_create(&t, NULL, noctx_thread, NULL)) {
+                        perror("pthread_create");
+                        return 1;
+                }
+                pthread_detach(t);
+        }
         /* the main thread is wl-0, the others wl-1.. */
         for (i = 1; i < nthreads; i++)
                 if (pthread_create(&th[i], NULL, long_thread, (void *)(intptr_t)i)) {

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Context through every way a process can hold libctx, end to end through BPF: libctx.so as
+# DT_NEEDED (TLSDESC static), libctx.a in a non-PIE executable, dlopen'ed (static TLS from
+# glibc's surplus) and dlopen'ed with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 (dynamic
+# TLS through the DTV). In each: no sample ever carries the wrong context, >= 90% of work
+# samples carry the right one (the first milliseconds, before the loader has relocated a
+# library, have none), and a thread that never touched libctx (wl-noctx) has no labels.
+. "$(dirname "$0")/sampler_lib.sh"
+
+run_mode() { # name VAR=value|- workload args...
+	local name=$1 envspec=$2 f=$TMP/$1.txt a b good wrong noctx nolab
+	shift 2
+	[ "$envspec" = - ] && envspec=
+	env $envspec "$CTXPROF" record -F 999 --span-frames -o "$f" -- "$@" >/dev/null 2>"$TMP/$name.err"
+	[ $? = 0 ] || { cat "$TMP/$name.err"; fail "$name: record failed"; }
+	a=$(count "$f" ';work_A ')
+	b=$(count "$f" ';work_B ')
+	good=$(grep -E ';phase=A;(.*;)?span=000000000000000a;.*;work_A |;phase=B;(.*;)?span=000000000000000b;.*;work_B ' "$f" |
+		awk '{ n += $NF } END { print n + 0 }')
+	wrong=$(grep -E ';work_A ' "$f" | grep -E 'phase=B|span=000000000000000b' | awk '{ n += $NF } END { print n + 0 }')
+	wrong=$((wrong + $(grep -E ';work_B ' "$f" | grep -E 'phase=A|span=000000000000000a' | awk '{ n += $NF } END { print n + 0 }')))
+	noctx=$(count "$f" ';wl-noctx;')
+	nolab=$(grep ';wl-noctx;' "$f" | grep -c '=')
+	echo "$name: work $((a + b)) samples, $good with the right context, $wrong wrong; wl-noctx $noctx samples, $nolab lines with labels"
+	[ "$wrong" = 0 ] || fail "$name: wrong context"
+	[ $((a + b)) -ge 100 ] || fail "$name: too few samples"
+	[ $((good * 100)) -ge $(((a + b) * 90)) ] || { cat "$TMP/$name.err"; fail "$name: context missing"; }
+	[ "$nolab" = 0 ] || fail "$name: labels on a thread that never set any"
+}
+
+run_mode shared - "$WL/wl_attrib_so" long 5 2 noctx
+run_mode nopie - "$WL/wl_attrib_nopie" long 5 2 noctx
+run_mode dlopen - "$WL/wl_attrib_dlopen" long 5 2 noctx
+run_mode dlopen_dtv GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 \
+	"$WL/wl_attrib_dlopen" long 5 2 noctx
+echo PASS
