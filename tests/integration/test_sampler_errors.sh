@@ -27,6 +27,11 @@ mkdir -p "$TMP/bin" && cp "$CTXPROF" "$TMP/bin/" && chmod 755 "$TMP" "$TMP/bin"
 expect_error "as nobody" "not permitted" \
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$TMP/bin/ctxprof" record -p $target -d 1
 expect_error "bad usage" "either -p" "$CTXPROF" record
+# cycles without a hardware PMU (this VM): a clear message, not a generic failure
+if [ ! -e /sys/bus/event_source/devices/cpu ] && [ ! -e /sys/bus/event_source/devices/cpu_core ]; then
+	expect_error "no PMU" "no hardware PMU.*--event cpu-clock" \
+		"$CTXPROF" record --event cycles -p $target -d 1
+fi
 kill $target; wait $target 2>/dev/null
 
 # 3. A PID that exits during attach: an error naming the process, or a clean (empty) run.

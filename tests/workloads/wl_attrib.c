@@ -8,7 +8,7 @@
  *                                      as wl-0), for SECONDS (0 = until killed); at exit each
  *                                      thread prints "cpu TID NAME NS" from its schedstat
  *   wl_attrib short SECONDS NTHREADS   NTHREADS at a time of short-lived threads (~20 ms each)
- *   wl_attrib bench SECONDS NTHREADS   no context; prints "ops N" (throughput) at exit
+ *   wl_attrib bench SECONDS NTHREADS   no context; prints "ops N cpu_us M" at exit
  * A 4th argument "noctx" (long mode) adds a thread wl-noctx that burns CPU in work_C and never
  * touches libctx (with dynamic TLS its DTV entry stays unallocated).
  * Built with -DWL_DLOPEN, libctx is dlopen'ed at start (path: $WL_LIBCTX, default
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -263,8 +264,16 @@ int main(int argc, char **argv)
         long_thread((void *)(intptr_t)0); /* main -> long_thread -> run_phases -> work_X */
         for (i = 1; i < nthreads; i++)
                 pthread_join(th[i], NULL);
-        if (!use_ctx)
-                printf("ops %llu\n", (unsigned long long)ops_total);
+        if (!use_ctx) {
+                struct rusage ru;
+
+                /* The process's own CPU time: throughput per CPU second is what a profiler's
+                 * in-target cost changes, whatever else competes for the CPUs. */
+                getrusage(RUSAGE_SELF, &ru);
+                printf("ops %llu cpu_us %lld\n", (unsigned long long)ops_total,
+                       (long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+                           ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+        }
         free(th);
         return 0;
 }
