@@ -61,4 +61,21 @@ echo "samples in work_A/B after the target exited: $n"
 [ "$n" -ge 50 ] || fail "output incomplete ($n work samples)"
 bad=$(grep -c -v -E '^[^ ]+(.*[^ ])? [0-9]+$' "$TMP/mid.txt")
 [ "$bad" = 0 ] || fail "$bad malformed lines"
+
+# 5. SIGTERM / SIGINT: stop, drain, write everything, exit 0.
+for sig in TERM INT; do
+	"$WL/wl_attrib" long 30 2 >/dev/null &
+	target=$!
+	"$CTXPROF" record -F 999 -p $target -d 60 -o "$TMP/sig.txt" 2>"$TMP/e" &
+	rec=$!
+	sleep 3
+	kill -$sig $rec
+	wait $rec
+	rc=$?
+	kill $target; wait $target 2>/dev/null
+	n=$(count "$TMP/sig.txt" ';work_(A|B) ')
+	echo "SIG$sig: exit $rc, $n work samples written"
+	[ $rc = 0 ] || { cat "$TMP/e"; fail "SIG$sig: exit $rc"; }
+	[ "$n" -ge 20 ] || fail "SIG$sig: output missing"
+done
 echo PASS
