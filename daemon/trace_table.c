@@ -127,7 +127,8 @@ static uint64_t stack_hash(const struct ctxprof_frame *frames, uint32_t n, bool 
 {
         /* XXH3: strong 64-bit hash, ~30 GB/s on long input; n and truncated go into the seed so
          * that stacks differing only there hash apart. */
-        return XXH3_64bits_withSeed(n ? (const void *)frames : "", (size_t)n * sizeof(*frames),
+        static const struct ctxprof_frame none[1]; /* n == 0: a valid pointer, never read */
+        return XXH3_64bits_withSeed(n ? frames : none, (size_t)n * sizeof(*frames),
                                     ((uint64_t)n << 1) | (truncated ? 1 : 0));
 }
 
