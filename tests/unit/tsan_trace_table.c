@@ -74,6 +74,7 @@ struct run {
         /* violations, counted by the rotator, asserted by the main thread */
         uint64_t corrupt, dup_in_rotation, gap, two_ids_one_epoch, wrong_epoch, map_full;
         atomic_bool stop_put, stop_rot;
+        bool same_order;
 };
 
 static struct seen *lookup(struct run *r, uint64_t id, bool insert)
@@ -158,7 +159,10 @@ static void *put_main(void *arg)
         struct putter *p = arg;
         while (!atomic_load(&p->r->stop_put) && p->nlog < p->log_max) {
                 p->rng ^= p->rng << 13, p->rng ^= p->rng >> 7, p->rng ^= p->rng << 17;
-                uint32_t k = (uint32_t)(p->rng % NSTACKS);
+                /* same_order: every thread walks the stack set in the same order, so first
+                 * puts of a stack collide (exercises the insert race). */
+                uint32_t k = p->r->same_order ? (uint32_t)(p->calls % NSTACKS)
+                                              : (uint32_t)(p->rng % NSTACKS);
                 uint64_t id = trace_table_put(p->r->tt, known[k].f, known[k].n, known[k].truncated);
                 p->calls++;
                 if (id == TRACE_DROPPED_ID) {
@@ -187,13 +191,14 @@ static void *rotate_main(void *arg)
 }
 
 static void run_case(unsigned nthreads, size_t log_max, uint32_t hazard_slots, uint32_t capacity,
-                     uint64_t arena_bytes, unsigned seconds, bool strict)
+                     uint64_t arena_bytes, unsigned seconds, bool strict, bool same_order)
 {
         init_known();
         struct trace_table_config cfg = {
             .capacity = capacity, .arena_bytes = arena_bytes, .hazard_slots = hazard_slots};
         struct run *r = calloc(1, sizeof(*r));
         CHECK((r) != NULL);
+        r->same_order = same_order;
         r->tt = trace_table_new(&cfg);
         CHECK((r->tt) != NULL);
         /* Distinct ids <= logged puts: keep the map at most half full. */
@@ -248,12 +253,13 @@ static void run_case(unsigned nthreads, size_t log_max, uint32_t hazard_slots, u
                 logged += p[i].nlog;
         }
         fprintf(stderr,
-                "%u threads, %u hazard slots, capacity %u: %lu puts (%lu dropped: table %lu "
+                "%s%u threads, %u hazard slots, capacity %u: %lu puts (%lu dropped: table %lu "
                 "arena %lu hazard %lu race %lu), %u rotations, %lu hits, %lu insert races, "
                 "%lu rotation waits, %lu preserve drops, probe max %lu\n",
-                nthreads, hazard_slots, capacity, calls, dropped, s.dropped_table_full,
-                s.dropped_arena_full, s.dropped_no_hazard, s.dropped_rotation_race, r->rot, s.hits,
-                s.insert_races, s.rotation_hazard_waits, s.preserve_dropped, s.probe_max);
+                same_order ? "same order, " : "", nthreads, hazard_slots, capacity, calls, dropped,
+                s.dropped_table_full, s.dropped_arena_full, s.dropped_no_hazard,
+                s.dropped_rotation_race, r->rot, s.hits, s.insert_races, s.rotation_hazard_waits,
+                s.preserve_dropped, s.probe_max);
 
         CHECK((r->corrupt) == (0), "a handed-out stack differs from what was put");
         CHECK((r->map_full) == (0));
@@ -310,13 +316,83 @@ static void run_case(unsigned nthreads, size_t log_max, uint32_t hazard_slots, u
         free(r);
 }
 
+/* Two threads put the same brand-new stack at the same moment, round after round: one
+ * stores it, the other must get the same id (the loser's arena copy is counted as waste). */
+#define RACE_ROUNDS 20000
+struct racer {
+        struct trace_table *tt;
+        _Atomic uint64_t *arrived; /* spin barrier: a futex wake-up would serialize the pair */
+        uint64_t ids[RACE_ROUNDS];
+};
+
+static void *race_main(void *arg)
+{
+        struct racer *rc = arg;
+        struct ctxprof_frame f[24];
+        uint64_t x = (uint64_t)(uintptr_t)rc | 1;
+        for (uint32_t i = 0; i < 24; i++)
+                f[i] =
+                    (struct ctxprof_frame){.offset = 0x4000 + i, .module_id = CTXPROF_MODULE_FIRST};
+        for (uint32_t round = 0; round < RACE_ROUNDS; round++) {
+                f[0].offset = round; /* new in every round */
+                atomic_fetch_add(rc->arrived, 1);
+                for (unsigned spin = 0; atomic_load(rc->arrived) < 2 * (round + 1);)
+                        if (++spin % (1u << 14) == 0)
+                                sched_yield(); /* the other thread is not running */
+                /* Jitter of a few dozen ns, so that some rounds line the two puts up within
+                 * the insert window whichever thread saw the barrier open first. */
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                for (volatile unsigned d = (unsigned)(x % 48); d > 0; d--)
+                        ;
+                rc->ids[round] = trace_table_put(rc->tt, f, 24, false);
+        }
+        return NULL;
+}
+
+static void insert_race_case(void)
+{
+        struct trace_table_config cfg = {.capacity = RACE_ROUNDS};
+        struct trace_table *tt = trace_table_new(&cfg);
+        CHECK(tt != NULL);
+        _Atomic uint64_t arrived = 0;
+        struct racer *rc = calloc(2, sizeof(*rc));
+        CHECK(rc != NULL);
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+                rc[i].tt = tt;
+                rc[i].arrived = &arrived;
+                CHECK(pthread_create(&th[i], NULL, race_main, &rc[i]) == 0);
+        }
+        for (int i = 0; i < 2; i++)
+                pthread_join(th[i], NULL);
+        for (uint32_t round = 0; round < RACE_ROUNDS; round++) {
+                CHECK(rc[0].ids[round] != TRACE_DROPPED_ID);
+                CHECK(rc[0].ids[round] == rc[1].ids[round], "round %u: %#lx vs %#lx", round,
+                      rc[0].ids[round], rc[1].ids[round]);
+        }
+        struct trace_table_stats s;
+        trace_table_stats(tt, &s);
+        fprintf(stderr,
+                "insert race: %u rounds, %lu inserts, %lu hits, %lu races, %lu bytes wasted\n",
+                RACE_ROUNDS, s.inserts, s.hits, s.insert_races, s.wasted_arena_bytes);
+        CHECK(s.inserts == RACE_ROUNDS);
+        CHECK(s.hits + s.insert_races == RACE_ROUNDS);
+        CHECK(s.active_fill == RACE_ROUNDS, "a lost race gives its bucket reservation back");
+        free(rc);
+        trace_table_free(tt);
+}
+
 int main(void)
 {
+        insert_race_case();
         /* The scenario: 8 put threads, one rotator, room for everything. */
-        run_case(8, 40000, 0, 1024, 0, 3, true);
+        run_case(8, 40000, 0, 1024, 0, 3, true, false);
         /* Scarcity everywhere: 4 hazard slots for 16 threads, a table smaller than the stack
          * set, a small arena. Drops of every kind are expected; wrong ids never. */
-        run_case(16, 15000, 4, 64, 64 * 300, 2, false);
+        run_case(16, 15000, 4, 64, 64 * 300, 2, false, false);
+        /* All threads put the same stacks in the same order: concurrent first puts of one
+         * stack race to store it; the loser must return the winner's id. */
+        run_case(8, 20000, 0, 1024, 0, 2, true, true);
         printf("PASS tsan_trace_table\n");
         return 0;
 }
