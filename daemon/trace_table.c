@@ -272,6 +272,8 @@ uint64_t trace_table_put(struct trace_table *tt, const struct ctxprof_frame *fra
                 if (atomic_load_explicit(&tt->state, memory_order_seq_cst) == st)
                         break;
                 if (tries + 1 >= VALIDATE_TRIES) {
+                        struct slot_stats *ss = &tt->sstats[slot];
+                        atomic_store_explicit(&ss->puts, rd(&ss->puts) + 1, memory_order_relaxed);
                         hazard_release(tt->hz, slot);
                         bump(&tt->drop_race, 1);
                         return TRACE_DROPPED_ID;

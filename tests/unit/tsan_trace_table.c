@@ -268,7 +268,7 @@ static void run_case(unsigned nthreads, size_t log_max, uint32_t hazard_slots, u
         CHECK((r->two_ids_one_epoch) == (0), "one stack got two ids in one epoch");
         CHECK((r->wrong_epoch) == (0), "a trace was handed out in the wrong rotation");
         CHECK((s.dropped) == (dropped), "every DROPPED is counted");
-        CHECK((s.puts + s.dropped_no_hazard) == (calls));
+        CHECK(s.puts + s.dropped_no_hazard + s.dropped_invalid == calls);
         CHECK((s.active_fill) == (0));
         CHECK((s.standby_fill) == (0), "everything ran out after the drain");
 
@@ -318,7 +318,11 @@ static void run_case(unsigned nthreads, size_t log_max, uint32_t hazard_slots, u
 
 /* Two threads put the same brand-new stack at the same moment, round after round: one
  * stores it, the other must get the same id (the loser's arena copy is counted as waste). */
+#ifdef __SANITIZE_THREAD__
+#define RACE_ROUNDS 5000 /* TSan makes the spin barrier slow; its wider window races more */
+#else
 #define RACE_ROUNDS 20000
+#endif
 struct racer {
         struct trace_table *tt;
         _Atomic uint64_t *arrived; /* spin barrier: a futex wake-up would serialize the pair */
