@@ -9,4 +9,4 @@ $(BENCH_TRACE_TABLE): bench/bench_trace_table.c $(B)/libctxprof.a | $(BPF_SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -MMD -MP -o $@ $< $(B)/libctxprof.a $(DAEMON_LIBS) $(ALL_LDFLAGS)
 
--include $(wildcard $(B)/bench/*.d)
+-include $(wildcard $(B)/bench/bench_trace_table.d)
