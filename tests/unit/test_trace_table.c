@@ -210,6 +210,7 @@ Test(trace_table, epochs_grow_and_clear_really_clears)
                 trace_table_stats(tt, &s);
                 cr_assert_eq(s.epoch, r + 2);
                 cr_assert_eq(s.active_fill, 0, "the new ACTIVE is empty");
+                cr_assert_eq(s.active_arena_used, 0, "and its arena is reset");
                 cr_assert_eq(s.standby_fill, 0, "nothing kept without checkers");
                 cr_assert_eq(s.rotations, r + 1);
         }
