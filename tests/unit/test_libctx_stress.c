@@ -11,11 +11,14 @@
  *  - the version must be the key's committed one or the one being written (old or new);
  *  - a valid span must satisfy root = mix(span) and be the committed or started one;
  *    the span mirrors likewise; scoped-only keys only while in the scope.
+ * Every 4th interrupt the handler also writes (sets and removes its own key): it must get 0,
+ * or -EBUSY exactly when it interrupted a libctx call, and leave nothing behind.
  * Runs in the normal and ASan variants (TSan and signal-handler readers do not mix: the
  * multi-thread test is tsan_libctx_isolation.c). Prints interrupt counts; asserts zero
  * inconsistencies and zero wrong spans.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +42,7 @@
 struct counters {
         unsigned long interrupts, in_call, hidden_seen, torn_span, no_span;
         unsigned long valid_span, labels_checked, inconsistent, wrong_span;
+        unsigned long handler_writes, handler_ebusy;
 };
 
 /* Writer-published state the handler compares with (same thread: volatile suffices). */
@@ -46,6 +50,8 @@ static __thread volatile uint64_t committed_v[NKEYS], started_v[NKEYS];
 static __thread volatile uint64_t committed_seq, started_seq;
 static __thread volatile int in_call, in_scope, tid_idx;
 static __thread struct counters c;
+static __thread int first_bad_line;
+#define BAD() (c.inconsistent++, first_bad_line = first_bad_line ? first_bad_line : __LINE__)
 
 static uint64_t span_of(int t, uint64_t seq)
 {
@@ -147,14 +153,14 @@ static void on_tick(int sig)
         rd_read_set(custom_labels_current_set, &s);
         c.hidden_seen += s.hidden != 0;
         if (s.structural || s.duplicates)
-                c.inconsistent++;
+                BAD();
         for (int i = 0; i < s.n; i++) {
                 const struct rd_label *l = &s.l[i];
                 c.labels_checked++;
                 uint64_t x;
                 if (l->klen == 7 && rd_bytes_eq(l->key, (const unsigned char *)"span-id", 7)) {
                         if (parse_dec(l->val, l->vlen, &x) || !seq_ok(x, t))
-                                c.inconsistent++;
+                                BAD();
                         continue;
                 }
                 if (l->klen == 12 &&
@@ -162,24 +168,40 @@ static void on_tick(int sig)
                         if (parse_dec(l->val, l->vlen, &x) ||
                             (x != mix(span_of(t, committed_seq)) &&
                              x != mix(span_of(t, started_seq))))
-                                c.inconsistent++;
+                                BAD();
                         continue;
                 }
                 /* keys: "tNN.kK" (regular) or "tNN.s0" (scoped only) */
                 if (l->klen != 6 || l->key[0] != 't' || l->key[1] - '0' != t / 10 ||
                     l->key[2] - '0' != t % 10 || l->key[3] != '.') {
-                        c.inconsistent++;
+                        BAD();
+                        continue;
+                }
+                if (l->key[4] == 'h') { /* the handler's own key: never left behind */
+                        BAD();
                         continue;
                 }
                 if (l->key[4] == 's') {
                         if (!in_scope || l->vlen != 6 ||
                             !rd_bytes_eq(l->val, (const unsigned char *)"scoped", 6))
-                                c.inconsistent++;
+                                BAD();
                         continue;
                 }
                 int k = l->key[5] - '0';
                 if (l->key[4] != 'k' || k < 0 || k >= NKEYS || !check_value(t, k, l))
-                        c.inconsistent++;
+                        BAD();
+        }
+        if (c.interrupts % 4 == 0) { /* a write from the handler (async-signal-safe API) */
+                char hk[6] = {'t', (char)('0' + t / 10), (char)('0' + t % 10), '.', 'h', '0'};
+                int rc = ctx_set_label(hk, 6, "h", 1);
+                c.handler_writes++;
+                if (rc == -EBUSY) {
+                        c.handler_ebusy++;
+                        if (!in_call)
+                                BAD();
+                } else if (rc != 0 || ctx_remove_label(hk, 6) != 0) {
+                        BAD();
+                }
         }
 }
 
@@ -193,11 +215,11 @@ struct worker {
 
 #define CALL(expr)                                                                                 \
         do {                                                                                       \
-                in_call = 1;                                                                       \
+                in_call++;                                                                         \
                 __atomic_signal_fence(__ATOMIC_SEQ_CST);                                           \
                 int rc_ = (expr);                                                                  \
                 __atomic_signal_fence(__ATOMIC_SEQ_CST);                                           \
-                in_call = 0;                                                                       \
+                in_call--;                                                                         \
                 if (rc_ < 0)                                                                       \
                         w->errors++;                                                               \
         } while (0)
@@ -293,6 +315,9 @@ static void *worker_main(void *p)
         }
         timer_delete(timer);
         w->out = c;
+        if (first_bad_line)
+                fprintf(stderr, "thread %d: first inconsistency at line %d\n", w->idx,
+                        first_bad_line);
         return NULL;
 }
 
@@ -324,6 +349,7 @@ Test(libctx_stress, interrupted_reader_sees_old_or_new, .timeout = 120)
                 tot.no_span += x->no_span, tot.valid_span += x->valid_span;
                 tot.labels_checked += x->labels_checked, tot.inconsistent += x->inconsistent;
                 tot.wrong_span += x->wrong_span;
+                tot.handler_writes += x->handler_writes, tot.handler_ebusy += x->handler_ebusy;
                 ops += w[i].ops;
                 errors += w[i].errors;
         }
@@ -331,9 +357,11 @@ Test(libctx_stress, interrupted_reader_sees_old_or_new, .timeout = 120)
         fprintf(stderr,
                 "libctx stress: %d threads, %lu ops, %lu interrupts, %lu inside a libctx call, "
                 "%lu saw a hidden key, %lu torn spans, %lu no-span, %lu valid spans, "
-                "%lu labels checked, %lu inconsistencies, %lu wrong spans\n",
+                "%lu labels checked, %lu handler writes (%lu -EBUSY), %lu inconsistencies, "
+                "%lu wrong spans\n",
                 NTHREADS, ops, tot.interrupts, tot.in_call, tot.hidden_seen, tot.torn_span,
-                tot.no_span, tot.valid_span, tot.labels_checked, tot.inconsistent, tot.wrong_span);
+                tot.no_span, tot.valid_span, tot.labels_checked, tot.handler_writes,
+                tot.handler_ebusy, tot.inconsistent, tot.wrong_span);
         cr_assert_eq(errors, 0, "libctx calls failed in the writers");
         cr_assert_gt(tot.interrupts, 300, "too few interrupts to mean anything");
         cr_assert_gt(tot.labels_checked, 0);
