@@ -34,10 +34,13 @@
 #define sigev_notify_thread_id _sigev_un._tid
 #endif
 
-#define NTHREADS   3
-#define NKEYS      5 /* + 1 scoped key + 2 mirrors <= 10 */
-#define RUN_SEC    3
-#define TIMER_NSEC 100000 /* 10 kHz */
+#define NTHREADS  3
+#define NKEYS     5              /* + 1 scoped key + 2 mirrors <= 10 */
+#define MIN_MS    2000           /* run at least this long, */
+#define MAX_MS    10000          /* at most this long, */
+#define WANT_IRQS 20000          /* and stop early once this many interrupts landed */
+static unsigned long total_irqs; /* all threads (lock-free atomic: fine in a handler) */
+#define TIMER_NSEC 100000        /* 10 kHz */
 
 struct counters {
         unsigned long interrupts, in_call, hidden_seen, torn_span, no_span;
@@ -136,6 +139,7 @@ static void on_tick(int sig)
         (void)sig;
         int t = tid_idx;
         c.interrupts++;
+        __atomic_fetch_add(&total_irqs, 1, __ATOMIC_RELAXED);
         if (in_call)
                 c.in_call++;
         uint64_t span, root;
@@ -336,7 +340,11 @@ Test(libctx_stress, interrupted_reader_sees_old_or_new, .timeout = 120)
                 w[i] = (struct worker){.idx = i + 1, .stop = &stop};
                 cr_assert_eq(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
         }
-        sleep(RUN_SEC);
+        for (int ms = 0; ms < MAX_MS; ms += 50) {
+                if (ms >= MIN_MS && __atomic_load_n(&total_irqs, __ATOMIC_RELAXED) >= WANT_IRQS)
+                        break;
+                usleep(50000);
+        }
         stop = 1;
         struct counters tot = {0};
         unsigned long ops = 0;
