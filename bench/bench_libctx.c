@@ -140,8 +140,8 @@ int main(int argc, char **argv)
         if (ctx_thread_init() != 0)
                 return 1;
         ctx_set_label_str("warm", "up");
-        printf("libctx bench (%s): median ns/op of %d runs x %d iterations\n", argv[0], RUNS,
-               ITERS);
+        printf("libctx bench (%s): median ns/op (thread CPU time) of %d runs x %d iterations\n",
+               argv[0], RUNS, ITERS);
         ctx_set_span_mirroring(0);
         double span_nomirror = median(0);
         ctx_set_span_mirroring(1);
