@@ -3,13 +3,16 @@
  * tests/unit/test_libctx_labels.c — libctx's label and span API, checked through the raw ABI
  * memory with the reader of tests/libctx_reader.h: set/replace, truncation (UTF-8 at the
  * cut), capacity, remove and re-add, clear, span mirrors, tags, the scoped helper, thread
- * isolation, slots recycled at thread exit, graceful pool exhaustion.
+ * isolation, slots recycled at thread exit, graceful pool exhaustion, and a signal handler
+ * writing while it interrupts a label write on the same thread (-EBUSY, deferred mirrors).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ctx/ctx.h"
 #include "libctx_reader.h"
@@ -385,4 +388,58 @@ Test(libctx_labels, pool_exhaustion_is_graceful_and_counted)
                 cr_assert_eq(a[i].rc, 0);
         }
         pthread_barrier_destroy(&bar);
+}
+
+/* --- a signal handler that interrupts a label write on the same thread --- */
+
+static char *guarded; /* the value's page: PROT_NONE until the handler runs */
+static int nested_label_rc = 1, nested_span_rc = 1, nested_span_ok, nested_mirror_deferred;
+
+static void on_segv(int sig)
+{
+        (void)sig;
+        /* we are inside ctx_set_label, which was copying the value */
+        nested_label_rc = ctx_set_label_str("nested", "x");
+        nested_span_rc = ctx_set_span(111, 222);
+        uint64_t sp = 0, rt = 0;
+        nested_span_ok =
+            rd_read_span(&ctx_span_context_v1, &sp, &rt) == 1 && sp == 111 && rt == 222;
+        struct rd_set s;
+        rd_read_set(custom_labels_current_set, &s);
+        const struct rd_label *m = rd_find(&s, CTX_SPAN_ID_KEY);
+        nested_mirror_deferred = m && m->vlen == 1 && m->val[0] == '1'; /* still the old span */
+        mprotect(guarded, 4096, PROT_READ | PROT_WRITE); /* let the interrupted copy finish */
+}
+
+Test(libctx_labels, nested_write_from_signal_handler)
+{
+        cr_assert_eq(ctx_set_span(1, 2), 0);
+        cr_assert_eq(ctx_set_label_str("k", "old"), 0);
+        char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(pages, MAP_FAILED);
+        guarded = pages + 4096;
+        memcpy(guarded, "new-value", 9);
+        cr_assert_eq(mprotect(guarded, 4096, PROT_NONE), 0);
+        struct sigaction sa = {0}, old;
+        sa.sa_handler = on_segv;
+        sigemptyset(&sa.sa_mask);
+        cr_assert_eq(sigaction(SIGSEGV, &sa, &old), 0);
+        struct ctx_stats s0, s1;
+        ctx_get_stats(&s0);
+
+        int rc = ctx_set_label("k", 1, guarded, 9); /* faults inside libctx, while busy */
+
+        sigaction(SIGSEGV, &old, NULL);
+        ctx_get_stats(&s1);
+        cr_assert_eq(rc, 0);
+        cr_assert_eq(nested_label_rc, -EBUSY, "nested label write: %d", nested_label_rc);
+        cr_assert_eq(s1.busy_rejected - s0.busy_rejected, 1);
+        cr_assert_eq(nested_span_rc, 0);
+        cr_assert(nested_span_ok, "the span record is written at once, even nested");
+        cr_assert(nested_mirror_deferred, "mirrors are not touched inside the label write");
+        expect("k", "new-value");
+        expect("nested", NULL);
+        expect(CTX_SPAN_ID_KEY, "111"); /* refreshed when the interrupted write left */
+        expect(CTX_ROOT_SPAN_ID_KEY, "222");
+        munmap(pages, 8192);
 }
