@@ -56,3 +56,10 @@ $(FX)/tls_fx_raw: $(FX_SRC) $(FX)/libctxstandin.so
 	$(Q)$(FX_LINK) -DFX_RAW $< -L$(FX) -lctxstandin $(FX_RPATH) $(ALL_LDFLAGS) -lpthread
 $(FX)/tls_fx_gd: $(FX_SRC) $(FX)/libctxstandin_gd.so
 	$(Q)$(FX_LINK) $< -L$(FX) -lctxstandin_gd $(FX_RPATH) $(ALL_LDFLAGS) -lpthread
+
+# benchmark: tls_locate and ctx_read_user costs (printed, not asserted)
+BENCHES += $(B)/bench/bench_tls_locate
+$(B)/bench/bench_tls_locate: bench/bench_tls_locate.c $(B)/libctxprof.a $(FX)/tls_fx_so
+	@echo "  LD      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -o $@ $< $(B)/libctxprof.a $(DAEMON_LIBS) $(ALL_LDFLAGS)
