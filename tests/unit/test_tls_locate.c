@@ -342,9 +342,14 @@ Test(tls_locate, dead_and_zombie_pid)
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
 }
 
-/* Before ld.so ran (stopped at exec), GOT slots are not relocated: -EAGAIN, not garbage. */
-Test(tls_locate, not_relocated_yet_is_eagain)
+/* Before ld.so ran (stopped at exec), the executable's own variables are still located:
+ * its TLS block is always the first, so the file alone gives the offsets, and they equal
+ * what the relocated GOT says once the process runs. */
+Test(tls_locate, executable_at_exec_stop)
 {
+        struct ctxprof_tls_target running;
+        run_fixture("tls_fx_pie", NULL, NULL, EXPECT_STATIC, &running);
+
         char path[512];
         fx_path(path, sizeof(path), "tls_fx_pie");
         pid_t pid = fork();
@@ -362,8 +367,27 @@ Test(tls_locate, not_relocated_yet_is_eagain)
         int rc = tls_locate(pid, &t);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        cr_assert_eq(rc, -EAGAIN, "tls_locate at exec = %d", rc);
+        cr_assert_eq(rc, 0, "tls_locate at exec = %d", rc);
+        cr_assert_eq(t.labels.mode, CTXPROF_TLS_STATIC);
+        cr_assert_eq(t.labels.tp_offset, running.labels.tp_offset);
+        cr_assert_eq(t.span.mode, CTXPROF_TLS_STATIC);
+        cr_assert_eq(t.span.tp_offset, running.span.tp_offset);
+}
+
+/* A shared object mapped but not relocated yet (descriptors still {0,0}): -EAGAIN, and no
+ * variable is reported (never an offset decoded from garbage). */
+Test(tls_locate, mapped_not_relocated_is_eagain)
+{
+        char lib[512];
+        snprintf(lib, sizeof(lib), "%s/libctx.so", build_dir());
+        struct fx f;
+        fx_start(&f, "tls_fx_maponly", lib, NULL);
+        struct ctxprof_tls_target t;
+        int rc = tls_locate(f.pid, &t);
+        fx_stop(&f);
+        cr_assert_eq(rc, -EAGAIN, "tls_locate = %d", rc);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
+        cr_assert_eq(t.span.mode, CTXPROF_TLS_NONE);
 }
 
 static void copy_file(const char *from, const char *to)
