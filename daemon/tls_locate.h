@@ -1,0 +1,44 @@
+/*
+ * tls_locate.h — finds where libctx's thread-local variables (custom_labels_current_set and
+ * ctx_span_context_v1) live in another process, as a struct ctxprof_tls_target the BPF
+ * sampler can follow from a thread pointer, and the user-space twin of that BPF walk.
+ * x86-64 only (TLS variant II). Never prints; negative errno.
+ */
+#ifndef CTXPROF_TLS_LOCATE_H
+#define CTXPROF_TLS_LOCATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctxprof/tls_target.h"
+
+/*
+ * Find custom_labels_current_set and ctx_span_context_v1 in live process pid (any module:
+ * executable, DT_NEEDED library, dlopen'ed library). 0 = *out filled (a variable not found
+ * has mode CTXPROF_TLS_NONE; both NONE is still 0), -EAGAIN = found in a shared object the
+ * loader has not relocated yet (retry later; an executable's variables are located from
+ * the file even before the loader ran), -ESRCH = process gone, other -errno (-EPROTO: the loader's
+ * data for a variable makes no sense; -ENOTSUP: defined in a shared object without any TLS
+ * relocation naming it). *out is always written; a variable that failed is CTXPROF_TLS_NONE, the
+ * other one may still be usable. Files are read via /proc/PID/map_files (fallback /proc/PID/root).
+ * A labels variable whose object exports custom_labels_abi_version != 1 is NONE (not this
+ * ABI); likewise the span record with ctx_span_context_abi_version != 1.
+ * out->generation is left 0: the caller owns it.
+ */
+int tls_locate(pid_t pid, struct ctxprof_tls_target *out);
+
+/*
+ * The address of the variable for one thread, given its thread pointer, reading the target's
+ * memory through /proc/PID/mem (user-space twin of what the BPF program does).
+ * 0 = *addr set; -ENOENT = no storage for this thread (mode NONE, tp 0, DTV too short, block
+ * not allocated yet: the thread never touched a dynamically loaded module); -EFAULT = a read
+ * failed; -ESRCH = process gone.
+ */
+int tls_var_address(int mem_fd, const struct ctxprof_tls_target *t, const struct ctxprof_tls_var *v,
+                    uint64_t tp, uint64_t *addr);
+
+/* Exactly len bytes at addr of the process behind mem_fd: 0, -EFAULT (unmapped or short),
+ * -ESRCH (address space gone). Shared by the locator and the user-space context reader. */
+int tls_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len);
+
+#endif
