@@ -5,6 +5,7 @@
  * struct ctxprof_tls_var using the live loader state read from /proc/PID/mem:
  *
  *   executable, no relocation (local-exec)  tp_offset = st_value - exec block offset
+ *     (also when its TPOFF64 slot is not relocated yet: the exe's block is always first)
  *   R_X86_64_TPOFF64 (initial-exec)         tp_offset = the GOT slot
  *   R_X86_64_TLSDESC                        {entry, arg}: arg < 0 static tp offset;
  *                                           arg a pointer → {module, offset} → DTV
@@ -203,13 +204,45 @@ static void set_dtv(struct ctxprof_tls_var *v, uint64_t module, uint64_t offset,
         v->offset = offset;
 }
 
+static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                         uint64_t bias, int musl, struct ctxprof_tls_var *v);
+
+/* The main executable's TLS block is the first below tp (glibc and musl alike), so its
+ * variables' offsets follow from the file alone: local-exec code needs no relocation, and
+ * before the loader has filled a TPOFF64/TLSDESC slot (process stopped at exec) this is
+ * still the right answer. */
+static int exec_static(const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                       struct ctxprof_tls_var *v)
+{
+        if (s->value >= info->tls_memsz)
+                return -EPROTO;
+        v->mode = CTXPROF_TLS_STATIC;
+        v->tp_offset = (int64_t)s->value - (int64_t)elf_tls_exec_block_offset(info);
+        if (static_offset_ok(v->tp_offset))
+                return 0;
+        memset(v, 0, sizeof(*v));
+        return -EPROTO;
+}
+
 /* One TLS variable defined in object o (file info, symbol s, load bias). */
 static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
                        uint64_t bias, int musl, struct ctxprof_tls_var *v)
 {
+        memset(v, 0, sizeof(*v));
+        int rc = resolve_reloc(mem_fd, info, s, bias, musl, v);
+        if (rc == -EAGAIN && info->is_executable)
+                return exec_static(info, s, v);
+        if (rc)
+                memset(v, 0, sizeof(*v));
+        return rc;
+}
+
+/* The variable through its relocation, from the live slot the loader filled in. */
+static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                         uint64_t bias, int musl, struct ctxprof_tls_var *v)
+{
         uint64_t w[2];
         int rc;
-        memset(v, 0, sizeof(*v));
         switch (s->reloc) {
         case ELF_TLS_RELOC_TLSDESC:
                 rc = tls_mem_read(mem_fd, bias + s->reloc_where, w, sizeof(w));
@@ -261,14 +294,8 @@ static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct
                 set_dtv(v, w[0], w[1], musl);
                 return 0;
         default:
-                if (!info->is_executable)
-                        return -ENOTSUP;
-                /* local-exec in the main executable: first block below tp */
-                if (s->value >= info->tls_memsz)
-                        return -EPROTO;
-                v->mode = CTXPROF_TLS_STATIC;
-                v->tp_offset = (int64_t)s->value - (int64_t)elf_tls_exec_block_offset(info);
-                return static_offset_ok(v->tp_offset) ? 0 : -EPROTO;
+                /* local-exec in the main executable */
+                return info->is_executable ? exec_static(info, s, v) : -ENOTSUP;
         }
 }
 

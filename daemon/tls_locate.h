@@ -15,11 +15,12 @@
 /*
  * Find custom_labels_current_set and ctx_span_context_v1 in live process pid (any module:
  * executable, DT_NEEDED library, dlopen'ed library). 0 = *out filled (a variable not found
- * has mode CTXPROF_TLS_NONE; both NONE is still 0), -EAGAIN = found but not relocated yet
- * (retry later), -ESRCH = process gone, other -errno (-EPROTO: the loader's data for a
- * variable makes no sense; -ENOTSUP: defined in a shared object without any TLS relocation
- * naming it). *out is always written; a variable that failed is CTXPROF_TLS_NONE, the other
- * one may still be usable. Files are read via /proc/PID/map_files (fallback /proc/PID/root).
+ * has mode CTXPROF_TLS_NONE; both NONE is still 0), -EAGAIN = found in a shared object the
+ * loader has not relocated yet (retry later; an executable's variables are located from
+ * the file even before the loader ran), -ESRCH = process gone, other -errno (-EPROTO: the loader's
+ * data for a variable makes no sense; -ENOTSUP: defined in a shared object without any TLS
+ * relocation naming it). *out is always written; a variable that failed is CTXPROF_TLS_NONE, the
+ * other one may still be usable. Files are read via /proc/PID/map_files (fallback /proc/PID/root).
  * A labels variable whose object exports custom_labels_abi_version != 1 is NONE (not this
  * ABI); likewise the span record with ctx_span_context_abi_version != 1.
  * out->generation is left 0: the caller owns it.

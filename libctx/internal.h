@@ -17,6 +17,8 @@
 #include "ctx/ctx.h"
 
 #define CTXI_HIDDEN __attribute__((visibility("hidden")))
+/* libctx's own TLS: in the shared object one TLSDESC call for the module base per function */
+#define CTXI_TLS __attribute__((visibility("hidden"), tls_model("local-dynamic")))
 
 /*
  * Stores a reader may observe are single aligned 8/4-byte stores (__atomic relaxed: the
@@ -29,19 +31,19 @@
 
 /* One pool slot. The first 4184 bytes are the seed layout that readers follow. */
 struct ctxi_slot {
-	custom_labels_labelset_t set;                 /* 0: storage = labels, capacity = 10 */
-	custom_labels_label_t labels[CTX_MAX_LABELS]; /* 24 */
-	struct {
-		unsigned char key[CTX_MAX_KEY_LEN];
-		unsigned char val[CTX_MAX_VALUE_LEN];
-	} buf[CTX_MAX_LABELS]; /* 344: label i always uses buf[i] */
-	/* 4184: writer-private, never published */
-	struct ctxi_slot *prev; /* scoped set: the set that was current before */
-	uint64_t mirror_span;   /* what the mirror labels show (valid when mirror_shown) */
-	uint64_t mirror_root;
-	uint32_t mirror_shown; /* 1 = mirror entries 0/1 are visible */
-	uint32_t index;        /* position in the pool */
-	uint32_t next_free;    /* free-stack link: index + 1 of the next free slot, 0 = none */
+        custom_labels_labelset_t set;                 /* 0: storage = labels, capacity = 10 */
+        custom_labels_label_t labels[CTX_MAX_LABELS]; /* 24 */
+        struct {
+                unsigned char key[CTX_MAX_KEY_LEN];
+                unsigned char val[CTX_MAX_VALUE_LEN];
+        } buf[CTX_MAX_LABELS]; /* 344: label i always uses buf[i] */
+        /* 4184: writer-private, never published */
+        struct ctxi_slot *prev; /* scoped set: the set that was current before */
+        uint64_t mirror_span;   /* what the mirror labels show (valid when mirror_shown) */
+        uint64_t mirror_root;
+        uint32_t mirror_shown; /* 1 = mirror entries 0/1 are visible */
+        uint32_t index;        /* position in the pool */
+        uint32_t next_free;    /* free-stack link: index + 1 of the next free slot, 0 = none */
 } __attribute__((aligned(64)));
 
 #define CTXI_SLOT_ABI_SIZE 4184u
@@ -50,26 +52,30 @@ _Static_assert(offsetof(struct ctxi_slot, buf) == 24 + 32 * CTX_MAX_LABELS, "see
 
 static inline struct ctxi_slot *ctxi_slot_of(custom_labels_labelset_t *set)
 {
-	return (struct ctxi_slot *)set; /* set is the first member */
+        return (struct ctxi_slot *)set; /* set is the first member */
 }
 
 /* Per-thread writer state (hidden TLS, a few bytes: keeps libctx's TLS block small enough
  * for glibc's static TLS surplus when libctx is dlopen'ed). */
 struct ctxi_thread {
-	struct ctxi_slot *home;  /* this thread's own slot, NULL until the first write */
-	uint32_t busy;           /* a label-set write is in progress on this thread */
-	uint32_t mirror_pending; /* set_span ran inside a label write: re-sync mirrors at exit */
-	uint32_t hook;           /* exit hook registered (pthread_setspecific) */
+        struct ctxi_slot *home;  /* this thread's own slot, NULL until the first write */
+        uint32_t busy;           /* a label-set write is in progress on this thread */
+        uint32_t mirror_pending; /* set_span ran inside a label write: re-sync mirrors at exit */
+        uint32_t hook;           /* exit hook registered (pthread_setspecific) */
 };
-extern __thread struct ctxi_thread ctxi_self CTXI_HIDDEN;
+extern __thread struct ctxi_thread ctxi_self CTXI_TLS;
 
-/* The published ABI variables (abi_symbols.c). */
-extern __thread custom_labels_labelset_t *custom_labels_current_set;
-extern __thread struct ctx_span_context ctx_span_context_v1;
+/* The published ABI variables under hidden alias names (abi_symbols.c): code in the shared
+ * object reaches all of libctx's TLS with one module-base TLSDESC call per function instead
+ * of one call per exported variable. */
+extern __thread custom_labels_labelset_t *ctxi_current_set CTXI_TLS;
+extern __thread struct ctx_span_context ctxi_span CTXI_TLS;
+CTXI_HIDDEN int ctxi_abi_interposed(void); /* 1 if another object overrides our ABI symbols */
+extern int ctxi_interposed CTXI_HIDDEN;    /* its result, taken in the constructor */
 
 /* Counters behind ctx_get_stats (slot_pool.c). */
 struct ctxi_counters {
-	uint64_t claims, releases, pool_exhausted, busy_rejected, exit_hook_missing;
+        uint64_t claims, releases, pool_exhausted, busy_rejected, exit_hook_missing;
 };
 extern struct ctxi_counters ctxi_counters CTXI_HIDDEN;
 #define CTXI_COUNT(field) __atomic_fetch_add(&ctxi_counters.field, 1, __ATOMIC_RELAXED)
@@ -99,22 +105,22 @@ CTXI_HIDDEN struct ctxi_slot *ctxi_thread_slot(int *err);
 /* Enter/leave a label-set write on this thread (same-thread reentrancy guard). */
 static inline int ctxi_enter(void)
 {
-	if (CTXI_LD(ctxi_self.busy)) {
-		CTXI_COUNT(busy_rejected);
-		return -EBUSY;
-	}
-	CTXI_ST(ctxi_self.busy, 1);
-	CTXI_ORDER();
-	return 0;
+        if (CTXI_LD(ctxi_self.busy)) {
+                CTXI_COUNT(busy_rejected);
+                return -EBUSY;
+        }
+        CTXI_ST(ctxi_self.busy, 1);
+        CTXI_ORDER();
+        return 0;
 }
 CTXI_HIDDEN void ctxi_leave_slow(void);
 static inline void ctxi_leave(void)
 {
-	CTXI_ORDER();
-	CTXI_ST(ctxi_self.busy, 0);
-	CTXI_ORDER();
-	if (__builtin_expect(CTXI_LD(ctxi_self.mirror_pending), 0))
-		ctxi_leave_slow();
+        CTXI_ORDER();
+        CTXI_ST(ctxi_self.busy, 0);
+        CTXI_ORDER();
+        if (__builtin_expect(CTXI_LD(ctxi_self.mirror_pending), 0))
+                ctxi_leave_slow();
 }
 
 #endif /* LIBCTX_INTERNAL_H */

@@ -17,7 +17,7 @@ LIBCTX_SRCS    := $(wildcard libctx/*.c)
 LIBCTX_PIC_OBJS := $(patsubst %.c,$(B)/pic/%.o,$(LIBCTX_SRCS))
 # TLS model flags required by the Custom Labels ABI for a shared object.
 LIBCTX_TLS     := -ftls-model=global-dynamic -mtls-dialect=gnu2
-LIBCTX_LDFLAGS := -shared -Wl,--version-script=libctx/libctx.map -Wl,-z,now -Wl,-z,relro \
+LIBCTX_LDFLAGS := -shared -Wl,--version-script=libctx/libctx.map -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete \
                   -Wl,--no-undefined
 
 LIBCTX_SO  := $(B)/libctx.so.$(LIBCTX_VERSION)

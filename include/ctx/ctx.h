@@ -53,13 +53,13 @@ extern "C" {
 
 #define CTX_API __attribute__((visibility("default")))
 
-#define CTX_TRUNCATED       1   /* positive status: a key or value was truncated */
-#define CTX_MAX_LABELS      10  /* label slots in the published set (capacity) */
-#define CTX_RESERVED_LABELS 2   /* slots 0/1: "span-id", "root-span-id" mirrors */
-#define CTX_MAX_USER_LABELS (CTX_MAX_LABELS - CTX_RESERVED_LABELS)
-#define CTX_MAX_KEY_LEN     128 /* bytes, longer keys are truncated */
-#define CTX_MAX_VALUE_LEN   256 /* bytes, longer values are truncated */
-#define CTX_SPAN_ID_KEY     "span-id"
+#define CTX_TRUNCATED        1  /* positive status: a key or value was truncated */
+#define CTX_MAX_LABELS       10 /* label slots in the published set (capacity) */
+#define CTX_RESERVED_LABELS  2  /* slots 0/1: "span-id", "root-span-id" mirrors */
+#define CTX_MAX_USER_LABELS  (CTX_MAX_LABELS - CTX_RESERVED_LABELS)
+#define CTX_MAX_KEY_LEN      128 /* bytes, longer keys are truncated */
+#define CTX_MAX_VALUE_LEN    256 /* bytes, longer values are truncated */
+#define CTX_SPAN_ID_KEY      "span-id"
 #define CTX_ROOT_SPAN_ID_KEY "root-span-id"
 
 /* Take this thread's storage slot now (and register its release at thread exit), growing
@@ -95,8 +95,8 @@ CTX_API int ctx_clear_labels(void);
 CTX_API void ctx_set_span_mirroring(int on);
 
 typedef struct {
-	const char *key;   /* NUL-terminated */
-	const char *value; /* NUL-terminated */
+        const char *key;   /* NUL-terminated */
+        const char *value; /* NUL-terminated */
 } ctx_label_kv;
 
 /* Run fn(arg) with the current labels plus `labels` (later entries win), then restore the
@@ -110,14 +110,16 @@ CTX_API int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(voi
 
 /* Pool and error counters (process-wide, relaxed snapshots). */
 struct ctx_stats {
-	uint64_t slots_total;       /* slots allocated in the pool */
-	uint64_t slots_free;        /* on the free stack or never claimed */
-	uint64_t blocks;            /* pool blocks (mmap'ed, never unmapped) */
-	uint64_t claims;            /* slots taken (thread storage + scoped sets) */
-	uint64_t releases;          /* slots given back (thread exit, end of scope) */
-	uint64_t pool_exhausted;    /* -ENOMEM returned because no slot was free */
-	uint64_t busy_rejected;     /* -EBUSY returned (nested write from a signal handler) */
-	uint64_t exit_hook_missing; /* slots that will not be recycled at thread exit */
+        uint64_t slots_total;       /* slots allocated in the pool */
+        uint64_t slots_free;        /* on the free stack or never claimed */
+        uint64_t blocks;            /* pool blocks (mmap'ed, never unmapped) */
+        uint64_t claims;            /* slots taken (thread storage + scoped sets) */
+        uint64_t releases;          /* slots given back (thread exit, end of scope) */
+        uint64_t pool_exhausted;    /* -ENOMEM returned because no slot was free */
+        uint64_t busy_rejected;     /* -EBUSY returned (nested write from a signal handler) */
+        uint64_t exit_hook_missing; /* slots that will not be recycled at thread exit */
+        uint64_t abi_interposed;    /* 1: another object defines the ABI symbols too; readers
+                                     * following the symbols would not see libctx's writes */
 };
 CTX_API void ctx_get_stats(struct ctx_stats *out);
 

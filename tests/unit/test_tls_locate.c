@@ -243,16 +243,17 @@ static void run_fixture(const char *name, const char *arg, const char *tunables,
                         cr_assert_eq(c.nlabels, 0);
                         cr_assert_eq(c.labels_error, -EFAULT);
                 } else {
-                        /* main (loaded the library only) and idle (never touched it) */
+                        /* main (loaded the library only), idle and early (never touched it; early
+                         * was created before the dlopen) */
                         cr_assert_eq(c.labels_present, 0, "%s %s: labels", name, th->role);
                         cr_assert_eq(c.nlabels, 0);
                         cr_assert(c.span_state == CTX_SPAN_NONE || c.span_state == CTX_SPAN_ABSENT,
                                   "%s %s: span state %d", name, th->role, c.span_state);
-                        if (expect_unallocated && !strcmp(th->role, "idle")) {
+                        if (expect_unallocated && strcmp(th->role, "main") != 0) {
                                 uint64_t a;
                                 int r = tls_var_address(mem, &t, &t.span, tp, &a);
-                                fprintf(stderr, "%-22s idle thread: tls_var_address = %d\n", label,
-                                        r);
+                                fprintf(stderr, "%-22s %s thread: tls_var_address = %d\n", label,
+                                        th->role, r);
                                 cr_assert_eq(r, -ENOENT, "unallocated DTV block must be -ENOENT");
                         }
                 }
@@ -288,7 +289,7 @@ Test(tls_locate, local_exec_symtab_only)
 Test(tls_locate, dlopen_default)
 {
         char lib[512];
-        fx_path(lib, sizeof(lib), "libctxstandin.so");
+        snprintf(lib, sizeof(lib), "%s/libctx.so", build_dir());
         /* small TLS: static, from glibc's optional surplus (512 B by default) */
         run_fixture("tls_fx_dlopen", lib, NULL, EXPECT_STATIC, NULL);
 }
@@ -296,7 +297,7 @@ Test(tls_locate, dlopen_default)
 Test(tls_locate, dlopen_dynamic_tls)
 {
         char lib[512];
-        fx_path(lib, sizeof(lib), "libctxstandin.so");
+        snprintf(lib, sizeof(lib), "%s/libctx.so", build_dir());
         struct ctxprof_tls_target t;
         run_fixture("tls_fx_dlopen", lib, "glibc.rtld.optional_static_tls=0", EXPECT_DTV, &t);
         cr_assert_eq(t.labels.dtv_stride, 16);
@@ -341,9 +342,14 @@ Test(tls_locate, dead_and_zombie_pid)
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
 }
 
-/* Before ld.so ran (stopped at exec), GOT slots are not relocated: -EAGAIN, not garbage. */
-Test(tls_locate, not_relocated_yet_is_eagain)
+/* Before ld.so ran (stopped at exec), the executable's own variables are still located:
+ * its TLS block is always the first, so the file alone gives the offsets, and they equal
+ * what the relocated GOT says once the process runs. */
+Test(tls_locate, executable_at_exec_stop)
 {
+        struct ctxprof_tls_target running;
+        run_fixture("tls_fx_pie", NULL, NULL, EXPECT_STATIC, &running);
+
         char path[512];
         fx_path(path, sizeof(path), "tls_fx_pie");
         pid_t pid = fork();
@@ -361,8 +367,27 @@ Test(tls_locate, not_relocated_yet_is_eagain)
         int rc = tls_locate(pid, &t);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
-        cr_assert_eq(rc, -EAGAIN, "tls_locate at exec = %d", rc);
+        cr_assert_eq(rc, 0, "tls_locate at exec = %d", rc);
+        cr_assert_eq(t.labels.mode, CTXPROF_TLS_STATIC);
+        cr_assert_eq(t.labels.tp_offset, running.labels.tp_offset);
+        cr_assert_eq(t.span.mode, CTXPROF_TLS_STATIC);
+        cr_assert_eq(t.span.tp_offset, running.span.tp_offset);
+}
+
+/* A shared object mapped but not relocated yet (descriptors still {0,0}): -EAGAIN, and no
+ * variable is reported (never an offset decoded from garbage). */
+Test(tls_locate, mapped_not_relocated_is_eagain)
+{
+        char lib[512];
+        snprintf(lib, sizeof(lib), "%s/libctx.so", build_dir());
+        struct fx f;
+        fx_start(&f, "tls_fx_maponly", lib, NULL);
+        struct ctxprof_tls_target t;
+        int rc = tls_locate(f.pid, &t);
+        fx_stop(&f);
+        cr_assert_eq(rc, -EAGAIN, "tls_locate = %d", rc);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
+        cr_assert_eq(t.span.mode, CTXPROF_TLS_NONE);
 }
 
 static void copy_file(const char *from, const char *to)
@@ -426,46 +451,109 @@ Test(tls_locate, corrupt_elf_files)
         unlink(tmp);
 }
 
-/* A live process whose context library is truncated under it: no crash, nothing found. */
-Test(tls_locate, library_truncated_while_running)
-{
-        char dir[] = "/tmp/tlsloc-run-XXXXXX";
-        cr_assert(mkdtemp(dir));
-        char src[512], dst[600];
-        fx_path(src, sizeof(src), "tls_fx_so");
-        snprintf(dst, sizeof(dst), "%s/tls_fx_so", dir);
-        copy_file(src, dst);
-        fx_path(src, sizeof(src), "libctxstandin.so");
-        char lib[600];
-        snprintf(lib, sizeof(lib), "%s/libctxstandin.so", dir);
-        copy_file(src, lib);
+/* Start a copy of tls_fx_raw and its library in a fresh directory (so the test may
+ * unlink or truncate them). */
+struct copied {
+        char dir[64], exe[128], lib[128];
+};
 
-        struct fx f;
-        memset(&f, 0, sizeof(f));
+static void start_copied(struct fx *f, struct copied *c)
+{
+        snprintf(c->dir, sizeof(c->dir), "/tmp/tlsloc-run-XXXXXX");
+        cr_assert(mkdtemp(c->dir));
+        char src[512];
+        fx_path(src, sizeof(src), "tls_fx_raw");
+        snprintf(c->exe, sizeof(c->exe), "%s/tls_fx_raw", c->dir);
+        copy_file(src, c->exe);
+        fx_path(src, sizeof(src), "libctxstandin.so");
+        snprintf(c->lib, sizeof(c->lib), "%s/libctxstandin.so", c->dir);
+        copy_file(src, c->lib);
+
+        memset(f, 0, sizeof(*f));
         int p[2];
         cr_assert(pipe2(p, O_CLOEXEC) == 0);
-        f.pid = fork();
-        if (f.pid == 0) {
+        f->pid = fork();
+        cr_assert(f->pid >= 0);
+        if (f->pid == 0) {
                 dup2(p[1], 1);
-                execl(dst, dst, (char *)NULL);
+                int devnull = open("/dev/null", O_WRONLY);
+                dup2(devnull, 2); /* ASan in the child may complain about a truncated file */
+                execl(c->exe, c->exe, (char *)NULL);
                 _exit(127);
         }
         close(p[1]);
-        f.out = fdopen(p[0], "r");
+        f->out = fdopen(p[0], "r");
+        cr_assert(f->out);
         char line[256];
-        while (fgets(line, sizeof(line), f.out) && strncmp(line, "READY", 5) != 0)
-                ;
+        int ready = 0;
+        while (!ready && fgets(line, sizeof(line), f->out))
+                ready = strncmp(line, "READY", 5) == 0;
+        cr_assert(ready, "copied fixture did not start");
+}
+
+static void stop_copied(struct fx *f, struct copied *c)
+{
+        fx_stop(f);
+        unlink(c->lib);
+        unlink(c->exe);
+        rmdir(c->dir);
+}
+
+/* A live process whose context library is truncated under it: no crash, nothing found. */
+Test(tls_locate, library_truncated_while_running)
+{
+        struct fx f;
+        struct copied c;
+        start_copied(&f, &c);
         struct ctxprof_tls_target t;
         cr_assert_eq(tls_locate(f.pid, &t), 0);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_STATIC);
-        cr_assert(truncate(lib, 300) == 0);
+        cr_assert(truncate(c.lib, 300) == 0);
         int rc = tls_locate(f.pid, &t);
         fprintf(stderr, "after truncating the mapped library: tls_locate = %d, labels %s\n", rc,
                 mode_name(t.labels.mode));
         cr_assert(rc <= 0);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
+        stop_copied(&f, &c);
+}
+
+/* The library file was deleted (package upgrade): still found through map_files. */
+Test(tls_locate, library_deleted_while_running)
+{
+        struct fx f;
+        struct copied c;
+        start_copied(&f, &c);
+        cr_assert(unlink(c.lib) == 0);
+        struct ctxprof_tls_target t;
+        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(t.labels.mode, CTXPROF_TLS_STATIC);
+        cr_assert_eq(t.span.mode, CTXPROF_TLS_STATIC);
+        stop_copied(&f, &c);
+}
+
+/* Someone else's process without the right to read it: a clear error, not "no context". */
+Test(tls_locate, no_permission)
+{
+        if (geteuid() != 0) {
+                struct ctxprof_tls_target t;
+                int rc = tls_locate(1, &t);
+                cr_assert(rc == -EACCES || rc == -EPERM, "rc %d", rc);
+                return;
+        }
+        struct fx f;
+        fx_start(&f, "tls_fx_so", NULL, NULL);
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+                        _exit(10);
+                struct ctxprof_tls_target t;
+                int rc = tls_locate(f.pid, &t);
+                _exit(rc == -EACCES || rc == -EPERM ? 0 : rc == 0 ? 11 : 12);
+        }
+        int st;
+        cr_assert(waitpid(pid, &st, 0) == pid);
         fx_stop(&f);
-        unlink(lib);
-        unlink(dst);
-        rmdir(dir);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "unprivileged tls_locate: exit %d",
+                  WEXITSTATUS(st));
 }
