@@ -9,7 +9,6 @@
  * ring, and a process's per-pid state is released only one poll after its exit event, so
  * samples still queued when a process dies are resolved with the mappings cached for it.
  */
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -25,8 +24,6 @@
 
 #include "sampler.h"
 #include "sampler.skel.h"
-#include "ctx/abi.h"
-#include "elf_tls.h"
 #include "tls_locate.h"
 #include "proc_maps.h"
 #include "unwind_dwarf.h"
@@ -174,43 +171,6 @@ static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
         return p;
 }
 
-/*
- * Before the loader has run (a command stopped at its exec), tls_locate says -EAGAIN even for
- * variables the executable defines itself: their GOT slots are not filled yet. Their address
- * does not depend on the loader (the executable's TLS block is the first one below tp, fixed
- * by the ABI), so take it from the file; tls_locate confirms it on the next retry.
- */
-static int locate_exe_static(pid_t pid, struct ctxprof_tls_target *t)
-{
-        static const char *const names[2] = {CUSTOM_LABELS_CURRENT_SET_SYM, CTX_SPAN_CONTEXT_SYM};
-        struct elf_tls_sym syms[2];
-        struct elf_tls_info info;
-        struct ctxprof_tls_var *vars[2] = {&t->labels, &t->span};
-        char path[64];
-        int fd, rc, i, found = 0;
-
-        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        rc = elf_tls_scan(fd, names, 2, 1, &info, syms);
-        close(fd);
-        if (rc)
-                return rc;
-        if (!info.is_executable || !info.has_tls)
-                return -ENOENT;
-        for (i = 0; i < 2; i++) {
-                if (!syms[i].defined || syms[i].type != STT_TLS || syms[i].value >= info.tls_memsz)
-                        continue;
-                memset(vars[i], 0, sizeof(*vars[i]));
-                vars[i]->mode = CTXPROF_TLS_STATIC;
-                vars[i]->tp_offset =
-                    (int64_t)syms[i].value - (int64_t)elf_tls_exec_block_offset(&info);
-                found = 1;
-        }
-        return found ? 0 : -ENOENT;
-}
-
 /* map_flags: BPF_EXIST for a re-location (the process must still be a target), BPF_ANY when
  * adding it (locating before the first sample makes context available from the start). */
 static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u64 map_flags)
@@ -228,9 +188,7 @@ static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u
         }
         if (err == -EAGAIN) {
                 p->tls_next_ns = now + TLS_RETRY_FAST_NS;
-                if (p->generation || locate_exe_static(p->pid, &t))
-                        return;
-                err = 0; /* use the executable's own static TLS until the loader is done */
+                return;
         }
         if (err) {
                 /* One variable may still be usable (tls_locate leaves the failed one NONE). */
