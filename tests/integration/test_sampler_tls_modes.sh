@@ -5,6 +5,7 @@
 # TLS through the DTV). In each: no sample ever carries the wrong context, >= 90% of work
 # samples carry the right one (the first milliseconds, before the loader has relocated a
 # library, have none), and a thread that never touched libctx (wl-noctx) has no labels.
+# Last, the same through a shell: a process forked by the command is followed after its exec.
 . "$(dirname "$0")/sampler_lib.sh"
 
 run_mode() { # name VAR=value|- workload args...
@@ -33,4 +34,6 @@ run_mode nopie - "$WL/wl_attrib_nopie" long 5 2 noctx
 run_mode dlopen - "$WL/wl_attrib_dlopen" long 5 2 noctx
 run_mode dlopen_dtv GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 \
 	"$WL/wl_attrib_dlopen" long 5 2 noctx
+# record -- CMD follows processes the command forks (here a shell that forks, then execs)
+run_mode forked - sh -c "\"$WL/wl_attrib\" long 5 2 noctx; true"
 echo PASS

@@ -1,0 +1,110 @@
+/*
+ * test_collapsed.c — the collapsed-stack writer: aggregation by (process, thread, labels,
+ * span, stack), labels sorted by key at the root, ';' and control bytes sanitized, kernel
+ * and unknown frames named without a symbolizer, [truncated] / [no stack] markers, and one
+ * "frames count" line per key that flamegraph.pl's /^(.*)\s+(\d+)$/ accepts.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collapsed.h"
+
+static char *write_all(struct collapsed *c)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        cr_assert(f);
+        cr_assert_eq(collapsed_write(c, f, NULL), 0);
+        fclose(f);
+        return buf;
+}
+
+static struct decoded_sample sample(const struct ctxprof_frame *fr, unsigned n)
+{
+        struct decoded_sample s;
+
+        memset(&s, 0, sizeof(s));
+        s.pid = 42;
+        s.tid = 43;
+        s.comm = "worker";
+        s.process = "app";
+        s.frames = fr;
+        s.n_frames = n;
+        return s;
+}
+
+Test(collapsed, aggregates_and_names_frames)
+{
+        struct ctxprof_frame fr[2] = {
+            {0x1234, CTXPROF_MODULE_KERNEL, CTXPROF_FRAME_KERNEL}, /* leaf */
+            {0xabc, CTXPROF_MODULE_UNKNOWN, CTXPROF_FRAME_RETADDR},
+        };
+        struct collapsed *c = collapsed_new(0);
+        struct decoded_sample s = sample(fr, 2);
+        char *out;
+
+        cr_assert(c);
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        cr_assert_eq(collapsed_lines(c), 1);
+        cr_assert_eq(collapsed_samples(c), 2);
+        out = write_all(c);
+        cr_assert_str_eq(out, "app-42;worker;[unknown]+0xabc;0x1234_[k] 2\n");
+        free(out);
+        collapsed_free(c);
+}
+
+Test(collapsed, labels_sorted_sanitized_and_split)
+{
+        struct ctxprof_frame fr[1] = {{0x10, CTXPROF_MODULE_UNKNOWN, 0}};
+        struct collapsed *c = collapsed_new(1);
+        struct decoded_sample s = sample(fr, 1);
+        char *out;
+
+        s.n_labels = 2;
+        s.labels[0] = (struct decoded_label){"zeta", 4, "a;b\n", 4, 0};
+        s.labels[1] = (struct decoded_label){"alpha", 5, "1", 1, 0};
+        s.has_span = 1;
+        s.span_id = 0xA;
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        s.labels[1].value = "2"; /* another label value: another line */
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        cr_assert_eq(collapsed_lines(c), 2);
+        out = write_all(c);
+        cr_assert(
+            strstr(out, "app-42;worker;alpha=1;zeta=a_b_;span=000000000000000a;[unknown]+0x10 1\n"),
+            "got: %s", out);
+        cr_assert(
+            strstr(out, "app-42;worker;alpha=2;zeta=a_b_;span=000000000000000a;[unknown]+0x10 1\n"),
+            "got: %s", out);
+        free(out);
+        collapsed_free(c);
+}
+
+Test(collapsed, markers_and_growth)
+{
+        struct ctxprof_frame fr[1] = {{0, CTXPROF_MODULE_UNKNOWN, 0}};
+        struct collapsed *c = collapsed_new(0);
+        struct decoded_sample s = sample(fr, 0);
+        char *out;
+        unsigned i;
+
+        s.truncated = 1;
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        out = write_all(c);
+        cr_assert_str_eq(out, "app-42;worker;[truncated];[no stack] 1\n");
+        free(out);
+        /* many distinct keys: the table grows and keeps every count */
+        s.truncated = 0;
+        s.n_frames = 1;
+        for (i = 0; i < 5000; i++) {
+                fr[0].offset = i % 2500;
+                cr_assert_eq(collapsed_add(c, &s), 0);
+        }
+        cr_assert_eq(collapsed_lines(c), 2501);
+        cr_assert_eq(collapsed_samples(c), 5001);
+        collapsed_free(c);
+}
