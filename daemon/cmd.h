@@ -7,10 +7,10 @@
 #define CTXPROF_CMD_H
 
 struct ctxprof_cmd {
-	const char *name;
-	const char *summary; /* one line for `ctxprof --help` */
-	/* argv[0] is the command name; return the process exit status (0 ok, 1 error, 2 usage) */
-	int (*run)(int argc, char **argv);
+        const char *name;
+        const char *summary; /* one line for `ctxprof --help` */
+        /* argv[0] is the command name; return the process exit status (0 ok, 1 error, 2 usage) */
+        int (*run)(int argc, char **argv);
 };
 
 extern const char *ctxprof_version;

@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 /* Reserved module ids; real files get ids >= CTXPROF_MODULE_FIRST from daemon/modules.c. */
-#define CTXPROF_MODULE_KERNEL 0u  /* offset = kernel virtual address */
+#define CTXPROF_MODULE_KERNEL  0u /* offset = kernel virtual address */
 #define CTXPROF_MODULE_UNKNOWN 1u /* offset = raw user address (no mapping known) */
-#define CTXPROF_MODULE_FIRST 2u
+#define CTXPROF_MODULE_FIRST   2u
 
 struct ctxprof_frame {
-	uint64_t offset;    /* file offset in the module (kernel/unknown: the address) */
-	uint32_t module_id; /* CTXPROF_MODULE_* or a registry id */
-	uint32_t flags;     /* CTXPROF_FRAME_* */
+        uint64_t offset;    /* file offset in the module (kernel/unknown: the address) */
+        uint32_t module_id; /* CTXPROF_MODULE_* or a registry id */
+        uint32_t flags;     /* CTXPROF_FRAME_* */
 };
 
 #define CTXPROF_FRAME_KERNEL 0x1u /* a kernel frame */
