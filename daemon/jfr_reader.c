@@ -39,7 +39,7 @@ static void *arena_alloc(struct arena *a, size_t n)
         if (n > MAX_ARENA || a->total + n > MAX_ARENA)
                 return NULL;
         if (!a->head || a->head->cap - a->head->used < n) {
-                size_t cap = n > (1u << 20) ? n : (1u << 20);
+                size_t cap = n > (64u << 10) ? n : (64u << 10);
                 struct block *b = malloc(sizeof(*b) + cap);
                 if (!b)
                         return NULL;
@@ -53,6 +53,19 @@ static void *arena_alloc(struct arena *a, size_t n)
         a->total += n;
         memset(p, 0, n);
         return p;
+}
+
+/* Forget all allocations but keep the newest block for reuse (per-event arena). */
+static void arena_reset(struct arena *a)
+{
+        while (a->head && a->head->next) {
+                struct block *b = a->head->next;
+                a->head->next = b->next;
+                free(b);
+        }
+        if (a->head)
+                a->head->used = 0;
+        a->total = 0;
 }
 
 static void arena_free(struct arena *a)
@@ -690,7 +703,7 @@ int jfr_reader_next_event(struct jfr_reader *r, struct jfr_event *ev)
                 if (c.err || tid < 2 || !t || !t->super_type ||
                     strcmp(t->super_type, "jdk.jfr.Event"))
                         continue;
-                arena_free(&r->ev);
+                arena_reset(&r->ev);
                 struct jfr_value *v = arena_alloc(&r->ev, sizeof(*v));
                 if (!v)
                         return -ENOMEM;
