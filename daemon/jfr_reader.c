@@ -590,6 +590,8 @@ static int read_checkpoint(struct jfr_reader *r, uint64_t start, uint64_t end)
                 for (uint64_t j = 0; j < count; j++) {
                         uint64_t key = rd_varint(&c);
                         struct jfr_value v;
+                        if (key > r->chunk.max_pool_key)
+                                r->chunk.max_pool_key = key;
                         memset(&v, 0, sizeof(v));
                         int err = parse_value(r, &r->meta, &c, t, &v, 0);
                         if (err)

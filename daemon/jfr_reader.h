@@ -59,6 +59,7 @@ struct jfr_chunk_info {
         uint64_t offset, size; /* in the file */
         uint64_t start_nanos, duration_nanos, start_ticks, ticks_per_second;
         uint64_t metadata_id;
+        uint64_t max_pool_key; /* largest constant-pool key of any type in the chunk */
         uint16_t major, minor;
 };
 

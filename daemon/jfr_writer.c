@@ -17,6 +17,7 @@
 #include "jfr_buf.h"
 #include "jfr_dict.h"
 #include "jfr_metadata.h"
+#include "jfr_reader.h"
 #include "jfr_writer.h"
 
 #define TICKS_PER_SECOND   1000000ull /* file ticks are microseconds */
@@ -70,6 +71,7 @@ struct jfr_writer {
         struct jfr_stats stats;
         char field_names[JFR_MAX_LABEL_KEYS][128];
         uint32_t thread_base; /* thread key = thread_base + identity index + 1 */
+        uint32_t key_floor;   /* APPEND: every key and metadata id of the old chunks is <= */
 };
 
 enum jfr_frame_type jfr_frame_type_for(const char *function, int kernel)
@@ -203,6 +205,42 @@ int jfr_file_complete_prefix(int fd, uint64_t *len)
         return 0;
 }
 
+/* JFR_WRITER_APPEND: keep the complete chunks, cut a partial tail, and find the largest
+ * constant-pool key and metadata id in use so this writer's keys never collide with them
+ * (the JDK keeps a key's first value for the whole file). */
+static int continue_file(struct jfr_writer *w)
+{
+        struct stat st;
+        int err = jfr_file_complete_prefix(w->fd, &w->good_size);
+        if (!err && fstat(w->fd, &st))
+                err = -errno;
+        if (!err && (uint64_t)st.st_size > w->good_size) {
+                w->c.trimmed_bytes = (uint64_t)st.st_size - w->good_size;
+                if (ftruncate(w->fd, (off_t)w->good_size))
+                        err = -errno;
+        }
+        if (err || !w->good_size)
+                return err;
+        char path[64];
+        struct jfr_reader *r;
+        uint64_t floor = 0;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", w->fd);
+        if ((err = jfr_reader_open(path, &r)))
+                return err;
+        while ((err = jfr_reader_next_chunk(r)) == 1) {
+                const struct jfr_chunk_info *ci = jfr_reader_chunk(r);
+                floor = ci->max_pool_key > floor ? ci->max_pool_key : floor;
+                floor = ci->metadata_id > floor ? ci->metadata_id : floor;
+        }
+        jfr_reader_close(r);
+        if (err < 0)
+                return err;
+        if (floor > KEY_LIMIT / 4)
+                return -EFBIG; /* keys would not stay below 2^31: start a new file */
+        w->key_floor = (uint32_t)floor;
+        return 0;
+}
+
 int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
                     const struct jfr_recording_info *info)
 {
@@ -221,18 +259,7 @@ int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
                 return err;
         }
         if (flags & JFR_WRITER_APPEND) {
-                /* An earlier ctxprof writer used keys (and metadata ids) below the size of
-                 * the file it wrote: every pool entry and chunk takes at least one byte. This
-                 * writer's key spaces start above that (see set_key_floor). */
-                struct stat st;
-                int err = jfr_file_complete_prefix(w->fd, &w->good_size);
-                if (!err && fstat(w->fd, &st))
-                        err = -errno;
-                if (!err && (uint64_t)st.st_size > w->good_size) {
-                        w->c.trimmed_bytes = (uint64_t)st.st_size - w->good_size;
-                        if (ftruncate(w->fd, (off_t)w->good_size))
-                                err = -errno;
-                }
+                int err = continue_file(w);
                 if (err) {
                         close(w->fd);
                         free(w);
@@ -247,11 +274,7 @@ int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
         w->rec_start_wall_ns = info->start_wall_ns;
         read_os(w);
         read_cpu(w);
-        if (w->good_size > KEY_LIMIT / 4) {
-                jfr_writer_close(w);
-                return -EFBIG; /* keys would not stay below 2^31: start a new file */
-        }
-        uint32_t floor = (uint32_t)w->good_size;
+        uint32_t floor = w->key_floor;
         w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value = floor + 1;
         w->next_span = floor + SPAN_ZERO_KEY + 1;
         w->thread_base = floor;
@@ -984,7 +1007,11 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
         w->c.chunks++;
         w->c.bytes += o->len;
 out:
-        /* keys handed out in this chunk are spent whether or not it was written */
+        /* A chunk that was not written leaves no key in the file: its keys are reused. */
+        if (err) {
+                jfr_writer_abort_chunk(w);
+                return err;
+        }
         w->next_sym = w->sym_base + w->syms.n;
         w->next_class = w->class_base + w->nclasses;
         w->next_method = w->method_base + w->nmethods;

@@ -94,9 +94,11 @@ struct jfr_writer_counters {
 
 struct jfr_writer;
 
-/* Open (create, mode 0644) `path`. Without JFR_WRITER_APPEND an existing file is truncated;
- * with it, complete chunks are kept and a trailing partial chunk (a writer killed inside
- * its append) is cut off. info is copied. */
+/* Open (create, mode 0644) `path`. Without JFR_WRITER_APPEND an existing file is truncated.
+ * With it, complete chunks are kept, a trailing partial chunk (a writer killed inside its
+ * append) is cut off, and the file is read once so that this writer's constant-pool keys
+ * and metadata ids start above every one already in it (-EFBIG: too many, start a new
+ * file). info is copied. */
 int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
                     const struct jfr_recording_info *info);
 /* Close the file (the chunk in progress, if any, is discarded) and free everything. */
@@ -122,7 +124,8 @@ int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s);
 void jfr_writer_set_stats(struct jfr_writer *w, const struct jfr_stats *st);
 /* Encode the chunk and append it (one write, then fsync). On failure (-ENOSPC, -EFBIG,
  * -EIO, ...) the file is truncated back to its last complete chunk, the chunk is
- * discarded, and the writer stays usable. *chunk_bytes (may be NULL) = bytes appended. */
+ * discarded (its keys are reused), and the writer stays usable. *chunk_bytes (may be NULL) = bytes
+ * appended. */
 int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *chunk_bytes);
 /* Drop the chunk in progress without writing it. */
 void jfr_writer_abort_chunk(struct jfr_writer *w);
