@@ -723,7 +723,7 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
         const struct jfr_stats *st = &w->stats;
         ev_begin(b, JFR_E_STATISTICS, t0);
         jfr_buf_varint(b, t1 - t0);
-        uint64_t vals[] = {st->samples,
+        uint64_t vals[] = {st->samples ? st->samples : w->nsamples,
                            st->lost,
                            st->torn_span_reads,
                            st->label_faults,

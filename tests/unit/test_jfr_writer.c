@@ -473,3 +473,35 @@ Test(jfr_writer, file_size_limit_efbig, .timeout = 120)
         check_full_file(path, WEXITSTATUS(st));
         unlink(path);
 }
+
+/* A target inventing label keys cannot grow the event type without bound. */
+Test(jfr_writer, label_keys_capped_per_chunk)
+{
+        skip_without_jdk();
+        char path[256];
+        tmp_path(path, sizeof(path), "manykeys");
+        struct jfr_writer *w = open_writer(path, 0);
+        cr_assert_eq(jfr_writer_begin_chunk(w, WALL0, T0), 0);
+        cr_assert_eq(jfr_writer_add_stack(w, 1, stack_b, 1, 1), 0);
+        for (uint32_t i = 0; i < JFR_MAX_LABEL_KEYS + 6; i++) {
+                char key[16];
+                snprintf(key, sizeof(key), "key%u", i);
+                struct jfr_label l = {key, "v", strlen(key), 1};
+                cr_assert_eq(jfr_writer_add_labels(w, i + 1, &l, 1), 0);
+                struct jfr_sample s = {T0 + i * 1000ull, 1, 0, 0, i + 1, 5};
+                cr_assert_eq(jfr_writer_add_sample(w, &s), 0);
+        }
+        cr_assert_eq(jfr_writer_finish_chunk(w, T0 + 1000000, NULL), 0);
+        struct jfr_writer_counters c;
+        jfr_writer_counters(w, &c);
+        cr_assert_eq(c.dropped_label_keys, 6);
+        cr_assert_eq(c.context_samples, JFR_MAX_LABEL_KEYS);
+        jfr_writer_close(w);
+        char *dump = jdk_check(path);
+        cr_assert(strstr(dump, " key63(key63)=v "), "%s", dump);
+        cr_assert(!strstr(dump, "key64"), "%s", dump);
+        cr_assert_eq(count_of(dump, "ctxprof.ExecutionSample"), JFR_MAX_LABEL_KEYS);
+        cr_assert_eq(count_of(dump, "jdk.ExecutionSample"), JFR_MAX_LABEL_KEYS + 6);
+        free(dump);
+        unlink(path);
+}
