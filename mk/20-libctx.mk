@@ -1,16 +1,32 @@
 # libctx: the in-process context library. Built with gcc (clang 14 cannot emit TLSDESC).
 # Owner of this fragment: libctx.
+#
+# Products (below $(B)):
+#   libctx.so.$(LIBCTX_VERSION), libctx.so.1 (SONAME), libctx.so   shared library
+#   libcustomlabels-ctx.so   the same objects under a name third-party Custom Labels readers
+#                            (parca's fork of the OTel eBPF profiler) recognise: they match
+#                            the loaded file against `libcustomlabels.*\.so$`, so this one has
+#                            an unversioned SONAME (a versioned file name would not match)
+#   libctx.a                 for executables; link with -Wl,--dynamic-list=libctx/libctx.dynlist
+#   libctx.pc                pkg-config (the dynamic list is in Libs.private, i.e. --static)
+#   tests/fixtures/libctx_exe[_nodynlist]   libctx.a linked into a PIE with/without the list
+#   bench/bench_libctx[_static]             benchmarks (make bench)
 LIBCTX_SOVER   := 1
 LIBCTX_VERSION := 1.0.0
 LIBCTX_SRCS    := $(wildcard libctx/*.c)
 LIBCTX_PIC_OBJS := $(patsubst %.c,$(B)/pic/%.o,$(LIBCTX_SRCS))
-LIBCTX_OBJS    := $(patsubst %.c,$(B)/%.o,$(LIBCTX_SRCS))
 # TLS model flags required by the Custom Labels ABI for a shared object.
 LIBCTX_TLS     := -ftls-model=global-dynamic -mtls-dialect=gnu2
+LIBCTX_LDFLAGS := -shared -Wl,--version-script=libctx/libctx.map -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete \
+                  -Wl,--no-undefined
 
 LIBCTX_SO  := $(B)/libctx.so.$(LIBCTX_VERSION)
+LIBCTX_CL  := $(B)/libcustomlabels-ctx.so
 LIBCTX_A   := $(B)/libctx.a
-ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_A)
+LIBCTX_PC  := $(B)/libctx.pc
+LIBCTX_FIXTURES := $(B)/tests/fixtures/libctx_exe $(B)/tests/fixtures/libctx_exe_nodynlist
+ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC) $(LIBCTX_FIXTURES)
+BENCHES += $(B)/bench/bench_libctx $(B)/bench/bench_libctx_static
 
 $(B)/pic/libctx/%.o: libctx/%.c
 	@echo "  CC      $< (pic)"
@@ -19,13 +35,58 @@ $(B)/pic/libctx/%.o: libctx/%.c
 
 $(LIBCTX_SO): $(LIBCTX_PIC_OBJS) libctx/libctx.map
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-soname,libctx.so.$(LIBCTX_SOVER) -Wl,--version-script=libctx/libctx.map \
-		-Wl,-z,now -Wl,-z,relro $(ALL_LDFLAGS) -o $@ $(LIBCTX_PIC_OBJS) -lpthread
+	$(Q)$(CC) $(LIBCTX_LDFLAGS) -Wl,-soname,libctx.so.$(LIBCTX_SOVER) $(ALL_LDFLAGS) \
+		-o $@ $(LIBCTX_PIC_OBJS) -lpthread
+
+$(LIBCTX_CL): $(LIBCTX_PIC_OBJS) libctx/libctx.map
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LIBCTX_LDFLAGS) -Wl,-soname,libcustomlabels-ctx.so $(ALL_LDFLAGS) \
+		-o $@ $(LIBCTX_PIC_OBJS) -lpthread
 
 $(B)/libctx.so: $(LIBCTX_SO)
 	$(Q)ln -sf $(notdir $<) $(B)/libctx.so.$(LIBCTX_SOVER) && ln -sf $(notdir $<) $@
 
 $(LIBCTX_A): $(LIBCTX_PIC_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBCTX_PC): libctx/libctx.pc.in mk/20-libctx.mk
+	$(Q)mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LIBCTX_VERSION)|g' $< > $@
+
+# Fixtures for tests/unit/test_libctx_elf.c: the archive linked into a PIE, with and without
+# the dynamic list (the second one proves the test can tell the difference).
+$(B)/tests/fixtures/libctx_exe: tests/fixtures/libctx_exe.c $(LIBCTX_A) libctx/libctx.dynlist
+	@echo "  LD      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
+		-lpthread $(ALL_LDFLAGS)
+$(B)/tests/fixtures/libctx_exe_nodynlist: tests/fixtures/libctx_exe.c $(LIBCTX_A)
+	@echo "  LD      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -lpthread $(ALL_LDFLAGS)
+
+# Benchmarks: against the shared object (TLSDESC calls, the common case) and the archive.
+$(B)/bench/bench_libctx: bench/bench_libctx.c $(B)/libctx.so
+	@echo "  LD      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(B) -lctx -Wl,-rpath,'$$ORIGIN/..' -lpthread $(ALL_LDFLAGS)
+$(B)/bench/bench_libctx_static: bench/bench_libctx.c $(LIBCTX_A)
+	@echo "  LD      $@"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
+		-lpthread $(ALL_LDFLAGS)
+
+# make install-libctx PREFIX=/usr/local DESTDIR=   (the lead may hook this into `install`)
+.PHONY: install-libctx
+install-libctx: $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC)
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/ctx \
+		$(DESTDIR)$(PREFIX)/share/libctx
+	install -m 644 include/ctx/ctx.h include/ctx/abi.h $(DESTDIR)$(PREFIX)/include/ctx/
+	install -m 755 $(LIBCTX_SO) $(LIBCTX_CL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(PREFIX)/lib/libctx.so.$(LIBCTX_SOVER)
+	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(PREFIX)/lib/libctx.so
+	install -m 644 $(LIBCTX_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(LIBCTX_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 libctx/libctx.dynlist $(DESTDIR)$(PREFIX)/share/libctx/
 
 -include $(wildcard $(B)/pic/libctx/*.d)

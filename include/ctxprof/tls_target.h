@@ -14,37 +14,37 @@
 #endif
 
 enum ctxprof_tls_mode {
-	CTXPROF_TLS_NONE = 0,   /* variable not present (yet): no read */
-	CTXPROF_TLS_STATIC = 1, /* address = tp + tp_offset (tp_offset < 0 on x86-64) */
-	CTXPROF_TLS_DTV = 2,    /* dtv = *(tp + dtv_offset);
-				 * if dtv_len_index is set, require module < dtv[len] (see below);
-				 * block = *(dtv + module * dtv_stride); block in {0, -1} = none;
-				 * address = block + offset */
+        CTXPROF_TLS_NONE = 0,   /* variable not present (yet): no read */
+        CTXPROF_TLS_STATIC = 1, /* address = tp + tp_offset (tp_offset < 0 on x86-64) */
+        CTXPROF_TLS_DTV = 2,    /* dtv = *(tp + dtv_offset);
+                                 * if dtv_len_index is set, require module < dtv[len] (see below);
+                                 * block = *(dtv + module * dtv_stride); block in {0, -1} = none;
+                                 * address = block + offset */
 };
 
 /* One thread-local variable. 32 bytes. */
 struct ctxprof_tls_var {
-	__u32 mode;        /* enum ctxprof_tls_mode */
-	__u32 dtv_stride;  /* DTV entry size: glibc 16, musl 8 */
-	__s64 tp_offset;   /* STATIC: offset from tp */
-	__u64 module;      /* DTV: module id (index into the DTV) */
-	__u64 offset;      /* DTV: offset inside the module's TLS block */
+        __u32 mode;       /* enum ctxprof_tls_mode */
+        __u32 dtv_stride; /* DTV entry size: glibc 16, musl 8 */
+        __s64 tp_offset;  /* STATIC: offset from tp */
+        __u64 module;     /* DTV: module id (index into the DTV) */
+        __u64 offset;     /* DTV: offset inside the module's TLS block */
 };
 
 /* How the DTV is laid out for this process's libc. 16 bytes. */
 struct ctxprof_dtv_layout {
-	__s32 dtv_offset;    /* where tp holds the DTV pointer: 8 for glibc and musl x86-64 */
-	__s32 len_index;     /* entry index holding the DTV length: glibc -1, musl 0 */
-	__u32 has_len;       /* 1 = bounds-check module against the length entry */
-	__u32 pad;
+        __s32 dtv_offset; /* where tp holds the DTV pointer: 8 for glibc and musl x86-64 */
+        __s32 len_index;  /* entry index holding the DTV length: glibc -1, musl 0 */
+        __u32 has_len;    /* 1 = bounds-check module against the length entry */
+        __u32 pad;
 };
 
 /* Per-process value of the BPF map `targets` (key: __u32 tgid, init pid namespace). */
 struct ctxprof_tls_target {
-	struct ctxprof_tls_var labels; /* custom_labels_current_set (a pointer variable) */
-	struct ctxprof_tls_var span;   /* ctx_span_context_v1 (the 64-byte record itself) */
-	struct ctxprof_dtv_layout dtv;
-	__u64 generation;              /* bumped by the daemon on every re-location */
+        struct ctxprof_tls_var labels; /* custom_labels_current_set (a pointer variable) */
+        struct ctxprof_tls_var span;   /* ctx_span_context_v1 (the 64-byte record itself) */
+        struct ctxprof_dtv_layout dtv;
+        __u64 generation; /* bumped by the daemon on every re-location */
 };
 
 #endif /* CTXPROF_TLS_TARGET_H */

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/bench_libctx.c — libctx write costs (ns/op, median of several runs): set-span with and
+ * without the decimal mirrors, set-label (16-byte key, 32-byte value), remove, the scoped
+ * helper; next to a baseline that allocates and copies on every set, the way the upstream
+ * custom-labels library does (malloc'd key/value copies, push + swap-delete, free).
+ * Prints numbers only; asserts nothing. Built against libctx.so (TLSDESC calls) and libctx.a.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctx/ctx.h"
+
+#define RUNS  9
+#define ITERS 2000000
+
+static double now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+        return x < y ? -1 : x > y;
+}
+
+static const char KEY16[] = "request.endpoint";                 /* 16 bytes */
+static const char VAL32[] = "/api/v1/orders/42?expand=items_x"; /* 32 bytes */
+static const char KEY16B[] = "request.tenantid";
+
+/* --- baseline: malloc + copy per set (upstream custom-labels style) --- */
+struct bl_label {
+        size_t klen;
+        unsigned char *k;
+        size_t vlen;
+        unsigned char *v;
+};
+static struct bl_label *bl_storage;
+static size_t bl_count, bl_cap;
+
+static unsigned char *dup_bytes(const char *p, size_t n)
+{
+        unsigned char *d = malloc(n ? n : 1);
+        if (d)
+                memcpy(d, p, n);
+        return d;
+}
+
+static void bl_set(const char *k, size_t kl, const char *v, size_t vl)
+{
+        /* push the new label (a duplicate: the old one still wins), then swap-delete the old */
+        if (bl_count == bl_cap) {
+                size_t nc = bl_cap ? bl_cap * 2 : 4;
+                struct bl_label *ns = malloc(nc * sizeof(*ns));
+                if (!ns)
+                        abort();
+                if (bl_count)
+                        memcpy(ns, bl_storage, bl_count * sizeof(*ns));
+                __asm__ volatile("" ::: "memory");
+                free(bl_storage);
+                bl_storage = ns;
+                bl_cap = nc;
+        }
+        struct bl_label n = {kl, dup_bytes(k, kl), vl, dup_bytes(v, vl)};
+        bl_storage[bl_count] = n;
+        __asm__ volatile("" ::: "memory");
+        bl_count++;
+        for (size_t i = 0; i + 1 < bl_count; i++) {
+                struct bl_label *l = &bl_storage[i];
+                if (l->k && l->klen == kl && !memcmp(l->k, k, kl)) {
+                        unsigned char *ok = l->k, *ov = l->v;
+                        l->k = NULL;
+                        __asm__ volatile("" ::: "memory");
+                        free(ok);
+                        free(ov);
+                        *l = bl_storage[bl_count - 1];
+                        __asm__ volatile("" ::: "memory");
+                        bl_count--;
+                        break;
+                }
+        }
+}
+
+/* --- cases --- */
+static volatile uint64_t sink;
+static void noop(void *p)
+{
+        (void)p;
+}
+
+static double run(int which)
+{
+        double t0 = now_ns();
+        for (uint64_t i = 0; i < ITERS; i++) {
+                switch (which) {
+                case 0:
+                case 1:
+                        ctx_set_span(i + 1, (i >> 4) + 1);
+                        break;
+                case 2:
+                        ctx_set_label(KEY16, 16, VAL32, 32);
+                        break;
+                case 3:
+                        ctx_set_label(KEY16B, 16, VAL32, 32);
+                        ctx_remove_label(KEY16B, 16);
+                        break;
+                case 4: {
+                        ctx_label_kv kv[] = {{KEY16B, VAL32}};
+                        ctx_with_labels(kv, 1, noop, NULL);
+                        break;
+                }
+                case 5:
+                        bl_set(KEY16, 16, VAL32, 32);
+                        break;
+                case 6:
+                        ctx_set_tag(3, (uint32_t)i);
+                        break;
+                }
+        }
+        return (now_ns() - t0) / ITERS;
+}
+
+static double median(int which)
+{
+        double r[RUNS];
+        for (int i = 0; i < RUNS; i++)
+                r[i] = run(which);
+        qsort(r, RUNS, sizeof(r[0]), cmp_d);
+        return r[RUNS / 2];
+}
+
+int main(int argc, char **argv)
+{
+        (void)argc;
+        if (ctx_thread_init() != 0)
+                return 1;
+        ctx_set_label_str("warm", "up");
+        printf("libctx bench (%s): median ns/op (thread CPU time) of %d runs x %d iterations\n",
+               argv[0], RUNS, ITERS);
+        ctx_set_span_mirroring(0);
+        double span_nomirror = median(0);
+        ctx_set_span_mirroring(1);
+        double span_mirror = median(1);
+        double set_label = median(2);
+        double set_remove = median(3);
+        double scoped = median(4);
+        double tag = median(6);
+        double baseline = median(5);
+        printf("  %-44s %7.1f   (budget <= 5)\n", "set-span, mirroring off", span_nomirror);
+        printf("  %-44s %7.1f   (budget <= 25)\n", "set-span, mirroring on (new span each call)",
+               span_mirror);
+        printf("  %-44s %7.1f   (budget <= 20)\n", "set-label 16 B key, 32 B value (replace)",
+               set_label);
+        printf("  %-44s %7.1f\n", "set-label new key + remove it (pair)", set_remove);
+        printf("  %-44s %7.1f\n", "remove (pair minus set-label)", set_remove - set_label);
+        printf("  %-44s %7.1f\n", "ctx_with_labels, 1 label, empty callback", scoped);
+        printf("  %-44s %7.1f\n", "set-tag", tag);
+        printf("  %-44s %7.1f\n", "baseline: malloc+copy set (upstream style)", baseline);
+        return 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * modules.h — process-independent registry of the files that hold code (executables, shared
+ * libraries, [vdso]). One id per distinct file: files with a GNU build id are the same module
+ * wherever and by whichever process they are mapped; files without one are keyed by
+ * dev:inode + path. Ids start at CTXPROF_MODULE_FIRST and are never reused or removed.
+ * Never prints, never reads process memory; proc_maps.c feeds it, symbolize.c reads it.
+ *
+ * Thread safety: every function may be called from any thread concurrently.
+ * Memory bound: at most MODULES_MAX entries (then registering fails with -ENOSPC and the
+ * caller uses CTXPROF_MODULE_UNKNOWN); at most MODULES_MAX_FDS open file descriptors (files
+ * registered after that are reopened by path and checked by build id, see modules_open).
+ */
+#ifndef CTXPROF_MODULES_H
+#define CTXPROF_MODULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MODULES_MAX          65536
+#define MODULES_MAX_FDS      512
+#define MODULES_BUILD_ID_MAX 64 /* bytes; GNU build ids are 20 (sha1) or 16 (md5/uuid) */
+
+struct modules;
+
+struct module_info {
+        const char *path;         /* path in the target's mount namespace, as in its maps */
+        const char *build_id_hex; /* lowercase hex, "" if the file has none */
+};
+
+struct modules *modules_new(void);
+void modules_free(struct modules *);
+/* Strings in *out stay valid until modules_free. -ENOENT for an unknown id. */
+int modules_info(struct modules *, uint32_t module_id, struct module_info *out);
+
+/* What proc_maps.c knows about a mapped file when it registers it. */
+struct module_key {
+        const unsigned char *build_id; /* NULL/0 if none */
+        size_t build_id_len;
+        dev_t dev;
+        ino_t ino;
+        const char *path; /* as shown in /proc/PID/maps, without " (deleted)" */
+};
+
+/* Find or add the module for key; *id receives its id. fd (may be -1) is an open descriptor
+ * of the file; the registry dup()s it when it keeps one, the caller still owns fd.
+ * -ENOSPC when MODULES_MAX is reached, -ENOMEM, -EINVAL. */
+int modules_intern(struct modules *, const struct module_key *key, int fd, uint32_t *id);
+
+/* A new read-only descriptor of the module's file for symbolization (caller closes it), or
+ * -errno: -ENOENT unknown id or file no longer reachable, -ESTALE the file at the path now has
+ * another build id. Works after the process that mapped the file exited when the registry
+ * kept a descriptor. */
+int modules_open(struct modules *, uint32_t module_id);
+
+/* Read the NT_GNU_BUILD_ID note of the ELF file open at fd into buf. Returns its length,
+ * 0 when the file has no build id, -errno (-EINVAL not an ELF file). */
+int modules_read_build_id(int fd, unsigned char *buf, size_t bufsz);
+
+#endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libctx/internal.h — what the libctx source files share and nothing else: the pool slot
+ * layout (the seed's 4184-byte per-thread buffer plus writer-private fields), the per-thread
+ * writer state, the pool and label-set primitives, the store/fence helpers. Never installed,
+ * never included by readers; all of it is hidden from the shared object's symbol table by
+ * -fvisibility=hidden and libctx.map.
+ */
+#ifndef LIBCTX_INTERNAL_H
+#define LIBCTX_INTERNAL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctx/abi.h"
+#include "ctx/ctx.h"
+
+#define CTXI_HIDDEN __attribute__((visibility("hidden")))
+/* libctx's own TLS: in the shared object one TLSDESC call for the module base per function */
+#define CTXI_TLS __attribute__((visibility("hidden"), tls_model("local-dynamic")))
+
+/*
+ * Stores a reader may observe are single aligned 8/4-byte stores (__atomic relaxed: the
+ * compiler may neither split nor merge nor drop them). CTXI_ORDER() is a compiler-only barrier
+ * (atomic_signal_fence): the argument for why that is enough is in labelset.c and span.c.
+ */
+#define CTXI_ST(lv, v) __atomic_store_n(&(lv), (v), __ATOMIC_RELAXED)
+#define CTXI_LD(lv)    __atomic_load_n(&(lv), __ATOMIC_RELAXED)
+#define CTXI_ORDER()   __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/* One pool slot. The first 4184 bytes are the seed layout that readers follow. */
+struct ctxi_slot {
+        custom_labels_labelset_t set;                 /* 0: storage = labels, capacity = 10 */
+        custom_labels_label_t labels[CTX_MAX_LABELS]; /* 24 */
+        struct {
+                unsigned char key[CTX_MAX_KEY_LEN];
+                unsigned char val[CTX_MAX_VALUE_LEN];
+        } buf[CTX_MAX_LABELS]; /* 344: label i always uses buf[i] */
+        /* 4184: writer-private, never published */
+        struct ctxi_slot *prev; /* scoped set: the set that was current before */
+        uint64_t mirror_span;   /* what the mirror labels show (valid when mirror_shown) */
+        uint64_t mirror_root;
+        uint32_t mirror_shown; /* 1 = mirror entries 0/1 are visible */
+        uint32_t index;        /* position in the pool */
+        uint32_t next_free;    /* free-stack link: index + 1 of the next free slot, 0 = none */
+} __attribute__((aligned(64)));
+
+#define CTXI_SLOT_ABI_SIZE 4184u
+_Static_assert(offsetof(struct ctxi_slot, prev) == CTXI_SLOT_ABI_SIZE, "seed layout is 4184 B");
+_Static_assert(offsetof(struct ctxi_slot, buf) == 24 + 32 * CTX_MAX_LABELS, "seed layout");
+
+static inline struct ctxi_slot *ctxi_slot_of(custom_labels_labelset_t *set)
+{
+        return (struct ctxi_slot *)set; /* set is the first member */
+}
+
+/* Per-thread writer state (hidden TLS, a few bytes: keeps libctx's TLS block small enough
+ * for glibc's static TLS surplus when libctx is dlopen'ed). */
+struct ctxi_thread {
+        struct ctxi_slot *home;  /* this thread's own slot, NULL until the first write */
+        uint32_t busy;           /* a label-set write is in progress on this thread */
+        uint32_t mirror_pending; /* set_span ran inside a label write: re-sync mirrors at exit */
+        uint32_t hook;           /* exit hook registered (pthread_setspecific) */
+};
+extern __thread struct ctxi_thread ctxi_self CTXI_TLS;
+
+/* The published ABI variables under hidden alias names (abi_symbols.c): code in the shared
+ * object reaches all of libctx's TLS with one module-base TLSDESC call per function instead
+ * of one call per exported variable. */
+extern __thread custom_labels_labelset_t *ctxi_current_set CTXI_TLS;
+extern __thread struct ctx_span_context ctxi_span CTXI_TLS;
+CTXI_HIDDEN int ctxi_abi_interposed(void); /* 1 if another object overrides our ABI symbols */
+extern int ctxi_interposed CTXI_HIDDEN;    /* its result, taken in the constructor */
+
+/* Counters behind ctx_get_stats (slot_pool.c). */
+struct ctxi_counters {
+        uint64_t claims, releases, pool_exhausted, busy_rejected, exit_hook_missing;
+};
+extern struct ctxi_counters ctxi_counters CTXI_HIDDEN;
+#define CTXI_COUNT(field) __atomic_fetch_add(&ctxi_counters.field, 1, __ATOMIC_RELAXED)
+
+/* slot_pool.c — signal-safe get/put; growth only outside signal context. */
+CTXI_HIDDEN struct ctxi_slot *ctxi_pool_get(void); /* NULL when exhausted (not counted) */
+CTXI_HIDDEN void ctxi_pool_put(struct ctxi_slot *s);
+CTXI_HIDDEN int ctxi_pool_grow(unsigned min_total); /* mutex + mmap: never in a handler */
+CTXI_HIDDEN int ctxi_pool_low(void);                /* few slots left: grow when allowed */
+CTXI_HIDDEN void ctxi_pool_grow_if_low(void);       /* one more block if low; not in a handler */
+CTXI_HIDDEN void ctxi_pool_stats(struct ctx_stats *out);
+
+/* labelset.c — careful in-place edits of a (possibly published) label set. */
+CTXI_HIDDEN void ctxi_set_reset(struct ctxi_slot *s); /* empty set, mirrors hidden */
+CTXI_HIDDEN void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src);
+CTXI_HIDDEN int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *val,
+                             size_t vlen);
+CTXI_HIDDEN int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen);
+CTXI_HIDDEN void ctxi_set_clear(struct ctxi_slot *s);
+
+/* span.c — make slot s's mirror labels show the thread's current span record. */
+CTXI_HIDDEN void ctxi_mirror_sync(struct ctxi_slot *s);
+CTXI_HIDDEN int ctxi_mirroring_on(void);
+
+/* thread_state.c — the calling thread's current set (claiming its slot on first use). */
+CTXI_HIDDEN struct ctxi_slot *ctxi_thread_slot(int *err);
+/* Enter/leave a label-set write on this thread (same-thread reentrancy guard). */
+static inline int ctxi_enter(void)
+{
+        if (CTXI_LD(ctxi_self.busy)) {
+                CTXI_COUNT(busy_rejected);
+                return -EBUSY;
+        }
+        CTXI_ST(ctxi_self.busy, 1);
+        CTXI_ORDER();
+        return 0;
+}
+CTXI_HIDDEN void ctxi_leave_slow(void);
+static inline void ctxi_leave(void)
+{
+        CTXI_ORDER();
+        CTXI_ST(ctxi_self.busy, 0);
+        CTXI_ORDER();
+        if (__builtin_expect(CTXI_LD(ctxi_self.mirror_pending), 0))
+                ctxi_leave_slow();
+}
+
+#endif /* LIBCTX_INTERNAL_H */

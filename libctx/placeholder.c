@@ -1,2 +1,0 @@
-/* placeholder until libctx lands */
-int ctx_placeholder_;

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libctx/scoped.c — ctx_with_labels: run a callback with extra labels, then restore the
+ * previous set. The scoped set is a copy of the current one in a spare pool slot, extended
+ * off to the side and published with one pointer store (a reader sees all extra labels or
+ * none); restoring is one pointer store back, then the spare slot returns to the pool.
+ * Must never: allocate, lock or make a system call; skip the callback; hand a slot back
+ * while it is published; unmap it (pool memory lives forever, so a late reader following
+ * the old pointer still reads valid memory).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static int merge(int st, int r)
+{
+        if (r < 0)
+                return st < 0 ? st : r;
+        if (r > 0 && st == 0)
+                return r;
+        return st;
+}
+
+int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), void *arg)
+{
+        if (!fn)
+                return -EINVAL;
+        if (!labels && n) {
+                fn(arg);
+                return -EINVAL;
+        }
+        int err = ctxi_enter();
+        if (err) {
+                fn(arg);
+                return err;
+        }
+        struct ctxi_slot *cur = ctxi_thread_slot(&err);
+        struct ctxi_slot *sc = cur ? ctxi_pool_get() : NULL;
+        if (!sc) {
+                if (cur) {
+                        CTXI_COUNT(pool_exhausted);
+                        err = -ENOMEM;
+                }
+                ctxi_leave();
+                fn(arg);
+                return err;
+        }
+        ctxi_set_copy(sc, cur);
+        sc->prev = cur;
+        int st = 0;
+        for (size_t i = 0; i < n; i++) {
+                const char *k = labels[i].key, *v = labels[i].value;
+                if (!k || !v || !*k) {
+                        st = merge(st, -EINVAL);
+                        continue;
+                }
+                st = merge(st, ctxi_set_put(sc, k, strnlen(k, CTX_MAX_KEY_LEN + 1), v,
+                                            strnlen(v, CTX_MAX_VALUE_LEN + 1)));
+        }
+        CTXI_ORDER();
+        CTXI_ST(ctxi_current_set, &sc->set);
+        CTXI_ORDER();
+        ctxi_leave();
+
+        fn(arg);
+
+        /* fn's own label writes went into sc and are dropped; nested scopes restored theirs */
+        CTXI_ST(ctxi_self.busy, 1);
+        CTXI_ORDER();
+        ctxi_mirror_sync(cur); /* cur is unpublished: bring its mirrors up to date first */
+        CTXI_ORDER();
+        CTXI_ST(ctxi_current_set, &cur->set);
+        CTXI_ORDER();
+        ctxi_pool_put(sc);
+        ctxi_leave();
+        return st;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libctx/span.c — the checksummed span record (ctxi_span), its tag slots, and the
+ * "span-id"/"root-span-id" decimal mirror labels (entries 0/1 of the label set).
+ * Must never: let a reader accept a wrong span, allocate, lock or make a system call, or
+ * write the mirrors from inside another label write on the same thread (they are deferred).
+ *
+ * Write order of the record: checksum = 0, ORDER, span_id, root_span_id, ORDER,
+ * checksum = valid. All four are relaxed atomic 8-byte stores (plain `mov` on x86-64) and
+ * ORDER is atomic_signal_fence: a compiler barrier, no CPU fence. This is the cheapest
+ * correct ordering for the two kinds of reader the ABI admits:
+ *  - a reader that interrupts this thread on its own CPU (perf NMI/IRQ + BPF, a signal
+ *    handler): interrupts are precise, and a CPU sees its own stores in program order, so
+ *    it observes a prefix of the store sequence in the order the compiler emitted it; the
+ *    fences pin that order. A prefix is either "checksum 0" (no span), "checksum old with
+ *    ids partly new" (mismatch: torn, counted, no span) or the complete new record.
+ *  - a reader on another CPU while this thread is descheduled: the context switch orders
+ *    every store before it with everything the reader does after the thread went off-CPU
+ *    (scheduler locks, full barriers), so it sees the record as the thread left it — one
+ *    of the prefixes above.
+ * Release stores or thread fences would add nothing for these readers (and on weakly
+ * ordered CPUs would cost barriers). A reader racing a *running* thread on another CPU is
+ * outside the ABI; even then, on x86-64 (TSO) it sees the stores in order, and a mixed
+ * {span, root} pair can only pass the 64-bit checksum by collision.
+ * Reentrancy: if a signal handler sets a span in the middle of this sequence, the outer
+ * call finishes its own stores afterwards and its checksum covers its own ids: the final
+ * record is consistent; the short window between is a mismatch (torn), never a wrong span.
+ */
+#include "internal.h"
+
+static int mirroring = 1;
+
+void ctx_set_span_mirroring(int on)
+{
+        __atomic_store_n(&mirroring, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+
+int ctxi_mirroring_on(void)
+{
+        return __atomic_load_n(&mirroring, __ATOMIC_RELAXED);
+}
+
+static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930"
+                                 "31323334353637383940414243444546474849505152535455565758596061"
+                                 "62636465666768697071727374757677787980818283848586878889909192"
+                                 "93949596979899";
+
+static size_t u64_decimal(unsigned char *out, uint64_t v)
+{
+        unsigned char tmp[20];
+        size_t p = sizeof(tmp);
+        while (v >= 100) {
+                unsigned r = (unsigned)(v % 100);
+                v /= 100;
+                p -= 2;
+                tmp[p] = (unsigned char)digits2[2 * r];
+                tmp[p + 1] = (unsigned char)digits2[2 * r + 1];
+        }
+        if (v >= 10) {
+                p -= 2;
+                tmp[p] = (unsigned char)digits2[2 * v];
+                tmp[p + 1] = (unsigned char)digits2[2 * v + 1];
+        } else {
+                tmp[--p] = (unsigned char)('0' + v);
+        }
+        size_t n = sizeof(tmp) - p;
+        for (size_t i = 0; i < n; i++)
+                out[i] = tmp[p + i];
+        return n;
+}
+
+/* Rewrite mirror entry i (0 or 1) to show v: hide, rewrite, show (see labelset.c). */
+static void mirror_write(struct ctxi_slot *s, unsigned i, uint64_t v)
+{
+        custom_labels_label_t *l = &s->labels[i];
+        CTXI_ST(l->key.buf, NULL);
+        CTXI_ORDER();
+        size_t n = u64_decimal(s->buf[i].val, v);
+        CTXI_ST(l->value.len, n);
+        CTXI_ORDER();
+        CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
+}
+
+void ctxi_mirror_sync(struct ctxi_slot *s)
+{
+        const struct ctx_span_context *r = &ctxi_span;
+        uint64_t ck = CTXI_LD(r->checksum);
+        uint64_t sp = CTXI_LD(r->span_id);
+        uint64_t rt = CTXI_LD(r->root_span_id);
+        /* a record half-written by code this handler interrupted counts as "no span": the
+         * interrupted writer re-syncs when it gets to its own mirror step */
+        int show = ck != 0 && ck == ctx_span_checksum(sp, rt) && ctxi_mirroring_on();
+        if (!show) {
+                if (s->mirror_shown) {
+                        CTXI_ST(s->labels[0].key.buf, NULL);
+                        CTXI_ST(s->labels[1].key.buf, NULL);
+                        s->mirror_shown = 0;
+                }
+                return;
+        }
+        if (!s->mirror_shown || s->mirror_span != sp)
+                mirror_write(s, 0, sp);
+        if (!s->mirror_shown || s->mirror_root != rt)
+                mirror_write(s, 1, rt);
+        s->mirror_span = sp;
+        s->mirror_root = rt;
+        s->mirror_shown = 1;
+}
+
+static int mirror_update(void)
+{
+        if (CTXI_LD(ctxi_self.busy)) {
+                /* we interrupted a label write on this thread: it re-syncs when it leaves */
+                CTXI_ST(ctxi_self.mirror_pending, 1);
+                return 0;
+        }
+        int err = ctxi_enter();
+        if (err)
+                return err;
+        struct ctxi_slot *s;
+        if (ctxi_mirroring_on()) {
+                s = ctxi_thread_slot(&err);
+        } else {
+                custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+                s = cur ? ctxi_slot_of(cur) : NULL;
+        }
+        if (s)
+                ctxi_mirror_sync(s);
+        ctxi_leave();
+        return err;
+}
+
+int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+{
+        struct ctx_span_context *r = &ctxi_span;
+        uint64_t h = ctx_span_checksum(span_id, root_span_id);
+        CTXI_ST(r->checksum, 0);
+        CTXI_ORDER();
+        CTXI_ST(r->span_id, span_id);
+        CTXI_ST(r->root_span_id, root_span_id);
+        CTXI_ORDER();
+        CTXI_ST(r->checksum, h);
+        if (!ctxi_mirroring_on()) {
+                /* nothing to do unless this thread's set still shows mirrors from before */
+                custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+                if (!cur || !ctxi_slot_of(cur)->mirror_shown)
+                        return 0;
+        }
+        return mirror_update();
+}
+
+int ctx_clear_span(void)
+{
+        struct ctx_span_context *r = &ctxi_span;
+        CTXI_ST(r->checksum, 0);
+        CTXI_ORDER();
+        CTXI_ST(r->span_id, 0);
+        CTXI_ST(r->root_span_id, 0);
+        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+        if (!cur || !ctxi_slot_of(cur)->mirror_shown)
+                return 0;
+        return mirror_update();
+}
+
+int ctx_set_tag(unsigned slot, uint32_t value)
+{
+        if (slot >= CTX_SPAN_TAGS)
+                return -EINVAL;
+        CTXI_ST(ctxi_span.tags[slot], value);
+        return 0;
+}

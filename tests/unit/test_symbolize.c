@@ -1,0 +1,469 @@
+/*
+ * test_symbolize.c — symbolization of real processes' frames: C++ demangling, inline frames
+ * with file:line, unresolved frames keeping module+offset and build id, corrupt ELF files,
+ * and frames of a process that exited (and whose file was deleted).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "stack_sampler.h"
+
+static char path_qsort[512], path_stripped[512], path_inline[512], path_cxx[512];
+
+static void setup(void)
+{
+        const char *b = test_build_dir();
+        snprintf(path_qsort, sizeof(path_qsort), "%s/tests/fixtures/fx_qsort", b);
+        snprintf(path_stripped, sizeof(path_stripped), "%s/tests/fixtures/fx_qsort_stripped", b);
+        snprintf(path_inline, sizeof(path_inline), "%s/tests/fixtures/fx_inline", b);
+        snprintf(path_cxx, sizeof(path_cxx), "%s/tests/fixtures/fx_cxx", b);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+        size_t a = strlen(s), b = strlen(suffix);
+        return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Line number of the first line of path containing marker, or -1. */
+static int marker_line(const char *path, const char *marker)
+{
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return -1;
+        char buf[512];
+        int ln = 0, found = -1;
+        while (fgets(buf, sizeof(buf), f)) {
+                ln++;
+                if (strstr(buf, marker)) {
+                        found = ln;
+                        break;
+                }
+        }
+        fclose(f);
+        return found;
+}
+
+/* Start, end and file offset of pid's executable mapping of a file whose name ends with
+ * suffix (parsed here independently of proc_maps.c). */
+static int exec_mapping(pid_t pid, const char *suffix, uint64_t *start, uint64_t *end,
+                        uint64_t *pgoff)
+{
+        char fn[64], line[1024];
+        snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+        FILE *f = fopen(fn, "r");
+        if (!f)
+                return -1;
+        int ok = -1;
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long long s, e, o;
+                char perms[8], path[512] = "";
+                if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %511[^\n]", &s, &e, perms, &o, path) >=
+                        4 &&
+                    perms[2] == 'x' && (strstr(path, suffix) != NULL)) {
+                        *start = s;
+                        *end = e;
+                        *pgoff = o;
+                        ok = 0;
+                        break;
+                }
+        }
+        fclose(f);
+        return ok;
+}
+
+static int count_fds(void)
+{
+        int n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        if (!d)
+                return -1;
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
+TestSuite(symbolize, .init = setup, .timeout = 120);
+
+Test(symbolize, cxx_names_are_demangled)
+{
+        int in = -1;
+        char line[256];
+        pid_t pid = spawn_fixture(path_cxx, &in, line, sizeof(line));
+        cr_assert_gt(pid, 0, "cannot start %s", path_cxx);
+        void *a_scale = NULL, *a_make = NULL;
+        cr_assert_eq(sscanf(line, "%p %p", &a_scale, &a_make), 2, "bad line '%s'", line);
+
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+        struct ctxprof_frame f1, f2;
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)a_scale, &f1), 0);
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)a_make, &f2), 0);
+        close(in); /* fx_cxx exits */
+        waitpid(pid, NULL, 0);
+
+        cr_assert_geq(f1.module_id, CTXPROF_MODULE_FIRST);
+        cr_assert_eq(f1.module_id, f2.module_id);
+        struct sym_frame sf[SYM_MAX_INLINE];
+        int n = symbolize(sym, &f1, sf, SYM_MAX_INLINE);
+        cr_assert_geq(n, 1);
+        /* template functions carry their return type in the mangled name */
+        cr_expect_str_eq(sf[n - 1].function, "int app::detail::scale<int>(int)");
+        cr_expect(sf[n - 1].file && ends_with(sf[n - 1].file, "fx_cxx.cpp"));
+        n = symbolize(sym, &f2, sf, SYM_MAX_INLINE);
+        cr_assert_geq(n, 1);
+        cr_expect_str_eq(sf[n - 1].function, "app::Box<long>::make(long)");
+
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
+
+Test(symbolize, inline_frames_and_lines)
+{
+        int first = marker_line("tests/fixtures/fx_inline.c", "/* INLINE_FIRST */");
+        int last = marker_line("tests/fixtures/fx_inline.c", "/* INLINE_LAST */");
+        int call = marker_line("tests/fixtures/fx_inline.c", "/* CALL_SITE */");
+        cr_assert(first > 0 && last > first && call > last, "markers not found (cwd = repo?)");
+
+        char line[64];
+        pid_t pid = spawn_fixture(path_inline, NULL, line, sizeof(line));
+        cr_assert_gt(pid, 0);
+        cr_assert_eq(sampler_attach(pid), 0);
+        int memfd = open_mem(pid);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+        static struct sample s;
+        int inl = 0, total = 50;
+        for (int i = 0; i < total; i++) {
+                usleep(1000 + (unsigned)(rand() % 2000));
+                cr_assert_eq(sampler_take(pid, memfd, &s), 0);
+                struct ctxprof_frame f;
+                cr_assert_eq(proc_maps_resolve(pm, s.regs[16], &f), 0);
+                struct sym_frame sf[SYM_MAX_INLINE];
+                int n = symbolize(sym, &f, sf, SYM_MAX_INLINE);
+                cr_assert_geq(n, 1);
+                if (!sf[0].function || strcmp(sf[0].function, "hot_inline"))
+                        continue;
+                inl++;
+                cr_expect_eq(n, 2, "hot_inline should be one inline level in outer");
+                cr_expect_eq(sf[0].inlined, 1);
+                cr_expect(sf[0].file && ends_with(sf[0].file, "fx_inline.c"));
+                cr_expect(sf[0].line >= first && sf[0].line <= last, "line %d not in %d..%d",
+                          sf[0].line, first, last);
+                cr_expect_str_eq(sf[1].function, "outer");
+                cr_expect_eq(sf[1].inlined, 0);
+                cr_expect_eq(sf[1].line, call, "call site line %d, expected %d", sf[1].line, call);
+                cr_expect(sf[1].file && ends_with(sf[1].file, "fx_inline.c"));
+                /* a smaller output keeps the real function last */
+                struct sym_frame one;
+                cr_expect_eq(symbolize(sym, &f, &one, 1), 1);
+                cr_expect_str_eq(one.function, "outer");
+        }
+        printf("inline: %d/%d stops inside hot_inline\n", inl, total);
+        cr_expect_geq(inl * 2, total, "only %d/%d stops in hot_inline", inl, total);
+        kill_fixture(pid);
+        close(memfd);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
+
+Test(symbolize, unresolved_frames_keep_module_offset_and_build_id)
+{
+        char line[64];
+        pid_t pid = spawn_fixture(path_stripped, NULL, line, sizeof(line));
+        cr_assert_gt(pid, 0);
+        cr_assert_eq(sampler_attach(pid), 0);
+        int memfd = open_mem(pid);
+        static struct sample s;
+        uint64_t start, end, pgoff;
+        cr_assert_eq(exec_mapping(pid, "fx_qsort_stripped", &start, &end, &pgoff), 0);
+        /* most stops are in leaf(); some land in libc's qsort: take one in the executable */
+        for (int i = 0; i < 100; i++) {
+                cr_assert_eq(sampler_take(pid, memfd, &s), 0);
+                if (s.regs[16] >= start && s.regs[16] < end)
+                        break;
+                usleep(1000);
+        }
+
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+        /* the leaf is in the executable (leaf/cmp_slow), which has no symbols at all */
+        uint64_t ip = s.regs[16];
+        cr_assert(ip >= start && ip < end, "leaf %#lx not in the executable", (unsigned long)ip);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, ip, &f), 0);
+        cr_expect_geq(f.module_id, CTXPROF_MODULE_FIRST);
+        cr_expect_eq(f.offset, ip - start + pgoff);
+        struct sym_frame sf[4];
+        cr_assert_eq(symbolize(sym, &f, sf, 4), 1);
+        cr_expect_null(sf[0].function);
+        cr_expect_null(sf[0].file);
+        cr_expect_eq(sf[0].line, -1);
+        struct module_info mi;
+        cr_assert_eq(modules_info(mods, f.module_id, &mi), 0);
+        cr_expect(ends_with(mi.path, "fx_qsort_stripped"), "path %s", mi.path);
+        cr_expect_eq(strlen(mi.build_id_hex), 40, "build id '%s'", mi.build_id_hex);
+        /* the same build id as read independently from the file */
+        int fd = open(path_stripped, O_RDONLY);
+        unsigned char bid[MODULES_BUILD_ID_MAX];
+        int bl = modules_read_build_id(fd, bid, sizeof(bid));
+        close(fd);
+        cr_assert_eq(bl, 20);
+        char hex[41];
+        for (int i = 0; i < 20; i++)
+                snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+        cr_expect_str_eq(mi.build_id_hex, hex);
+
+        /* an address nobody maps: UNKNOWN with the raw address, one unnamed entry */
+        cr_assert_eq(proc_maps_resolve(pm, 0x1000, &f), 0);
+        cr_expect_eq(f.module_id, CTXPROF_MODULE_UNKNOWN);
+        cr_expect_eq(f.offset, 0x1000);
+        cr_expect_eq(symbolize(sym, &f, sf, 4), 1);
+        cr_expect_null(sf[0].function);
+        cr_expect_eq(modules_info(mods, CTXPROF_MODULE_UNKNOWN, &mi), -ENOENT);
+        cr_expect_eq(symbolize(sym, &f, sf, 0), -EINVAL);
+
+        kill_fixture(pid);
+        close(memfd);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
+
+/* Map a file executable into this test process (like a loaded library). */
+static void *map_exec(const char *path, size_t *len)
+{
+        int fd = open(path, O_RDONLY);
+        cr_assert_geq(fd, 0);
+        struct stat st;
+        fstat(fd, &st);
+        *len = (size_t)st.st_size;
+        void *p = mmap(NULL, *len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+        close(fd);
+        cr_assert_neq(p, MAP_FAILED, "mmap PROT_EXEC of %s: %s", path, strerror(errno));
+        return p;
+}
+
+static void write_file(const char *path, const void *buf, size_t len)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+        cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+        close(fd);
+}
+
+Test(symbolize, corrupt_elf_files_stay_unresolved)
+{
+        char dir[512], garbage[600], trunc[600], badhdr[600];
+        snprintf(dir, sizeof(dir), "%s/tests/tmp", test_build_dir());
+        mkdir(dir, 0755);
+        snprintf(garbage, sizeof(garbage), "%s/garbage.%d.so", dir, (int)getpid());
+        snprintf(trunc, sizeof(trunc), "%s/truncated.%d.so", dir, (int)getpid());
+        snprintf(badhdr, sizeof(badhdr), "%s/badhdr.%d.so", dir, (int)getpid());
+
+        static unsigned char buf[64 * 1024];
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (unsigned char)(i * 7919 + 13);
+        write_file(garbage, buf, sizeof(buf));
+        /* a real ELF cut after its first 8 KiB: headers point beyond the end */
+        int fd = open(path_qsort, O_RDONLY);
+        ssize_t got = read(fd, buf, 8192);
+        close(fd);
+        cr_assert_eq(got, 8192);
+        write_file(trunc, buf, 8192);
+        /* a valid ident with absurd header fields */
+        memset(buf + 16, 0xff, 48);
+        write_file(badhdr, buf, 8192);
+
+        const char *paths[] = {garbage, trunc, badhdr};
+        void *maps[3];
+        size_t lens[3];
+        for (int i = 0; i < 3; i++)
+                maps[i] = map_exec(paths[i], &lens[i]);
+
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct dwarf_unwinder *u = dwarf_unwinder_new();
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        for (int i = 0; i < 3; i++) {
+                uint64_t ip = (uint64_t)(uintptr_t)maps[i] + 100;
+                struct ctxprof_frame f;
+                cr_assert_eq(proc_maps_resolve(pm, ip, &f), 0);
+                cr_expect_geq(f.module_id, CTXPROF_MODULE_FIRST, "%s not registered", paths[i]);
+                cr_expect_eq(f.offset, 100);
+                struct module_info mi;
+                cr_assert_eq(modules_info(mods, f.module_id, &mi), 0);
+                cr_expect(ends_with(mi.path, strrchr(paths[i], '/')), "path %s", mi.path);
+                struct sym_frame sf[4];
+                cr_expect_eq(symbolize(sym, &f, sf, 4), 1);
+                cr_expect_null(sf[0].function, "%s: got a name", paths[i]);
+                f.flags = CTXPROF_FRAME_RETADDR;
+                cr_expect_eq(symbolize(sym, &f, sf, 4), 1);
+
+                /* unwinding with the leaf in the corrupt file: no crash, the leaf kept */
+                uint64_t regs[UNWIND_NREGS] = {0}, ips[8];
+                static unsigned char stk[4096];
+                regs[7] = (uint64_t)(uintptr_t)stk;
+                regs[16] = ip;
+                int tr = 0;
+                int n = dwarf_unwind(u, getpid(), regs, stk, sizeof(stk), ips, 8, &tr);
+                cr_expect_geq(n, 1);
+                cr_expect_eq(ips[0], ip);
+        }
+        proc_maps_free(pm);
+        dwarf_unwinder_free(u);
+        symbolizer_free(sym);
+        modules_free(mods);
+        for (int i = 0; i < 3; i++) {
+                munmap(maps[i], lens[i]);
+                unlink(paths[i]);
+        }
+}
+
+Test(symbolize, frames_of_an_exited_process_with_a_deleted_file)
+{
+        char copy[600];
+        snprintf(copy, sizeof(copy), "%s/tests/tmp", test_build_dir());
+        mkdir(copy, 0755);
+        snprintf(copy, sizeof(copy), "%s/tests/tmp/fx_qsort_deleted.%d", test_build_dir(),
+                 (int)getpid());
+        {
+                int in = open(path_qsort, O_RDONLY);
+                struct stat st;
+                fstat(in, &st);
+                static unsigned char buf[1 << 20];
+                ssize_t len = read(in, buf, sizeof(buf));
+                close(in);
+                cr_assert(len > 0 && len == st.st_size);
+                write_file(copy, buf, (size_t)len);
+                chmod(copy, 0755);
+        }
+        int fds_before = count_fds();
+        char line[64];
+        pid_t pid = spawn_fixture(copy, NULL, line, sizeof(line));
+        cr_assert_gt(pid, 0);
+        unlink(copy); /* now "(deleted)" in its maps */
+        cr_assert_eq(sampler_attach(pid), 0);
+        int memfd = open_mem(pid);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct dwarf_unwinder *u = dwarf_unwinder_new();
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
+
+        /* record frames while it lives ... */
+        enum { NS = 10 };
+        static struct ctxprof_frame frames[NS][CTXPROF_MAX_FRAMES];
+        int nframes[NS];
+        static struct sample s;
+        for (int i = 0; i < NS; i++) {
+                usleep(1000);
+                cr_assert_eq(sampler_take(pid, memfd, &s), 0);
+                uint64_t ips[CTXPROF_MAX_FRAMES];
+                int tr;
+                int n = dwarf_unwind(u, pid, s.regs, s.stack, s.len, ips, CTXPROF_MAX_FRAMES, &tr);
+                cr_assert_geq(n, 1);
+                for (int j = 0; j < n; j++) {
+                        cr_assert_eq(proc_maps_resolve(pm, ips[j], &frames[i][j]), 0);
+                        if (j)
+                                frames[i][j].flags |= CTXPROF_FRAME_RETADDR;
+                }
+                nframes[i] = n;
+        }
+        /* ... then it exits, and only then are the frames named */
+        kill_fixture(pid);
+        close(memfd);
+        dwarf_unwinder_forget(u, pid);
+        proc_maps_free(pm);
+        int with_main = 0;
+        for (int i = 0; i < NS; i++) {
+                int main_seen = 0, run_sort_seen = 0;
+                for (int j = 0; j < nframes[i]; j++) {
+                        struct sym_frame sf[SYM_MAX_INLINE];
+                        int n = symbolize(sym, &frames[i][j], sf, SYM_MAX_INLINE);
+                        cr_assert_geq(n, 1);
+                        const char *fn = sf[n - 1].function;
+                        main_seen |= fn && !strcmp(fn, "main");
+                        run_sort_seen |= fn && !strcmp(fn, "run_sort");
+                        if (j == 0) {
+                                struct module_info mi;
+                                cr_assert_eq(modules_info(mods, frames[i][0].module_id, &mi), 0);
+                                cr_expect(ends_with(mi.path, strrchr(copy, '/')), "%s", mi.path);
+                                cr_expect_eq(strlen(mi.build_id_hex), 40);
+                        }
+                }
+                with_main += main_seen && run_sort_seen;
+        }
+        cr_expect_eq(with_main, NS, "only %d/%d stacks named main and run_sort after exit",
+                     with_main, NS);
+        dwarf_unwinder_free(u);
+        symbolizer_free(sym);
+        modules_free(mods);
+        /* the registry's and libdwfl's descriptors are all closed again */
+        cr_expect_eq(count_fds(), fds_before);
+}
+
+Test(symbolize, one_module_per_file_across_processes)
+{
+        char line[64];
+        pid_t a = spawn_fixture(path_qsort, NULL, line, sizeof(line));
+        pid_t b = spawn_fixture(path_qsort, NULL, line, sizeof(line));
+        cr_assert(a > 0 && b > 0);
+        struct modules *mods = modules_new();
+        struct proc_maps *pa = NULL, *pb = NULL;
+        cr_assert_eq(proc_maps_open(mods, a, &pa), 0);
+        cr_assert_eq(proc_maps_open(mods, b, &pb), 0);
+        uint64_t sa, ea, oa, sb, eb, ob;
+        cr_assert_eq(exec_mapping(a, "libc.so", &sa, &ea, &oa), 0);
+        cr_assert_eq(exec_mapping(b, "libc.so", &sb, &eb, &ob), 0);
+        struct ctxprof_frame fa, fb;
+        cr_assert_eq(proc_maps_resolve(pa, sa + 0x123, &fa), 0);
+        cr_assert_eq(proc_maps_resolve(pb, sb + 0x123, &fb), 0);
+        cr_expect_eq(fa.module_id, fb.module_id);
+        cr_expect_eq(fa.offset, fb.offset);
+        cr_expect_eq(fa.offset, oa + 0x123);
+        kill_fixture(a);
+        kill_fixture(b);
+        proc_maps_free(pa);
+        proc_maps_free(pb);
+        cr_expect_eq(proc_maps_open(mods, a, &pa), -ESRCH);
+        modules_free(mods);
+}
+
+Test(symbolize, anonymous_executable_memory_stays_a_raw_address)
+{
+        /* what a JIT's code cache looks like in /proc/PID/maps: no file */
+        size_t len = 2 * 4096;
+        unsigned char *jit =
+            mmap(NULL, len, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        cr_assert_neq(jit, MAP_FAILED);
+        jit[0] = 0xc3; /* ret */
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        uint64_t ip = (uint64_t)(uintptr_t)jit + 0x123;
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, ip, &f), 0);
+        cr_expect_eq(f.module_id, CTXPROF_MODULE_UNKNOWN);
+        cr_expect_eq(f.offset, ip);
+        struct sym_frame sf[2];
+        cr_expect_eq(symbolize(sym, &f, sf, 2), 1);
+        cr_expect_null(sf[0].function);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        munmap(jit, len);
+}
