@@ -1,0 +1,139 @@
+/*
+ * jfr_writer.h — JFR (chunk format 2.1) writer: builds one chunk at a time in memory and
+ * appends it to the output file in a single write, so the file only ever grows by whole
+ * chunks. Owns the output file descriptor and the per-file constant-pool key spaces.
+ * Never prints; returns negative errno. Not thread-safe: one owner calls everything.
+ *
+ * Lifecycle, per file:      jfr_writer_open
+ *   per chunk:              jfr_writer_begin_chunk
+ *                           add_thread / add_stack / add_labels / add_sample / set_stats,
+ *                           in any order (samples may name traces and label sets added later)
+ *                           jfr_writer_finish_chunk   (encode + append + fsync)
+ *                           jfr_writer_close
+ *
+ * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per sample (exactly
+ * the JDK's four fields); for each sample that carries context (span != 0 or >= 1 label) a
+ * ctxprof.ExecutionSample {startTime, sampledThread, stackTrace, spanId, localRootSpanId,
+ * one field per label key}; jdk.ActiveRecording, jdk.ActiveSetting, jdk.OSInformation,
+ * jdk.CPUInformation and ctxprof.Statistics. Metadata id = chunk sequence number; pool keys
+ * never change meaning within a file (threads: per-file identity; everything else: fresh
+ * keys per chunk from per-file counters).
+ *
+ * Time: callers pass ticks as CLOCK_MONOTONIC nanoseconds. The file stores microsecond
+ * ticks relative to a per-chunk base (4-byte varints instead of 8); a sample more than
+ * JFR_TICK_SLACK_NS before its chunk's start is clamped to that bound.
+ */
+#ifndef CTXPROF_JFR_WRITER_H
+#define CTXPROF_JFR_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define JFR_TICK_SLACK_NS 10000000000ull /* 10 s */
+/* Bounds (hostile labels must not make chunks unbounded). Excess is dropped and counted. */
+#define JFR_MAX_LABEL_KEYS     64   /* distinct label keys (= event fields) per chunk */
+#define JFR_MAX_STRING         1024 /* bytes kept of any one string (names, labels) */
+#define JFR_MAX_LABELS_PER_SET 16
+
+enum jfr_frame_type { /* values = the FrameType pool keys async-profiler and Datadog use */
+                      JFR_FRAME_NATIVE = 3,
+                      JFR_FRAME_CPP = 4,
+                      JFR_FRAME_KERNEL = 5,
+};
+
+struct jfr_frame {
+        const char *function; /* demangled name; NULL = "[unknown]" */
+        const char *module;   /* becomes the frame's class name (basename advised); NULL = "" */
+        int32_t line;         /* source line, -1 unknown */
+        enum jfr_frame_type type;
+};
+
+/* Native unless kernel; C++ when the demangled name contains "::". */
+enum jfr_frame_type jfr_frame_type_for(const char *function, int kernel);
+
+struct jfr_label {
+        const char *key, *value; /* arbitrary bytes: sanitized to UTF-8 without NUL */
+        size_t key_len, value_len;
+};
+
+struct jfr_sample {
+        uint64_t ticks;    /* CLOCK_MONOTONIC ns */
+        uint64_t trace_id; /* a trace added with jfr_writer_add_stack (else "[unknown stack]") */
+        uint64_t span_id;  /* 0 = none */
+        uint64_t root_span_id; /* local root span id, 0 = none */
+        uint32_t context_id;   /* a label set added with jfr_writer_add_labels; 0 = no labels */
+        pid_t tid;             /* a thread added with jfr_writer_add_thread (else "tid-N") */
+};
+
+/* Per-chunk ctxprof.Statistics (all counts for this chunk's period). */
+struct jfr_stats {
+        uint64_t samples, lost, torn_span_reads, label_faults, unwind_errors;
+        uint64_t table_used, table_capacity; /* trace table fill */
+        uint64_t bpf_ns_per_sample;
+};
+
+/* Written as jdk.ActiveRecording / jdk.ActiveSetting in every chunk. */
+struct jfr_recording_info {
+        const char *name;      /* recording name, e.g. "ctxprof" */
+        const char *event;     /* perf event, e.g. "cpu-clock" */
+        uint32_t frequency_hz; /* sampling frequency */
+        const char *callgraph; /* call-graph mode, e.g. "fp" or "dwarf" */
+        uint64_t start_wall_ns;
+};
+
+#define JFR_WRITER_APPEND   0x1 /* keep an existing file (trailing partial chunk trimmed) */
+#define JFR_WRITER_NO_FSYNC 0x2 /* skip fsync after each chunk (benchmarks) */
+
+/* Writer-side counters (cumulative over the file). */
+struct jfr_writer_counters {
+        uint64_t chunks, bytes, samples, context_samples;
+        uint64_t unknown_stacks, unknown_threads, dropped_label_keys, append_errors;
+        uint64_t trimmed_bytes; /* partial tail removed at open */
+};
+
+struct jfr_writer;
+
+/* Open (create, mode 0644) `path`. Without JFR_WRITER_APPEND an existing file is truncated.
+ * With it, complete chunks are kept, a trailing partial chunk (a writer killed inside its
+ * append) is cut off, and the file is read once so that this writer's constant-pool keys
+ * and metadata ids start above every one already in it (-EFBIG: too many, start a new
+ * file). info is copied. */
+int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
+                    const struct jfr_recording_info *info);
+/* Close the file (the chunk in progress, if any, is discarded) and free everything. */
+void jfr_writer_close(struct jfr_writer *w);
+
+/* Start a chunk: wall clock (ns since epoch) and CLOCK_MONOTONIC ns of the same instant.
+ * -EBUSY if a chunk is already in progress. */
+int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_t start_ticks);
+/* Declare a thread for this chunk. A tid added again with different names is a new thread
+ * identity from then on (rename, or tid reused); samples use the latest identity for a tid.
+ * java_name NULL = os_name. */
+int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
+                          const char *java_name);
+/* Stack trace for trace_id, frames[0] = leaf. n may be 0. -EEXIST if trace_id was already
+ * added in this chunk. */
+int jfr_writer_add_stack(struct jfr_writer *w, uint64_t trace_id, const struct jfr_frame *frames,
+                         size_t n, int truncated);
+/* Label set for context_id (!= 0). First of duplicate keys wins; empty or NULL keys are
+ * skipped; at most JFR_MAX_LABELS_PER_SET kept. -EEXIST if context_id already added. */
+int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struct jfr_label *l,
+                          size_t n);
+int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s);
+void jfr_writer_set_stats(struct jfr_writer *w, const struct jfr_stats *st);
+/* Encode the chunk and append it (one write, then fsync). On failure (-ENOSPC, -EFBIG,
+ * -EIO, ...) the file is truncated back to its last complete chunk, the chunk is
+ * discarded (its keys are reused), and the writer stays usable. *chunk_bytes (may be NULL) = bytes
+ * appended. */
+int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *chunk_bytes);
+/* Drop the chunk in progress without writing it. */
+void jfr_writer_abort_chunk(struct jfr_writer *w);
+
+void jfr_writer_counters(const struct jfr_writer *w, struct jfr_writer_counters *out);
+
+/* Scan `fd` from offset 0 and return the length of its prefix made of complete chunks
+ * (magic, version, finished state, size within the file). 0 or -errno. */
+int jfr_file_complete_prefix(int fd, uint64_t *len);
+
+#endif
