@@ -1,7 +1,8 @@
 /*
  * cmd_record.c — `ctxprof record`: parses options, starts or attaches to the targets, drives
  * the sampler until the duration ends, the targets exit or SIGINT/SIGTERM arrives, then
- * drains, writes the collapsed output and prints the counters. The only place in the
+ * drains, writes the output (JFR chunks through jfr_sink, or collapsed stacks) and prints the
+ * counters. The only place in the
  * sampler's area that prints; it turns every library error into an actionable message and
  * a non-zero exit status.
  */
@@ -22,6 +23,7 @@
 
 #include "cmd.h"
 #include "collapsed.h"
+#include "jfr_sink.h"
 #include "sampler.h"
 
 #define MAX_PIDS 64
@@ -52,8 +54,11 @@ static void help(FILE *f)
                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
                "                             still running then gets SIGTERM\n"
                "  -o, --output FILE          write to FILE (default: standard output)\n"
-               "      --format collapsed     output format: collapsed stacks (flamegraph.pl,\n"
-               "                             speedscope): PROC-PID;THREAD;key=value...;frames N\n"
+               "      --format jfr|collapsed jfr: JDK Flight Recorder chunks (default when FILE\n"
+               "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
+               "                             (flamegraph.pl, speedscope):\n"
+               "                             PROC-PID;THREAD;key=value...;frames N\n"
+               "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
                "      --call-graph fp|dwarf  fp: frame pointers (default, cheapest); dwarf: copy\n"
                "                             16 KiB of user stack and unwind with .eh_frame\n"
                "      --event cpu-clock|cycles  sampling event (cycles needs a hardware PMU)\n"
@@ -189,19 +194,37 @@ static void print_status(struct sampler *s, uint64_t *last_n, uint64_t *last_ms)
 static void print_counters(struct sampler *s, struct collapsed *c)
 {
         struct sampler_stats st;
+        char lines[48] = "";
 
+        if (c)
+                snprintf(lines, sizeof(lines), ", lines %zu", collapsed_lines(c));
         sampler_get_stats(s, &st);
         fprintf(
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
-            "unwind errors %llu, threads %llu, processes %llu, lines %zu\n",
+            "unwind errors %llu, threads %llu, processes %llu%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
             (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),
             (unsigned long long)st.ctx.dropped, (unsigned long long)st.unwind_errors,
-            (unsigned long long)st.threads, (unsigned long long)st.processes, collapsed_lines(c));
+            (unsigned long long)st.threads, (unsigned long long)st.processes, lines);
+}
+
+/* The sampler's cumulative counters, as the JFR statistics event wants them. */
+static void engine_counters(struct sampler *s, struct jfr_sink_engine_counters *ec)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(s, &st);
+        *ec = (struct jfr_sink_engine_counters){
+            .samples = st.received,
+            .lost = st.lost,
+            .torn_span_reads = st.ctx.torn_spans,
+            .label_faults = st.label_faults + st.labelset_faults,
+            .unwind_errors = st.unwind_errors,
+        };
 }
 
 /* Checks a pid before any setup so the common mistakes get a precise message. */
@@ -223,13 +246,14 @@ static int check_pid(pid_t pid)
 
 static int cmd_record(int argc, char **argv)
 {
-        enum { OPT_FORMAT = 256, OPT_CALLGRAPH, OPT_EVENT, OPT_SPAN, OPT_NOKERNEL };
+        enum { OPT_FORMAT = 256, OPT_CALLGRAPH, OPT_EVENT, OPT_SPAN, OPT_NOKERNEL, OPT_CHUNK };
         static const struct option longopts[] = {
             {"pid", required_argument, NULL, 'p'},
             {"freq", required_argument, NULL, 'F'},
             {"duration", required_argument, NULL, 'd'},
             {"output", required_argument, NULL, 'o'},
             {"format", required_argument, NULL, OPT_FORMAT},
+            {"chunk-period", required_argument, NULL, OPT_CHUNK},
             {"call-graph", required_argument, NULL, OPT_CALLGRAPH},
             {"event", required_argument, NULL, OPT_EVENT},
             {"span-frames", no_argument, NULL, OPT_SPAN},
@@ -247,6 +271,9 @@ static int cmd_record(int argc, char **argv)
         enum sampler_stage stage;
         struct sampler *s = NULL;
         struct collapsed *c = NULL;
+        struct jfr_sink *js = NULL;
+        const char *format = NULL;
+        uint64_t chunk_ms = 60000;
         struct sample_sink sink;
         struct sigaction sa;
         FILE *out = NULL;
@@ -283,8 +310,18 @@ static int cmd_record(int argc, char **argv)
                         outpath = optarg;
                         break;
                 case OPT_FORMAT:
-                        if (strcmp(optarg, "collapsed")) {
-                                fprintf(stderr, "ctxprof record: unknown format '%s' (collapsed)\n",
+                        if (strcmp(optarg, "collapsed") && strcmp(optarg, "jfr")) {
+                                fprintf(stderr,
+                                        "ctxprof record: unknown format '%s' (jfr or collapsed)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        format = optarg;
+                        break;
+                case OPT_CHUNK:
+                        if (parse_duration(optarg, &chunk_ms) || chunk_ms < 100) {
+                                fprintf(stderr,
+                                        "ctxprof record: bad chunk period '%s' (at least 100ms)\n",
                                         optarg);
                                 return 2;
                         }
@@ -336,7 +373,33 @@ static int cmd_record(int argc, char **argv)
                         return 1;
         o.follow_children = optind < argc;
 
-        if (outpath) {
+        if (!format) {
+                size_t n = outpath ? strlen(outpath) : 0;
+                format = n > 4 && !strcmp(outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
+        }
+        if (!strcmp(format, "jfr")) {
+                struct jfr_sink_opts jo = {
+                    .path = outpath,
+                    .chunk_period_ns = chunk_ms * 1000000ull,
+                    .info = {.name = "ctxprof",
+                             .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
+                             .frequency_hz = o.freq,
+                             .callgraph = o.dwarf ? "dwarf" : "fp"},
+                };
+                struct timespec ts;
+
+                if (!outpath) {
+                        fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
+                        return 2;
+                }
+                clock_gettime(CLOCK_REALTIME, &ts);
+                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                err = jfr_sink_new(&jo, &js);
+                if (err) {
+                        fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(-err));
+                        return 1;
+                }
+        } else if (outpath) {
                 out = fopen(outpath, "we");
                 if (!out) {
                         fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(errno));
@@ -374,17 +437,23 @@ static int cmd_record(int argc, char **argv)
         }
 
         libbpf_set_print(libbpf_quiet);
-        c = collapsed_new(span_frames);
-        if (!c) {
-                fprintf(stderr, "ctxprof: out of memory\n");
-                goto out;
+        if (js) {
+                sink = jfr_sink_as_sink(js);
+        } else {
+                c = collapsed_new(span_frames);
+                if (!c) {
+                        fprintf(stderr, "ctxprof: out of memory\n");
+                        goto out;
+                }
+                sink = collapsed_sink(c);
         }
-        sink = collapsed_sink(c);
         err = sampler_new(&o, &sink, &s, &stage);
         if (err) {
                 report_setup_error(err, stage, &o);
                 goto out;
         }
+        if (js)
+                jfr_sink_set_modules(js, sampler_modules(s));
         if (child > 0) {
                 int st;
 
@@ -454,6 +523,12 @@ static int cmd_record(int argc, char **argv)
                 }
                 if (child < 0 && !sampler_live_targets(s))
                         break;
+                if (js) {
+                        struct jfr_sink_engine_counters ec;
+
+                        engine_counters(s, &ec);
+                        jfr_sink_tick(js, now * 1000000ull, &ec);
+                }
                 if (tty && now - last_status >= 1000) {
                         print_status(s, &last_n, &last_ms);
                         last_status = now;
@@ -464,11 +539,38 @@ static int cmd_record(int argc, char **argv)
         err = sampler_stop(s);
         if (err < 0)
                 fprintf(stderr, "ctxprof: draining samples failed: %s\n", strerror(-err));
-        err = collapsed_write(c, out ? out : stdout, sampler_modules(s));
-        if (err) {
-                fprintf(stderr, "ctxprof: writing %s failed: %s\n", outpath ? outpath : "output",
-                        strerror(-err));
-                goto out;
+        if (js) {
+                struct jfr_sink_engine_counters ec;
+                struct jfr_sink_counters jc;
+
+                engine_counters(s, &ec);
+                err = jfr_sink_finish(js, &ec);
+                jfr_sink_get_counters(js, &jc);
+                if (err) {
+                        /* Every chunk written before the failure stays readable. */
+                        fprintf(stderr,
+                                "ctxprof: writing %s failed: %s (%llu chunks written and "
+                                "readable, %llu samples lost)\n",
+                                outpath, strerror(-err), (unsigned long long)jc.chunks_written,
+                                (unsigned long long)jc.samples_dropped);
+                        goto out;
+                }
+                if (!quiet)
+                        fprintf(stderr,
+                                "ctxprof: wrote %s: %llu chunks, %llu bytes, %llu samples "
+                                "(%llu dropped), trace table %llu KiB\n",
+                                outpath, (unsigned long long)jc.chunks_written,
+                                (unsigned long long)jc.bytes_written,
+                                (unsigned long long)jc.samples_written,
+                                (unsigned long long)jc.samples_dropped,
+                                (unsigned long long)(jc.table_memory_bytes >> 10));
+        } else {
+                err = collapsed_write(c, out ? out : stdout, sampler_modules(s));
+                if (err) {
+                        fprintf(stderr, "ctxprof: writing %s failed: %s\n",
+                                outpath ? outpath : "output", strerror(-err));
+                        goto out;
+                }
         }
         if (!quiet)
                 print_counters(s, c);
@@ -484,6 +586,7 @@ out:
                 waitpid(child, &child_status, 0);
         }
         sampler_free(s);
+        jfr_sink_free(js);
         collapsed_free(c);
         if (out && fclose(out) && !rc) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", outpath, strerror(errno));

@@ -210,6 +210,10 @@ static void print_report(struct report *rep, int top)
                         seen |= strlen(done_keys[d]) == klen && !strncmp(done_keys[d], kv, klen);
                 if (seen || ndone == 64 || klen >= 256)
                         continue;
+                /* libctx's span mirrors: one value per request, the spans are fields */
+                if ((klen == 7 && !strncmp(kv, "span-id", 7)) ||
+                    (klen == 12 && !strncmp(kv, "root-span-id", 12)))
+                        continue;
                 snprintf(done_keys[ndone++], 256, "%.*s", (int)klen, kv);
                 printf("  %.*s:\n", (int)klen, kv);
                 int shown = 0;

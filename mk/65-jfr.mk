@@ -1,9 +1,9 @@
 # JFR writer area: the RecordingFile checker the tests run, and the writer benchmark.
 # Owner of this fragment: jfr.
-JFRCHECK := $(B)/java/JfrCheck.class
+JFRCHECK := $(B)/java/JfrCheck.class $(B)/java/RecordCheck.class
 ALL_TARGETS += $(JFRCHECK)
 
-$(JFRCHECK): tests/java/JfrCheck.java
+$(B)/java/%.class: tests/java/%.java
 	@echo "  JAVAC   $<"
 	$(Q)mkdir -p $(@D)
 	$(Q)javac -d $(@D) $<

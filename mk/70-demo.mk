@@ -1,0 +1,14 @@
+# The built-in demo: a libctx-instrumented pretend request server, profiled by `make demo`.
+DEMO_APP := $(B)/demo/demo_app
+ALL_TARGETS += $(DEMO_APP)
+
+$(DEMO_APP): tests/workloads/demo_app.c $(B)/libctx.a
+	@echo "  CC      $<"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -O1 -o $@ $< $(B)/libctx.a -Wl,--dynamic-list=libctx/libctx.dynlist \
+		-lpthread $(ALL_LDFLAGS)
+
+.PHONY: demo
+demo: deps
+	$(Q)$(MAKE) --no-print-directory real-all
+	$(Q)scripts/demo.sh $(B)

@@ -1,0 +1,58 @@
+#!/bin/bash
+# ctxprof record -> JFR, read back by the JDK: a multi-chunk recording of the attribution
+# workload passes `jfr summary`, `jfr print`, `jfr print --json` and RecordCheck
+# (RecordingFile: context values match what the workload set, zero mismatches); a recording
+# killed with SIGKILL leaves every finished chunk readable; `ctxprof report` reads both.
+. "$(dirname "$0")/sampler_lib.sh"
+JAVA_CP=$B/java
+[ -f "$JAVA_CP/RecordCheck.class" ] || fail "no $JAVA_CP/RecordCheck.class (run make)"
+
+jdk_reads() { # file: every JDK view of the file must work
+	local f=$1 v
+	for v in summary print "print --json"; do
+		# shellcheck disable=SC2086
+		jfr $v "$f" >"$TMP/jfr.out" 2>&1 || { tail -5 "$TMP/jfr.out"; fail "jfr $v $f failed"; }
+		if grep -q -i -E 'exception|^error' "$TMP/jfr.out"; then
+			grep -i -E -m3 'exception|^error' "$TMP/jfr.out"
+			fail "jfr $v $f reported an error"
+		fi
+	done
+}
+chunks() { jfr summary "$1" | sed -n 's/^ *Chunks: *\([0-9]*\).*/\1/p'; }
+
+# 1. Multi-chunk recording, chosen by the .jfr suffix, chunk every 2 s.
+"$CTXPROF" record -F 999 --chunk-period 2s -o "$TMP/attrib.jfr" -- "$WL/wl_attrib" long 7 2 \
+	>"$TMP/rec.out" 2>"$TMP/rec.err" || { cat "$TMP/rec.err"; fail "record failed"; }
+cat "$TMP/rec.err"
+jdk_reads "$TMP/attrib.jfr"
+n=$(chunks "$TMP/attrib.jfr")
+echo "chunks: $n"
+[ "${n:-0}" -ge 3 ] || fail "expected >= 3 chunks with --chunk-period 2s over 7 s, got ${n:-0}"
+java -cp "$JAVA_CP" RecordCheck "$TMP/attrib.jfr" 300 || fail "RecordCheck failed"
+# the context is visible by field name in jfr print
+jfr print --events ctxprof.ExecutionSample "$TMP/attrib.jfr" | grep -q 'phase = "A"' ||
+	fail "jfr print does not show phase = \"A\""
+"$CTXPROF" report "$TMP/attrib.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"
+grep -q 'phase:' "$TMP/report.txt" || fail "report has no per-label section"
+
+# 2. SIGKILL mid-recording: every chunk finished before the kill stays readable.
+"$CTXPROF" record -F 499 --chunk-period 1s -o "$TMP/killed.jfr" -- "$WL/wl_attrib" long 30 2 \
+	>/dev/null 2>"$TMP/kill.err" &
+rec=$!
+sleep 4.5
+kill -KILL $rec
+wait $rec 2>/dev/null
+pkill -KILL -f "$WL/wl_attrib long 30" || true
+[ -s "$TMP/killed.jfr" ] || fail "nothing written before SIGKILL"
+jdk_reads "$TMP/killed.jfr"
+n=$(chunks "$TMP/killed.jfr")
+echo "chunks after SIGKILL: $n"
+[ "${n:-0}" -ge 2 ] || fail "expected >= 2 finished chunks after 4.5 s, got ${n:-0}"
+java -cp "$JAVA_CP" RecordCheck "$TMP/killed.jfr" 20 || fail "RecordCheck on the killed file"
+
+# 3. Unwritable output: a clear error before sampling starts, non-zero exit.
+if "$CTXPROF" record -d 1 -o /nonexistent-dir/x.jfr -p $$ 2>"$TMP/bad.err"; then
+	fail "record to an unwritable path succeeded"
+fi
+grep -q 'cannot write' "$TMP/bad.err" || { cat "$TMP/bad.err"; fail "no clear error"; }
+echo PASS
