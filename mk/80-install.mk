@@ -30,7 +30,9 @@ $(B)/install-prefix.stamp: FORCE
 $(LIBCTX_PC): $(B)/install-prefix.stamp
 
 .PHONY: install install-ctxprof install-service install-docs
+# A real install (no DESTDIR) as root refreshes the dynamic linker's cache for libctx.so.1.
 install: install-libctx install-ctxprof install-service install-docs
+	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 install-ctxprof: $(CTXPROF)
 	install -d $(DESTDIR)$(BINDIR)
