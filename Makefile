@@ -75,12 +75,13 @@ test-bins: real-all $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(B)/tests.list
 
 ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN := -fsanitize=thread
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: test
 test: deps
-	$(Q)$(MAKE) --no-print-directory test-bins
-	$(Q)$(MAKE) --no-print-directory B=build/asan SANFLAGS="$(ASAN)" test-bins
-	$(Q)$(MAKE) --no-print-directory B=build/tsan SANFLAGS="$(TSAN)" test-bins
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-bins
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/asan SANFLAGS="$(ASAN)" test-bins
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/tsan SANFLAGS="$(TSAN)" test-bins
 	$(Q)tests/run.sh build build/asan build/tsan
 
 .PHONY: bench

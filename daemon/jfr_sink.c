@@ -189,6 +189,28 @@ static int arena_put(struct batch *b, const void *p, size_t n)
         return 0;
 }
 
+/* libctx mirrors the span ids as the labels span-id / root-span-id (decimal) so that
+ * third-party label readers see them. The JFR event carries the validated ids as fields
+ * already; keeping the mirrors would make every request's label set distinct. Drop a mirror
+ * only when it says exactly what the validated span record says. */
+static int is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l)
+{
+        char dec[24];
+        uint64_t v;
+        int n;
+
+        if (!ds->has_span)
+                return 0;
+        if (l->key_len == 7 && !memcmp(l->key, "span-id", 7))
+                v = ds->span_id;
+        else if (l->key_len == 12 && !memcmp(l->key, "root-span-id", 12))
+                v = ds->root_span_id;
+        else
+                return 0;
+        n = snprintf(dec, sizeof(dec), "%llu", (unsigned long long)v);
+        return (size_t)n == l->value_len && !memcmp(dec, l->value, (size_t)n);
+}
+
 /* Context id of the sample's label set in this chunk (0 = no labels). */
 static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32_t *id)
 {
@@ -196,9 +218,9 @@ static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32
         int err = 0;
 
         *id = 0;
-        if (!ds->n_labels)
-                return 0;
         for (unsigned i = 0; i < ds->n_labels && !err; i++) {
+                if (is_span_mirror(ds, &ds->labels[i]))
+                        continue;
                 uint32_t kl = (uint32_t)ds->labels[i].key_len,
                          vl = (uint32_t)ds->labels[i].value_len;
                 err = arena_put(b, &kl, 4);
@@ -213,6 +235,8 @@ static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32
                 b->arena_len = start;
                 return err;
         }
+        if (b->arena_len == start)
+                return 0; /* nothing but span mirrors */
         uint32_t len = (uint32_t)(b->arena_len - start);
         uint64_t hash = XXH3_64bits(b->arena + start, len);
 

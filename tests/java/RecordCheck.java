@@ -25,15 +25,16 @@ public class RecordCheck {
         return null;
     }
 
-    static boolean reachesMain(RecordedStackTrace st) {
+    static boolean has(RecordedStackTrace st, String name) {
         for (RecordedFrame f : st.getFrames())
-            if (f.getMethod().getName().equals("main")) return true;
+            if (f.getMethod().getName().equals(name)) return true;
         return false;
     }
 
     public static void main(String[] a) throws Exception {
         long min = Long.parseLong(a[1]);
-        long jdkSamples = 0, ctxSamples = 0, work = 0, bad = 0, withMain = 0, wlFrames = 0;
+        long jdkSamples = 0, ctxSamples = 0, work = 0, bad = 0, wlFrames = 0;
+        long mainWork = 0, withMain = 0, withCaller = 0;
         long badFrames = 0;
         Map<String, Long> threads = new HashMap<>();
         try (RecordingFile rf = new RecordingFile(Path.of(a[0]))) {
@@ -68,17 +69,25 @@ public class RecordCheck {
                                     + " span=" + span + " root=" + root);
                         bad++;
                     }
-                    if (reachesMain(e.getStackTrace())) withMain++;
+                    // frame pointers: run_phases calls work_X on every thread, and the
+                    // main thread (wl-0) reaches main
+                    if (has(e.getStackTrace(), "run_phases")) withCaller++;
+                    RecordedThread t = e.getValue("sampledThread");
+                    if (t != null && "wl-0".equals(t.getJavaName())) {
+                        mainWork++;
+                        if (has(e.getStackTrace(), "main")) withMain++;
+                    }
                 }
             }
         }
         System.out.printf("jdk.ExecutionSample %d, ctxprof.ExecutionSample %d, work samples %d, "
-                + "mismatches %d, work stacks reaching main %d, frames in wl_attrib %d, "
-                + "bad frames/threads %d, threads %s%n",
-                jdkSamples, ctxSamples, work, bad, withMain, wlFrames, badFrames, threads);
+                + "mismatches %d, with run_phases %d, main-thread work %d reaching main %d, "
+                + "frames in wl_attrib %d, bad frames/threads %d, threads %s%n",
+                jdkSamples, ctxSamples, work, bad, withCaller, mainWork, withMain, wlFrames,
+                badFrames, threads);
         boolean ok = bad == 0 && work >= min && badFrames == 0 && wlFrames > 0
                 && ctxSamples <= jdkSamples && threads.containsKey("wl-0")
-                && withMain * 10 >= work * 5;
+                && withCaller * 10 >= work * 8 && mainWork > 0 && withMain * 10 >= mainWork * 8;
         System.out.println(ok ? "OK" : "FAILED");
         System.exit(ok ? 0 : 1);
     }

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
         for (unsigned i = 0; i < nthreads; i++) {
-                char name[16];
+                char name[32];
                 pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i);
                 snprintf(name, sizeof name, "worker-%u", i);
                 pthread_setname_np(th[i], name);
