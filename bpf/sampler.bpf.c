@@ -26,6 +26,8 @@ const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records
 const volatile __u32 kernel_stacks = 1;   /* 1: also take the kernel stack */
 const volatile __u32 follow_children = 0; /* 1: processes forked by targets become targets */
 const volatile __u64 wakeup_bytes = 256 * 1024;
+const volatile __u32 notify_exec_all = 0; /* 1 (daemon): report every exec to user space */
+const volatile __u32 self_tgid = 0;       /* never reported: ctxprof itself */
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
@@ -415,8 +417,12 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
         __u32 tgid = p->tgid;
         struct ctxprof_tls_target none = {};
 
-        if (!bpf_map_lookup_elem(&targets, &tgid))
+        if (!bpf_map_lookup_elem(&targets, &tgid)) {
+                /* The daemon decides whether the new image is to be sampled. */
+                if (notify_exec_all && tgid != self_tgid)
+                        emit_event(CTXPROF_EV_EXEC_OTHER, tgid, p->pid, 0, p);
                 return 0;
+        }
         /* The old image's TLS layout is gone: no context reads until the daemon re-locates. */
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
         emit_event(CTXPROF_EV_EXEC, tgid, p->pid, 0, p);

@@ -44,6 +44,8 @@ struct proc {
         uint64_t tls_next_ns;  /* next attempt */
         uint64_t tls_since_ns; /* start of the current location round (add/exec) */
         uint64_t generation;
+        uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
+        uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
 };
@@ -149,10 +151,14 @@ static void read_comm(pid_t pid, char *buf, size_t len)
                 buf[n - 1] = '\0';
 }
 
+static void proc_compact(struct sampler *s);
+
 static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
 {
         struct proc *p;
 
+        if (s->nprocs == MAX_PROCS)
+                proc_compact(s);
         if (s->nprocs == MAX_PROCS)
                 return NULL;
         p = &s->procs[s->nprocs++];
@@ -298,12 +304,21 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         }
         s->st.received++;
         p = proc_find(s, (pid_t)r->tgid);
-        if (!p)
+        if (!p) {
+                char path[32];
+
                 p = proc_new(s, (pid_t)r->tgid, NULL); /* forked child seen before its event */
+                snprintf(path, sizeof(path), "/proc/%u", r->tgid);
+                if (p && access(path, F_OK)) { /* a late sample of a process already gone */
+                        p->alive = 0;
+                        p->dead_since_ns = now_ns();
+                }
+        }
         if (!p) {
                 s->st.sink_errors++;
                 return 0;
         }
+        p->samples++;
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
         if (tid_set_add(&s->tids, r->tid) > 0)
@@ -322,8 +337,10 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
          * the same kernel path, so no generation check is needed here. */
         ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
         ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
-        if (ds.has_span || ds.n_labels)
+        if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
+                p->with_context++;
+        }
 
         nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
         for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
@@ -386,8 +403,20 @@ static int on_event(void *ctx, void *data, size_t size)
                 if (!p || !p->alive)
                         proc_new(s, (pid_t)e->tgid, comm);
                 break;
+        case CTXPROF_EV_EXEC_OTHER:
+                /* Not a target (exec_filter mode): the filter decides. */
+                if (s->opts.exec_filter &&
+                    s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) > 0)
+                        sampler_add_target(s, (pid_t)e->tgid);
+                break;
         case CTXPROF_EV_EXEC:
-                if (!p) {
+                if (s->opts.exec_filter &&
+                    s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) == 0) {
+                        sampler_remove_target(s, (pid_t)e->tgid);
+                        break;
+                }
+                p = proc_find(s, (pid_t)e->tgid);
+                if (!p || !p->alive) {
                         proc_new(s, (pid_t)e->tgid, comm);
                         break;
                 }
@@ -409,6 +438,7 @@ static int on_event(void *ctx, void *data, size_t size)
                         __u32 key = e->tgid;
 
                         p->alive = 0;
+                        p->dead_since_ns = now_ns();
                         p->forget_pending = 1;
                         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
                 }
@@ -477,6 +507,8 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
         s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
+        s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
+        s->skel->rodata->self_tgid = (__u32)getpid();
         ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
         if (o->dwarf && !o->ring_bytes)
                 ring = 32u << 20;
@@ -581,6 +613,84 @@ static void release_dead(struct sampler *s)
         }
 }
 
+/* Drops the slots of processes dead for more than a second (their queued samples are long
+ * consumed), keeping the order (newest last) so a reused pid finds its latest process. */
+static void proc_compact(struct sampler *s)
+{
+        uint64_t now = now_ns();
+        size_t i, j = 0;
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (!p->alive && !p->forget_pending && now - p->dead_since_ns > 1000000000ull) {
+                        proc_maps_free(p->maps);
+                        continue;
+                }
+                if (i != j)
+                        s->procs[j] = *p;
+                j++;
+        }
+        s->nprocs = j;
+}
+
+int sampler_remove_target(struct sampler *s, pid_t pid)
+{
+        struct proc *p = proc_find(s, pid);
+        __u32 key = (__u32)pid;
+        int err = 0;
+
+        if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
+                err = -errno;
+        if (p && p->alive) {
+                p->alive = 0;
+                p->dead_since_ns = now_ns();
+                p->forget_pending = 1;
+                return 0;
+        }
+        return err;
+}
+
+int sampler_is_target(struct sampler *s, pid_t pid)
+{
+        const struct proc *p = proc_find(s, pid);
+
+        return p && p->alive;
+}
+
+void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
+{
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++) {
+                const struct proc *p = &s->procs[i];
+                struct sampler_target t;
+
+                if (!p->alive)
+                        continue;
+                t = (struct sampler_target){.pid = p->pid,
+                                            .name = p->name,
+                                            .samples = p->samples,
+                                            .with_context = p->with_context,
+                                            .context_located = p->tls_state == 1};
+                fn(ctx, &t);
+        }
+}
+
+unsigned sampler_map_entries(struct sampler *s)
+{
+        int fd = bpf_map__fd(s->skel->maps.targets);
+        __u32 key, next, *prev = NULL;
+        unsigned n = 0;
+
+        while (!bpf_map_get_next_key(fd, prev, &next)) {
+                key = next;
+                prev = &key;
+                n++;
+        }
+        return n;
+}
+
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
         int n, m, pending_release = 0;
@@ -610,6 +720,8 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 return m;
         if (pending_release)
                 release_dead(s);
+        if (s->nprocs > MAX_PROCS / 2)
+                proc_compact(s);
         if (!s->stopped)
                 housekeeping(s);
         return (n > 0 ? n : 0) + (m > 0 ? m : 0);
