@@ -189,6 +189,17 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
                 }
                 if (glob_any(&t->comm, comm))
                         return 1;
+                /* A process that renamed its main thread (prctl PR_SET_NAME) is still known
+                 * by its executable's name, cut like comm to 15 characters. */
+                const char *base = strrchr(exe, '/');
+                const char *src = base ? base + 1 : exe;
+                char name[16];
+                size_t nl = strnlen(src, sizeof(name) - 1);
+
+                memcpy(name, src, nl);
+                name[nl] = '\0';
+                if (glob_any(&t->comm, name))
+                        return 1;
         }
         if (t->exe.n) {
                 /* " (deleted)" after an upgrade: the path the process was started from. */
