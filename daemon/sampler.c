@@ -70,6 +70,7 @@ struct sampler {
         struct tid_set tids;
         struct sampler_stats st;
         int stopped;
+        uint64_t last_sweep_ns;
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -222,6 +223,26 @@ static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u
                                                                            : TLS_RETRY_SLOW_NS);
 }
 
+/* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
+static int proc_gone(pid_t pid)
+{
+        char path[64], buf[512], *rp;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 1;
+        buf[n] = '\0';
+        rp = strrchr(buf, ')');
+        return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x');
+}
+
 int sampler_add_target(struct sampler *s, pid_t pid)
 {
         struct ctxprof_tls_target none = {0};
@@ -253,7 +274,13 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
             errno != EEXIST) {
                 p->alive = 0;
+                p->dead_since_ns = now_ns();
                 return errno == E2BIG ? -ENOSPC : -errno;
+        }
+        /* An exit between the checks above and the insert emitted no event: look again. */
+        if (proc_gone(pid)) {
+                sampler_remove_target(s, pid);
+                return -ESRCH;
         }
         return 0;
 }
@@ -590,6 +617,14 @@ static void housekeeping(struct sampler *s)
         uint64_t now = now_ns();
         size_t i;
 
+        /* Safety net for a missed exit event (events ring full): every 5 s. */
+        if (now - s->last_sweep_ns > 5000000000ull) {
+                s->last_sweep_ns = now;
+                for (i = 0; i < s->nprocs; i++)
+                        if (s->procs[i].alive && proc_gone(s->procs[i].pid))
+                                sampler_remove_target(s, s->procs[i].pid);
+        }
+
         for (i = 0; i < s->nprocs; i++) {
                 struct proc *p = &s->procs[i];
 
@@ -720,8 +755,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 return m;
         if (pending_release)
                 release_dead(s);
-        if (s->nprocs > MAX_PROCS / 2)
-                proc_compact(s);
+        proc_compact(s);
         if (!s->stopped)
                 housekeeping(s);
         return (n > 0 ? n : 0) + (m > 0 ? m : 0);
