@@ -546,7 +546,7 @@ static int cmd_daemon(int argc, char **argv)
         struct sampler_opts so = {0};
         struct sample_sink sink;
         enum sampler_stage stage;
-        uint64_t last_status = 0, last_retain = 0;
+        uint64_t last_status = 0, last_retain = 0, last_open = 0;
         struct sigaction sa;
         int i, err, rc = 1, no_drop = 0;
 
@@ -656,8 +656,12 @@ static int cmd_daemon(int argc, char **argv)
         scan_proc(d);
         write_status(d, "running");
         retain(d);
-        logm(LOG_INFO, "started: pid %d, %u Hz, mode %d, output %s", (int)getpid(),
-             d->cfg.frequency, d->cfg.mode, d->cfg.directory);
+        logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s", (int)getpid(),
+             d->cfg.frequency,
+             d->cfg.mode == TARGET_MODE_ALL       ? "all"
+             : d->cfg.mode == TARGET_MODE_CONTEXT ? "context"
+                                                  : "selectors",
+             d->cfg.directory);
 
         while (!stop_requested) {
                 uint64_t now;
@@ -690,6 +694,11 @@ static int cmd_daemon(int argc, char **argv)
                                 retain(d);
                                 last_retain = now;
                         }
+                }
+                if (!d->have_file && now - last_open >= 10000) {
+                        /* The output failed (disk full, directory removed): retry. */
+                        last_open = now;
+                        open_file(d);
                 }
                 if (now - last_retain >= RETAIN_PERIOD_MS) {
                         retain(d);
