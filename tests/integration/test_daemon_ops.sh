@@ -3,7 +3,8 @@
 # holds only the kept set, no CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN) while a process started
 # afterwards is still located (context) and sampled; `ctxprof status` and `--json` show it;
 # SIGHUP with a new selector picks a process the old one did not; SIGHUP with a bad file is
-# logged and the old configuration keeps running; SIGTERM exits 0.
+# logged and the old configuration keeps running; SIGTERM exits 0. (The process name in the
+# status is its comm when first seen: wl_attrib, or wl-0 once its main thread renamed itself.)
 . "$(dirname "$0")/daemon_lib.sh"
 cat >"$TMP/c.conf" <<CONF
 [targets]
@@ -40,7 +41,7 @@ echo "after the drop: $s samples with context"
 # 2. status
 "$CTXPROF" status --status-file "$ST" >"$TMP/st.txt" || fail "ctxprof status failed"
 cat "$TMP/st.txt"
-grep -q "^ *$A  *wl_attrib " "$TMP/st.txt" || fail "status does not list $A"
+grep -qE "^ *$A  *(wl_attrib|wl-0) " "$TMP/st.txt" || fail "status does not list $A"
 "$CTXPROF" status --json --status-file "$ST" >"$TMP/st.json" || fail "status --json failed"
 python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
