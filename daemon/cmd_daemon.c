@@ -29,12 +29,11 @@
 #include "status_file.h"
 #include "target_select.h"
 
-#define MAX_FLAGS         64
-#define PROC_PID_INIT_INO 0xEFFFFFFCu /* the initial PID namespace (include/linux/proc_ns.h) */
-#define PEND_MAX          1024
-#define PEND_WINDOW_NS    3000000000ull /* context mode: give a new image 3 s to publish */
-#define STATUS_PERIOD_MS  2000
-#define RETAIN_PERIOD_MS  30000
+#define MAX_FLAGS        64
+#define PEND_MAX         1024
+#define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define STATUS_PERIOD_MS 2000
+#define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
 static int log_level = LOG_INFO;
@@ -596,17 +595,6 @@ static int cmd_daemon(int argc, char **argv)
         }
         if (build_config(d, &d->cfg))
                 return 2;
-        /* BPF reports init-namespace pids; translating them is not implemented (sidecar). */
-        {
-                struct stat ns;
-
-                if (!stat("/proc/self/ns/pid", &ns) && ns.st_ino != PROC_PID_INIT_INO) {
-                        logm(LOG_ERROR, "running in a PID namespace other than the host's is not "
-                                        "supported yet: run with the host PID namespace "
-                                        "(hostPID: true, --pid=host)");
-                        return 1;
-                }
-        }
         log_level = d->cfg.log_level;
         libbpf_set_print(libbpf_log);
         umask(027);

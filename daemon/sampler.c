@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #define TLS_FAST_WINDOW_NS 3000000000ull
 #define TLS_MAX_ERRORS     20
 #define MAX_PROCS          4096
+#define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
 
 struct proc {
         pid_t pid;
@@ -536,6 +538,16 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
         s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
         s->skel->rodata->self_tgid = (__u32)getpid();
+        {
+                /* In a PID namespace other than the host's (a sidecar), BPF translates every
+                 * pid to the ones this process sees in /proc. */
+                struct stat ns;
+
+                if (!stat("/proc/self/ns/pid", &ns) && ns.st_ino != PROC_PID_INIT_INO) {
+                        s->skel->rodata->pidns_dev = (__u64)ns.st_dev;
+                        s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
+                }
+        }
         ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
         if (o->dwarf && !o->ring_bytes)
                 ring = 32u << 20;
