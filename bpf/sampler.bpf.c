@@ -26,6 +26,52 @@ const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records
 const volatile __u32 kernel_stacks = 1;   /* 1: also take the kernel stack */
 const volatile __u32 follow_children = 0; /* 1: processes forked by targets become targets */
 const volatile __u64 wakeup_bytes = 256 * 1024;
+const volatile __u32 notify_exec_all = 0; /* 1 (daemon): report every exec to user space */
+const volatile __u32 self_tgid = 0;       /* never reported: ctxprof itself */
+/* Sidecar: when pidns_ino != 0, every pid (map keys, records) is the one seen in that PID
+ * namespace (st_dev/st_ino of the daemon's /proc/self/ns/pid); tasks outside it are ignored. */
+const volatile __u64 pidns_dev = 0;
+const volatile __u64 pidns_ino = 0;
+
+/* tgid/tid of the current task in the daemon's namespace. 0 = ok, -1 = outside it. */
+static __always_inline int cur_ids(__u32 *tgid, __u32 *tid)
+{
+        if (pidns_ino) {
+                struct bpf_pidns_info ns;
+
+                if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+                        return -1;
+                *tgid = ns.tgid;
+                *tid = ns.pid;
+                return 0;
+        }
+        __u64 id = bpf_get_current_pid_tgid();
+
+        *tgid = id >> 32;
+        *tid = (__u32)id;
+        return 0;
+}
+
+/* A (non-current) task's tgid in the daemon's namespace: walk its group leader's pid
+ * numbers for the level whose namespace is ours. 0 = not visible there. */
+static __always_inline __u32 task_tgid_ns(struct task_struct *t)
+{
+        struct pid *pid;
+        unsigned level;
+        int i;
+
+        if (!pidns_ino)
+                return BPF_CORE_READ(t, tgid);
+        pid = BPF_CORE_READ(t, group_leader, thread_pid);
+        level = BPF_CORE_READ(pid, level);
+        for (i = 0; i < 8; i++) {
+                if ((unsigned)i > level)
+                        break;
+                if (BPF_CORE_READ(pid, numbers[i].ns, ns.inum) == (__u32)pidns_ino)
+                        return BPF_CORE_READ(pid, numbers[i].nr);
+        }
+        return 0;
+}
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
@@ -288,8 +334,7 @@ static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
 SEC("perf_event")
 int ctxprof_sample(struct bpf_perf_event_data *ctx)
 {
-        __u64 id = bpf_get_current_pid_tgid();
-        __u32 tgid = id >> 32, zero = 0;
+        __u32 tgid, tid, zero = 0;
         struct ctxprof_sample_dwarf_rec *d = NULL;
         struct ctxprof_sample_rec *r;
         struct ctxprof_tls_target *t;
@@ -298,6 +343,8 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         long n;
         __u64 tp, flags;
 
+        if (cur_ids(&tgid, &tid))
+                return 0;
         t = bpf_map_lookup_elem(&targets, &tgid);
         if (!t)
                 return 0;
@@ -317,7 +364,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         /* Reserved memory is not zeroed: clear what is read conditionally. */
         r->type = dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE;
         r->tgid = tgid;
-        r->tid = (__u32)id;
+        r->tid = tid;
         r->cpu = bpf_get_smp_processor_id();
         r->time_ns = bpf_ktime_get_ns();
         r->flags = 0;
@@ -396,42 +443,54 @@ static __always_inline void emit_event(__u32 type, __u32 tgid, __u32 tid, __u32 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child)
 {
-        __u32 ptgid = parent->tgid, ctgid = child->tgid;
+        __u32 ptgid, ctgid;
         struct ctxprof_tls_target none = {};
 
-        if (ptgid == ctgid || !follow_children)
+        if (parent->tgid == child->tgid || !follow_children)
                 return 0; /* a new thread: already covered by the tgid filter */
+        ptgid = task_tgid_ns(parent);
+        ctgid = task_tgid_ns(child);
+        if (!ptgid || !ctgid)
+                return 0;
         if (!bpf_map_lookup_elem(&targets, &ptgid))
                 return 0;
         /* Sample the child at once (stacks); the daemon locates its TLS after the event. */
         bpf_map_update_elem(&targets, &ctgid, &none, BPF_NOEXIST);
-        emit_event(CTXPROF_EV_FORK, ctgid, child->pid, ptgid, child);
+        emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
         return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
-        __u32 tgid = p->tgid;
+        __u32 tgid, tid;
         struct ctxprof_tls_target none = {};
 
-        if (!bpf_map_lookup_elem(&targets, &tgid))
+        if (cur_ids(&tgid, &tid)) /* p is current */
                 return 0;
+        if (!bpf_map_lookup_elem(&targets, &tgid)) {
+                /* The daemon decides whether the new image is to be sampled. */
+                if (notify_exec_all && tgid != self_tgid)
+                        emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p);
+                return 0;
+        }
         /* The old image's TLS layout is gone: no context reads until the daemon re-locates. */
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
-        emit_event(CTXPROF_EV_EXEC, tgid, p->pid, 0, p);
+        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
         return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ctxprof_exit, struct task_struct *p)
 {
-        __u32 tgid = p->tgid;
+        __u32 tgid, tid;
 
+        if (cur_ids(&tgid, &tid)) /* p is current */
+                return 0;
         if (!bpf_map_lookup_elem(&targets, &tgid))
                 return 0;
         if (BPF_CORE_READ(p, signal, live.counter) != 0)
                 return 0; /* other threads remain */
-        emit_event(CTXPROF_EV_EXIT, tgid, p->pid, 0, p);
+        emit_event(CTXPROF_EV_EXIT, tgid, tid, 0, p);
         return 0;
 }

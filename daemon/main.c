@@ -20,12 +20,12 @@ static int cmd_version(int argc, char **argv)
 static const struct ctxprof_cmd version_cmd = {"version", "print the version", cmd_version};
 extern const struct ctxprof_cmd record_cmd;
 extern const struct ctxprof_cmd report_cmd;
+extern const struct ctxprof_cmd daemon_cmd;
+extern const struct ctxprof_cmd status_cmd;
 
 /* Subcommands. One line per command; each lives in daemon/cmd_NAME.c. */
 static const struct ctxprof_cmd *const commands[] = {
-    &version_cmd,
-    &record_cmd,
-    &report_cmd,
+    &version_cmd, &record_cmd, &report_cmd, &daemon_cmd, &status_cmd,
 };
 
 static void usage(FILE *f)

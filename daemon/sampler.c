@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@
 #define TLS_FAST_WINDOW_NS 3000000000ull
 #define TLS_MAX_ERRORS     20
 #define MAX_PROCS          4096
+#define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
 
 struct proc {
         pid_t pid;
@@ -44,6 +46,8 @@ struct proc {
         uint64_t tls_next_ns;  /* next attempt */
         uint64_t tls_since_ns; /* start of the current location round (add/exec) */
         uint64_t generation;
+        uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
+        uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
 };
@@ -68,6 +72,7 @@ struct sampler {
         struct tid_set tids;
         struct sampler_stats st;
         int stopped;
+        uint64_t last_sweep_ns;
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -149,10 +154,14 @@ static void read_comm(pid_t pid, char *buf, size_t len)
                 buf[n - 1] = '\0';
 }
 
+static void proc_compact(struct sampler *s);
+
 static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
 {
         struct proc *p;
 
+        if (s->nprocs == MAX_PROCS)
+                proc_compact(s);
         if (s->nprocs == MAX_PROCS)
                 return NULL;
         p = &s->procs[s->nprocs++];
@@ -216,6 +225,26 @@ static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u
                                                                            : TLS_RETRY_SLOW_NS);
 }
 
+/* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
+static int proc_gone(pid_t pid)
+{
+        char path[64], buf[512], *rp;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 1;
+        buf[n] = '\0';
+        rp = strrchr(buf, ')');
+        return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x');
+}
+
 int sampler_add_target(struct sampler *s, pid_t pid)
 {
         struct ctxprof_tls_target none = {0};
@@ -247,7 +276,13 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
             errno != EEXIST) {
                 p->alive = 0;
+                p->dead_since_ns = now_ns();
                 return errno == E2BIG ? -ENOSPC : -errno;
+        }
+        /* An exit between the checks above and the insert emitted no event: look again. */
+        if (proc_gone(pid)) {
+                sampler_remove_target(s, pid);
+                return -ESRCH;
         }
         return 0;
 }
@@ -298,12 +333,21 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         }
         s->st.received++;
         p = proc_find(s, (pid_t)r->tgid);
-        if (!p)
+        if (!p) {
+                char path[32];
+
                 p = proc_new(s, (pid_t)r->tgid, NULL); /* forked child seen before its event */
+                snprintf(path, sizeof(path), "/proc/%u", r->tgid);
+                if (p && access(path, F_OK)) { /* a late sample of a process already gone */
+                        p->alive = 0;
+                        p->dead_since_ns = now_ns();
+                }
+        }
         if (!p) {
                 s->st.sink_errors++;
                 return 0;
         }
+        p->samples++;
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
         if (tid_set_add(&s->tids, r->tid) > 0)
@@ -322,8 +366,10 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
          * the same kernel path, so no generation check is needed here. */
         ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
         ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
-        if (ds.has_span || ds.n_labels)
+        if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
+                p->with_context++;
+        }
 
         nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
         for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
@@ -386,8 +432,20 @@ static int on_event(void *ctx, void *data, size_t size)
                 if (!p || !p->alive)
                         proc_new(s, (pid_t)e->tgid, comm);
                 break;
+        case CTXPROF_EV_EXEC_OTHER:
+                /* Not a target (exec_filter mode): the filter decides. */
+                if (s->opts.exec_filter &&
+                    s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) > 0)
+                        sampler_add_target(s, (pid_t)e->tgid);
+                break;
         case CTXPROF_EV_EXEC:
-                if (!p) {
+                if (s->opts.exec_filter &&
+                    s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) == 0) {
+                        sampler_remove_target(s, (pid_t)e->tgid);
+                        break;
+                }
+                p = proc_find(s, (pid_t)e->tgid);
+                if (!p || !p->alive) {
                         proc_new(s, (pid_t)e->tgid, comm);
                         break;
                 }
@@ -409,6 +467,7 @@ static int on_event(void *ctx, void *data, size_t size)
                         __u32 key = e->tgid;
 
                         p->alive = 0;
+                        p->dead_since_ns = now_ns();
                         p->forget_pending = 1;
                         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
                 }
@@ -477,6 +536,18 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
         s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
+        s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
+        s->skel->rodata->self_tgid = (__u32)getpid();
+        {
+                /* In a PID namespace other than the host's (a sidecar), BPF translates every
+                 * pid to the ones this process sees in /proc. */
+                struct stat ns;
+
+                if (!stat("/proc/self/ns/pid", &ns) && ns.st_ino != PROC_PID_INIT_INO) {
+                        s->skel->rodata->pidns_dev = (__u64)ns.st_dev;
+                        s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
+                }
+        }
         ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
         if (o->dwarf && !o->ring_bytes)
                 ring = 32u << 20;
@@ -558,6 +629,14 @@ static void housekeeping(struct sampler *s)
         uint64_t now = now_ns();
         size_t i;
 
+        /* Safety net for a missed exit event (events ring full): every 5 s. */
+        if (now - s->last_sweep_ns > 5000000000ull) {
+                s->last_sweep_ns = now;
+                for (i = 0; i < s->nprocs; i++)
+                        if (s->procs[i].alive && proc_gone(s->procs[i].pid))
+                                sampler_remove_target(s, s->procs[i].pid);
+        }
+
         for (i = 0; i < s->nprocs; i++) {
                 struct proc *p = &s->procs[i];
 
@@ -579,6 +658,84 @@ static void release_dead(struct sampler *s)
                 if (s->unwinder)
                         dwarf_unwinder_forget(s->unwinder, p->pid);
         }
+}
+
+/* Drops the slots of processes dead for more than a second (their queued samples are long
+ * consumed), keeping the order (newest last) so a reused pid finds its latest process. */
+static void proc_compact(struct sampler *s)
+{
+        uint64_t now = now_ns();
+        size_t i, j = 0;
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (!p->alive && !p->forget_pending && now - p->dead_since_ns > 1000000000ull) {
+                        proc_maps_free(p->maps);
+                        continue;
+                }
+                if (i != j)
+                        s->procs[j] = *p;
+                j++;
+        }
+        s->nprocs = j;
+}
+
+int sampler_remove_target(struct sampler *s, pid_t pid)
+{
+        struct proc *p = proc_find(s, pid);
+        __u32 key = (__u32)pid;
+        int err = 0;
+
+        if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
+                err = -errno;
+        if (p && p->alive) {
+                p->alive = 0;
+                p->dead_since_ns = now_ns();
+                p->forget_pending = 1;
+                return 0;
+        }
+        return err;
+}
+
+int sampler_is_target(struct sampler *s, pid_t pid)
+{
+        const struct proc *p = proc_find(s, pid);
+
+        return p && p->alive;
+}
+
+void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
+{
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++) {
+                const struct proc *p = &s->procs[i];
+                struct sampler_target t;
+
+                if (!p->alive)
+                        continue;
+                t = (struct sampler_target){.pid = p->pid,
+                                            .name = p->name,
+                                            .samples = p->samples,
+                                            .with_context = p->with_context,
+                                            .context_located = p->tls_state == 1};
+                fn(ctx, &t);
+        }
+}
+
+unsigned sampler_map_entries(struct sampler *s)
+{
+        int fd = bpf_map__fd(s->skel->maps.targets);
+        __u32 key, next, *prev = NULL;
+        unsigned n = 0;
+
+        while (!bpf_map_get_next_key(fd, prev, &next)) {
+                key = next;
+                prev = &key;
+                n++;
+        }
+        return n;
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms)
@@ -610,6 +767,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 return m;
         if (pending_release)
                 release_dead(s);
+        proc_compact(s);
         if (!s->stopped)
                 housekeeping(s);
         return (n > 0 ? n : 0) + (m > 0 ? m : 0);

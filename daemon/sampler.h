@@ -31,6 +31,12 @@ struct sampler_opts {
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
         size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */
+        /* Optional (the daemon): called from sampler_poll for every exec on the host of a
+         * process other than ctxprof itself. For a non-target, > 0 makes it a target; for a
+         * target, 0 drops it (its new image no longer matches), > 0 keeps it. May call
+         * sampler_add_target / sampler_remove_target. */
+        int (*exec_filter)(void *ctx, pid_t pid, const char *comm);
+        void *exec_filter_ctx;
 };
 
 /* Which setup step failed (for an actionable message in the command). */
@@ -72,6 +78,21 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
 /* Start sampling process pid (and its future threads). -ESRCH no such process, -EPERM/-EACCES
  * not permitted, -ENOSPC too many targets. Locating its TLS happens later, in sampler_poll. */
 int sampler_add_target(struct sampler *, pid_t pid);
+/* Stop sampling process pid (its queued samples are still delivered). -ENOENT not a target. */
+int sampler_remove_target(struct sampler *, pid_t pid);
+/* 1 if pid is a live target. */
+int sampler_is_target(struct sampler *, pid_t pid);
+/* One live target, for status reporting (strings valid during the callback only). */
+struct sampler_target {
+        pid_t pid;
+        const char *name;
+        uint64_t samples, with_context; /* samples consumed for it; those with context */
+        int context_located;            /* its Custom Labels / span variables are located */
+};
+typedef void (*sampler_target_fn)(void *ctx, const struct sampler_target *t);
+void sampler_foreach_target(struct sampler *, sampler_target_fn fn, void *ctx);
+/* Entries in the kernel's targets map (walks the map; for tests and status). */
+unsigned sampler_map_entries(struct sampler *);
 /* Wait up to timeout_ms, then consume both rings. Returns records consumed or -errno. */
 int sampler_poll(struct sampler *, int timeout_ms);
 /* Stop the perf events (no new samples) and consume everything still in the rings. */

@@ -2,7 +2,7 @@
 # unit tests link too). Adding a daemon/*.c file needs no edit here.
 DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 DAEMON_OBJS := $(patsubst %.c,$(B)/%.o,$(DAEMON_SRCS))
-DAEMON_LIBS := -lbpf -lelf -ldw -lz -lpthread -lm
+DAEMON_LIBS := -lbpf -lelf -ldw -lz -lpthread -lm -linih -lcap
 CTXPROF     := $(B)/ctxprof
 ALL_TARGETS += $(CTXPROF)
 

@@ -107,9 +107,10 @@ struct ctxprof_sample_dwarf_rec {
 
 /* Lifecycle events (ring `events`). */
 enum ctxprof_event_type {
-        CTXPROF_EV_FORK = 1, /* new process forked by a target (child tgid in tgid) */
-        CTXPROF_EV_EXEC = 2, /* a target exec'ed: TLS must be located again */
-        CTXPROF_EV_EXIT = 3, /* the last thread of a target exited */
+        CTXPROF_EV_FORK = 1,       /* new process forked by a target (child tgid in tgid) */
+        CTXPROF_EV_EXEC = 2,       /* a target exec'ed: TLS must be located again */
+        CTXPROF_EV_EXIT = 3,       /* the last thread of a target exited */
+        CTXPROF_EV_EXEC_OTHER = 4, /* notify_exec_all: a process that is not a target exec'ed */
 };
 
 struct ctxprof_event_rec {

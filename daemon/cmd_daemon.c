@@ -1,0 +1,715 @@
+/*
+ * cmd_daemon.c — `ctxprof daemon`: the long-running profiler. Reads the configuration (INI
+ * file + flags), selects targets (at start from /proc, then at every exec the BPF program
+ * reports), samples them into JFR recordings in the output directory (rotated, retained),
+ * rewrites the status file every few seconds, reloads on SIGHUP and flushes on SIGTERM/SIGINT.
+ * Logs to stderr with sd-daemon level prefixes (<3> error ... <7> debug). The only file of
+ * the daemon that prints; every library error becomes a log line, never a crash.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "cmd.h"
+#include "config.h"
+#include "jfr_sink.h"
+#include "output_dir.h"
+#include "privileges.h"
+#include "sampler.h"
+#include "status_file.h"
+#include "target_select.h"
+
+#define MAX_FLAGS        64
+#define PEND_MAX         1024
+#define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define STATUS_PERIOD_MS 2000
+#define RETAIN_PERIOD_MS 30000
+
+static volatile sig_atomic_t stop_requested, reload_requested;
+static int log_level = LOG_INFO;
+
+static void on_stop(int sig)
+{
+        (void)sig;
+        stop_requested = 1;
+}
+
+static void on_hup(int sig)
+{
+        (void)sig;
+        reload_requested = 1;
+}
+
+__attribute__((format(printf, 2, 3))) static void logm(int level, const char *fmt, ...)
+{
+        char buf[1024];
+        va_list ap;
+
+        if (level > log_level)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "<%d>ctxprof: %s\n", level, buf);
+}
+
+struct pending {
+        pid_t pid;
+        uint64_t first_ns, next_ns;
+};
+
+struct daemon {
+        const char *config_path;
+        const char *flag_key[MAX_FLAGS], *flag_val[MAX_FLAGS];
+        int nflags;
+        struct daemon_config cfg;
+        struct target_select *sel;
+        struct sampler *s;
+        struct jfr_sink *js;
+        struct sample_sink cur; /* the current file's sink */
+        struct output_file file;
+        int have_file;
+        uint64_t file_start_ms;
+        struct jfr_sink_engine_counters base; /* engine counters when the file was opened */
+        uint64_t files_written, files_deleted, chunks_before, bytes_before;
+        uint64_t started_wall;
+        char host[64];
+        struct pending pend[PEND_MAX];
+        int npend;
+};
+
+static uint64_t mono_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+        char buf[1024];
+
+        if (level != LIBBPF_WARN || log_level < LOG_DEBUG)
+                return 0;
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        buf[strcspn(buf, "\n")] = '\0';
+        fprintf(stderr, "<7>ctxprof: libbpf: %s\n", buf);
+        return 0;
+}
+
+static const char *config_error(int err)
+{
+        switch (err) {
+        case -ENOENT:
+                return "unknown setting";
+        case -ENOTSUP:
+                return "not implemented in this version";
+        case -EINVAL:
+                return "bad value";
+        default:
+                return strerror(-err);
+        }
+}
+
+/* Defaults, then the file (if any), then the flags. 0 or -1 (logged). */
+static int build_config(struct daemon *d, struct daemon_config *c)
+{
+        int i, err, line;
+        char key[64];
+
+        config_defaults(c);
+        if (d->config_path) {
+                err = config_load(c, d->config_path, &line, key, sizeof(key));
+                if (err) {
+                        if (line > 0)
+                                logm(LOG_ERROR, "%s:%d: %s%s%s", d->config_path, line,
+                                     config_error(err), key[0] ? ": " : "", key);
+                        else
+                                logm(LOG_ERROR, "cannot read %s: %s", d->config_path,
+                                     strerror(-err));
+                        return -1;
+                }
+        }
+        for (i = 0; i < d->nflags; i++) {
+                err = config_set(c, NULL, d->flag_key[i], d->flag_val[i]);
+                if (err) {
+                        logm(LOG_ERROR, "--%s %s: %s", d->flag_key[i], d->flag_val[i],
+                             config_error(err));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+static void engine_counters(struct daemon *d, struct jfr_sink_engine_counters *ec)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(d->s, &st);
+        *ec = (struct jfr_sink_engine_counters){
+            .samples = st.received,
+            .lost = st.lost,
+            .torn_span_reads = st.ctx.torn_spans,
+            .label_faults = st.label_faults + st.labelset_faults,
+            .unwind_errors = st.unwind_errors,
+        };
+}
+
+/* The current file's share of the cumulative counters. */
+static void file_counters(struct daemon *d, struct jfr_sink_engine_counters *ec)
+{
+        engine_counters(d, ec);
+        ec->samples -= d->base.samples;
+        ec->lost -= d->base.lost;
+        ec->torn_span_reads -= d->base.torn_span_reads;
+        ec->label_faults -= d->base.label_faults;
+        ec->unwind_errors -= d->base.unwind_errors;
+}
+
+static int forward_sample(void *ctx, const struct decoded_sample *s)
+{
+        struct daemon *d = ctx;
+
+        return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
+}
+
+static int open_file(struct daemon *d)
+{
+        struct timespec ts;
+        struct jfr_sink_opts jo = {
+            .chunk_period_ns = d->cfg.chunk_period_ms * 1000000ull,
+            .info = {.name = "ctxprof",
+                     .event = d->cfg.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
+                     .frequency_hz = d->cfg.frequency,
+                     .callgraph = d->cfg.dwarf ? "dwarf" : "fp"},
+        };
+        int err;
+
+        err = output_dir_prepare(d->cfg.directory);
+        if (err) {
+                logm(LOG_ERROR, "cannot create %s: %s", d->cfg.directory, strerror(-err));
+                return err;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        err = output_dir_new_file(d->cfg.directory, d->host, ts.tv_sec, &d->file);
+        if (err) {
+                logm(LOG_ERROR, "no file name free in %s: %s", d->cfg.directory, strerror(-err));
+                return err;
+        }
+        jo.path = d->file.part;
+        jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        err = jfr_sink_new(&jo, &d->js);
+        if (err) {
+                logm(LOG_ERROR, "cannot write %s: %s", d->file.part, strerror(-err));
+                return err;
+        }
+        if (chmod(d->file.part, 0640))
+                logm(LOG_WARNING, "chmod %s: %s", d->file.part, strerror(errno));
+        jfr_sink_set_modules(d->js, sampler_modules(d->s));
+        d->cur = jfr_sink_as_sink(d->js);
+        d->have_file = 1;
+        d->file_start_ms = mono_ns() / 1000000;
+        engine_counters(d, &d->base);
+        logm(LOG_INFO, "recording to %s", d->file.part);
+        return 0;
+}
+
+/* Final chunk, rename to .jfr. The current sink is gone afterwards. */
+static int close_file(struct daemon *d)
+{
+        struct jfr_sink_engine_counters ec;
+        struct jfr_sink_counters jc;
+        int err, rc = 0;
+
+        if (!d->have_file)
+                return 0;
+        file_counters(d, &ec);
+        d->cur = (struct sample_sink){0};
+        err = jfr_sink_finish(d->js, &ec);
+        jfr_sink_get_counters(d->js, &jc);
+        if (err) {
+                logm(LOG_ERROR, "writing %s failed: %s (%llu chunks readable)", d->file.part,
+                     strerror(-err), (unsigned long long)jc.chunks_written);
+                rc = err;
+        }
+        jfr_sink_free(d->js);
+        d->js = NULL;
+        d->have_file = 0;
+        d->chunks_before += jc.chunks_written;
+        d->bytes_before += jc.bytes_written;
+        err = output_dir_finish(&d->file);
+        if (err) {
+                logm(LOG_ERROR, "cannot rename %s: %s", d->file.part, strerror(-err));
+                return err;
+        }
+        d->files_written++;
+        logm(LOG_INFO, "wrote %s: %llu chunks, %llu bytes, %llu samples", d->file.final,
+             (unsigned long long)jc.chunks_written, (unsigned long long)jc.bytes_written,
+             (unsigned long long)jc.samples_written);
+        return rc;
+}
+
+static void retain(struct daemon *d)
+{
+        struct output_retain_result r;
+        int err = output_dir_retain(d->cfg.directory, d->cfg.retain_age_ms, d->cfg.retain_size,
+                                    time(NULL), &r);
+
+        if (err) {
+                logm(LOG_WARNING, "retention: cannot read %s: %s", d->cfg.directory,
+                     strerror(-err));
+                return;
+        }
+        d->files_deleted += r.deleted;
+        if (r.deleted)
+                logm(LOG_INFO, "retention: deleted %u files (%llu bytes), %llu bytes kept",
+                     r.deleted, (unsigned long long)r.bytes_deleted,
+                     (unsigned long long)r.bytes_kept);
+        if (r.last_error)
+                logm(LOG_WARNING, "retention: unlink failed: %s", strerror(-r.last_error));
+}
+
+static void pend_add(struct daemon *d, pid_t pid)
+{
+        uint64_t now = mono_ns();
+        int i;
+
+        for (i = 0; i < d->npend; i++)
+                if (d->pend[i].pid == pid) {
+                        d->pend[i].first_ns = now;
+                        d->pend[i].next_ns = now + 20000000ull;
+                        return;
+                }
+        if (d->npend == PEND_MAX) {
+                logm(LOG_DEBUG, "pending list full: process %d not watched", (int)pid);
+                return;
+        }
+        d->pend[d->npend++] = (struct pending){pid, now, now + 20000000ull};
+}
+
+static void add_target(struct daemon *d, pid_t pid, const char *why)
+{
+        int err = sampler_add_target(d->s, pid);
+
+        if (err == -ESRCH)
+                return;
+        if (err)
+                logm(LOG_WARNING, "cannot sample process %d: %s", (int)pid, strerror(-err));
+        else
+                logm(LOG_DEBUG, "sampling process %d (%s)", (int)pid, why);
+}
+
+/* Called by the sampler for every exec (see sampler_opts.exec_filter). */
+static int exec_filter(void *ctx, pid_t pid, const char *comm)
+{
+        struct daemon *d = ctx;
+        int m = target_select_match(d->sel, pid, comm);
+
+        if (m == TARGET_SELECT_LATER) {
+                pend_add(d, pid);
+                return 0;
+        }
+        if (m > 0)
+                logm(LOG_DEBUG, "exec: process %d (%s) selected", (int)pid, comm);
+        return m > 0;
+}
+
+/* Context mode: retry the processes that exec'ed recently until they publish or the window
+ * closes. */
+static void pend_poll(struct daemon *d)
+{
+        uint64_t now = mono_ns();
+        int i = 0;
+
+        while (i < d->npend) {
+                struct pending *p = &d->pend[i];
+                int m;
+
+                if (now < p->next_ns) {
+                        i++;
+                        continue;
+                }
+                m = target_select_match(d->sel, p->pid, NULL);
+                if (m == 1 && !sampler_is_target(d->s, p->pid))
+                        add_target(d, p->pid, "publishes context");
+                if (m != TARGET_SELECT_LATER || now - p->first_ns > PEND_WINDOW_NS) {
+                        d->pend[i] = d->pend[--d->npend];
+                        continue;
+                }
+                p->next_ns = now + (now - p->first_ns) / 2 + 20000000ull;
+                i++;
+        }
+}
+
+/* Every running process, against the current selection. */
+static void scan_proc(struct daemon *d)
+{
+        struct dirent *e;
+        DIR *dp = opendir("/proc");
+        unsigned n = 0;
+
+        if (!dp) {
+                logm(LOG_ERROR, "cannot read /proc: %s", strerror(errno));
+                return;
+        }
+        while ((e = readdir(dp))) {
+                char *end;
+                long pid = strtol(e->d_name, &end, 10);
+                int m;
+
+                if (*end || pid <= 0)
+                        continue;
+                m = target_select_match(d->sel, (pid_t)pid, NULL);
+                if (m == 1 && !sampler_is_target(d->s, (pid_t)pid)) {
+                        add_target(d, (pid_t)pid, "running");
+                        n++;
+                } else if (m != 1 && sampler_is_target(d->s, (pid_t)pid)) {
+                        sampler_remove_target(d->s, (pid_t)pid);
+                }
+        }
+        closedir(dp);
+        logm(LOG_INFO, "%u running processes selected", n);
+}
+
+struct status_buf {
+        char *p;
+        size_t len, cap;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct status_buf *b, const char *fmt,
+                                                            ...)
+{
+        va_list ap;
+        int n;
+
+        for (;;) {
+                size_t room = b->cap - b->len;
+
+                va_start(ap, fmt);
+                n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+                va_end(ap);
+                if (n < 0)
+                        return;
+                if (b->p && (size_t)n < room) {
+                        b->len += (size_t)n;
+                        return;
+                }
+                size_t nc = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+                char *np = realloc(b->p, nc);
+
+                if (!np)
+                        return;
+                b->p = np;
+                b->cap = nc;
+        }
+}
+
+static unsigned proc_threads(pid_t pid)
+{
+        char path[64], line[128];
+        unsigned n = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Threads: %u", &n) == 1)
+                        break;
+        fclose(f);
+        return n;
+}
+
+static void status_target(void *ctx, const struct sampler_target *t)
+{
+        struct status_buf *b = ctx;
+        char comm[64];
+
+        status_file_value(comm, sizeof(comm), t->name);
+        sb_printf(
+            b, "target pid=%d comm=%s samples=%llu context_samples=%llu threads=%u context=%s\n",
+            (int)t->pid, comm, (unsigned long long)t->samples, (unsigned long long)t->with_context,
+            proc_threads(t->pid), t->context_located ? "yes" : "no");
+}
+
+static void write_status(struct daemon *d, const char *state)
+{
+        static const char *const modes[] = {"all", "context", "selectors"};
+        struct status_buf b = {0};
+        struct sampler_stats st;
+        struct jfr_sink_counters jc = {0};
+        char file[PATH_MAX + 8];
+        int err;
+
+        sampler_get_stats(d->s, &st);
+        if (d->js)
+                jfr_sink_get_counters(d->js, &jc);
+        status_file_value(file, sizeof(file), d->have_file ? d->file.part : "");
+        sb_printf(&b,
+                  "daemon pid=%d state=%s started=%llu updated=%llu mode=%s samples=%llu "
+                  "received=%llu context_samples=%llu lost=%llu torn=%llu threads=%llu "
+                  "targets=%u map_entries=%u processes_seen=%llu files_written=%llu "
+                  "files_deleted=%llu chunks_written=%llu bytes_written=%llu current_file=%s "
+                  "cap_eff=%llx\n",
+                  (int)getpid(), state, (unsigned long long)d->started_wall,
+                  (unsigned long long)time(NULL), modes[d->cfg.mode % 3],
+                  (unsigned long long)st.samples, (unsigned long long)st.received,
+                  (unsigned long long)st.with_context, (unsigned long long)st.lost,
+                  (unsigned long long)st.ctx.torn_spans, (unsigned long long)st.threads,
+                  sampler_live_targets(d->s), sampler_map_entries(d->s),
+                  (unsigned long long)st.processes, (unsigned long long)d->files_written,
+                  (unsigned long long)d->files_deleted,
+                  (unsigned long long)(d->chunks_before + jc.chunks_written),
+                  (unsigned long long)(d->bytes_before + jc.bytes_written), file,
+                  (unsigned long long)privileges_effective());
+        sampler_foreach_target(d->s, status_target, &b);
+        if (!b.p) {
+                logm(LOG_WARNING, "status: out of memory");
+                return;
+        }
+        err = status_file_write(d->cfg.status_file, b.p, b.len);
+        if (err)
+                logm(LOG_WARNING, "cannot write status file %s: %s", d->cfg.status_file,
+                     strerror(-err));
+        free(b.p);
+}
+
+static void reload(struct daemon *d)
+{
+        struct daemon_config nc;
+        struct target_select *ns;
+
+        logm(LOG_INFO, "SIGHUP: reloading %s", d->config_path ? d->config_path : "(flags only)");
+        if (build_config(d, &nc)) {
+                logm(LOG_ERROR, "reload failed: keeping the running configuration");
+                return;
+        }
+        if (nc.frequency != d->cfg.frequency || nc.event != d->cfg.event ||
+            nc.dwarf != d->cfg.dwarf)
+                logm(LOG_WARNING, "reload: [sampling] changes take effect at the next start");
+        nc.frequency = d->cfg.frequency;
+        nc.event = d->cfg.event;
+        nc.dwarf = d->cfg.dwarf;
+        ns = target_select_new(&nc);
+        if (!ns) {
+                logm(LOG_ERROR, "reload failed: out of memory");
+                return;
+        }
+        /* A new file with the new output settings (the old one is finished and renamed). */
+        close_file(d);
+        target_select_free(d->sel);
+        d->sel = ns;
+        d->npend = 0;
+        d->cfg = nc;
+        log_level = nc.log_level;
+        if (open_file(d))
+                logm(LOG_ERROR, "reload: no output file: samples are dropped until the next "
+                                "reload");
+        scan_proc(d);
+        write_status(d, "running");
+        logm(LOG_INFO, "configuration reloaded");
+}
+
+static void help(FILE *f)
+{
+        int i;
+
+        fprintf(f, "usage: ctxprof daemon [--config FILE] [--KEY VALUE ...]\n"
+                   "\n"
+                   "Profile the selected processes of this host continuously into rotated JFR\n"
+                   "recordings. Settings come from FILE (INI, see docs/daemon.md) and from flags,\n"
+                   "which override it; every key is also a flag:\n");
+        for (i = 0; config_keys[i]; i++)
+                fprintf(f, "  --%s VALUE%s", strchr(config_keys[i], '.') + 1,
+                        i % 3 == 2 ? "\n" : "");
+        fprintf(f, "\n\nSIGHUP reloads FILE; SIGTERM/SIGINT write the last chunk and exit 0.\n"
+                   "Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE ...; see docs/daemon.md).\n");
+}
+
+static int cmd_daemon(int argc, char **argv)
+{
+        static struct daemon dd; /* large (pending list): not on the stack */
+        struct daemon *d = &dd;
+        struct sampler_opts so = {0};
+        struct sample_sink sink;
+        enum sampler_stage stage;
+        uint64_t last_status = 0, last_retain = 0, last_open = 0;
+        struct sigaction sa;
+        int i, err, rc = 1, no_drop = 0;
+
+        memset(d, 0, sizeof(*d));
+        for (i = 1; i < argc; i++) {
+                const char *a = argv[i];
+
+                if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                        help(stdout);
+                        return 0;
+                }
+                if (!strcmp(a, "--no-drop-privileges")) {
+                        no_drop = 1;
+                        continue;
+                }
+                if (strncmp(a, "--", 2) || !a[2]) {
+                        fprintf(stderr, "ctxprof daemon: unexpected argument '%s'\n", a);
+                        help(stderr);
+                        return 2;
+                }
+                a += 2;
+                const char *eq = strchr(a, '='), *val;
+                static char keys[MAX_FLAGS][64];
+                size_t kl = eq ? (size_t)(eq - a) : strlen(a);
+
+                if (eq) {
+                        val = eq + 1;
+                } else if (i + 1 < argc) {
+                        val = argv[++i];
+                } else {
+                        fprintf(stderr, "ctxprof daemon: --%s needs a value\n", a);
+                        return 2;
+                }
+                if (kl >= sizeof(keys[0]) || d->nflags == MAX_FLAGS) {
+                        fprintf(stderr, "ctxprof daemon: bad option --%s\n", a);
+                        return 2;
+                }
+                memcpy(keys[d->nflags], a, kl);
+                keys[d->nflags][kl] = '\0';
+                if (!strcmp(keys[d->nflags], "config")) {
+                        d->config_path = val;
+                        continue;
+                }
+                d->flag_key[d->nflags] = keys[d->nflags];
+                d->flag_val[d->nflags] = val;
+                d->nflags++;
+        }
+        if (build_config(d, &d->cfg))
+                return 2;
+        log_level = d->cfg.log_level;
+        libbpf_set_print(libbpf_log);
+        umask(027);
+        if (gethostname(d->host, sizeof(d->host) - 1))
+                snprintf(d->host, sizeof(d->host), "host");
+        d->started_wall = (uint64_t)time(NULL);
+        d->sel = target_select_new(&d->cfg);
+        if (!d->sel) {
+                logm(LOG_ERROR, "out of memory");
+                return 1;
+        }
+
+        so.freq = d->cfg.frequency;
+        so.event = d->cfg.event;
+        so.dwarf = d->cfg.dwarf;
+        so.kernel_stacks = 1;
+        so.follow_children = 1;
+        so.exec_filter = exec_filter;
+        so.exec_filter_ctx = d;
+        sink = (struct sample_sink){.ctx = d, .sample = forward_sample};
+        err = sampler_new(&so, &sink, &d->s, &stage);
+        if (err) {
+                logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)stage,
+                     strerror(-err),
+                     err == -EPERM || err == -EACCES
+                         ? " (needs root or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE)"
+                         : "");
+                goto out;
+        }
+        if (open_file(d))
+                goto out;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sa.sa_handler = on_hup;
+        sigaction(SIGHUP, &sa, NULL);
+        if (!no_drop) {
+                err = privileges_drop();
+                if (err)
+                        logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
+                else
+                        logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
+                             (unsigned long long)privileges_effective());
+        }
+        scan_proc(d);
+        write_status(d, "running");
+        retain(d);
+        logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s", (int)getpid(),
+             d->cfg.frequency,
+             d->cfg.mode == TARGET_MODE_ALL       ? "all"
+             : d->cfg.mode == TARGET_MODE_CONTEXT ? "context"
+                                                  : "selectors",
+             d->cfg.directory);
+
+        while (!stop_requested) {
+                uint64_t now;
+
+                err = sampler_poll(d->s, 100);
+                if (err < 0 && err != -EINTR) {
+                        logm(LOG_ERROR, "reading samples failed: %s", strerror(-err));
+                        break;
+                }
+                if (reload_requested) {
+                        reload_requested = 0;
+                        reload(d);
+                }
+                pend_poll(d);
+                now = mono_ns() / 1000000;
+                if (d->have_file) {
+                        struct jfr_sink_engine_counters ec;
+                        struct jfr_sink_counters jc;
+                        int rotate;
+
+                        file_counters(d, &ec);
+                        jfr_sink_tick(d->js, now * 1000000ull, &ec);
+                        jfr_sink_get_counters(d->js, &jc);
+                        rotate = d->cfg.rotate == ROTATE_PERIOD
+                                     ? now - d->file_start_ms >= d->cfg.rotate_period_ms
+                                     : jc.bytes_written >= d->cfg.rotate_size;
+                        if (rotate) {
+                                close_file(d);
+                                open_file(d);
+                                retain(d);
+                                last_retain = now;
+                        }
+                }
+                if (!d->have_file && now - last_open >= 10000) {
+                        /* The output failed (disk full, directory removed): retry. */
+                        last_open = now;
+                        open_file(d);
+                }
+                if (now - last_retain >= RETAIN_PERIOD_MS) {
+                        retain(d);
+                        last_retain = now;
+                }
+                if (now - last_status >= STATUS_PERIOD_MS) {
+                        write_status(d, "running");
+                        last_status = now;
+                }
+        }
+        logm(LOG_INFO, "stopping: writing the last chunk");
+        err = sampler_stop(d->s);
+        if (err < 0)
+                logm(LOG_WARNING, "draining samples failed: %s", strerror(-err));
+        rc = close_file(d) ? 1 : 0;
+        retain(d);
+        write_status(d, "stopped");
+        logm(LOG_INFO, "stopped");
+out:
+        sampler_free(d->s);
+        target_select_free(d->sel);
+        return rc;
+}
+
+const struct ctxprof_cmd daemon_cmd = {"daemon", "profile selected processes continuously",
+                                       cmd_daemon};

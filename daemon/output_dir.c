@@ -1,0 +1,174 @@
+/*
+ * output_dir.c — recording files in the output directory (see output_dir.h). Never prints;
+ * only ever deletes finished files whose names match its own pattern.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "output_dir.h"
+
+#define PREFIX "ctxprof-"
+
+int output_dir_prepare(const char *dir)
+{
+        char tmp[PATH_MAX], *p;
+
+        if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        for (p = tmp + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(tmp, 0755) && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(tmp, 0750) && errno != EEXIST)
+                return -errno;
+        /* mkdir honours the umask; the mode is part of the contract. */
+        if (chmod(tmp, 0750))
+                return -errno;
+        return 0;
+}
+
+/* Host names go into file names: keep [A-Za-z0-9._-], replace the rest. */
+static void clean_name(char *dst, size_t len, const char *src)
+{
+        size_t i;
+
+        for (i = 0; src[i] && i + 1 < len; i++) {
+                char c = src[i];
+
+                dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                 (c >= '0' && c <= '9') || c == '.' || c == '-'
+                             ? c
+                             : '_';
+        }
+        dst[i] = '\0';
+        if (!i && len > 4)
+                snprintf(dst, len, "host");
+}
+
+int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out)
+{
+        char h[64], stamp[32], base[PATH_MAX - 16];
+        struct tm tm;
+        int i;
+
+        clean_name(h, sizeof(h), host);
+        gmtime_r(&start, &tm);
+        strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+        for (i = 0; i < 1000; i++) {
+                int n;
+
+                if (i)
+                        n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s-%d", dir, h, stamp, i);
+                else
+                        n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s", dir, h, stamp);
+                if (n < 0 || (size_t)n + 10 >= sizeof(base))
+                        return -ENAMETOOLONG;
+                memcpy(out->final, base, (size_t)n);
+                memcpy(out->final + n, ".jfr", 5);
+                memcpy(out->part, base, (size_t)n);
+                memcpy(out->part + n, ".jfr.part", 10);
+                if (access(out->final, F_OK) && access(out->part, F_OK))
+                        return 0;
+        }
+        return -EEXIST;
+}
+
+int output_dir_finish(const struct output_file *f)
+{
+        return rename(f->part, f->final) ? -errno : 0;
+}
+
+struct entry {
+        char name[256];
+        time_t mtime;
+        uint64_t size;
+};
+
+static int by_age(const void *a, const void *b)
+{
+        const struct entry *x = a, *y = b;
+
+        if (x->mtime != y->mtime)
+                return x->mtime < y->mtime ? -1 : 1;
+        return strcmp(x->name, y->name); /* names sort by start time */
+}
+
+static int is_finished(const char *name)
+{
+        size_t n = strlen(name);
+
+        return !strncmp(name, PREFIX, strlen(PREFIX)) && n > 4 && !strcmp(name + n - 4, ".jfr");
+}
+
+int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, time_t now,
+                      struct output_retain_result *res)
+{
+        struct entry *e = NULL;
+        size_t n = 0, cap = 0, i;
+        uint64_t total = 0;
+        struct dirent *d;
+        DIR *dp;
+        int dfd;
+
+        memset(res, 0, sizeof(*res));
+        dp = opendir(dir);
+        if (!dp)
+                return -errno;
+        dfd = dirfd(dp);
+        while ((d = readdir(dp))) {
+                struct stat st;
+
+                if (!is_finished(d->d_name) || strlen(d->d_name) >= sizeof(e->name))
+                        continue;
+                if (fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+                        continue;
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 64;
+                        struct entry *ne = realloc(e, nc * sizeof(*e));
+
+                        if (!ne) {
+                                free(e);
+                                closedir(dp);
+                                return -ENOMEM;
+                        }
+                        e = ne;
+                        cap = nc;
+                }
+                snprintf(e[n].name, sizeof(e[n].name), "%s", d->d_name);
+                e[n].mtime = st.st_mtime;
+                e[n].size = (uint64_t)st.st_size;
+                total += e[n].size;
+                n++;
+        }
+        if (n)
+                qsort(e, n, sizeof(*e), by_age);
+        for (i = 0; i < n; i++) {
+                int old = max_age_ms && now > e[i].mtime &&
+                          (uint64_t)(now - e[i].mtime) * 1000 > max_age_ms;
+                int big = max_bytes && total > max_bytes;
+
+                if (!old && !big)
+                        break;
+                if (unlinkat(dfd, e[i].name, 0)) {
+                        res->last_error = -errno;
+                        continue;
+                }
+                res->deleted++;
+                res->bytes_deleted += e[i].size;
+                total -= e[i].size;
+        }
+        res->bytes_kept = total;
+        free(e);
+        closedir(dp);
+        return 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * output_dir.h — the daemon's output directory: created 0750, recordings named
+ * ctxprof-HOST-YYYYMMDDTHHMMSSZ[-N].jfr (UTC start time: names sort by time), written as
+ * NAME.jfr.part and renamed to NAME.jfr when finished; retention deletes the oldest finished
+ * recordings by age and total size. Never prints; never touches a file whose name it did not
+ * make.
+ */
+#ifndef CTXPROF_OUTPUT_DIR_H
+#define CTXPROF_OUTPUT_DIR_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Create dir (and missing parents) with mode 0750; an existing dir is chmod'ed to 0750.
+ * 0 or -errno. */
+int output_dir_prepare(const char *dir);
+
+/* The paths of a new recording started at `start` (UTC), unique in dir: part (being written)
+ * and final (after output_dir_finish). 0, -ENAMETOOLONG or -EEXIST (no free name). */
+struct output_file {
+        char part[PATH_MAX];
+        char final[PATH_MAX];
+};
+int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out);
+/* Rename part -> final. 0 or -errno. */
+int output_dir_finish(const struct output_file *f);
+
+struct output_retain_result {
+        unsigned deleted;
+        uint64_t bytes_deleted, bytes_kept;
+        int last_error; /* -errno of the last failed unlink, 0 if none */
+};
+/* Delete finished recordings (ctxprof-*.jfr) older than max_age_ms (0 = no age limit), then
+ * the oldest until their total size is <= max_bytes (0 = no size limit). Files in progress
+ * (.part) are never deleted. now = wall clock. 0 or -errno (directory unreadable). */
+int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, time_t now,
+                      struct output_retain_result *res);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * privileges.h — dropping the capabilities the daemon no longer needs once BPF is loaded and
+ * the perf events are open. Never prints.
+ */
+#ifndef CTXPROF_PRIVILEGES_H
+#define CTXPROF_PRIVILEGES_H
+
+#include <stdint.h>
+
+/* Keep only what running needs (reading targets: CAP_SYS_PTRACE for /proc/PID/mem, maps,
+ * root, exe; CAP_CHECKPOINT_RESTORE for /proc/PID/map_files; CAP_DAC_READ_SEARCH for module
+ * files whatever their mode; CAP_SYSLOG for kernel symbol addresses in /proc/kallsyms),
+ * clear every other capability from the effective, permitted, inheritable, ambient and
+ * bounding sets, and set no_new_privs. Capabilities the process does not hold are skipped.
+ * 0 or -errno. */
+int privileges_drop(void);
+/* The effective capability mask of this process (from /proc/self/status), 0 on error. */
+uint64_t privileges_effective(void);
+
+#endif

@@ -1,0 +1,63 @@
+# daemon_lib.sh — helpers for the `ctxprof daemon` root tests (sourced, not run). On top of
+# sampler_lib.sh: OUT (output dir), ST (status file), start_daemon ARGS..., stop_daemon,
+# dstat KEY (a field of the daemon's status line), jfr_ok FILE.
+. "$(dirname "$0")/sampler_lib.sh"
+OUT=$TMP/out
+ST=$TMP/status
+DLOG=$TMP/daemon.log
+DPID=
+KIDS=
+cleanup() {
+	[ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
+	for k in $KIDS; do kill -9 "$k" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+start_daemon() {
+	rm -f "$ST"
+	"$CTXPROF" daemon --directory "$OUT" --status-file "$ST" "$@" >>"$DLOG" 2>&1 &
+	DPID=$!
+	for _ in $(seq 300); do
+		[ -s "$ST" ] && return 0
+		kill -0 "$DPID" 2>/dev/null || { cat "$DLOG"; fail "daemon exited at start"; }
+		sleep 0.1
+	done
+	cat "$DLOG"
+	fail "daemon wrote no status file in 30 s"
+}
+stop_daemon() {
+	kill -TERM "$DPID"
+	wait "$DPID"
+	local rc=$?
+	DPID=
+	[ "$rc" = 0 ] || { tail -20 "$DLOG"; fail "daemon exited $rc after SIGTERM"; }
+}
+dstat() { grep '^daemon ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# wait until the status file is rewritten (every 2 s; much later when the daemon is busy,
+# e.g. under ASan with 50 new processes at once)
+status_refresh() {
+	local t
+	t=$(dstat updated)
+	for _ in $(seq 600); do
+		[ "$(dstat updated)" != "$t" ] && return 0
+		sleep 0.1
+	done
+	fail "status file not rewritten in 60 s"
+}
+jfr_ok() {
+	jfr summary "$1" >"$TMP/summary.txt" 2>&1 || { cat "$TMP/summary.txt"; fail "jfr summary $1 failed"; }
+	grep -qi 'error\|exception' "$TMP/summary.txt" && { cat "$TMP/summary.txt"; fail "jfr summary $1 reported an error"; }
+	return 0
+}
+# ctxprof.ExecutionSample events per pid in a set of files: prints "PID COUNT" lines (osThreadId
+# is the tid; samples of a process are told apart by the tids it printed)
+samples_of_tids() { # FILE TID...
+	local f=$1
+	shift
+	jfr print --json --events ctxprof.ExecutionSample "$f" |
+		python3 -c 'import json,sys
+tids=set(int(t) for t in sys.argv[1:])
+d=json.load(sys.stdin)
+print(sum(1 for e in d["recording"]["events"] if e["values"]["sampledThread"]["osThreadId"] in tids))' "$@"
+}

@@ -1,0 +1,81 @@
+#!/bin/bash
+# ctxprof daemon operations: capabilities dropped after setup (CapEff of the running daemon
+# holds only the kept set, no CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN) while a process started
+# afterwards is still located (context) and sampled; `ctxprof status` and `--json` show it;
+# SIGHUP with a new selector picks a process the old one did not; SIGHUP with a bad file is
+# logged and the old configuration keeps running; SIGTERM exits 0. (The process name in the
+# status is its comm when first seen: wl_attrib, or wl-0 once its main thread renamed itself.)
+. "$(dirname "$0")/daemon_lib.sh"
+cat >"$TMP/c.conf" <<CONF
+[targets]
+mode = selectors
+comm = wl_attrib
+[output]
+directory = $OUT
+chunk-period = 1s
+[daemon]
+status-file = $ST
+CONF
+start_daemon --config "$TMP/c.conf"
+# 1. capabilities
+eff=$(awk '/^CapEff/ { print $2 }' /proc/$DPID/status)
+nnp=$(awk '/^NoNewPrivs/ { print $2 }' /proc/$DPID/status)
+echo "daemon CapEff $eff NoNewPrivs $nnp"
+[ "$nnp" = 1 ] || fail "no_new_privs not set"
+# CAP_SYS_ADMIN 21, CAP_PERFMON 38, CAP_BPF 39, CAP_SYS_RESOURCE 24, CAP_NET_ADMIN 12
+for bit in 21 38 39 24 12; do
+	[ $(((0x$eff >> bit) & 1)) = 0 ] || fail "capability $bit still effective ($eff)"
+done
+[ $(((0x$eff >> 19) & 1)) = 1 ] || fail "CAP_SYS_PTRACE dropped ($eff)"
+# a process started after the drop is sampled with context
+"$WL/wl_attrib" long 0 2 >/dev/null &
+A=$!
+KIDS="$KIDS $A"
+sleep 3
+status_refresh
+grep -q "^target pid=$A .*context=yes" "$ST" || { cat "$ST"; fail "wl_attrib not located after the drop"; }
+s=$(grep "^target pid=$A " "$ST" | tr ' ' '\n' | sed -n 's/^context_samples=//p')
+[ "$s" -gt 0 ] || fail "no samples with context after the drop"
+echo "after the drop: $s samples with context"
+
+# 2. status
+"$CTXPROF" status --status-file "$ST" >"$TMP/st.txt" || fail "ctxprof status failed"
+cat "$TMP/st.txt"
+grep -qE "^ *$A  *(wl_attrib|wl-0) " "$TMP/st.txt" || fail "status does not list $A"
+"$CTXPROF" status --json --status-file "$ST" >"$TMP/st.json" || fail "status --json failed"
+python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["daemon"]["pid"]==int(sys.argv[2]), d["daemon"]
+t=[x for x in d["targets"] if x["pid"]==int(sys.argv[3])]
+assert t and t[0]["samples"]>0 and t[0]["threads"]==2, t
+' "$TMP/st.json" "$DPID" "$A" || fail "status --json content"
+"$CTXPROF" status --status-file "$TMP/none" 2>/dev/null && fail "status of a missing file succeeded"
+
+# 3. SIGHUP: bad file -> logged, old configuration kept
+cp /bin/bash "$TMP/hupspin"
+"$TMP/hupspin" -c 'while :; do :; done' &
+H=$!
+KIDS="$KIDS $H"
+cp "$TMP/c.conf" "$TMP/good.conf"
+printf '[targets]\nmode = sometimes\n' >"$TMP/c.conf"
+kill -HUP $DPID
+sleep 1
+kill -0 $DPID || fail "daemon died on a bad config"
+grep -q '^<3>.*c.conf:2: bad value: targets.mode' "$DLOG" || { cat "$DLOG"; fail "bad config not logged as an error with its line"; }
+status_refresh
+grep -q "^target pid=$A " "$ST" || fail "old selection lost after a bad reload"
+# good new file: comm = hupspin (a copy of bash spinning) -> selected, wl_attrib dropped
+sed 's/^comm = .*/comm = hupspin/' "$TMP/good.conf" >"$TMP/c.conf"
+nfiles=$(ls "$OUT"/*.jfr 2>/dev/null | wc -l)
+kill -HUP $DPID
+sleep 1
+status_refresh
+grep -q 'configuration reloaded' "$DLOG" || fail "reload not logged"
+grep -q "^target pid=$H " "$ST" || { cat "$ST"; fail "reload: new selector did not select $H"; }
+grep -q "^target pid=$A " "$ST" && fail "reload: wl_attrib still a target"
+[ "$(ls "$OUT"/*.jfr | wc -l)" -gt "$nfiles" ] || fail "reload did not finish the current file"
+kill $A $H
+stop_daemon
+jfr_ok "$(ls "$OUT"/*.jfr | tail -1)"
+grep -q '^<6>ctxprof: stopped' "$DLOG" || fail "no stop message"
+echo "PASS: daemon operations"

@@ -1,0 +1,77 @@
+#!/bin/bash
+# ctxprof daemon output: settings from an INI file (inline comments), directory 0750, files
+# 0640 named ctxprof-HOST-YYYYMMDDTHHMMSSZ.jfr, written as .jfr.part (every finished chunk
+# readable while it grows) and renamed when rotated; rotation by period and by size;
+# retention by total size deletes the oldest finished files; SIGTERM writes the last chunk,
+# exits 0 and leaves no .part behind; every file passes `jfr summary` and `ctxprof report`.
+. "$(dirname "$0")/daemon_lib.sh"
+"$WL/wl_attrib" long 0 2 >/dev/null &
+A=$!
+KIDS="$KIDS $A"
+cat >"$TMP/ctxprof.conf" <<CONF
+[sampling]
+frequency = 199           ; Hz per CPU
+event = cpu-clock         ; or cycles
+call-graph = fp           ; or dwarf
+[targets]
+mode = selectors
+comm = nomatch*, wl_attrib ; two globs
+[output]
+directory = $OUT
+chunk-period = 1s
+rotate = period           ; period | size
+rotate-period = 3s
+retain-age = 7d
+retain-size = 1G
+split = host
+[daemon]
+log-level = debug
+status-file = $ST
+CONF
+start_daemon --config "$TMP/ctxprof.conf"
+sleep 2.5
+# while the first file is open: a .part with finished chunks only
+P=$(ls "$OUT"/*.jfr.part 2>/dev/null | head -1)
+[ -n "$P" ] || fail "no .jfr.part while recording: $(ls -la "$OUT")"
+cp "$P" "$TMP/snapshot.jfr"
+jfr_ok "$TMP/snapshot.jfr"
+sleep 7
+stop_daemon
+ls -la "$OUT"
+[ "$(stat -c %a "$OUT")" = 750 ] || fail "directory mode $(stat -c %a "$OUT")"
+ls "$OUT"/*.part 2>/dev/null && fail ".part left after SIGTERM"
+n=0
+for f in "$OUT"/*.jfr; do
+	b=$(basename "$f")
+	[[ $b =~ ^ctxprof-[A-Za-z0-9._-]+-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.jfr$ ]] || fail "bad name $b"
+	[ "$(stat -c %a "$f")" = 640 ] || fail "$b mode $(stat -c %a "$f")"
+	"$CTXPROF" report "$f" >"$TMP/report.txt" || fail "ctxprof report $b failed"
+	n=$((n + 1))
+done
+# the JDK (slow to start) reads the first and the last (written at SIGTERM)
+jfr_ok "$(ls "$OUT"/*.jfr | head -1)"
+jfr_ok "$(ls "$OUT"/*.jfr | tail -1)"
+[ "$n" -ge 3 ] || fail "$n files after ~10 s with rotate-period 3s (want >= 3)"
+# names sort by start time and the last file has the end of the recording
+first=$(ls "$OUT"/*.jfr | head -1)
+grep -q 'phase' <(jfr print --events ctxprof.ExecutionSample "$first") || fail "no context in $first"
+echo "period rotation: $n files"
+
+# 2. size rotation + retention by size: 64K files, keep at most 160K
+rm -rf "$OUT"
+start_daemon --mode selectors --comm wl_attrib --chunk-period 200ms --rotate size \
+	--rotate-size 64K --retain-size 160K --frequency 999
+for _ in $(seq 120); do
+	[ "$(dstat files_deleted)" -ge 2 ] 2>/dev/null && break
+	sleep 0.25
+done
+stop_daemon
+ls -la "$OUT"
+del=$(grep -c 'retention: deleted' "$DLOG")
+[ "$del" -ge 1 ] || fail "retention deleted nothing"
+total=$(du -cb "$OUT"/*.jfr | tail -1 | cut -f1)
+[ "$total" -le $((160 * 1024)) ] || fail "retained $total bytes > 160K"
+jfr_ok "$(ls "$OUT"/*.jfr | tail -1)"
+echo "size rotation + retention: kept $total bytes in $(ls "$OUT" | wc -l) files"
+kill $A
+echo "PASS: daemon output"

@@ -1,0 +1,67 @@
+#!/bin/bash
+# ctxprof daemon as a sidecar: a target and the daemon in a new PID + mount namespace
+# (unshare --pid --fork --mount-proc), the daemon selecting by name. BPF translates pids with
+# bpf_get_ns_current_pid_tgid: the recording must carry the namespace-local tids the workload
+# printed (small numbers, not host tids), thread names, symbols and context; a process
+# started inside the namespace after the daemon (exec pickup) is sampled too, and host
+# processes matching the selector outside the namespace are not.
+. "$(dirname "$0")/daemon_lib.sh"
+command -v unshare >/dev/null || skip "no unshare"
+CTX=$(readlink -f "$CTXPROF")
+WLD=$(readlink -f "$WL")
+mkdir -p "$OUT"
+# a matching process on the host, outside the namespace
+"$WL/wl_attrib" long 0 1 >/dev/null &
+HOSTP=$!
+KIDS="$KIDS $HOSTP"
+unshare --pid --fork --mount-proc bash -c "
+	'$WLD/wl_attrib' long 6 2 >'$TMP/wl1.out' &
+	sleep 0.3
+	'$CTX' daemon --mode selectors --comm wl_attrib --directory '$OUT' --status-file '$ST' \
+		--chunk-period 1s 2>'$DLOG' &
+	D=\$!
+	sleep 2
+	'$WLD/wl_attrib' long 3 1 >'$TMP/wl2.out'
+	wait %1
+	kill -TERM \$D
+	wait \$D
+	echo daemon-rc=\$?
+" >"$TMP/ns.out" 2>&1
+cat "$TMP/ns.out"
+grep -q 'daemon-rc=0' "$TMP/ns.out" || { cat "$DLOG"; fail "daemon in the namespace did not exit 0"; }
+kill $HOSTP
+F=$(ls "$OUT"/*.jfr | head -1)
+[ -n "$F" ] || fail "no recording"
+jfr_ok "$F"
+T1=$(awk '/^cpu/ { print $2 }' "$TMP/wl1.out")
+T2=$(awk '/^cpu/ { print $2 }' "$TMP/wl2.out")
+echo "namespace tids: first workload $T1, second $T2 (host pid of the outside one: $HOSTP)"
+for t in $T1 $T2; do [ "$t" -lt 100 ] || fail "tid $t does not look namespace-local"; done
+jfr print --json --events ctxprof.ExecutionSample "$F" >"$TMP/s.json"
+python3 - "$TMP/s.json" "$T1" "$T2" <<'PY' || fail "recording content"
+import json, sys
+d = json.load(open(sys.argv[1]))["recording"]["events"]
+t1 = set(int(x) for x in sys.argv[2].split())
+t2 = set(int(x) for x in sys.argv[3].split())
+tids = {}
+names = set()
+funcs = set()
+ctx = 0
+for e in d:
+    v = e["values"]
+    th = v["sampledThread"]
+    tids[th["osThreadId"]] = tids.get(th["osThreadId"], 0) + 1
+    names.add(th["osName"])
+    for f in (v.get("stackTrace") or {}).get("frames", []):
+        funcs.add(f["method"]["name"])
+    if any(k in json.dumps(v) for k in ('"phase"', "phase")):
+        ctx += 1
+print("samples per tid:", tids, "names:", sorted(names), "with context:", ctx)
+assert set(tids) <= t1 | t2, "samples of tids outside the namespace: %s" % (set(tids) - t1 - t2)
+assert sum(tids.get(t, 0) for t in t1) > 10, "few samples of the first workload"
+assert sum(tids.get(t, 0) for t in t2) > 3, "the workload started after the daemon was not sampled"
+assert {"wl-0", "wl-1"} <= names, names
+assert "work_A" in funcs and "work_B" in funcs, "no symbols"
+assert ctx > 0, "no context"
+PY
+echo "PASS: daemon sidecar"

@@ -1,0 +1,163 @@
+/*
+ * test_daemon_config.c — the daemon's library parts without BPF: config parsing (INI with
+ * inline comments, bad values with their line, flags), container id matching, output file
+ * naming and retention by age and size in a real directory.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "output_dir.h"
+#include "sampler.h"
+#include "target_select.h"
+
+static char *write_tmp(const char *text)
+{
+        static char path[64];
+        int fd;
+
+        snprintf(path, sizeof(path), "/tmp/ctxprof-conf.XXXXXX");
+        fd = mkstemp(path);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        return path;
+}
+
+Test(config, full_file_with_inline_comments)
+{
+        struct daemon_config c;
+        int line;
+        char key[64];
+        char *p = write_tmp("[sampling]\nfrequency = 49  ; Hz\nevent = cycles\ncall-graph = dwarf\n"
+                            "[targets]\nmode = selectors\ncomm = nginx*, myapp ; names\n"
+                            "exe = /usr/bin/myapp\ncgroup = /system.slice/a.service\n"
+                            "container = 0123abcd\n[output]\ndirectory = /srv/p\n"
+                            "chunk-period = 30s\nrotate = size\nrotate-period = 10m\n"
+                            "rotate-size = 64M\nretain-age = 7d\nretain-size = 1G\nsplit = host\n"
+                            "[daemon]\nlog-level = debug\nstatus-file = /run/x/status\n");
+
+        config_defaults(&c);
+        cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), 0, "line %d %s", line, key);
+        unlink(p);
+        cr_assert_eq(c.frequency, 49);
+        cr_assert_eq(c.event, SAMPLER_EV_CYCLES);
+        cr_assert_eq(c.dwarf, 1);
+        cr_assert_eq(c.mode, TARGET_MODE_SELECTORS);
+        cr_assert_str_eq(c.comm, "nginx*, myapp");
+        cr_assert_str_eq(c.directory, "/srv/p");
+        cr_assert_eq(c.chunk_period_ms, 30000);
+        cr_assert_eq(c.rotate, ROTATE_SIZE);
+        cr_assert_eq(c.rotate_period_ms, 600000);
+        cr_assert_eq(c.rotate_size, 64ull << 20);
+        cr_assert_eq(c.retain_age_ms, 7ull * 86400000);
+        cr_assert_eq(c.retain_size, 1ull << 30);
+        cr_assert_eq(c.log_level, LOG_DEBUG);
+        cr_assert_str_eq(c.status_file, "/run/x/status");
+}
+
+Test(config, bad_value_reports_line_and_keeps_settings)
+{
+        struct daemon_config c;
+        int line;
+        char key[64];
+        char *p = write_tmp("[sampling]\nfrequency = 7\n[output]\nrotate-size = lots\n");
+
+        config_defaults(&c);
+        cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), -EINVAL);
+        cr_assert_eq(line, 4);
+        cr_assert_str_eq(key, "output.rotate-size");
+        cr_assert_eq(c.frequency, 99, "a failed load changed the settings");
+        p = write_tmp("[sampling]\nfrequncy = 7\n");
+        cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), -ENOENT);
+        unlink(p);
+        cr_assert_eq(config_load(&c, "/nonexistent/ctxprof.conf", &line, key, sizeof(key)),
+                     -ENOENT);
+        cr_assert_eq(config_set(&c, NULL, "split", "process"), -ENOTSUP);
+        cr_assert_eq(config_set(&c, NULL, "directory", "relative/dir"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "frequency", "0"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "rotate-period", "5m"), 0);
+        cr_assert_eq(c.rotate_period_ms, 300000);
+}
+
+Test(target_select, container_ids)
+{
+        cr_assert(target_select_container_match(
+            "/system.slice/docker-0123abcdef0123456789abcdef.scope", "0123abcd"));
+        cr_assert(target_select_container_match("/kubepods/pod1/cri-containerd-ABCDEF012345.scope",
+                                                "abcdef"));
+        cr_assert_not(target_select_container_match("/system.slice/x-0123abcd.scope", "0123abcd"),
+                      "8 hex digits are no container id");
+        cr_assert_not(target_select_container_match("/docker/ffff0123abcdef0123", "0123abcd"));
+}
+
+static void touch(const char *dir, const char *name, size_t size, time_t age)
+{
+        char path[512];
+        struct timeval tv[2];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        f = fopen(path, "w");
+        cr_assert(f);
+        for (size_t i = 0; i < size; i++)
+                fputc('x', f);
+        fclose(f);
+        gettimeofday(&tv[0], NULL);
+        tv[0].tv_sec -= age;
+        tv[1] = tv[0];
+        cr_assert_eq(utimes(path, tv), 0);
+}
+
+Test(output_dir, names_and_retention)
+{
+        char dir[] = "/tmp/ctxprof-out.XXXXXX", sub[64], path[600];
+        struct output_file f1, f2;
+        struct output_retain_result r;
+        struct stat st;
+        FILE *fp;
+
+        cr_assert(mkdtemp(dir));
+        snprintf(sub, sizeof(sub), "%s/a/b", dir);
+        cr_assert_eq(output_dir_prepare(sub), 0);
+        cr_assert_eq(stat(sub, &st), 0);
+        cr_assert_eq(st.st_mode & 0777, 0750);
+
+        cr_assert_eq(output_dir_new_file(sub, "my host!", 86400 * 365, &f1), 0);
+        snprintf(path, sizeof(path), "%s/ctxprof-my_host_-19710101T000000Z.jfr.part", sub);
+        cr_assert_str_eq(f1.part, path);
+        fp = fopen(f1.part, "w");
+        fclose(fp);
+        cr_assert_eq(output_dir_new_file(sub, "my host!", 86400 * 365, &f2), 0);
+        cr_assert(strstr(f2.final, "19710101T000000Z-1.jfr"), "%s", f2.final);
+        cr_assert_eq(output_dir_finish(&f1), 0);
+        cr_assert_eq(access(f1.final, F_OK), 0);
+
+        /* age: 3 days old goes with a 2-day limit; .part and foreign files never go */
+        touch(sub, "ctxprof-h-20200101T000000Z.jfr", 100, 3 * 86400);
+        touch(sub, "ctxprof-h-20200102T000000Z.jfr.part", 100, 3 * 86400);
+        touch(sub, "notes.jfr", 100, 3 * 86400);
+        touch(sub, "ctxprof-h-20200103T000000Z.jfr", 100, 60);
+        touch(sub, "ctxprof-h-20200104T000000Z.jfr", 100, 30);
+        cr_assert_eq(output_dir_retain(sub, 2 * 86400000ull, 0, time(NULL), &r), 0);
+        cr_assert_eq(r.deleted, 1);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-20200101T000000Z.jfr", sub);
+        cr_assert_neq(access(path, F_OK), 0);
+        /* size: 2 x 100 + f1 (0) -> keep 150: the older one goes */
+        cr_assert_eq(output_dir_retain(sub, 0, 150, time(NULL), &r), 0);
+        cr_assert_eq(r.deleted, 1);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-20200104T000000Z.jfr", sub);
+        cr_assert_eq(access(path, F_OK), 0, "the newest file was deleted");
+        snprintf(path, sizeof(path), "%s/ctxprof-h-20200102T000000Z.jfr.part", sub);
+        cr_assert_eq(access(path, F_OK), 0, "a .part was deleted");
+        snprintf(path, sizeof(path), "%s/notes.jfr", sub);
+        cr_assert_eq(access(path, F_OK), 0, "a foreign file was deleted");
+        snprintf(path, sizeof(path), "rm -rf %s", dir);
+        cr_assert_eq(system(path), 0);
+}
