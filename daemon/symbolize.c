@@ -407,7 +407,10 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
         }
         m->last_use = ++s->tick;
         if (!m->dwfl && !m->failed) {
-                if (smod_open(s, id, m) < 0) {
+                int err = smod_open(s, id, m);
+                /* An id the registry does not know yet (another thread is registering it)
+                 * is not a broken file: try again next time instead of failing it for good. */
+                if (err < 0 && err != -ENOENT) {
                         m->failed = 1;
                         s->st.module_errors++;
                 }
@@ -592,14 +595,20 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         } else if (f->module_id >= CTXPROF_MODULE_FIRST) {
                 n = resolve_user(s, f->module_id, off, tmp, SYM_MAX_INLINE);
         }
+        int cacheable = 1;
         if (n == 0) {
+                struct module_info mi;
                 s->st.unresolved++;
                 tmp[0] = (struct sym_frame){.function = NULL, .file = NULL, .line = -1};
                 n = 1;
+                /* Not yet registered: the answer may change, so do not remember it. */
+                if (f->module_id >= CTXPROF_MODULE_FIRST &&
+                    modules_info(s->mods, f->module_id, &mi))
+                        cacheable = 0;
         }
-        if (s->ncache >= SYM_CACHE_MAX)
+        if (cacheable && s->ncache >= SYM_CACHE_MAX)
                 cache_clear(s);
-        struct cache_ent *e = malloc(sizeof(*e) + (size_t)n * sizeof(e->f[0]));
+        struct cache_ent *e = cacheable ? malloc(sizeof(*e) + (size_t)n * sizeof(e->f[0])) : NULL;
         if (e) {
                 e->module_id = f->module_id;
                 e->offset = off;
