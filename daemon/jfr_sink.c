@@ -548,14 +548,9 @@ fail:
         return err;
 }
 
-static int sink_sample_cb(void *ctx, const struct decoded_sample *ds)
-{
-        return sink_sample(ctx, ds);
-}
-
 struct sample_sink jfr_sink_as_sink(struct jfr_sink *s)
 {
-        return (struct sample_sink){.ctx = s, .sample = sink_sample_cb};
+        return (struct sample_sink){.ctx = s, .sample = sink_sample};
 }
 
 void jfr_sink_set_modules(struct jfr_sink *s, struct modules *m)
