@@ -12,7 +12,9 @@ spin() { exec -a "$1" bash -c 'while :; do :; done'; }
 # 1. selectors: comm glob. A running process is picked by the /proc scan; one started later
 # by its exec; a non-matching busy shell is not sampled.
 start_daemon --mode selectors --comm 'wl_att*' --chunk-period 1s --rotate-period 1h
-"$WL/wl_attrib" long 4 2 >"$TMP/a1.out" &
+# runs until SIGUSR1: a fixed duration would race the status refresh (every 2 s, later
+# under load) and the process could exit before the daemon reports it as a target
+"$WL/wl_attrib" long 0 2 >"$TMP/a1.out" &
 A1=$!
 KIDS="$KIDS $A1"
 bash -c 'while :; do :; done' &
@@ -22,6 +24,7 @@ sleep 3
 status_refresh
 grep -q "^target pid=$A1 " "$ST" || { cat "$ST"; fail "wl_attrib $A1 (exec after start) is not a target"; }
 grep -q "^target pid=$SP " "$ST" && fail "busy shell $SP matched comm=wl_att*"
+kill -USR1 $A1
 wait $A1
 sleep 1.5
 status_refresh

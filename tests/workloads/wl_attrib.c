@@ -6,7 +6,9 @@
  *
  *   wl_attrib long SECONDS NTHREADS    NTHREADS threads named wl-0.. (the main thread too,
  *                                      as wl-0), for SECONDS (0 = until killed); at exit each
- *                                      thread prints "cpu TID NAME NS" from its schedstat
+ *                                      thread prints "cpu TID NAME NS" from its schedstat;
+ *                                      SIGUSR1 ends the run early the same way (tests that must
+ *                                      not race a fixed duration against the daemon's timing)
  *   wl_attrib short SECONDS NTHREADS   NTHREADS at a time of short-lived threads (~20 ms each)
  *   wl_attrib bench SECONDS NTHREADS   no context; prints "ops N cpu_us M" at exit
  * A 4th argument "noctx" (long mode) adds a thread wl-noctx that burns CPU in work_C and never
@@ -16,6 +18,7 @@
  * Built with frame pointers; never exits early on its own errors except with a message.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +72,7 @@ static void load_libctx(void)
 }
 #endif
 
-static volatile int stop;
+static volatile sig_atomic_t stop;
 static volatile uint64_t sink;
 static int use_ctx = 1;
 static uint64_t ops_total;
@@ -193,6 +196,12 @@ static void *timer_thread(void *arg)
         return NULL;
 }
 
+static void on_usr1(int sig)
+{
+        (void)sig;
+        stop = 1;
+}
+
 static void *short_thread(void *arg)
 {
         (void)arg;
@@ -217,6 +226,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "wl_attrib: bad arguments\n");
                 return 2;
         }
+        signal(SIGUSR1, on_usr1);
         th = calloc((size_t)nthreads, sizeof(*th));
         if (!th)
                 return 1;
