@@ -15,7 +15,7 @@ libcap-dev
 clang-format
 openjdk-17-jdk-headless
 linux-perf
-procps util-linux
+procps util-linux time
 "
 # Fragments may add packages for their own area: one name per line in mk/*.pkgs
 for f in "$(dirname "$0")"/../mk/*.pkgs; do
