@@ -5,6 +5,7 @@
  */
 #include "modules.h"
 #include "frame.h"
+#include "sigbus_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,8 @@ static uint32_t fnv1a(const char *s)
 
 struct modules *modules_new(void)
 {
+        if (sigbus_guard_install() < 0)
+                return NULL;
         struct modules *m = calloc(1, sizeof(*m));
         if (!m)
                 return NULL;

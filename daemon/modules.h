@@ -9,6 +9,9 @@
  * Memory bound: at most MODULES_MAX entries (then registering fails with -ENOSPC and the
  * caller uses CTXPROF_MODULE_UNKNOWN); at most MODULES_MAX_FDS open file descriptors (files
  * registered after that are reopened by path and checked by build id, see modules_open).
+ * The files are the targets' own, read (and mapped, by elfutils) while the target may change
+ * them: modules_new installs the process-wide SIGBUS guard (sigbus_guard.h) so a file
+ * truncated under a reader becomes a corrupt module, never a crash.
  */
 #ifndef CTXPROF_MODULES_H
 #define CTXPROF_MODULES_H
@@ -28,6 +31,7 @@ struct module_info {
         const char *build_id_hex; /* lowercase hex, "" if the file has none */
 };
 
+/* NULL on allocation failure (or when the SIGBUS guard cannot be installed). */
 struct modules *modules_new(void);
 void modules_free(struct modules *);
 /* Strings in *out stay valid until modules_free. -ENOENT for an unknown id. */

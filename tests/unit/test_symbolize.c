@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "sigbus_guard.h"
 #include "stack_sampler.h"
 
 static char path_qsort[512], path_stripped[512], path_inline[512], path_cxx[512];
@@ -330,6 +331,59 @@ Test(symbolize, corrupt_elf_files_stay_unresolved)
                 munmap(maps[i], lens[i]);
                 unlink(paths[i]);
         }
+}
+
+/* A target truncates one of its files while ctxprof reads it: elfutils has the file mapped,
+ * so the next read of a page past the new end raises SIGBUS. The guard installed by
+ * modules_new turns that into a corrupt module (no names), never a crash of the test (or of
+ * the daemon). */
+Test(symbolize, file_truncated_while_symbolizing)
+{
+        char copy[600];
+        snprintf(copy, sizeof(copy), "%s/tests/tmp", test_build_dir());
+        mkdir(copy, 0755);
+        snprintf(copy, sizeof(copy), "%s/tests/tmp/fx_inline_trunc.%d", test_build_dir(),
+                 (int)getpid());
+        {
+                int in = open(path_inline, O_RDONLY);
+                static unsigned char buf[1 << 20];
+                ssize_t len = read(in, buf, sizeof(buf));
+                close(in);
+                cr_assert_gt(len, 8192);
+                write_file(copy, buf, (size_t)len);
+        }
+        size_t maplen;
+        unsigned char *base = map_exec(copy, &maplen);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)base + 0x1000, &f), 0);
+        cr_assert_geq(f.module_id, CTXPROF_MODULE_FIRST);
+        struct sym_frame sf[SYM_MAX_INLINE];
+        /* the module is opened and its tables mapped while the file is whole */
+        cr_assert_geq(symbolize(sym, &f, sf, SYM_MAX_INLINE), 1);
+        uint64_t before = sigbus_guard_repaired();
+
+        int fd = open(copy, O_WRONLY);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(ftruncate(fd, 0), 0);
+        close(fd);
+        /* every other offset is a fresh lookup: symbol table and DWARF pages re-read */
+        for (uint64_t off = 0x1008; off < 0x1400; off += 8) {
+                f.offset = off;
+                cr_assert_geq(symbolize(sym, &f, sf, SYM_MAX_INLINE), 1);
+        }
+        uint64_t repaired = sigbus_guard_repaired() - before;
+        cr_log_info("pages past the truncated end repaired: %llu", (unsigned long long)repaired);
+        cr_expect_gt(repaired, 0, "no read past the end: the test did not exercise the guard");
+
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        munmap(base, maplen);
+        unlink(copy);
 }
 
 Test(symbolize, frames_of_an_exited_process_with_a_deleted_file)
