@@ -333,6 +333,24 @@ Test(symbolize, corrupt_elf_files_stay_unresolved)
         }
 }
 
+/* Copy a fixture (at most 1 MiB) to BUILD/tests/tmp/NAME.PID; its path in out. */
+static void copy_to_tmp(const char *src, const char *name, char *out, size_t outsz)
+{
+        snprintf(out, outsz, "%s/tests/tmp", test_build_dir());
+        mkdir(out, 0755);
+        snprintf(out, outsz, "%s/tests/tmp/%s.%d", test_build_dir(), name, (int)getpid());
+        int in = open(src, O_RDONLY);
+        struct stat st;
+        cr_assert_geq(in, 0, "%s: %s", src, strerror(errno));
+        fstat(in, &st);
+        static unsigned char buf[1 << 20];
+        ssize_t len = read(in, buf, sizeof(buf));
+        close(in);
+        cr_assert(len > 0 && len == st.st_size, "%s: read %zd of %lld", src, len,
+                  (long long)st.st_size);
+        write_file(out, buf, (size_t)len);
+}
+
 /* A target truncates one of its files while ctxprof reads it: elfutils has the file mapped,
  * so the next read of a page past the new end raises SIGBUS. The guard installed by
  * modules_new turns that into a corrupt module (no names), never a crash of the test (or of
@@ -340,18 +358,7 @@ Test(symbolize, corrupt_elf_files_stay_unresolved)
 Test(symbolize, file_truncated_while_symbolizing)
 {
         char copy[600];
-        snprintf(copy, sizeof(copy), "%s/tests/tmp", test_build_dir());
-        mkdir(copy, 0755);
-        snprintf(copy, sizeof(copy), "%s/tests/tmp/fx_inline_trunc.%d", test_build_dir(),
-                 (int)getpid());
-        {
-                int in = open(path_inline, O_RDONLY);
-                static unsigned char buf[1 << 20];
-                ssize_t len = read(in, buf, sizeof(buf));
-                close(in);
-                cr_assert_gt(len, 8192);
-                write_file(copy, buf, (size_t)len);
-        }
+        copy_to_tmp(path_inline, "fx_inline_trunc", copy, sizeof(copy));
         size_t maplen;
         unsigned char *base = map_exec(copy, &maplen);
         struct modules *mods = modules_new();
@@ -389,21 +396,8 @@ Test(symbolize, file_truncated_while_symbolizing)
 Test(symbolize, frames_of_an_exited_process_with_a_deleted_file)
 {
         char copy[600];
-        snprintf(copy, sizeof(copy), "%s/tests/tmp", test_build_dir());
-        mkdir(copy, 0755);
-        snprintf(copy, sizeof(copy), "%s/tests/tmp/fx_qsort_deleted.%d", test_build_dir(),
-                 (int)getpid());
-        {
-                int in = open(path_qsort, O_RDONLY);
-                struct stat st;
-                fstat(in, &st);
-                static unsigned char buf[1 << 20];
-                ssize_t len = read(in, buf, sizeof(buf));
-                close(in);
-                cr_assert(len > 0 && len == st.st_size);
-                write_file(copy, buf, (size_t)len);
-                chmod(copy, 0755);
-        }
+        copy_to_tmp(path_qsort, "fx_qsort_deleted", copy, sizeof(copy));
+        chmod(copy, 0755);
         int fds_before = count_fds();
         char line[64];
         pid_t pid = spawn_fixture(copy, NULL, line, sizeof(line));
