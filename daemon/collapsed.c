@@ -256,6 +256,9 @@ static void put_frame(FILE *f, struct symbolizer *sym, struct modules *mods,
                 base = base ? base + 1 : mi.path;
                 put_clean(f, base, strlen(base));
                 fprintf(f, "+0x%llx", (unsigned long long)fr->offset);
+                /* the build id names the exact file, for symbolizing offline later */
+                if (mi.build_id_hex && *mi.build_id_hex)
+                        fprintf(f, "[%s]", mi.build_id_hex);
         } else {
                 fprintf(f, "[unknown]+0x%llx", (unsigned long long)fr->offset);
         }

@@ -9,17 +9,23 @@
 #include <string.h>
 
 #include "collapsed.h"
+#include "modules.h"
 
-static char *write_all(struct collapsed *c)
+static char *write_mods(struct collapsed *c, struct modules *mods)
 {
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
 
         cr_assert(f);
-        cr_assert_eq(collapsed_write(c, f, NULL), 0);
+        cr_assert_eq(collapsed_write(c, f, mods), 0);
         fclose(f);
         return buf;
+}
+
+static char *write_all(struct collapsed *c)
+{
+        return write_mods(c, NULL);
 }
 
 static struct decoded_sample sample(const struct ctxprof_frame *fr, unsigned n)
@@ -107,4 +113,26 @@ Test(collapsed, markers_and_growth)
         cr_assert_eq(collapsed_lines(c), 2501);
         cr_assert_eq(collapsed_samples(c), 5001);
         collapsed_free(c);
+}
+
+/* A frame of a registered module that cannot be named (its file is gone): module base name
+ * + offset, and the build id that names the exact file. */
+Test(collapsed, unresolved_frame_keeps_module_and_build_id)
+{
+        static const unsigned char bid[] = {0xde, 0xad, 0xbe, 0xef, 0x01};
+        struct module_key key = {bid, sizeof(bid), 0, 0, "/nonexistent/dir/libgone.so"};
+        struct modules *mods = modules_new();
+        uint32_t id;
+
+        cr_assert(mods);
+        cr_assert_eq(modules_intern(mods, &key, -1, &id), 0);
+        struct ctxprof_frame fr[1] = {{0x10, id, 0}};
+        struct collapsed *c = collapsed_new(0);
+        struct decoded_sample s = sample(fr, 1);
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        char *out = write_mods(c, mods);
+        cr_assert_str_eq(out, "app-42;worker;libgone.so+0x10[deadbeef01] 1\n");
+        free(out);
+        collapsed_free(c);
+        modules_free(mods);
 }
