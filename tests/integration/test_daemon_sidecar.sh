@@ -3,8 +3,10 @@
 # (unshare --pid --fork --mount-proc), the daemon selecting by name. BPF translates pids with
 # bpf_get_ns_current_pid_tgid: the recording must carry the namespace-local tids the workload
 # printed (small numbers, not host tids), thread names, symbols and context; a process
-# started inside the namespace after the daemon (exec pickup) is sampled too, and host
-# processes matching the selector outside the namespace are not.
+# started inside the namespace after the daemon (exec pickup) is sampled too, with symbols
+# and context although its executable lives on a tmpfs of its own mount namespace that the
+# daemon cannot see by path; host processes matching the selector outside the namespace are
+# not.
 . "$(dirname "$0")/daemon_lib.sh"
 command -v unshare >/dev/null || skip "no unshare"
 CTX=$(readlink -f "$CTXPROF")
@@ -21,7 +23,13 @@ unshare --pid --fork --mount-proc bash -c "
 		--chunk-period 1s 2>'$DLOG' &
 	D=\$!
 	sleep 2
-	'$WLD/wl_attrib' long 3 1 >'$TMP/wl2.out'
+	# the second workload in a mount namespace of its own, run from a tmpfs that only it
+	# sees: the daemon reaches its file through /proc/PID/root or map_files, not by path
+	mkdir -p '$TMP/priv'
+	unshare --mount sh -c \"mount -t tmpfs ctxprof-priv '$TMP/priv' &&
+		cp '$WLD/wl_attrib' '$TMP/priv/wl_attrib' &&
+		exec '$TMP/priv/wl_attrib' long 3 1\" >'$TMP/wl2.out'
+	[ -e '$TMP/priv/wl_attrib' ] && echo 'private tmpfs visible outside its namespace'
 	wait %1
 	kill -TERM \$D
 	wait \$D
@@ -29,6 +37,7 @@ unshare --pid --fork --mount-proc bash -c "
 " >"$TMP/ns.out" 2>&1
 cat "$TMP/ns.out"
 grep -q 'daemon-rc=0' "$TMP/ns.out" || { cat "$DLOG"; fail "daemon in the namespace did not exit 0"; }
+grep -q 'private tmpfs visible' "$TMP/ns.out" && fail "the workload's tmpfs leaked into the daemon's mount namespace"
 kill $HOSTP
 F=$(ls "$OUT"/*.jfr | head -1)
 [ -n "$F" ] || fail "no recording"
@@ -45,23 +54,25 @@ t1 = set(int(x) for x in sys.argv[2].split())
 t2 = set(int(x) for x in sys.argv[3].split())
 tids = {}
 names = set()
-funcs = set()
-ctx = 0
+funcs = {1: set(), 2: set()}
+ctx = {1: 0, 2: 0}
 for e in d:
     v = e["values"]
     th = v["sampledThread"]
     tids[th["osThreadId"]] = tids.get(th["osThreadId"], 0) + 1
     names.add(th["osName"])
+    w = 1 if th["osThreadId"] in t1 else 2
     for f in (v.get("stackTrace") or {}).get("frames", []):
-        funcs.add(f["method"]["name"])
-    if any(k in json.dumps(v) for k in ('"phase"', "phase")):
-        ctx += 1
+        funcs[w].add(f["method"]["name"])
+    if v.get("phase") in ("A", "B"):
+        ctx[w] += 1
 print("samples per tid:", tids, "names:", sorted(names), "with context:", ctx)
 assert set(tids) <= t1 | t2, "samples of tids outside the namespace: %s" % (set(tids) - t1 - t2)
 assert sum(tids.get(t, 0) for t in t1) > 10, "few samples of the first workload"
 assert sum(tids.get(t, 0) for t in t2) > 3, "the workload started after the daemon was not sampled"
 assert {"wl-0", "wl-1"} <= names, names
-assert "work_A" in funcs and "work_B" in funcs, "no symbols"
-assert ctx > 0, "no context"
+for w in (1, 2):
+    assert {"work_A", "work_B"} <= funcs[w], "workload %d: no symbols (%s)" % (w, sorted(funcs[w])[:10])
+    assert ctx[w] > 0, "workload %d: no phase label" % w
 PY
 echo "PASS: daemon sidecar"
