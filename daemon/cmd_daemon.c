@@ -280,6 +280,23 @@ static void retain(struct daemon *d)
                 logm(LOG_WARNING, "retention: unlink failed: %s", strerror(-r.last_error));
 }
 
+/* Recordings a previous daemon left in progress (crash, SIGKILL) become readable files. */
+static void recover(struct daemon *d)
+{
+        struct output_recover_result r;
+
+        if (output_dir_prepare(d->cfg.directory) || output_dir_recover(d->cfg.directory, &r))
+                return; /* open_file says why */
+        if (r.recovered || r.removed)
+                logm(LOG_WARNING,
+                     "recovered %u recordings left in progress (%llu bytes of partial chunks "
+                     "cut), removed %u without a complete chunk",
+                     r.recovered, (unsigned long long)r.bytes_trimmed, r.removed);
+        if (r.last_error)
+                logm(LOG_WARNING, "recovering a recording left in progress failed: %s",
+                     strerror(-r.last_error));
+}
+
 static void pend_add(struct daemon *d, pid_t pid)
 {
         uint64_t now = mono_ns();
@@ -624,6 +641,7 @@ static int cmd_daemon(int argc, char **argv)
                          : "");
                 goto out;
         }
+        recover(d);
         if (open_file(d))
                 goto out;
         memset(&sa, 0, sizeof(sa));

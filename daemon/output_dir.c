@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jfr_writer.h"
 #include "output_dir.h"
 
 #define PREFIX "ctxprof-"
@@ -169,6 +170,73 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
         }
         res->bytes_kept = total;
         free(e);
+        closedir(dp);
+        return 0;
+}
+
+static int is_part(const char *name)
+{
+        size_t n = strlen(name);
+
+        return !strncmp(name, PREFIX, strlen(PREFIX)) && n > 9 &&
+               !strcmp(name + n - 9, ".jfr.part");
+}
+
+/* One leftover NAME.jfr.part: trim to its complete chunks and rename, or delete. */
+static int recover_one(int dfd, const char *name, struct output_recover_result *res)
+{
+        char final[256];
+        uint64_t good = 0;
+        struct stat st;
+        int fd, err = 0;
+
+        snprintf(final, sizeof(final), "%.*s", (int)(strlen(name) - 5), name); /* drop .part */
+        fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+                err = -EINVAL;
+        else
+                err = jfr_file_complete_prefix(fd, &good);
+        if (!err && good > 0 && (uint64_t)st.st_size > good && ftruncate(fd, (off_t)good))
+                err = -errno;
+        if (!err && good > 0 && fdatasync(fd))
+                err = -errno;
+        close(fd);
+        if (err)
+                return err;
+        if (good == 0) {
+                if (unlinkat(dfd, name, 0))
+                        return -errno;
+                res->removed++;
+                return 0;
+        }
+        /* never replace a finished recording of the same name */
+        if (!faccessat(dfd, final, F_OK, AT_SYMLINK_NOFOLLOW))
+                return -EEXIST;
+        if (renameat(dfd, name, dfd, final))
+                return -errno;
+        res->recovered++;
+        res->bytes_trimmed += (uint64_t)st.st_size - good;
+        return 0;
+}
+
+int output_dir_recover(const char *dir, struct output_recover_result *res)
+{
+        struct dirent *d;
+        DIR *dp;
+
+        memset(res, 0, sizeof(*res));
+        dp = opendir(dir);
+        if (!dp)
+                return -errno;
+        while ((d = readdir(dp))) {
+                if (!is_part(d->d_name) || strlen(d->d_name) >= 256)
+                        continue;
+                int err = recover_one(dirfd(dp), d->d_name, res);
+                if (err)
+                        res->last_error = err;
+        }
         closedir(dp);
         return 0;
 }

@@ -37,4 +37,16 @@ struct output_retain_result {
 int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, time_t now,
                       struct output_retain_result *res);
 
+struct output_recover_result {
+        unsigned recovered;     /* .part files trimmed to their complete chunks, renamed .jfr */
+        unsigned removed;       /* .part files without one complete chunk, deleted */
+        uint64_t bytes_trimmed; /* partial chunks cut off the recovered files */
+        int last_error;         /* -errno of the last file that could not be handled, 0 if none */
+};
+/* Finish the recordings a previous daemon left in progress (NAME.jfr.part of a crash or a
+ * kill): each is cut back to its complete chunks and renamed to NAME.jfr (so retention sees
+ * it and the JDK can read it), or deleted when not one chunk is complete. Call before this
+ * process starts a recording of its own in dir. 0 or -errno (directory unreadable). */
+int output_dir_recover(const char *dir, struct output_recover_result *res);
+
 #endif
