@@ -18,7 +18,7 @@ app=$!
 trap 'kill $app 2>/dev/null || true' EXIT
 sleep 0.5
 echo "demo: profiling demo_app (pid $app) for 10 s ..."
-"$B/ctxprof" record -p "$app" -d 10s -o "$out"
+"$B/ctxprof" record -p "$app" -d 10s --call-graph dwarf -o "$out"
 kill "$app" 2>/dev/null || true
 wait "$app" 2>/dev/null || true
 trap - EXIT
