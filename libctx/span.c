@@ -101,9 +101,18 @@ static void mirror_write(struct ctxi_slot *s, unsigned i, uint64_t v)
         CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
 }
 
+/* Called with ctxi_self.busy held. mirror_shown is raised before the record is read: a
+ * ctx_set_span/ctx_clear_span from a handler that interrupts us takes its "no mirrors
+ * shown, nothing to do" shortcut only when mirror_shown is 0, and otherwise tells us to
+ * re-sync as we leave (mirror_update -> mirror_pending). Were the flag raised only after the
+ * writes, a handler's clear landing between our record read and the flag would be skipped,
+ * and we would go on to show the span it had just cleared. */
 void ctxi_mirror_sync(struct ctxi_slot *s)
 {
         const struct ctx_span_context *r = &ctxi_span;
+        uint32_t was_shown = s->mirror_shown;
+        CTXI_ST(s->mirror_shown, 1);
+        CTXI_ORDER();
         uint64_t ck = CTXI_LD(r->checksum);
         uint64_t sp = CTXI_LD(r->span_id);
         uint64_t rt = CTXI_LD(r->root_span_id);
@@ -111,20 +120,20 @@ void ctxi_mirror_sync(struct ctxi_slot *s)
          * interrupted writer re-syncs when it gets to its own mirror step */
         int show = ck != 0 && ck == ctx_span_checksum(sp, rt) && ctxi_mirroring_on();
         if (!show) {
-                if (s->mirror_shown) {
+                if (was_shown) {
                         CTXI_ST(s->labels[0].key.buf, NULL);
                         CTXI_ST(s->labels[1].key.buf, NULL);
-                        s->mirror_shown = 0;
                 }
+                CTXI_ORDER();
+                CTXI_ST(s->mirror_shown, 0);
                 return;
         }
-        if (!s->mirror_shown || s->mirror_span != sp)
+        if (!was_shown || s->mirror_span != sp)
                 mirror_write(s, 0, sp);
-        if (!s->mirror_shown || s->mirror_root != rt)
+        if (!was_shown || s->mirror_root != rt)
                 mirror_write(s, 1, rt);
         s->mirror_span = sp;
         s->mirror_root = rt;
-        s->mirror_shown = 1;
 }
 
 static int mirror_update(void)
@@ -170,7 +179,8 @@ int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 {
         span_write(span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
         if (!ctxi_mirroring_on()) {
-                /* nothing to do unless this thread's set still shows mirrors from before */
+                /* nothing to do unless this thread's set still shows mirrors from before, or
+                 * a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
                 custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
                 if (!cur || !ctxi_slot_of(cur)->mirror_shown)
                         return 0;
@@ -184,6 +194,7 @@ int ctx_clear_span(void)
          * first one: the ids read back as 0, yet without it the record would end as
          * {0, 0, h(B,Br)} (torn to a reader) instead of "no span" */
         span_write(0, 0, 0);
+        /* no mirrors shown and no mirror sync in progress (ctxi_mirror_sync): nothing to hide */
         custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
         if (!cur || !ctxi_slot_of(cur)->mirror_shown)
                 return 0;
