@@ -67,6 +67,10 @@ int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), vo
         /* fn's own label writes went into sc and are dropped; nested scopes restored theirs */
         CTXI_ST(ctxi_self.busy, 1);
         CTXI_ORDER();
+        /* sc is still published: raise its mirror_shown so that a handler's span write during
+         * the sync of cur defers to us (see ctxi_mirror_sync); sc is discarded below */
+        CTXI_ST(sc->mirror_shown, 1);
+        CTXI_ORDER();
         ctxi_mirror_sync(cur); /* cur is unpublished: bring its mirrors up to date first */
         CTXI_ORDER();
         CTXI_ST(ctxi_current_set, &cur->set);

@@ -22,9 +22,29 @@
  * ordered CPUs would cost barriers). A reader racing a *running* thread on another CPU is
  * outside the ABI; even then, on x86-64 (TSO) it sees the stores in order, and a mixed
  * {span, root} pair can only pass the 64-bit checksum by collision.
- * Reentrancy: if a signal handler sets a span in the middle of this sequence, the outer
- * call finishes its own stores afterwards and its checksum covers its own ids: the final
- * record is consistent; the short window between is a mismatch (torn), never a wrong span.
+ * Reentrancy: a signal handler on this thread may call ctx_set_span/ctx_clear_span in the
+ * middle of the sequence. It runs to completion first, so it leaves a consistent record of
+ * its own; the interrupted call then performs only the rest of its stores. If the handler
+ * came after one of the id stores, the result would mix the handler's id with this call's
+ * other id and checksum — {B, Ar, h(A,Ar)}: never valid, so "no span" (and hidden mirrors)
+ * until the next write. Hence span_write() ends with ORDER and reloads both ids: if either
+ * is not this call's, a handler wrote the record after our id store, and the whole sequence
+ * is redone. At the reload the record is consistent in every case: if both ids read back as
+ * ours, any id a handler left behind equals ours (so the checksum, ours or the handler's, is
+ * the right one), or the handler ran after our last store and its record is complete; and a
+ * handler that lands between or after the reloads leaves its own complete record behind, as
+ * if it had run after this call. So when ctx_set_span/ctx_clear_span returns, the record is
+ * consistent: this call's, or that of a handler that ran after it.
+ * Termination: a redo needs a handler on this thread to have written the record within the
+ * same iteration (a window of a few instructions); each redo consumes one such handler run,
+ * and handlers do not resume the loop they interrupted, so the loop ends as soon as one
+ * iteration is not hit — like a CAS retry loop, it only spins while others make progress.
+ * Ordering: the ORDER after the final checksum store keeps the compiler from hoisting the
+ * reloads above it (a handler between early reloads and that store would go unnoticed) and,
+ * as a signal fence, from assuming the loads return the values just stored. Within each
+ * iteration the stores keep the order argued above, so a reader still sees only prefixes;
+ * the window while an interrupted call repairs a mixed record reads as a mismatch (torn),
+ * never as a wrong span (short of a 64-bit checksum collision).
  */
 #include "internal.h"
 
@@ -81,9 +101,18 @@ static void mirror_write(struct ctxi_slot *s, unsigned i, uint64_t v)
         CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
 }
 
+/* Called with ctxi_self.busy held. mirror_shown is raised before the record is read: a
+ * ctx_set_span/ctx_clear_span from a handler that interrupts us takes its "no mirrors
+ * shown, nothing to do" shortcut only when mirror_shown is 0, and otherwise tells us to
+ * re-sync as we leave (mirror_update -> mirror_pending). Were the flag raised only after the
+ * writes, a handler's clear landing between our record read and the flag would be skipped,
+ * and we would go on to show the span it had just cleared. */
 void ctxi_mirror_sync(struct ctxi_slot *s)
 {
         const struct ctx_span_context *r = &ctxi_span;
+        uint32_t was_shown = s->mirror_shown;
+        CTXI_ST(s->mirror_shown, 1);
+        CTXI_ORDER();
         uint64_t ck = CTXI_LD(r->checksum);
         uint64_t sp = CTXI_LD(r->span_id);
         uint64_t rt = CTXI_LD(r->root_span_id);
@@ -91,20 +120,20 @@ void ctxi_mirror_sync(struct ctxi_slot *s)
          * interrupted writer re-syncs when it gets to its own mirror step */
         int show = ck != 0 && ck == ctx_span_checksum(sp, rt) && ctxi_mirroring_on();
         if (!show) {
-                if (s->mirror_shown) {
+                if (was_shown) {
                         CTXI_ST(s->labels[0].key.buf, NULL);
                         CTXI_ST(s->labels[1].key.buf, NULL);
-                        s->mirror_shown = 0;
                 }
+                CTXI_ORDER();
+                CTXI_ST(s->mirror_shown, 0);
                 return;
         }
-        if (!s->mirror_shown || s->mirror_span != sp)
+        if (!was_shown || s->mirror_span != sp)
                 mirror_write(s, 0, sp);
-        if (!s->mirror_shown || s->mirror_root != rt)
+        if (!was_shown || s->mirror_root != rt)
                 mirror_write(s, 1, rt);
         s->mirror_span = sp;
         s->mirror_root = rt;
-        s->mirror_shown = 1;
 }
 
 static int mirror_update(void)
@@ -130,18 +159,28 @@ static int mirror_update(void)
         return err;
 }
 
-int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+/* Write {span, root, ck} with the order and the reentrancy repair argued at the top. */
+static inline void span_write(uint64_t span, uint64_t root, uint64_t ck)
 {
         struct ctx_span_context *r = &ctxi_span;
-        uint64_t h = ctx_span_checksum(span_id, root_span_id);
-        CTXI_ST(r->checksum, 0);
-        CTXI_ORDER();
-        CTXI_ST(r->span_id, span_id);
-        CTXI_ST(r->root_span_id, root_span_id);
-        CTXI_ORDER();
-        CTXI_ST(r->checksum, h);
+        do {
+                CTXI_ST(r->checksum, 0);
+                CTXI_ORDER();
+                CTXI_ST(r->span_id, span);
+                CTXI_ST(r->root_span_id, root);
+                CTXI_ORDER();
+                CTXI_ST(r->checksum, ck);
+                CTXI_ORDER();
+        } while (__builtin_expect(
+            ((CTXI_LD(r->span_id) ^ span) | (CTXI_LD(r->root_span_id) ^ root)) != 0, 0));
+}
+
+int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+{
+        span_write(span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
         if (!ctxi_mirroring_on()) {
-                /* nothing to do unless this thread's set still shows mirrors from before */
+                /* nothing to do unless this thread's set still shows mirrors from before, or
+                 * a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
                 custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
                 if (!cur || !ctxi_slot_of(cur)->mirror_shown)
                         return 0;
@@ -151,11 +190,11 @@ int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 
 int ctx_clear_span(void)
 {
-        struct ctx_span_context *r = &ctxi_span;
-        CTXI_ST(r->checksum, 0);
-        CTXI_ORDER();
-        CTXI_ST(r->span_id, 0);
-        CTXI_ST(r->root_span_id, 0);
+        /* the final checksum store (0 again) matters when a handler set a span after the
+         * first one: the ids read back as 0, yet without it the record would end as
+         * {0, 0, h(B,Br)} (torn to a reader) instead of "no span" */
+        span_write(0, 0, 0);
+        /* no mirrors shown and no mirror sync in progress (ctxi_mirror_sync): nothing to hide */
         custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
         if (!cur || !ctxi_slot_of(cur)->mirror_shown)
                 return 0;

@@ -23,6 +23,17 @@ static uint64_t ref_checksum(uint64_t span, uint64_t root)
         return h == 0 ? ~(uint64_t)0 : h;
 }
 
+/* what an implementation without the half-swap would compute, same independent style */
+static uint64_t ref_noswap(uint64_t span, uint64_t root)
+{
+        const unsigned __int128 two64 = (unsigned __int128)1 << 64;
+        const uint64_t K = 11400714819323198485ULL;
+        uint64_t a = (uint64_t)(((unsigned __int128)span * K) % two64);
+        uint64_t b = (uint64_t)(((unsigned __int128)root * K) % two64);
+        uint64_t h = a ^ b;
+        return h == 0 ? ~(uint64_t)0 : h;
+}
+
 Test(libctx_checksum, vectors)
 {
         /* hand-checkable anchors */
@@ -50,9 +61,18 @@ Test(libctx_checksum, vectors)
         }
         cr_assert_eq(ctx_span_checksum(0, 0), 0xFFFFFFFFFFFFFFFFULL);
         cr_assert_eq(ctx_span_checksum(1ULL << 32, 1), 0xFFFFFFFFFFFFFFFFULL);
-        /* the swap matters: without it these two would collide */
-        cr_assert_neq(ctx_span_checksum(5, 0x0000000100000002ULL),
-                      ctx_span_checksum(5, 0x0000000200000001ULL));
+        /* The half-swap makes the hash tell {span, root} from {root, span}. Without it the
+         * hash is symmetric (a·K ^ b·K), so a record whose two ids were exchanged would still
+         * validate. (Two roots with the same span never collide, swap or not: x·K is a
+         * bijection, so a check on such a pair cannot see the swap.) */
+        const uint64_t a = 0x0000000100000002ULL, b = 5;
+        cr_assert_eq(ref_noswap(a, b), ref_noswap(b, a), "no swap: symmetric");
+        cr_assert_neq(ctx_span_checksum(a, b), ctx_span_checksum(b, a), "swap: not symmetric");
+        /* and the library hashes the swapped root, not the plain one: 0·K ^ swap(1)·K is
+         * 2^32·K, where the plain hash would give 1·K */
+        cr_assert_neq(ref_noswap(0, 1), 0x7F4A7C1500000000ULL);
+        cr_assert_eq(ctx_span_checksum(0, 1), 0x7F4A7C1500000000ULL);
+        cr_assert_eq(ctx_span_checksum(0, 1ULL << 32), 0x9E3779B97F4A7C15ULL);
 }
 
 Test(libctx_checksum, record_written_by_library)

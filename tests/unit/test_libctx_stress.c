@@ -16,6 +16,15 @@
  * Runs in the normal and ASan variants (TSan and signal-handler readers do not mix: the
  * multi-thread test is tsan_libctx_isolation.c). Prints interrupt counts; asserts zero
  * inconsistencies and zero wrong spans.
+ *
+ * The second test covers nested span writes: the thread only sets and clears spans while the
+ * timer handler itself calls ctx_set_span (its own ids) or ctx_clear_span. After every call
+ * returns, the thread checks that its record validates and holds its own ids, or those of a
+ * handler that ran during the call (with mirroring on, that the mirrors show the same span).
+ * When a tick lands inside a record write, the handler also sets the x86-64 trap flag in the
+ * interrupted context, so the rest of the interrupted call runs one instruction at a time
+ * with a reader after each (SIGTRAP). That makes the mixed records a nested write leaves for
+ * a few instructions visible to a reader (torn), and checks that none is ever a wrong span.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -25,6 +34,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "ctx/ctx.h"
@@ -253,6 +263,19 @@ static void in_scope_fn(void *p)
                 set_span_seq(a->w, ++*a->seq);
 }
 
+/* SIGPROF to this thread every nsec */
+static int start_timer(timer_t *timer, long nsec)
+{
+        struct sigevent sev = {0};
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = SIGPROF;
+        sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+        if (timer_create(CLOCK_MONOTONIC, &sev, timer) != 0)
+                return -1;
+        struct itimerspec its = {{0, nsec}, {0, nsec}};
+        return timer_settime(*timer, 0, &its, NULL);
+}
+
 static void *worker_main(void *p)
 {
         struct worker *w = p;
@@ -262,17 +285,11 @@ static void *worker_main(void *p)
         char val[256];
         uint64_t version = 0, seq = 0, rnd = 0x9E3779B97F4A7C15ULL * (uint64_t)(w->idx + 1);
 
-        struct sigevent sev = {0};
-        sev.sigev_notify = SIGEV_THREAD_ID;
-        sev.sigev_signo = SIGPROF;
-        sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
         timer_t timer;
-        if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) {
+        if (start_timer(&timer, TIMER_NSEC) != 0) {
                 w->errors = 1000000;
                 return NULL;
         }
-        struct itimerspec its = {{0, TIMER_NSEC}, {0, TIMER_NSEC}};
-        timer_settime(timer, 0, &its, NULL);
 
         while (!*w->stop) {
                 rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
@@ -375,4 +392,289 @@ Test(libctx_stress, interrupted_reader_sees_old_or_new, .timeout = 120)
         cr_assert_gt(tot.labels_checked, 0);
         cr_assert_eq(tot.inconsistent, 0, "%lu inconsistent reads", tot.inconsistent);
         cr_assert_eq(tot.wrong_span, 0, "%lu wrong spans", tot.wrong_span);
+}
+
+/* --- nested span writes: the handler sets spans too --- */
+
+#define NEST_THREADS    2
+#define NEST_TIMER_NSEC 50000 /* 20 kHz */
+#define NEST_MIN_MS     300   /* mirroring off: run at least this long, */
+#define NEST_MAX_MS     2000  /* at most this long, */
+#define NEST_WANT_MID   40    /* and stop once this many ticks landed inside a record write */
+#define NEST_MIRROR_MS  400   /* mirroring on (the call is mostly mirror writes): this long */
+#define STEP_BUDGET     64    /* instructions single-stepped after such a tick */
+#define X86_TF          0x100
+
+struct nest_counters {
+        unsigned long interrupts, in_call, mid_record, stepped, steps;
+        unsigned long torn, no_span, valid, wrong_span; /* reads: at ticks and at steps */
+        unsigned long handler_sets, handler_clears, handler_errors;
+        unsigned long calls, handler_won, bad_record, bad_mirror;
+};
+static __thread struct nest_counters nc;
+static __thread volatile uint64_t o_started, o_committed; /* the thread's span, 0 = clear */
+static __thread volatile int o_in_call;
+static __thread volatile uint64_t h_last; /* the handler's last write: its span, 0 = clear */
+static __thread volatile unsigned long h_writes;
+static __thread uint64_t h_seq;
+static __thread volatile int step_left;
+static __thread uint64_t bad_s, bad_r, bad_c, bad_want;
+static unsigned long nest_mid_total; /* all threads, this mode */
+
+static uint64_t handler_span(int t, uint64_t n)
+{
+        return 0xFE00000000000000ULL | ((uint64_t)t << 48) | n; /* never a span_of() */
+}
+
+static void nest_read(void)
+{
+        uint64_t span, root;
+        int r = rd_read_span(&ctx_span_context_v1, &span, &root);
+        if (r < 0) {
+                nc.torn++;
+        } else if (r == 0) {
+                nc.no_span++;
+        } else {
+                nc.valid++;
+                if (span == 0 || root != mix(span) ||
+                    (span != o_started && span != o_committed && span != h_last))
+                        nc.wrong_span++;
+        }
+}
+
+static void on_nested_tick(int sig, siginfo_t *si, void *ucv)
+{
+        (void)sig, (void)si;
+        int t = tid_idx;
+        nc.interrupts++;
+        if (step_left > 0) { /* single-stepping a call: read only, one nested write per call */
+                nest_read();
+                return;
+        }
+        int landed = o_in_call;
+        nc.in_call += landed != 0;
+        /* inside the outer record write: its checksum is 0 and one of its ids is stored */
+        const volatile struct ctx_span_context *rec = &ctx_span_context_v1;
+        uint64_t a = o_started;
+        int mid =
+            landed && a && rec->checksum == 0 && (rec->span_id == a || rec->root_span_id == mix(a));
+        if (mid) {
+                nc.mid_record++;
+                __atomic_fetch_add(&nest_mid_total, 1, __ATOMIC_RELAXED);
+        }
+        nest_read();
+
+        int rc;
+        uint64_t n = ++h_seq;
+        if (n % 4 == 0) {
+                h_last = 0;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                rc = ctx_clear_span();
+                nc.handler_clears++;
+        } else {
+                uint64_t hs = handler_span(t, n);
+                h_last = hs;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                rc = ctx_set_span(hs, mix(hs));
+                nc.handler_sets++;
+        }
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        h_writes++;
+        if (rc != 0)
+                nc.handler_errors++;
+
+#ifdef __x86_64__
+        /* watch the interrupted call finish one instruction at a time (every landing inside
+         * a record write, and every 8th other landing inside a call) */
+        if (landed && (mid || nc.in_call % 8 == 0)) {
+                ucontext_t *uc = ucv;
+                uc->uc_mcontext.gregs[REG_EFL] |= X86_TF;
+                step_left = STEP_BUDGET;
+                nc.stepped++;
+        }
+#else
+        (void)ucv;
+#endif
+}
+
+#ifdef __x86_64__
+static void on_step(int sig, siginfo_t *si, void *ucv)
+{
+        (void)sig, (void)si;
+        nc.steps++;
+        nest_read();
+        if (--step_left <= 0 || !o_in_call) {
+                ucontext_t *uc = ucv;
+                uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_TF;
+                step_left = 0;
+        }
+}
+#endif
+
+/* The record (and, with mirroring on, the mirrors) right after a call that wrote span sp
+ * (0: a clear) returned: sp's, or that of a handler that ran during the call. */
+static void check_after(uint64_t sp, unsigned long writes_before, int mirrors)
+{
+        const volatile struct ctx_span_context *r = &ctx_span_context_v1;
+        uint64_t s, rt, ck, h, xs = 0, xr = 0;
+        int has_s, has_r, bad_dec;
+        unsigned long w0;
+        do { /* a snapshot no handler wrote into (every handler run bumps h_writes); the
+              * label bytes are parsed inside it too, since a handler may rewrite them */
+                w0 = h_writes;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                s = r->span_id, rt = r->root_span_id, ck = r->checksum;
+                h = h_last;
+                struct rd_set set;
+                rd_read_set(custom_labels_current_set, &set);
+                const struct rd_label *ms = rd_find(&set, CTX_SPAN_ID_KEY);
+                const struct rd_label *mr = rd_find(&set, CTX_ROOT_SPAN_ID_KEY);
+                has_s = ms != NULL, has_r = mr != NULL;
+                bad_dec = (ms && parse_dec(ms->val, ms->vlen, &xs)) ||
+                          (mr && parse_dec(mr->val, mr->vlen, &xr));
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        } while (h_writes != w0);
+        int valid = ck != 0 && ck == ctx_span_checksum(s, rt);
+        int zero = s == 0 && rt == 0 && ck == 0;
+        int own = sp ? valid && s == sp && rt == mix(sp) : zero;
+        int theirs = w0 != writes_before && (h ? valid && s == h && rt == mix(h) : zero);
+        nc.calls++;
+        if (!own && theirs)
+                nc.handler_won++;
+        if (!own && !theirs && nc.bad_record++ == 0)
+                bad_s = s, bad_r = rt, bad_c = ck, bad_want = sp;
+        if (mirrors && valid)
+                nc.bad_mirror += !has_s || !has_r || bad_dec || xs != s || xr != rt;
+        else
+                nc.bad_mirror += has_s || has_r;
+}
+
+struct nworker {
+        int idx, mirrors;
+        volatile int *stop;
+        struct nest_counters out;
+        int errors;
+        uint64_t bad_s, bad_r, bad_c, bad_want;
+};
+
+static void *nested_worker(void *p)
+{
+        struct nworker *w = p;
+        tid_idx = w->idx;
+        if (ctx_thread_init() != 0)
+                w->errors++;
+        timer_t timer;
+        if (start_timer(&timer, NEST_TIMER_NSEC) != 0) {
+                w->errors = 1000000;
+                return NULL;
+        }
+        uint64_t seq = 0, rnd = 0x9E3779B97F4A7C15ULL * (uint64_t)(w->idx + 7);
+        while (!*w->stop) {
+                rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+                uint64_t sp = rnd % 8 == 0 ? 0 : span_of(w->idx, ++seq);
+                unsigned long before = h_writes;
+                o_started = sp;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                o_in_call = 1;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                int rc = sp ? ctx_set_span(sp, mix(sp)) : ctx_clear_span();
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                o_in_call = 0;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                if (rc != 0)
+                        w->errors++;
+                check_after(sp, before, w->mirrors);
+                o_committed = sp;
+        }
+        timer_delete(timer);
+        w->out = nc;
+        w->bad_s = bad_s, w->bad_r = bad_r, w->bad_c = bad_c, w->bad_want = bad_want;
+        return NULL;
+}
+
+static void nested_phase(int mirrors, int min_ms, int max_ms)
+{
+        ctx_set_span_mirroring(mirrors);
+        __atomic_store_n(&nest_mid_total, 0, __ATOMIC_RELAXED);
+        volatile int stop = 0;
+        struct nworker w[NEST_THREADS];
+        pthread_t th[NEST_THREADS];
+        for (int i = 0; i < NEST_THREADS; i++) {
+                w[i] = (struct nworker){.idx = i + 1, .mirrors = mirrors, .stop = &stop};
+                cr_assert_eq(pthread_create(&th[i], NULL, nested_worker, &w[i]), 0);
+        }
+        int ms = 0;
+        for (; ms < max_ms; ms += 20) {
+                if (ms >= min_ms &&
+                    __atomic_load_n(&nest_mid_total, __ATOMIC_RELAXED) >= NEST_WANT_MID)
+                        break;
+                usleep(20000);
+        }
+        stop = 1;
+        struct nest_counters t = {0};
+        int errors = 0;
+        for (int i = 0; i < NEST_THREADS; i++) {
+                pthread_join(th[i], NULL);
+                struct nest_counters *x = &w[i].out;
+                t.interrupts += x->interrupts, t.in_call += x->in_call;
+                t.mid_record += x->mid_record, t.stepped += x->stepped, t.steps += x->steps;
+                t.torn += x->torn, t.no_span += x->no_span, t.valid += x->valid;
+                t.wrong_span += x->wrong_span, t.handler_sets += x->handler_sets;
+                t.handler_clears += x->handler_clears, t.handler_errors += x->handler_errors;
+                t.calls += x->calls, t.handler_won += x->handler_won;
+                t.bad_record += x->bad_record, t.bad_mirror += x->bad_mirror;
+                errors += w[i].errors;
+                if (x->bad_record)
+                        fprintf(stderr,
+                                "thread %d: first bad record after a call that wrote %#llx: "
+                                "{%#llx, %#llx, checksum %#llx}\n",
+                                w[i].idx, (unsigned long long)w[i].bad_want,
+                                (unsigned long long)w[i].bad_s, (unsigned long long)w[i].bad_r,
+                                (unsigned long long)w[i].bad_c);
+        }
+        fprintf(stderr,
+                "libctx nested spans (mirroring %s, %d ms): %lu calls, %lu interrupts, "
+                "%lu inside a set/clear-span call, %lu inside its record write; handler: %lu "
+                "sets, %lu clears, won %lu calls; %lu single-stepped calls, %lu steps; reads: "
+                "%lu torn, %lu no-span, %lu valid, %lu wrong spans; %lu bad records after "
+                "return, %lu bad mirrors\n",
+                mirrors ? "on" : "off", ms, t.calls, t.interrupts, t.in_call, t.mid_record,
+                t.handler_sets, t.handler_clears, t.handler_won, t.stepped, t.steps, t.torn,
+                t.no_span, t.valid, t.wrong_span, t.bad_record, t.bad_mirror);
+        cr_assert_eq(errors, 0, "libctx calls failed in the writers");
+        cr_assert_eq(t.handler_errors, 0, "libctx calls failed in the handler");
+        cr_assert_gt(t.in_call, 0, "no tick landed inside a set/clear-span call");
+        cr_assert_eq(t.bad_record, 0, "%lu records invalid or foreign after the call returned",
+                     t.bad_record);
+        cr_assert_eq(t.bad_mirror, 0, "%lu times the mirrors did not match the record",
+                     t.bad_mirror);
+        cr_assert_eq(t.wrong_span, 0, "%lu wrong spans", t.wrong_span);
+        if (mirrors)
+                return;
+        cr_assert_gt(t.mid_record, 0, "no tick landed inside a span record write");
+#ifdef __x86_64__
+        /* a tick inside a record write is followed by a mixed record for the next few
+         * instructions, and the stepping reader sees it */
+        cr_assert_gt(t.torn, 0, "the stepping reader never saw a torn record");
+#endif
+}
+
+Test(libctx_stress, handler_sets_span_inside_set_span, .timeout = 60)
+{
+        struct sigaction sa = {0};
+        sa.sa_sigaction = on_nested_tick;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGTRAP);
+        cr_assert_eq(sigaction(SIGPROF, &sa, NULL), 0);
+#ifdef __x86_64__
+        sa.sa_sigaction = on_step;
+        sigemptyset(&sa.sa_mask);
+        sigaddset(&sa.sa_mask, SIGPROF);
+        cr_assert_eq(sigaction(SIGTRAP, &sa, NULL), 0);
+#endif
+        nested_phase(0, NEST_MIN_MS, NEST_MAX_MS);
+        nested_phase(1, NEST_MIRROR_MS, NEST_MIRROR_MS);
+        signal(SIGPROF, SIG_IGN);
+        ctx_set_span_mirroring(1);
 }
