@@ -1,7 +1,7 @@
 /*
  * test_daemon_config.c — the daemon's library parts without BPF: config parsing (INI with
  * inline comments, bad values with their line, flags), container id matching, output file
- * naming and retention by age and size in a real directory.
+ * naming (host and per-process) and retention by age and size in a real directory.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -138,6 +138,19 @@ Test(output_dir, names_and_retention)
         cr_assert(strstr(f2.final, "19710101T000000Z-1.jfr"), "%s", f2.final);
         cr_assert_eq(output_dir_finish(&f1), 0);
         cr_assert_eq(access(f1.final, F_OK), 0);
+
+        /* per process: pid and command (sanitized, <= 15 characters) before the time */
+        cr_assert_eq(output_dir_new_process_file(sub, "h", 4242, "my app/x:1", 86400 * 365, &f2),
+                     0);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-4242-my_app_x_1-19710101T000000Z.jfr", sub);
+        cr_assert_str_eq(f2.final, path);
+        cr_assert(strstr(f2.part, "19710101T000000Z.jfr.part"), "%s", f2.part);
+        cr_assert_eq(output_dir_new_process_file(sub, "h", 7, "", 86400 * 365, &f2), 0);
+        cr_assert(strstr(f2.final, "/ctxprof-h-7-unknown-19710101T000000Z.jfr"), "%s", f2.final);
+        cr_assert_eq(output_dir_new_process_file(sub, "h", 7, "a-very-long-command-name", 0, &f2),
+                     0);
+        cr_assert(strstr(f2.final, "/ctxprof-h-7-a-very-long-com-19700101T000000Z.jfr"), "%s",
+                  f2.final);
 
         /* age: 3 days old goes with a 2-day limit; .part and foreign files never go */
         touch(sub, "ctxprof-h-20200101T000000Z.jfr", 100, 3 * 86400);
