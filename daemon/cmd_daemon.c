@@ -1,8 +1,9 @@
 /*
  * cmd_daemon.c — `ctxprof daemon`: the long-running profiler. Reads the configuration (INI
  * file + flags), selects targets (at start from /proc, then at every exec the BPF program
- * reports), samples them into JFR recordings in the output directory (rotated, retained),
- * rewrites the status file every few seconds, reloads on SIGHUP and flushes on SIGTERM/SIGINT.
+ * reports), samples them into JFR recordings in the output directory (one for the host, or
+ * one per process: recording_set.c; rotated, retained), rewrites the status file every few
+ * seconds, reloads on SIGHUP and flushes on SIGTERM/SIGINT.
  * Logs to stderr with sd-daemon level prefixes (<3> error ... <7> debug). The only file of
  * the daemon that prints; every library error becomes a log line, never a crash.
  */
@@ -25,6 +26,7 @@
 #include "jfr_sink.h"
 #include "output_dir.h"
 #include "privileges.h"
+#include "recording_set.h"
 #include "sampler.h"
 #include "status_file.h"
 #include "target_select.h"
@@ -75,13 +77,10 @@ struct daemon {
         struct daemon_config cfg;
         struct target_select *sel;
         struct sampler *s;
-        struct jfr_sink *js;
-        struct sample_sink cur; /* the current file's sink */
-        struct output_file file;
-        int have_file;
-        uint64_t file_start_ms;
-        struct jfr_sink_engine_counters base; /* engine counters when the file was opened */
-        uint64_t files_written, files_deleted, chunks_before, bytes_before;
+        struct recording_set *rs; /* the open files; NULL between a reload's two halves */
+        struct sample_sink cur;   /* rs's sink */
+        uint64_t files_deleted;
+        struct recording_set_counters before; /* of the sets replaced by reloads */
         uint64_t started_wall;
         char host[64];
         struct pending pend[PEND_MAX];
@@ -166,15 +165,22 @@ static void engine_counters(struct daemon *d, struct jfr_sink_engine_counters *e
         };
 }
 
-/* The current file's share of the cumulative counters. */
-static void file_counters(struct daemon *d, struct jfr_sink_engine_counters *ec)
+static void rs_log(void *ctx, int level, const char *msg)
 {
-        engine_counters(d, ec);
-        ec->samples -= d->base.samples;
-        ec->lost -= d->base.lost;
-        ec->torn_span_reads -= d->base.torn_span_reads;
-        ec->label_faults -= d->base.label_faults;
-        ec->unwind_errors -= d->base.unwind_errors;
+        (void)ctx;
+        logm(level, "%s", msg);
+}
+
+static void rs_engine(void *ctx, struct jfr_sink_engine_counters *ec)
+{
+        engine_counters(ctx, ec);
+}
+
+static int rs_alive(void *ctx, pid_t pid)
+{
+        struct daemon *d = ctx;
+
+        return sampler_is_target(d->s, pid);
 }
 
 static int forward_sample(void *ctx, const struct decoded_sample *s)
@@ -184,80 +190,48 @@ static int forward_sample(void *ctx, const struct decoded_sample *s)
         return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
 }
 
-static int open_file(struct daemon *d)
+/* A recording set for the current output settings; split=host opens its file. 0 or -errno
+ * (logged); without memory d->rs stays NULL and samples are dropped. */
+static int open_output(struct daemon *d)
 {
-        struct timespec ts;
-        struct jfr_sink_opts jo = {
-            .chunk_period_ns = d->cfg.chunk_period_ms * 1000000ull,
-            .info = {.name = "ctxprof",
-                     .event = d->cfg.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
-                     .frequency_hz = d->cfg.frequency,
-                     .callgraph = d->cfg.dwarf ? "dwarf" : "fp"},
+        struct recording_set_opts o = {
+            .cfg = &d->cfg,
+            .host = d->host,
+            .modules = sampler_modules(d->s),
+            .ctx = d,
+            .log = rs_log,
+            .engine = rs_engine,
+            .alive = rs_alive,
         };
-        int err;
 
-        err = output_dir_prepare(d->cfg.directory);
-        if (err) {
-                logm(LOG_ERROR, "cannot create %s: %s", d->cfg.directory, strerror(-err));
-                return err;
+        d->rs = recording_set_new(&o);
+        if (!d->rs) {
+                logm(LOG_ERROR, "out of memory");
+                return -ENOMEM;
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        err = output_dir_new_file(d->cfg.directory, d->host, ts.tv_sec, &d->file);
-        if (err) {
-                logm(LOG_ERROR, "no file name free in %s: %s", d->cfg.directory, strerror(-err));
-                return err;
-        }
-        jo.path = d->file.part;
-        jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-        err = jfr_sink_new(&jo, &d->js);
-        if (err) {
-                logm(LOG_ERROR, "cannot write %s: %s", d->file.part, strerror(-err));
-                return err;
-        }
-        if (chmod(d->file.part, 0640))
-                logm(LOG_WARNING, "chmod %s: %s", d->file.part, strerror(errno));
-        jfr_sink_set_modules(d->js, sampler_modules(d->s));
-        d->cur = jfr_sink_as_sink(d->js);
-        d->have_file = 1;
-        d->file_start_ms = mono_ns() / 1000000;
-        engine_counters(d, &d->base);
-        logm(LOG_INFO, "recording to %s", d->file.part);
-        return 0;
+        d->cur = recording_set_as_sink(d->rs);
+        return recording_set_start(d->rs);
 }
 
-/* Final chunk, rename to .jfr. The current sink is gone afterwards. */
-static int close_file(struct daemon *d)
+/* Finish every file and drop the set (its counters go to d->before). */
+static int close_output(struct daemon *d)
 {
-        struct jfr_sink_engine_counters ec;
-        struct jfr_sink_counters jc;
-        int err, rc = 0;
+        struct recording_set_counters c;
+        int err;
 
-        if (!d->have_file)
+        if (!d->rs)
                 return 0;
-        file_counters(d, &ec);
         d->cur = (struct sample_sink){0};
-        err = jfr_sink_finish(d->js, &ec);
-        jfr_sink_get_counters(d->js, &jc);
-        if (err) {
-                logm(LOG_ERROR, "writing %s failed: %s (%llu chunks readable)", d->file.part,
-                     strerror(-err), (unsigned long long)jc.chunks_written);
-                rc = err;
-        }
-        jfr_sink_free(d->js);
-        d->js = NULL;
-        d->have_file = 0;
-        d->chunks_before += jc.chunks_written;
-        d->bytes_before += jc.bytes_written;
-        err = output_dir_finish(&d->file);
-        if (err) {
-                logm(LOG_ERROR, "cannot rename %s: %s", d->file.part, strerror(-err));
-                return err;
-        }
-        d->files_written++;
-        logm(LOG_INFO, "wrote %s: %llu chunks, %llu bytes, %llu samples", d->file.final,
-             (unsigned long long)jc.chunks_written, (unsigned long long)jc.bytes_written,
-             (unsigned long long)jc.samples_written);
-        return rc;
+        err = recording_set_finish(d->rs);
+        recording_set_get_counters(d->rs, &c);
+        d->before.files_written += c.files_written;
+        d->before.chunks_written += c.chunks_written;
+        d->before.bytes_written += c.bytes_written;
+        d->before.samples_no_file += c.samples_no_file;
+        d->before.samples_overflow += c.samples_overflow;
+        recording_set_free(d->rs);
+        d->rs = NULL;
+        return err;
 }
 
 static void retain(struct daemon *d)
@@ -286,7 +260,7 @@ static void recover(struct daemon *d)
         struct output_recover_result r;
 
         if (output_dir_prepare(d->cfg.directory) || output_dir_recover(d->cfg.directory, &r))
-                return; /* open_file says why */
+                return; /* opening the output (open_output) logs why */
         if (r.recovered || r.removed)
                 logm(LOG_WARNING,
                      "recovered %u recordings left in progress (%llu bytes of partial chunks "
@@ -449,36 +423,55 @@ static unsigned proc_threads(pid_t pid)
         return n;
 }
 
+struct status_ctx {
+        struct status_buf *b;
+        struct daemon *d;
+};
+
 static void status_target(void *ctx, const struct sampler_target *t)
 {
-        struct status_buf *b = ctx;
-        char comm[64];
+        struct status_ctx *sc = ctx;
+        const char *f = NULL, *slash;
+        char comm[64], file[256];
 
         status_file_value(comm, sizeof(comm), t->name);
-        sb_printf(
-            b, "target pid=%d comm=%s samples=%llu context_samples=%llu threads=%u context=%s\n",
-            (int)t->pid, comm, (unsigned long long)t->samples, (unsigned long long)t->with_context,
-            proc_threads(t->pid), t->context_located ? "yes" : "no");
+        /* The file its samples go to now: the host file, or with split=process its own ("-":
+         * none open now, or past split-max-open, when they go to the host file) */
+        if (sc->d->rs)
+                f = recording_set_file(sc->d->rs, sc->d->cfg.split == SPLIT_PROCESS ? t->pid : 0);
+        slash = f ? strrchr(f, '/') : NULL;
+        status_file_value(file, sizeof(file), slash ? slash + 1 : "");
+        sb_printf(sc->b,
+                  "target pid=%d comm=%s samples=%llu context_samples=%llu threads=%u context=%s "
+                  "file=%s\n",
+                  (int)t->pid, comm, (unsigned long long)t->samples,
+                  (unsigned long long)t->with_context, proc_threads(t->pid),
+                  t->context_located ? "yes" : "no", file);
 }
 
 static void write_status(struct daemon *d, const char *state)
 {
         static const char *const modes[] = {"all", "context", "selectors"};
         struct status_buf b = {0};
+        struct status_ctx sc = {&b, d};
         struct sampler_stats st;
-        struct jfr_sink_counters jc = {0};
+        struct recording_set_counters rc = {0};
+        const char *cur = NULL;
         char file[PATH_MAX + 8];
         int err;
 
         sampler_get_stats(d->s, &st);
-        if (d->js)
-                jfr_sink_get_counters(d->js, &jc);
-        status_file_value(file, sizeof(file), d->have_file ? d->file.part : "");
+        if (d->rs) {
+                recording_set_get_counters(d->rs, &rc);
+                cur = recording_set_file(d->rs, 0);
+        }
+        status_file_value(file, sizeof(file), cur ? cur : "");
         sb_printf(&b,
                   "daemon pid=%d state=%s started=%llu updated=%llu mode=%s samples=%llu "
                   "received=%llu context_samples=%llu lost=%llu torn=%llu threads=%llu "
                   "targets=%u map_entries=%u processes_seen=%llu files_written=%llu "
                   "files_deleted=%llu chunks_written=%llu bytes_written=%llu current_file=%s "
+                  "split=%s process_files=%u overflow_samples=%llu no_file_samples=%llu "
                   "cap_eff=%llx\n",
                   (int)getpid(), state, (unsigned long long)d->started_wall,
                   (unsigned long long)time(NULL), modes[d->cfg.mode % 3],
@@ -486,12 +479,16 @@ static void write_status(struct daemon *d, const char *state)
                   (unsigned long long)st.with_context, (unsigned long long)st.lost,
                   (unsigned long long)st.ctx.torn_spans, (unsigned long long)st.threads,
                   sampler_live_targets(d->s), sampler_map_entries(d->s),
-                  (unsigned long long)st.processes, (unsigned long long)d->files_written,
+                  (unsigned long long)st.processes,
+                  (unsigned long long)(d->before.files_written + rc.files_written),
                   (unsigned long long)d->files_deleted,
-                  (unsigned long long)(d->chunks_before + jc.chunks_written),
-                  (unsigned long long)(d->bytes_before + jc.bytes_written), file,
+                  (unsigned long long)(d->before.chunks_written + rc.chunks_written),
+                  (unsigned long long)(d->before.bytes_written + rc.bytes_written), file,
+                  d->cfg.split == SPLIT_PROCESS ? "process" : "host", rc.open_process_files,
+                  (unsigned long long)(d->before.samples_overflow + rc.samples_overflow),
+                  (unsigned long long)(d->before.samples_no_file + rc.samples_no_file),
                   (unsigned long long)privileges_effective());
-        sampler_foreach_target(d->s, status_target, &b);
+        sampler_foreach_target(d->s, status_target, &sc);
         if (!b.p) {
                 logm(LOG_WARNING, "status: out of memory");
                 return;
@@ -524,16 +521,16 @@ static void reload(struct daemon *d)
                 logm(LOG_ERROR, "reload failed: out of memory");
                 return;
         }
-        /* A new file with the new output settings (the old one is finished and renamed). */
-        close_file(d);
+        /* New files with the new output settings (the old ones are finished and renamed). */
+        close_output(d);
         target_select_free(d->sel);
         d->sel = ns;
         d->npend = 0;
         d->cfg = nc;
         log_level = nc.log_level;
-        if (open_file(d))
-                logm(LOG_ERROR, "reload: no output file: samples are dropped until the next "
-                                "reload");
+        if (open_output(d))
+                logm(LOG_ERROR, "reload: no output file: samples are dropped until the output "
+                                "can be opened again");
         scan_proc(d);
         write_status(d, "running");
         logm(LOG_INFO, "configuration reloaded");
@@ -562,7 +559,7 @@ static int cmd_daemon(int argc, char **argv)
         struct sampler_opts so = {0};
         struct sample_sink sink;
         enum sampler_stage stage;
-        uint64_t last_status = 0, last_retain = 0, last_open = 0;
+        uint64_t last_status = 0, last_retain = 0;
         struct sigaction sa;
         int i, err, rc = 1, no_drop = 0;
 
@@ -642,7 +639,7 @@ static int cmd_daemon(int argc, char **argv)
                 goto out;
         }
         recover(d);
-        if (open_file(d))
+        if (open_output(d))
                 goto out;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_stop;
@@ -662,12 +659,12 @@ static int cmd_daemon(int argc, char **argv)
         scan_proc(d);
         write_status(d, "running");
         retain(d);
-        logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s", (int)getpid(),
+        logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
              d->cfg.frequency,
              d->cfg.mode == TARGET_MODE_ALL       ? "all"
              : d->cfg.mode == TARGET_MODE_CONTEXT ? "context"
                                                   : "selectors",
-             d->cfg.directory);
+             d->cfg.directory, d->cfg.split == SPLIT_PROCESS ? "process" : "host");
 
         while (!stop_requested) {
                 uint64_t now;
@@ -683,28 +680,9 @@ static int cmd_daemon(int argc, char **argv)
                 }
                 pend_poll(d);
                 now = mono_ns() / 1000000;
-                if (d->have_file) {
-                        struct jfr_sink_engine_counters ec;
-                        struct jfr_sink_counters jc;
-                        int rotate;
-
-                        file_counters(d, &ec);
-                        jfr_sink_tick(d->js, now * 1000000ull, &ec);
-                        jfr_sink_get_counters(d->js, &jc);
-                        rotate = d->cfg.rotate == ROTATE_PERIOD
-                                     ? now - d->file_start_ms >= d->cfg.rotate_period_ms
-                                     : jc.bytes_written >= d->cfg.rotate_size;
-                        if (rotate) {
-                                close_file(d);
-                                open_file(d);
-                                retain(d);
-                                last_retain = now;
-                        }
-                }
-                if (!d->have_file && now - last_open >= 10000) {
-                        /* The output failed (disk full, directory removed): retry. */
-                        last_open = now;
-                        open_file(d);
+                if (d->rs && recording_set_tick(d->rs, now)) {
+                        retain(d); /* a file was finished (rotation, process exit) */
+                        last_retain = now;
                 }
                 if (now - last_retain >= RETAIN_PERIOD_MS) {
                         retain(d);
@@ -719,11 +697,12 @@ static int cmd_daemon(int argc, char **argv)
         err = sampler_stop(d->s);
         if (err < 0)
                 logm(LOG_WARNING, "draining samples failed: %s", strerror(-err));
-        rc = close_file(d) ? 1 : 0;
+        rc = close_output(d) ? 1 : 0;
         retain(d);
         write_status(d, "stopped");
         logm(LOG_INFO, "stopped");
 out:
+        recording_set_free(d->rs); /* finished above, or NULL; a failed start: .part stays */
         sampler_free(d->s);
         target_select_free(d->sel);
         return rc;

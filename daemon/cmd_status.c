@@ -158,8 +158,12 @@ static int cmd_status(int argc, char **argv)
                                get(&r, "targets"), get(&r, "files_written"),
                                get(&r, "files_deleted"), get(&r, "bytes_written"));
                         printf("  current file %s\n", get(&r, "current_file"));
-                        printf("\n  %8s %-16s %10s %10s %7s %s\n", "PID", "COMM", "SAMPLES",
-                               "CONTEXT", "THREADS", "LOCATED");
+                        if (!strcmp(get(&r, "split"), "process"))
+                                printf("  split per process: %s files open, %s samples past "
+                                       "split-max-open (in the host file)\n",
+                                       get(&r, "process_files"), get(&r, "overflow_samples"));
+                        printf("\n  %8s %-16s %10s %10s %7s %-7s %s\n", "PID", "COMM", "SAMPLES",
+                               "CONTEXT", "THREADS", "LOCATED", "FILE");
                 } else if (!strcmp(r.kind, "target")) {
                         if (json) {
                                 if (ntargets++)
@@ -167,9 +171,9 @@ static int cmd_status(int argc, char **argv)
                                 json_rec(&r);
                                 continue;
                         }
-                        printf("  %8s %-16s %10s %10s %7s %s\n", get(&r, "pid"), get(&r, "comm"),
-                               get(&r, "samples"), get(&r, "context_samples"), get(&r, "threads"),
-                               get(&r, "context"));
+                        printf("  %8s %-16s %10s %10s %7s %-7s %s\n", get(&r, "pid"),
+                               get(&r, "comm"), get(&r, "samples"), get(&r, "context_samples"),
+                               get(&r, "threads"), get(&r, "context"), get(&r, "file"));
                 }
         }
         fclose(f);

@@ -13,14 +13,17 @@
 #include "sampler.h"
 
 const char *const config_keys[] = {
+    /* [sampling] */
     "sampling.frequency",
     "sampling.event",
     "sampling.call-graph",
+    /* [targets] */
     "targets.mode",
     "targets.comm",
     "targets.exe",
     "targets.cgroup",
     "targets.container",
+    /* [output] */
     "output.directory",
     "output.chunk-period",
     "output.rotate",
@@ -29,6 +32,8 @@ const char *const config_keys[] = {
     "output.retain-age",
     "output.retain-size",
     "output.split",
+    "output.split-max-open",
+    /* [daemon] */
     "daemon.log-level",
     "daemon.status-file",
     NULL,
@@ -48,6 +53,7 @@ void config_defaults(struct daemon_config *c)
         c->retain_age_ms = 7ull * 24 * 3600 * 1000;
         c->retain_size = 1ull << 30;
         c->split = SPLIT_HOST;
+        c->split_max_open = 32;
         c->log_level = LOG_INFO;
         snprintf(c->status_file, sizeof(c->status_file), "/run/ctxprof/status");
 }
@@ -207,13 +213,17 @@ static int set_key(struct daemon_config *c, const char *sec, const char *key, co
                         return config_parse_duration(v, &c->retain_age_ms);
                 if (!strcmp(key, "retain-size"))
                         return config_parse_size(v, &c->retain_size);
-                if (!strcmp(key, "split")) {
-                        err = pick(v, splits, &i);
-                        if (err)
-                                return err;
-                        if (i == SPLIT_PROCESS)
-                                return -ENOTSUP;
-                        c->split = i;
+                if (!strcmp(key, "split"))
+                        return pick(v, splits, &c->split);
+                if (!strcmp(key, "split-max-open")) {
+                        char *end;
+                        long n;
+
+                        errno = 0;
+                        n = strtol(v, &end, 10);
+                        if (errno || *end || end == v || n < 1 || n > CONFIG_SPLIT_OPEN_MAX)
+                                return -EINVAL;
+                        c->split_max_open = (unsigned)n;
                         return 0;
                 }
         } else if (!strcmp(sec, "daemon")) {

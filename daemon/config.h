@@ -15,7 +15,8 @@ enum rotate_mode { ROTATE_PERIOD = 0, ROTATE_SIZE };
 enum split_mode { SPLIT_HOST = 0, SPLIT_PROCESS };
 enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 
-#define CONFIG_LIST_LEN 1024
+#define CONFIG_LIST_LEN       1024
+#define CONFIG_SPLIT_OPEN_MAX 1024 /* largest split-max-open */
 
 struct daemon_config {
         /* [sampling] */
@@ -33,10 +34,11 @@ struct daemon_config {
         uint64_t chunk_period_ms;
         int rotate; /* enum rotate_mode */
         uint64_t rotate_period_ms;
-        uint64_t rotate_size;   /* bytes */
-        uint64_t retain_age_ms; /* 0 = keep forever */
-        uint64_t retain_size;   /* bytes, 0 = no limit */
-        int split;              /* enum split_mode */
+        uint64_t rotate_size;    /* bytes */
+        uint64_t retain_age_ms;  /* 0 = keep forever */
+        uint64_t retain_size;    /* bytes, 0 = no limit */
+        int split;               /* enum split_mode */
+        unsigned split_max_open; /* split=process: most per-process recordings open at once */
         /* [daemon] */
         int log_level; /* enum log_level */
         char status_file[PATH_MAX];

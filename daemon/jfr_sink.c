@@ -475,7 +475,7 @@ static void *writer_main(void *arg)
                         s->tail = NULL;
                 if (!sc.sym && s->modules) {
                         sc.modules = s->modules;
-                        sc.sym = symbolizer_new(s->modules);
+                        sc.sym = s->o.symbolizer ? s->o.symbolizer : symbolizer_new(s->modules);
                 }
                 pthread_mutex_unlock(&s->mu);
 
@@ -502,7 +502,8 @@ static void *writer_main(void *arg)
                 pthread_mutex_lock(&s->mu);
         }
         pthread_mutex_unlock(&s->mu);
-        symbolizer_free(sc.sym);
+        if (sc.sym != s->o.symbolizer)
+                symbolizer_free(sc.sym);
         free(sc.jf);
         free(sc.modname);
         free(sc.fallback);

@@ -17,12 +17,17 @@
 #include "modules.h"
 #include "sample_sink.h"
 
+struct symbolizer;
+
 struct jfr_sink_opts {
         const char *path;             /* output file (created or truncated) */
         uint64_t chunk_period_ns;     /* 0 = 60 s */
         uint32_t table_capacity;      /* traces per trace table; 0 = the table's default */
         size_t max_samples_per_chunk; /* 0 = 1,000,000; excess samples are dropped and counted */
         struct jfr_recording_info info;
+        /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
+         * the sink); NULL = the writer thread makes its own from the modules. */
+        struct symbolizer *symbolizer;
 };
 
 /* Cumulative counters of the sampling engine, passed in at every tick: the sink turns them

@@ -38,8 +38,9 @@ int output_dir_prepare(const char *dir)
         return 0;
 }
 
-/* Host names go into file names: keep [A-Za-z0-9._-], replace the rest. */
-static void clean_name(char *dst, size_t len, const char *src)
+/* Host names and commands go into file names: keep [A-Za-z0-9._-], replace the rest; an
+ * empty name becomes `empty`. */
+static void clean_name(char *dst, size_t len, const char *src, const char *empty)
 {
         size_t i;
 
@@ -52,26 +53,27 @@ static void clean_name(char *dst, size_t len, const char *src)
                              : '_';
         }
         dst[i] = '\0';
-        if (!i && len > 4)
-                snprintf(dst, len, "host");
+        if (!i)
+                snprintf(dst, len, "%s", empty);
 }
 
-int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out)
+/* dir/ctxprof-NAME-STAMP[-N].jfr[.part], the first N free. */
+static int new_file(const char *dir, const char *name, time_t start, struct output_file *out)
 {
-        char h[64], stamp[32], base[PATH_MAX - 16];
+        char stamp[32], base[PATH_MAX - 16];
         struct tm tm;
         int i;
 
-        clean_name(h, sizeof(h), host);
         gmtime_r(&start, &tm);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
         for (i = 0; i < 1000; i++) {
                 int n;
 
                 if (i)
-                        n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s-%d", dir, h, stamp, i);
+                        n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s-%d", dir, name, stamp,
+                                     i);
                 else
-                        n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s", dir, h, stamp);
+                        n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s", dir, name, stamp);
                 if (n < 0 || (size_t)n + 10 >= sizeof(base))
                         return -ENAMETOOLONG;
                 memcpy(out->final, base, (size_t)n);
@@ -82,6 +84,25 @@ int output_dir_new_file(const char *dir, const char *host, time_t start, struct 
                         return 0;
         }
         return -EEXIST;
+}
+
+int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out)
+{
+        char h[64];
+
+        clean_name(h, sizeof(h), host, "host");
+        return new_file(dir, h, start, out);
+}
+
+int output_dir_new_process_file(const char *dir, const char *host, pid_t pid, const char *comm,
+                                time_t start, struct output_file *out)
+{
+        char h[64], c[16], name[96];
+
+        clean_name(h, sizeof(h), host, "host");
+        clean_name(c, sizeof(c), comm ? comm : "", "unknown");
+        snprintf(name, sizeof(name), "%s-%d-%s", h, (int)pid, c);
+        return new_file(dir, name, start, out);
 }
 
 int output_dir_finish(const struct output_file *f)

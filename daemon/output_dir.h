@@ -1,15 +1,17 @@
 /*
  * output_dir.h — the daemon's output directory: created 0750, recordings named
- * ctxprof-HOST-YYYYMMDDTHHMMSSZ[-N].jfr (UTC start time: names sort by time), written as
- * NAME.jfr.part and renamed to NAME.jfr when finished; retention deletes the oldest finished
- * recordings by age and total size. Never prints; never touches a file whose name it did not
- * make.
+ * ctxprof-HOST-YYYYMMDDTHHMMSSZ[-N].jfr (UTC start time: names sort by time), or, one per
+ * process, ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ[-N].jfr (a process's files sort by time),
+ * written as NAME.jfr.part and renamed to NAME.jfr when finished; retention deletes the
+ * oldest finished recordings by age and total size. Never prints; never touches a file whose
+ * name it did not make.
  */
 #ifndef CTXPROF_OUTPUT_DIR_H
 #define CTXPROF_OUTPUT_DIR_H
 
 #include <limits.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Create dir (and missing parents) with mode 0750; an existing dir is chmod'ed to 0750.
@@ -23,6 +25,10 @@ struct output_file {
         char final[PATH_MAX];
 };
 int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out);
+/* The same for the recording of one process: pid and its command (characters other than
+ * [A-Za-z0-9._-] become '_', at most 15 kept) go into the name. */
+int output_dir_new_process_file(const char *dir, const char *host, pid_t pid, const char *comm,
+                                time_t start, struct output_file *out);
 /* Rename part -> final. 0 or -errno. */
 int output_dir_finish(const struct output_file *f);
 

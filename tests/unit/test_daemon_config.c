@@ -1,7 +1,7 @@
 /*
  * test_daemon_config.c — the daemon's library parts without BPF: config parsing (INI with
  * inline comments, bad values with their line, flags), container id matching, output file
- * naming and retention by age and size in a real directory.
+ * naming (host and per-process) and retention by age and size in a real directory.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -35,13 +35,15 @@ Test(config, full_file_with_inline_comments)
         struct daemon_config c;
         int line;
         char key[64];
-        char *p = write_tmp("[sampling]\nfrequency = 49  ; Hz\nevent = cycles\ncall-graph = dwarf\n"
-                            "[targets]\nmode = selectors\ncomm = nginx*, myapp ; names\n"
-                            "exe = /usr/bin/myapp\ncgroup = /system.slice/a.service\n"
-                            "container = 0123abcd\n[output]\ndirectory = /srv/p\n"
-                            "chunk-period = 30s\nrotate = size\nrotate-period = 10m\n"
-                            "rotate-size = 64M\nretain-age = 7d\nretain-size = 1G\nsplit = host\n"
-                            "[daemon]\nlog-level = debug\nstatus-file = /run/x/status\n");
+        char *p =
+            write_tmp("[sampling]\nfrequency = 49  ; Hz\nevent = cycles\ncall-graph = dwarf\n"
+                      "[targets]\nmode = selectors\ncomm = nginx*, myapp ; names\n"
+                      "exe = /usr/bin/myapp\ncgroup = /system.slice/a.service\n"
+                      "container = 0123abcd\n[output]\ndirectory = /srv/p\n"
+                      "chunk-period = 30s\nrotate = size\nrotate-period = 10m\n"
+                      "rotate-size = 64M\nretain-age = 7d\nretain-size = 1G\nsplit = process\n"
+                      "split-max-open = 8 ; files\n"
+                      "[daemon]\nlog-level = debug\nstatus-file = /run/x/status\n");
 
         config_defaults(&c);
         cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), 0, "line %d %s", line, key);
@@ -58,6 +60,8 @@ Test(config, full_file_with_inline_comments)
         cr_assert_eq(c.rotate_size, 64ull << 20);
         cr_assert_eq(c.retain_age_ms, 7ull * 86400000);
         cr_assert_eq(c.retain_size, 1ull << 30);
+        cr_assert_eq(c.split, SPLIT_PROCESS);
+        cr_assert_eq(c.split_max_open, 8);
         cr_assert_eq(c.log_level, LOG_DEBUG);
         cr_assert_str_eq(c.status_file, "/run/x/status");
 }
@@ -79,7 +83,16 @@ Test(config, bad_value_reports_line_and_keeps_settings)
         unlink(p);
         cr_assert_eq(config_load(&c, "/nonexistent/ctxprof.conf", &line, key, sizeof(key)),
                      -ENOENT);
-        cr_assert_eq(config_set(&c, NULL, "split", "process"), -ENOTSUP);
+        cr_assert_eq(c.split, SPLIT_HOST);
+        cr_assert_eq(c.split_max_open, 32);
+        cr_assert_eq(config_set(&c, NULL, "split", "process"), 0);
+        cr_assert_eq(c.split, SPLIT_PROCESS);
+        cr_assert_eq(config_set(&c, NULL, "split", "thread"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "split-max-open", "0"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "split-max-open", "1025"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "split-max-open", "2x"), -EINVAL);
+        cr_assert_eq(config_set(&c, "output", "split-max-open", "1024"), 0);
+        cr_assert_eq(c.split_max_open, 1024);
         cr_assert_eq(config_set(&c, NULL, "directory", "relative/dir"), -EINVAL);
         cr_assert_eq(config_set(&c, NULL, "frequency", "0"), -EINVAL);
         cr_assert_eq(config_set(&c, NULL, "rotate-period", "5m"), 0);
@@ -138,6 +151,19 @@ Test(output_dir, names_and_retention)
         cr_assert(strstr(f2.final, "19710101T000000Z-1.jfr"), "%s", f2.final);
         cr_assert_eq(output_dir_finish(&f1), 0);
         cr_assert_eq(access(f1.final, F_OK), 0);
+
+        /* per process: pid and command (sanitized, <= 15 characters) before the time */
+        cr_assert_eq(output_dir_new_process_file(sub, "h", 4242, "my app/x:1", 86400 * 365, &f2),
+                     0);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-4242-my_app_x_1-19710101T000000Z.jfr", sub);
+        cr_assert_str_eq(f2.final, path);
+        cr_assert(strstr(f2.part, "19710101T000000Z.jfr.part"), "%s", f2.part);
+        cr_assert_eq(output_dir_new_process_file(sub, "h", 7, "", 86400 * 365, &f2), 0);
+        cr_assert(strstr(f2.final, "/ctxprof-h-7-unknown-19710101T000000Z.jfr"), "%s", f2.final);
+        cr_assert_eq(output_dir_new_process_file(sub, "h", 7, "a-very-long-command-name", 0, &f2),
+                     0);
+        cr_assert(strstr(f2.final, "/ctxprof-h-7-a-very-long-com-19700101T000000Z.jfr"), "%s",
+                  f2.final);
 
         /* age: 3 days old goes with a 2-day limit; .part and foreign files never go */
         touch(sub, "ctxprof-h-20200101T000000Z.jfr", 100, 3 * 86400);
