@@ -29,7 +29,7 @@ wait $A1
 sleep 1.5
 status_refresh
 grep -q "^target pid=$A1 " "$ST" && fail "exited process $A1 still a target"
-[ "$(dstat map_entries)" = 0 ] || fail "targets map not drained: $(dstat map_entries)"
+[ "$(dstat map_entries)" = 0 ] || { cat "$ST"; tail -20 "$DLOG"; fail "targets map not drained: $(dstat map_entries)"; }
 stop_daemon
 F=$(ls "$OUT"/*.jfr | head -1)
 jfr_ok "$F"
