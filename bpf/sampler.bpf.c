@@ -11,6 +11,7 @@
  *
  * Records are submitted with BPF_RB_NO_WAKEUP (a wakeup costs ~6 µs per record on this VM);
  * the consumer polls on a timer, and a wakeup is forced above `wakeup_bytes` of pending data.
+ * Lifecycle events share the sample ring (in order with the samples) and always wake.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -80,11 +81,13 @@ struct {
         __type(value, struct ctxprof_tls_target);
 } targets SEC(".maps");
 
+/* Samples and, in order with them, lifecycle events. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
 } samples SEC(".maps");
 
+/* Lifecycle events only while `samples` is full. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 256 * 1024);
@@ -419,25 +422,34 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         return 0;
 }
 
-static __always_inline void emit_event(__u32 type, __u32 tgid, __u32 tid, __u32 parent,
+/*
+ * A lifecycle event goes into the sample ring, behind every sample reserved before it, so the
+ * daemon handles an exec or an exit only after the samples the old image took (see
+ * ctxprof/sample.h). If that ring is full, into `events`, so that the event is not lost.
+ */
+static __always_inline void emit_event(__u32 event, __u32 tgid, __u32 tid, __u32 parent,
                                        struct task_struct *task)
 {
         struct ctxprof_event_rec *e;
         __u32 zero = 0;
 
-        e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+        e = bpf_ringbuf_reserve(&samples, sizeof(*e), 0);
+        if (!e)
+                e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
                 count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EVENTS_LOST);
                 return;
         }
-        e->type = type;
+        e->type = CTXPROF_REC_EVENT;
+        e->event = event;
         e->tgid = tgid;
         e->tid = tid;
         e->parent_tgid = parent;
+        e->pad = 0;
         e->time_ns = bpf_ktime_get_ns();
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-        /* Lifecycle events are rare and the daemon wants them promptly. */
-        bpf_ringbuf_submit(e, 0);
+        /* Rare, and wanted promptly: wake the consumer even though samples do not. */
+        bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 SEC("tp_btf/sched_process_fork")

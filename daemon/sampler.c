@@ -5,9 +5,13 @@
  * Must never print, never trust a record field beyond the caps of ctxprof/sample.h, and
  * never let a dead or hostile target stop ingestion.
  *
- * Ordering across the two rings: sampler_poll consumes the sample ring before the event
- * ring, and a process's per-pid state is released only one poll after its exit event, so
- * samples still queued when a process dies are resolved with the mappings cached for it.
+ * Ordering: BPF writes lifecycle events (fork, exec, exit) into the sample ring itself, and
+ * one callback handles both kinds of record in ring order. So every sample a process took
+ * before it exec'ed is resolved against the old image (name, mappings, DWARF unwinder) and
+ * every sample it took before it exited is still DWARF-unwound; none taken after is handled
+ * before the event. Only events that found the sample ring full come through the `events`
+ * ring, consumed after the sample ring; for those, a process's unwinder state is released
+ * one poll after its exit, and its mappings stay cached a second longer (proc_compact).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +68,8 @@ struct sampler {
         int ncpu;
         int *perf_fds; /* -1 when closed/owned by a link */
         struct bpf_link **links;
-        struct ring_buffer *rb;
+        struct ring_buffer *rb;       /* ring `samples`: samples and lifecycle events */
+        struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder;
         struct proc *procs;
@@ -408,14 +413,8 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         return 0;
 }
 
-static int on_sample(void *ctx, void *data, size_t size)
+static int handle_event(struct sampler *s, const void *data, size_t size)
 {
-        return handle_sample(ctx, data, size);
-}
-
-static int on_event(void *ctx, void *data, size_t size)
-{
-        struct sampler *s = ctx;
         const struct ctxprof_event_rec *e = data;
         char comm[CTXPROF_COMM_LEN + 1];
         struct proc *p;
@@ -427,7 +426,7 @@ static int on_event(void *ctx, void *data, size_t size)
         memcpy(comm, e->comm, CTXPROF_COMM_LEN);
         comm[CTXPROF_COMM_LEN] = '\0';
         p = proc_find(s, (pid_t)e->tgid);
-        switch (e->type) {
+        switch (e->event) {
         case CTXPROF_EV_FORK:
                 if (!p || !p->alive)
                         proc_new(s, (pid_t)e->tgid, comm);
@@ -476,6 +475,20 @@ static int on_event(void *ctx, void *data, size_t size)
                 s->st.bad_records++;
         }
         return 0;
+}
+
+/* Both rings: records are handled in the order BPF reserved them. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+        struct sampler *s = ctx;
+
+        if (size < sizeof(__u32)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        if (*(const __u32 *)data == CTXPROF_REC_EVENT)
+                return handle_event(s, data, size);
+        return handle_sample(s, data, size);
 }
 
 static int open_perf_event(const struct sampler_opts *o, int cpu)
@@ -608,14 +621,18 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
                 goto fail;
 
         *stage = SAMPLER_STAGE_RING;
-        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
         if (!s->rb) {
                 err = -errno;
                 goto fail;
         }
-        err = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), on_event, s);
-        if (err)
+        /* Never polled: events land there only while `samples` is full, and then samples
+         * force wakeups of their own. */
+        s->rb_spill = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+        if (!s->rb_spill) {
+                err = -errno;
                 goto fail;
+        }
         *stage = SAMPLER_STAGE_NONE;
         *out = s;
         return 0;
@@ -740,7 +757,7 @@ unsigned sampler_map_entries(struct sampler *s)
 
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
-        int n, m, pending_release = 0;
+        int n, m, k, pending_release = 0;
         size_t i;
 
         uint64_t now = now_ns();
@@ -765,17 +782,20 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         m = ring_buffer__consume(s->rb);
         if (m < 0 && m != -EINTR)
                 return m;
+        k = ring_buffer__consume(s->rb_spill);
+        if (k < 0 && k != -EINTR)
+                return k;
         if (pending_release)
                 release_dead(s);
         proc_compact(s);
         if (!s->stopped)
                 housekeeping(s);
-        return (n > 0 ? n : 0) + (m > 0 ? m : 0);
+        return (n > 0 ? n : 0) + (m > 0 ? m : 0) + (k > 0 ? k : 0);
 }
 
 int sampler_stop(struct sampler *s)
 {
-        int i, n, total = 0;
+        int i, n, k, total = 0;
 
         if (!s->stopped) {
                 for (i = 0; i < s->ncpu; i++) {
@@ -784,9 +804,17 @@ int sampler_stop(struct sampler *s)
                 }
                 s->stopped = 1;
         }
-        while ((n = ring_buffer__consume(s->rb)) > 0)
-                total += n;
-        return n < 0 ? n : total;
+        for (;;) {
+                n = ring_buffer__consume(s->rb);
+                if (n < 0)
+                        return n;
+                k = ring_buffer__consume(s->rb_spill);
+                if (k < 0)
+                        return k;
+                if (!n && !k)
+                        return total;
+                total += n + k;
+        }
 }
 
 unsigned sampler_live_targets(struct sampler *s)
@@ -843,6 +871,7 @@ void sampler_free(struct sampler *s)
         if (!s)
                 return;
         ring_buffer__free(s->rb);
+        ring_buffer__free(s->rb_spill);
         if (s->links)
                 for (c = 0; c < s->ncpu; c++)
                         bpf_link__destroy(s->links[c]);
