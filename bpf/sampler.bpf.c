@@ -81,6 +81,21 @@ struct {
         __type(value, struct ctxprof_tls_target);
 } targets SEC(".maps");
 
+/* Execs per target (see ctxprof/tls_target.h): written here only, no entry = 0. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096);
+        __type(key, __u32); /* tgid */
+        __type(value, __u64);
+} exec_gens SEC(".maps");
+
+static __always_inline __u64 exec_gen_of(__u32 tgid)
+{
+        __u64 *g = bpf_map_lookup_elem(&exec_gens, &tgid);
+
+        return g ? *g : 0;
+}
+
 /* Samples and, in order with them, lifecycle events. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -384,7 +399,14 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         task = bpf_get_current_task_btf();
         tp = BPF_CORE_READ(task, thread.fsbase);
         r->tp = tp;
-        if (tp) {
+        if (t->exec_gen != exec_gen_of(tgid)) {
+                /* Located in an image the process has exec'ed away from: its offsets mean
+                 * nothing here (the daemon locates again after the exec event). */
+                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE) {
+                        r->flags |= CTXPROF_SF_TLS_STALE;
+                        count(c, CTXPROF_CNT_TLS_STALE);
+                }
+        } else if (tp) {
                 r->flags |= CTXPROF_SF_TP;
                 read_span(r, t, tp, c);
                 read_labels(r, t, tp, c);
@@ -466,7 +488,10 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
                 return 0;
         if (!bpf_map_lookup_elem(&targets, &ptgid))
                 return 0;
-        /* Sample the child at once (stacks); the daemon locates its TLS after the event. */
+        /* Sample the child at once (stacks); the daemon locates its TLS after the event. A
+         * new process has exec'ed 0 times (an entry left by an earlier one with this pid
+         * would only make its first location look stale). */
+        bpf_map_delete_elem(&exec_gens, &ctgid);
         bpf_map_update_elem(&targets, &ctgid, &none, BPF_NOEXIST);
         emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
         return 0;
@@ -477,6 +502,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
         __u32 tgid, tid;
         struct ctxprof_tls_target none = {};
+        __u64 gen;
 
         if (cur_ids(&tgid, &tid)) /* p is current */
                 return 0;
@@ -486,7 +512,13 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
                         emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p);
                 return 0;
         }
-        /* The old image's TLS layout is gone: no context reads until the daemon re-locates. */
+        /* The old image's TLS layout is gone: count the exec first, so that a location of
+         * the old image published from now on (the daemon may be writing one) is refused,
+         * then no context reads until the daemon locates again. Only this thread is left in
+         * the process: nothing else updates its count. */
+        gen = exec_gen_of(tgid) + 1;
+        bpf_map_update_elem(&exec_gens, &tgid, &gen, BPF_ANY);
+        none.exec_gen = gen;
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
         emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
         return 0;

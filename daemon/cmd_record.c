@@ -203,13 +203,15 @@ static void print_counters(struct sampler *s, struct collapsed *c)
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
-            "unwind errors %llu, threads %llu, processes %llu%s\n",
+            "stale TLS locations refused %llu, unwind errors %llu, threads %llu, processes "
+            "%llu%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
             (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),
-            (unsigned long long)st.ctx.dropped, (unsigned long long)st.unwind_errors,
-            (unsigned long long)st.threads, (unsigned long long)st.processes, lines);
+            (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
+            (unsigned long long)st.unwind_errors, (unsigned long long)st.threads,
+            (unsigned long long)st.processes, lines);
 }
 
 /* The sampler's cumulative counters, as the JFR statistics event wants them. */

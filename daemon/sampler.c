@@ -47,9 +47,9 @@ struct proc {
         int forget_pending; /* exit seen: release unwinder state after the next drain */
         int tls_state;      /* 0 = to locate, 1 = located (maybe partially), 2 = gave up */
         int tls_errors;
-        uint64_t tls_next_ns;  /* next attempt */
-        uint64_t tls_since_ns; /* start of the current location round (add/exec) */
-        uint64_t generation;
+        uint64_t tls_next_ns;   /* next attempt */
+        uint64_t tls_since_ns;  /* start of the current location round (add/exec) */
+        uint64_t generation;    /* locations published (ctxprof_tls_target.generation) */
         uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
         uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
@@ -78,6 +78,7 @@ struct sampler {
         struct sampler_stats st;
         int stopped;
         uint64_t last_sweep_ns;
+        uint64_t locate_delay_ns; /* CTXPROF_TEST_LOCATE_DELAY_MS, see proc_locate_tls */
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -185,16 +186,33 @@ static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
         return p;
 }
 
-/* map_flags: BPF_EXIST for a re-location (the process must still be a target), BPF_ANY when
- * adding it (locating before the first sample makes context available from the start). */
-static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u64 map_flags)
+/* The process's exec count as BPF keeps it (see ctxprof/tls_target.h): no entry = 0. */
+static uint64_t proc_exec_gen(struct sampler *s, pid_t pid)
+{
+        __u32 key = (__u32)pid;
+        __u64 gen;
+
+        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.exec_gens), &key, &gen))
+                return 0;
+        return gen;
+}
+
+/*
+ * Locate the TLS variables of a target already in the map and publish the result. An exec
+ * can come at any point: the location is tagged with the exec count read before anything of
+ * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
+ * (and the exec event brings a new location).
+ */
+static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
 {
         struct ctxprof_tls_target t;
         __u32 key = (__u32)p->pid;
+        uint64_t exec_gen;
         int err;
 
         if (!p->alive || p->tls_state == 2 || now < p->tls_next_ns)
                 return;
+        exec_gen = proc_exec_gen(s, p->pid);
         err = tls_locate(p->pid, &t);
         if (err == -ESRCH) {
                 p->tls_state = 2;
@@ -215,7 +233,15 @@ static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u
                 }
         }
         t.generation = ++p->generation;
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, map_flags)) {
+        t.exec_gen = exec_gen;
+        if (s->locate_delay_ns) {
+                /* Tests: the daemon preempted between reading the image and publishing. */
+                struct timespec d = {.tv_sec = (time_t)(s->locate_delay_ns / 1000000000ull),
+                                     .tv_nsec = (long)(s->locate_delay_ns % 1000000000ull)};
+
+                nanosleep(&d, NULL);
+        }
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_EXIST)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = 2;
                 return;
@@ -276,8 +302,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 p = proc_new(s, pid, NULL);
         if (!p)
                 return -ENOSPC;
-        proc_locate_tls(s, p, now_ns(), BPF_ANY);
-        /* Not located (yet): sample stacks now, context once a retry succeeds. */
+        /* A target before it is located: an exec from now on is counted (and reported), so
+         * the location below is checked against it. Stacks are sampled at once. */
         if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
             errno != EEXIST) {
                 p->alive = 0;
@@ -289,6 +315,9 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 sampler_remove_target(s, pid);
                 return -ESRCH;
         }
+        /* Located before sampler_add_target returns (before a started command runs), or
+         * retried from sampler_poll: context from the first sample where possible. */
+        proc_locate_tls(s, p, now_ns());
         return 0;
 }
 
@@ -367,8 +396,8 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         s->comm[CTXPROF_COMM_LEN] = '\0';
         ds.comm = s->comm;
         ds.process = p->name;
-        /* The layout in the map was right when the record was read: exec resets it to NONE in
-         * the same kernel path, so no generation check is needed here. */
+        /* BPF read context only with a location made for the image the thread runs (exec
+         * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
         ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
         if (ds.has_span || ds.n_labels) {
@@ -459,7 +488,6 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 p->tls_errors = 0;
                 p->tls_next_ns = 0;
                 p->tls_since_ns = now_ns();
-                p->generation = 0; /* the BPF side reset the target to NONE, generation 0 */
                 break;
         case CTXPROF_EV_EXIT:
                 if (p && p->alive) {
@@ -469,6 +497,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                         p->dead_since_ns = now_ns();
                         p->forget_pending = 1;
                         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
+                        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
                 }
                 break;
         default:
@@ -526,6 +555,15 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         s->opts = *o;
         if (sink)
                 s->sink = *sink;
+        {
+                /* Fault injection for tests/integration/test_sampler_exec_tls.sh only: a delay
+                 * (ms, at most 1 s) between locating a process's TLS and publishing it. */
+                const char *d = getenv("CTXPROF_TEST_LOCATE_DELAY_MS");
+                long ms = d ? strtol(d, NULL, 10) : 0;
+
+                if (ms > 0)
+                        s->locate_delay_ns = (uint64_t)(ms < 1000 ? ms : 1000) * 1000000ull;
+        }
         s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
         s->modules = modules_new();
         if (!s->procs || !s->modules) {
@@ -658,7 +696,7 @@ static void housekeeping(struct sampler *s)
                 struct proc *p = &s->procs[i];
 
                 if (p->alive && p->tls_state != 2)
-                        proc_locate_tls(s, p, now, BPF_EXIST);
+                        proc_locate_tls(s, p, now);
         }
 }
 
@@ -706,6 +744,7 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
 
         if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
                 err = -errno;
+        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
         if (p && p->alive) {
                 p->alive = 0;
                 p->dead_since_ns = now_ns();
@@ -854,6 +893,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->stack_copy_errors = sum[CTXPROF_CNT_STACK_COPY_ERR];
                 out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
                 out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
+                out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
         }
         free(v);
 }

@@ -54,6 +54,7 @@ struct sampler_stats {
         /* from the BPF counters (summed over CPUs) */
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
         uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
+        uint64_t tls_stale; /* samples whose location was made before the target's last exec */
         /* from ingestion */
         uint64_t received;      /* sample records consumed */
         uint64_t with_context;  /* samples with a valid span or at least one label */

@@ -52,7 +52,8 @@ $(SM_WL)/wl_exec_ctx: tests/workloads/wl_exec.c $(LIBCTX_A) libctx/libctx.dynlis
 	$(Q)$(CC) $(SM_WL_CFLAGS) -DWL_EXEC_CTX -o $@ $< $(LIBCTX_A) \
 		-Wl,--dynamic-list=libctx/libctx.dynlist $(SM_WL_LDFLAGS)
 
+# Non-PIE: its TLS initialization image holds absolute addresses (see wl_exec.c).
 $(SM_WL)/wl_exec_plain: tests/workloads/wl_exec.c
 	@echo "  CC      $< (workload, plain image)"
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $< $(SM_WL_LDFLAGS)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -fno-pie -no-pie -o $@ $< $(SM_WL_LDFLAGS)

@@ -40,6 +40,7 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_LABELS_CUT 0x8  /* labelset count > CTXPROF_MAX_LABELS */
 #define CTXPROF_SF_USER_MODE  0x10 /* the sample interrupted user mode */
 #define CTXPROF_SF_REGS       0x20 /* dwarf: regs[] valid */
+#define CTXPROF_SF_TLS_STALE  0x40 /* the location was made for an image before an exec: no read */
 
 /* ctxprof_sample_rec.errors: each bit = that read failed (the item is treated as absent) */
 #define CTXPROF_SE_SPAN_ADDR   0x1  /* span TLS address could not be computed (DTV read) */
@@ -85,7 +86,7 @@ struct ctxprof_sample_rec {
         __u64 time_ns;               /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
         __u32 flags;                 /* CTXPROF_SF_* */
         __u32 errors;                /* CTXPROF_SE_* */
-        __u64 tls_generation;        /* ctxprof_tls_target.generation used for the reads */
+        __u64 tls_generation;        /* ctxprof_tls_target.generation of the location */
         __u64 tp;                    /* thread pointer (fsbase) */
         char comm[CTXPROF_COMM_LEN]; /* thread name at sample time */
         struct ctxprof_span_raw span;
@@ -144,6 +145,7 @@ enum ctxprof_counter {
         CTXPROF_CNT_STACK_COPY_ERR, /* dwarf: first stack page unreadable */
         CTXPROF_CNT_EVENTS_LOST,    /* both rings full: lifecycle event dropped */
         CTXPROF_CNT_WAKEUPS,        /* forced ring wakeups */
+        CTXPROF_CNT_TLS_STALE,      /* location refused: made before the target's last exec */
         CTXPROF_CNT_MAX,
 };
 

@@ -4,12 +4,18 @@
  * runs it, so every sample says by its frames which image took it. Built twice (mk/60-sampler.mk):
  *
  *   wl_exec_ctx     links libctx: labels img=ctx, span 0xC / root 0xC0; work in work_ctx_image
- *   wl_exec_plain   no libctx; work in work_plain_image
+ *   wl_exec_plain   no libctx; work in work_plain_image. A decoy: its static TLS block (1 KiB,
+ *                   right below the thread pointer, where wl_exec_ctx keeps libctx's
+ *                   variables) holds pointers to a Custom Labels set {img=stale} from the
+ *                   moment the loader sets up TLS (initialized data of a non-PIE build), so
+ *                   a reader that applies wl_exec_ctx's TLS offsets to this image finds
+ *                   img=stale instead of nothing.
  *
  *   wl_exec_ctx|wl_exec_plain ROUNDS CTX_MS PLAIN_MS
  *
  * Each image works for its MS (CLOCK_MONOTONIC, no syscall in the loop), then, while ROUNDS
- * > 0, execs the other image (same directory) with ROUNDS - 1; at ROUNDS 0 it exits 0. The
+ * > 0, execs the other image (same directory) with ROUNDS - 1; at ROUNDS 0 it exits 0. An MS
+ * of the form LO-HI sweeps: the image works LO + ROUNDS % (HI - LO + 1) ms. The
  * process keeps one pid and one thread, so its comm at sample time always names the image.
  * Built with frame pointers; exits 1 with a message on its own errors.
  */
@@ -27,11 +33,27 @@
 #define IMAGE "wl_exec_ctx"
 #define OTHER "wl_exec_plain"
 #else
+#include "ctx/abi.h"
 #define IMAGE "wl_exec_plain"
 #define OTHER "wl_exec_ctx"
+
+static const unsigned char decoy_key[] = "img", decoy_value[] = "stale";
+static custom_labels_label_t decoy_label = {{3, decoy_key}, {5, decoy_value}};
+static custom_labels_labelset_t decoy_set = {&decoy_label, 1, 1};
+/* Not static: kept although nothing here reads it. */
+__thread custom_labels_labelset_t *wl_exec_decoy_tls[128] = {[0 ... 127] = &decoy_set};
 #endif
 
 static volatile uint64_t sink;
+
+static unsigned parse_ms(const char *arg, long rounds)
+{
+        unsigned lo, hi;
+
+        if (sscanf(arg, "%u-%u", &lo, &hi) == 2 && hi >= lo)
+                return lo + (unsigned)(rounds % (long)(hi - lo + 1));
+        return (unsigned)atoi(arg);
+}
 
 static uint64_t mono_ns(void)
 {
@@ -81,12 +103,12 @@ int main(int argc, char **argv)
         }
         r = atol(argv[1]);
 #ifdef WL_EXEC_CTX
-        ms = (unsigned)atoi(argv[2]);
+        ms = parse_ms(argv[2], r);
         ctx_set_span(0xC, 0xC0);
         ctx_set_label_str("img", "ctx");
         work_ctx_image(ms);
 #else
-        ms = (unsigned)atoi(argv[3]);
+        ms = parse_ms(argv[3], r);
         work_plain_image(ms);
 #endif
         if (r <= 0)
