@@ -191,6 +191,32 @@ static void print_status(struct sampler *s, uint64_t *last_n, uint64_t *last_ms)
         *last_ms = now;
 }
 
+/* The modules where DWARF unwinding stopped early most often, as one line. */
+static void print_unwind_stops(struct sampler *s)
+{
+        struct module_tally_entry top[5];
+        uint64_t other;
+        unsigned i, n = sampler_unwind_stops(s, top, 5, &other);
+
+        if (!n)
+                return;
+        fputs("ctxprof: dwarf unwinding stopped early in:", stderr);
+        for (i = 0; i < n; i++) {
+                struct module_info mi;
+                const char *name = "[unknown]", *slash;
+
+                if (top[i].module_id != CTXPROF_MODULE_UNKNOWN &&
+                    !modules_info(sampler_modules(s), top[i].module_id, &mi)) {
+                        slash = strrchr(mi.path, '/');
+                        name = slash ? slash + 1 : mi.path;
+                }
+                fprintf(stderr, "%s %s %llu", i ? "," : "", name, (unsigned long long)top[i].count);
+        }
+        if (other)
+                fprintf(stderr, ", other modules %llu", (unsigned long long)other);
+        fputc('\n', stderr);
+}
+
 static void print_counters(struct sampler *s, struct collapsed *c)
 {
         struct sampler_stats st;
@@ -203,15 +229,17 @@ static void print_counters(struct sampler *s, struct collapsed *c)
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
-            "stale TLS locations refused %llu, unwind errors %llu, threads %llu, processes "
-            "%llu%s\n",
+            "stale TLS locations refused %llu, unwind errors %llu, unwind truncated %llu, "
+            "events lost %llu, threads %llu, processes %llu%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
             (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),
             (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
-            (unsigned long long)st.unwind_errors, (unsigned long long)st.threads,
+            (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
+            (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines);
+        print_unwind_stops(s);
 }
 
 /* The sampler's cumulative counters, as the JFR statistics event wants them. */

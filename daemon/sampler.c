@@ -76,6 +76,7 @@ struct sampler {
         size_t nprocs;
         struct tid_set tids;
         struct sampler_stats st;
+        struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
         int stopped;
         uint64_t last_sweep_ns;
         uint64_t locate_delay_ns; /* CTXPROF_TEST_LOCATE_DELAY_MS, see proc_locate_tls */
@@ -321,6 +322,16 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         return 0;
 }
 
+/* DWARF unwinding stopped early at ip (a return address unless it is the leaf). */
+static void count_unwind_stop(struct sampler *s, struct proc *p, uint64_t ip, int retaddr)
+{
+        struct ctxprof_frame f;
+
+        if (!p->maps || proc_maps_resolve(p->maps, retaddr ? ip - 1 : ip, &f))
+                f.module_id = CTXPROF_MODULE_UNKNOWN;
+        module_tally_add(&s->unwind_stops, f.module_id);
+}
+
 /* ip list (leaf first) -> frames appended at s->frames[*n...]. */
 static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *ips, unsigned cnt,
                             unsigned *n, int *truncated)
@@ -424,9 +435,14 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                         if (ut) {
                                 truncated = 1;
                                 s->st.unwind_truncated++;
+                                /* (at the frame limit it did not stop: it was cut) */
+                                if (cnt < CTXPROF_MAX_FRAMES)
+                                        count_unwind_stop(s, p, s->ips[cnt - 1], cnt > 1);
                         }
                 } else {
                         s->st.unwind_errors++;
+                        if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
+                                count_unwind_stop(s, p, d->regs[16], 0);
                         add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
                 }
         } else {
@@ -896,6 +912,14 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
         }
         free(v);
+}
+
+unsigned sampler_unwind_stops(struct sampler *s, struct module_tally_entry *out, unsigned max,
+                              uint64_t *other)
+{
+        if (other)
+                *other = s->unwind_stops.other;
+        return module_tally_top(&s->unwind_stops, out, max);
 }
 
 struct modules *sampler_modules(struct sampler *s)

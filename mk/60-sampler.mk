@@ -11,7 +11,7 @@ SM_WL_CFLAGS = $(filter-out $(SANFLAGS),$(ALL_CFLAGS)) -O2 -g -fno-omit-frame-po
 SM_WL_LDFLAGS = $(ALL_LDFLAGS) -lpthread
 SM_WORKLOADS := $(SM_WL)/wl_attrib $(SM_WL)/wl_garbage $(SM_WL)/wl_attrib_so \
                 $(SM_WL)/wl_attrib_nopie $(SM_WL)/wl_attrib_dlopen $(SM_WL)/wl_exec_ctx \
-                $(SM_WL)/wl_exec_plain
+                $(SM_WL)/wl_exec_plain $(SM_WL)/wl_deep
 ALL_TARGETS += $(SM_WORKLOADS)
 BENCHES += bench/bench_sampler.sh
 
@@ -57,3 +57,8 @@ $(SM_WL)/wl_exec_plain: tests/workloads/wl_exec.c
 	@echo "  CC      $< (workload, plain image)"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SM_WL_CFLAGS) -fno-pie -no-pie -o $@ $< $(SM_WL_LDFLAGS)
+
+$(SM_WL)/wl_deep: tests/workloads/wl_deep.c
+	@echo "  CC      $< (workload)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $< $(SM_WL_LDFLAGS)
