@@ -69,7 +69,11 @@ static void help(FILE *f)
                "\n"
                "With -- COMMAND, processes forked by COMMAND are followed; with -p, only the\n"
                "given processes (and all their threads). Needs root (CAP_BPF, CAP_PERFMON,\n"
-               "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n");
+               "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n"
+               "\n"
+               "Exit status: 0 when the recording was written; with -- COMMAND that ended on\n"
+               "its own, COMMAND's status instead (128+N if signal N killed it); 1 when\n"
+               "recording failed, 2 for a usage error.\n");
 }
 
 static int parse_duration(const char *s, uint64_t *ms)
@@ -605,6 +609,12 @@ static int cmd_record(int argc, char **argv)
         if (!quiet)
                 print_counters(s, c);
         rc = 0;
+        /* The command ended on its own (not stopped by us): its status is the result, as
+         * with time(1) or perf stat. */
+        if (child > 0 && child_done)
+                rc = WIFEXITED(child_status)     ? WEXITSTATUS(child_status)
+                     : WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status)
+                                                 : 0;
 out:
         if (sync_pipe[0] >= 0)
                 close(sync_pipe[0]);

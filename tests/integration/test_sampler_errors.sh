@@ -1,7 +1,8 @@
 #!/bin/bash
 # Clear errors and non-zero exits for: a PID that does not exist, no permission (ctxprof run
 # as nobody), a PID that exits during attach (error or clean run, never a crash); and a
-# target that exits mid-run ends the recording with complete output and exit 0.
+# target that exits mid-run ends the recording with complete output and exit 0; a COMMAND
+# that ends on its own gives ctxprof its exit status.
 . "$(dirname "$0")/sampler_lib.sh"
 
 expect_error() { # name regex cmd...
@@ -77,5 +78,16 @@ for sig in TERM INT; do
 	echo "SIG$sig: exit $rc, $n work samples written"
 	[ $rc = 0 ] || { cat "$TMP/e"; fail "SIG$sig: exit $rc"; }
 	[ "$n" -ge 20 ] || fail "SIG$sig: output missing"
+done
+
+# 6. -- COMMAND that ends on its own: ctxprof exits with its status (128+N for signal N),
+# the recording written all the same.
+for c in 'exit 3:3' 'kill -KILL $$:137' 'exit 0:0'; do
+	rm -f "$TMP/st.txt"
+	"$CTXPROF" record -q -o "$TMP/st.txt" -- sh -c "${c%:*}" 2>"$TMP/e"
+	rc=$?
+	echo "-- sh -c '${c%:*}': exit $rc"
+	[ $rc = "${c##*:}" ] || { cat "$TMP/e"; fail "exit $rc, want ${c##*:}"; }
+	[ -e "$TMP/st.txt" ] || fail "no output written"
 done
 echo PASS
