@@ -130,6 +130,38 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
         return 0;
 }
 
+#define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
+
+/* The kernel's limit for a frequency-mode perf event (the kernel lowers it on its own when
+ * sampling interrupts take too long), or -1 if unreadable. */
+static long max_sample_rate(void)
+{
+        FILE *f = fopen(MAX_SAMPLE_RATE_PATH, "re");
+        long v = -1;
+
+        if (f) {
+                if (fscanf(f, "%ld", &v) != 1)
+                        v = -1;
+                fclose(f);
+        }
+        return v;
+}
+
+/* 1 (and a message) if -F is above the kernel's limit: perf_event_open's EINVAL says nothing. */
+static int freq_above_limit(unsigned freq)
+{
+        long max = max_sample_rate();
+
+        if (max < 0 || freq <= (unsigned long)max)
+                return 0;
+        fprintf(stderr,
+                "ctxprof: -F %u is above the kernel's limit of %ld samples per second (%s, which "
+                "the kernel lowers when sampling interrupts take too long): use -F %ld or less, "
+                "or raise it as root: sysctl kernel.perf_event_max_sample_rate=%u\n",
+                freq, max, MAX_SAMPLE_RATE_PATH, max, freq);
+        return 1;
+}
+
 static void report_setup_error(int err, enum sampler_stage stage, const struct sampler_opts *o)
 {
         const char *what = strerror(-err);
@@ -154,6 +186,8 @@ static void report_setup_error(int err, enum sampler_stage stage, const struct s
                                 what);
                 return;
         case SAMPLER_STAGE_PERF:
+                if (err == -EINVAL && freq_above_limit(o->freq))
+                        return; /* lowered by the kernel since the check at start */
                 if (o->event == SAMPLER_EV_CYCLES &&
                     (err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV || err == -EINVAL))
                         fprintf(stderr,
@@ -405,6 +439,8 @@ static int cmd_record(int argc, char **argv)
         for (i = 0; i < npids; i++)
                 if (check_pid(pids[i]))
                         return 1;
+        if (freq_above_limit(o.freq))
+                return 1;
         o.follow_children = optind < argc;
 
         if (!format) {

@@ -2,7 +2,8 @@
 # Clear errors and non-zero exits for: a PID that does not exist, no permission (ctxprof run
 # as nobody), a PID that exits during attach (error or clean run, never a crash); and a
 # target that exits mid-run ends the recording with complete output and exit 0; a COMMAND
-# that ends on its own gives ctxprof its exit status.
+# that ends on its own gives ctxprof its exit status; -F above the kernel's sample rate
+# limit names the sysctl.
 . "$(dirname "$0")/sampler_lib.sh"
 
 expect_error() { # name regex cmd...
@@ -90,4 +91,23 @@ for c in 'exit 3:3' 'kill -KILL $$:137' 'exit 0:0'; do
 	[ $rc = "${c##*:}" ] || { cat "$TMP/e"; fail "exit $rc, want ${c##*:}"; }
 	[ -e "$TMP/st.txt" ] || fail "no output written"
 done
+
+# 7. -F above kernel.perf_event_max_sample_rate (the kernel lowers it by itself when sampling
+# interrupts take too long): a message naming it, not perf_event_open's bare EINVAL. -F
+# accepts up to 100000, the kernel's default limit: at that limit, lower it by one for the
+# duration of the check (a limit of 99999 changes nothing for anyone sampling below it).
+rate=/proc/sys/kernel/perf_event_max_sample_rate
+max=$(cat $rate)
+if [ "$max" -ge 100000 ]; then
+	trap 'echo '"$max"' >'"$rate"'; rm -rf "$TMP"' EXIT
+	echo 99999 >$rate || fail "cannot lower $rate"
+fi
+lim=$(cat $rate)
+re="ctxprof: -F $((lim + 1)) is above the kernel's limit of $lim .*perf_event_max_sample_rate"
+expect_error "-F above the limit" "$re" \
+	"$CTXPROF" record -F $((lim + 1)) -d 1 -o "$TMP/f.txt" -- sleep 5
+if [ "$max" -ge 100000 ]; then
+	echo "$max" >$rate
+	trap 'rm -rf "$TMP"' EXIT
+fi
 echo PASS
