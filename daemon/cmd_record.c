@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,12 +29,11 @@
 
 #define MAX_PIDS 64
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested; /* the signal that asked to stop, 0 = none */
 
 static void on_signal(int sig)
 {
-        (void)sig;
-        stop_requested = 1;
+        stop_requested = sig;
 }
 
 static void help(FILE *f)
@@ -73,7 +73,8 @@ static void help(FILE *f)
                "\n"
                "Exit status: 0 when the recording was written; with -- COMMAND that ended on\n"
                "its own, COMMAND's status instead (128+N if signal N killed it); 1 when\n"
-               "recording failed, 2 for a usage error.\n");
+               "recording failed, 2 for a usage error, 128+N when signal N (SIGINT, SIGTERM)\n"
+               "came before recording started (nothing is written, COMMAND is not run).\n");
 }
 
 static int parse_duration(const char *s, uint64_t *ms)
@@ -332,8 +333,8 @@ static int cmd_record(int argc, char **argv)
         };
         struct sampler_opts o = {.freq = 99, .event = SAMPLER_EV_CPU_CLOCK, .kernel_stacks = 1};
         pid_t pids[MAX_PIDS], child = -1;
-        int npids = 0, opt, i, err, quiet = 0, span_frames = 0, sync_pipe[2] = {-1, -1};
-        int rc = 1, child_status = 0, child_done = 0;
+        int npids = 0, opt, i, err, quiet = 0, span_frames = 0, sync_fd[2] = {-1, -1};
+        int rc = 1, child_status = 0, child_done = 0, child_traced = 0, recording = 0;
         uint64_t duration_ms = 0, start_ms, last_ms, last_n = 0, last_status = 0;
         const char *outpath = NULL;
         enum sampler_stage stage;
@@ -443,6 +444,16 @@ static int cmd_record(int argc, char **argv)
                 return 1;
         o.follow_children = optind < argc;
 
+        /* From here on SIGINT/SIGTERM stop cleanly: before recording starts they abandon the
+         * setup (a started command is killed, nothing is written), after it they end it. No
+         * SA_RESTART: a blocking setup step (an output FIFO, waiting for the command) returns
+         * EINTR. */
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+
         if (!format) {
                 size_t n = outpath ? strlen(outpath) : 0;
                 format = n > 4 && !strcmp(outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
@@ -466,21 +477,27 @@ static int cmd_record(int argc, char **argv)
                 jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
                 err = jfr_sink_new(&jo, &js);
                 if (err) {
-                        fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(-err));
-                        return 1;
+                        if (!stop_requested)
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                        strerror(-err));
+                        goto out;
                 }
         } else if (outpath) {
                 out = fopen(outpath, "we");
                 if (!out) {
-                        fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(errno));
-                        return 1;
+                        if (!stop_requested)
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                        strerror(errno));
+                        goto out;
                 }
         }
 
         if (optind < argc) {
-                /* The child waits for the sampler to be ready, so its first instruction is seen. */
-                if (pipe2(sync_pipe, O_CLOEXEC)) {
-                        perror("ctxprof: pipe");
+                /* The child waits for the sampler to be ready, so its first instruction is seen.
+                 * A socket, not a pipe: telling a child that died (Ctrl-C reaches the whole
+                 * process group) must be an error, not a SIGPIPE. */
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_fd)) {
+                        perror("ctxprof: socketpair");
                         goto out;
                 }
                 child = fork();
@@ -491,8 +508,10 @@ static int cmd_record(int argc, char **argv)
                 if (child == 0) {
                         char b;
 
-                        close(sync_pipe[1]);
-                        if (read(sync_pipe[0], &b, 1) != 1)
+                        signal(SIGINT, SIG_DFL); /* the command's own behaviour from here */
+                        signal(SIGTERM, SIG_DFL);
+                        close(sync_fd[1]);
+                        if (read(sync_fd[0], &b, 1) != 1)
                                 _exit(127);
                         /* Stop at the exec so the parent can locate TLS before main runs. */
                         if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
@@ -502,8 +521,8 @@ static int cmd_record(int argc, char **argv)
                                 strerror(errno));
                         _exit(127);
                 }
-                close(sync_pipe[0]);
-                sync_pipe[0] = -1;
+                close(sync_fd[0]);
+                sync_fd[0] = -1;
         }
 
         libbpf_set_print(libbpf_quiet);
@@ -519,32 +538,54 @@ static int cmd_record(int argc, char **argv)
         }
         err = sampler_new(&o, &sink, &s, &stage);
         if (err) {
-                report_setup_error(err, stage, &o);
+                if (!stop_requested)
+                        report_setup_error(err, stage, &o);
                 goto out;
         }
         if (js)
                 jfr_sink_set_modules(js, sampler_modules(s));
         if (child > 0) {
                 int st;
+                pid_t w;
 
-                if (write(sync_pipe[1], "g", 1) != 1) {
-                        perror("ctxprof: starting the command");
+                if (stop_requested)
+                        goto out;
+                if (send(sync_fd[1], "g", 1, MSG_NOSIGNAL) != 1) {
+                        if (!stop_requested)
+                                perror("ctxprof: starting the command");
                         goto out;
                 }
-                close(sync_pipe[1]);
-                sync_pipe[1] = -1;
-                /* The traced child stops with SIGTRAP right after a successful exec. */
-                if (waitpid(child, &st, 0) != child || !WIFSTOPPED(st)) {
+                close(sync_fd[1]);
+                sync_fd[1] = -1;
+                /* The traced child stops with SIGTRAP right after a successful exec; a signal
+                 * that reaches it first stops it too and is passed on. */
+                for (;;) {
+                        w = waitpid(child, &st, 0);
+                        if (w < 0 && errno == EINTR && !stop_requested)
+                                continue;
+                        if (w != child || !WIFSTOPPED(st))
+                                break;
+                        child_traced = 1;
+                        if (stop_requested || WSTOPSIG(st) == SIGTRAP)
+                                break;
+                        ptrace(PTRACE_CONT, child, NULL, (void *)(long)WSTOPSIG(st));
+                }
+                if (stop_requested)
+                        goto out;
+                if (w != child || !WIFSTOPPED(st)) {
                         fprintf(stderr, "ctxprof: cannot run %s\n", argv[optind]);
-                        child_done = 1;
+                        child_done = w == child;
                         goto out;
                 }
                 err = sampler_add_target(s, child);
+                if (stop_requested)
+                        goto out;
                 if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
                         fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
                                 strerror(errno));
                         goto out;
                 }
+                child_traced = 0;
                 if (err) {
                         fprintf(stderr, "ctxprof: cannot sample %s: %s\n", argv[optind],
                                 strerror(-err));
@@ -568,11 +609,9 @@ static int cmd_record(int argc, char **argv)
                 }
         }
 
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
+        if (stop_requested)
+                goto out; /* during setup: abandon it */
+        recording = 1;
         tty = !quiet && isatty(STDERR_FILENO);
         start_ms = last_ms = last_status = mono_ms();
 
@@ -652,11 +691,22 @@ static int cmd_record(int argc, char **argv)
                      : WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status)
                                                  : 0;
 out:
-        if (sync_pipe[0] >= 0)
-                close(sync_pipe[0]);
-        if (sync_pipe[1] >= 0)
-                close(sync_pipe[1]); /* an unstarted child sees EOF and exits */
-        if (child > 0 && !child_done) {
+        if (!recording && stop_requested) {
+                fprintf(stderr, "ctxprof: %s before recording started: nothing recorded\n",
+                        stop_requested == SIGINT ? "interrupted" : "terminated");
+                rc = 128 + stop_requested;
+        }
+        if (sync_fd[0] >= 0)
+                close(sync_fd[0]);
+        if (sync_fd[1] >= 0)
+                close(sync_fd[1]); /* an unstarted child sees EOF and exits */
+        if (child > 0 && child_traced) {
+                /* Still stopped under ptrace, the command never ran: a SIGTERM would only
+                 * stop it again, for us to handle. */
+                kill(child, SIGKILL);
+                while (waitpid(child, &child_status, 0) < 0 && errno == EINTR)
+                        ;
+        } else if (child > 0 && !child_done) {
                 /* The recording is over (duration, signal or error): so is the command. */
                 kill(child, SIGTERM);
                 waitpid(child, &child_status, 0);

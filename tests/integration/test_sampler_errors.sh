@@ -3,7 +3,7 @@
 # as nobody), a PID that exits during attach (error or clean run, never a crash); and a
 # target that exits mid-run ends the recording with complete output and exit 0; a COMMAND
 # that ends on its own gives ctxprof its exit status; -F above the kernel's sample rate
-# limit names the sysctl.
+# limit names the sysctl; SIGINT/SIGTERM during setup abandon it cleanly.
 . "$(dirname "$0")/sampler_lib.sh"
 
 expect_error() { # name regex cmd...
@@ -110,4 +110,26 @@ if [ "$max" -ge 100000 ]; then
 	echo "$max" >$rate
 	trap 'rm -rf "$TMP"' EXIT
 fi
+
+# 8. SIGINT/SIGTERM before recording starts (here while opening the output, a FIFO nobody
+# reads): a clear message, exit 128+N, nothing left running (the command never ran).
+mkfifo "$TMP/fifo"
+for sig in INT TERM; do
+	"$CTXPROF" record -o "$TMP/fifo" -- "$WL/wl_attrib" long 30 1 >/dev/null 2>"$TMP/e" &
+	rec=$!
+	sleep 1
+	kid=$(pgrep -P $rec)
+	kill -$sig $rec
+	wait $rec
+	rc=$?
+	echo "SIG$sig during setup: exit $rc: $(head -c 200 "$TMP/e")"
+	want=$((128 + $(kill -l $sig)))
+	[ $rc = $want ] || fail "SIG$sig during setup: exit $rc, want $want"
+	grep -q -E "(interrupted|terminated) before recording started" "$TMP/e" ||
+		fail "SIG$sig during setup: no message"
+	if [ -n "$kid" ] && kill -0 "$kid" 2>/dev/null; then
+		kill -KILL "$kid"
+		fail "SIG$sig during setup: the command ($kid) was left running"
+	fi
+done
 echo PASS
