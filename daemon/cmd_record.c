@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,7 +54,8 @@ static void help(FILE *f)
                "  -F, --freq HZ              samples per second per CPU (default 99)\n"
                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
                "                             still running then gets SIGTERM\n"
-               "  -o, --output FILE          write to FILE (default: standard output)\n"
+               "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
+               "                             created or truncated only once setup succeeded\n"
                "      --format jfr|collapsed jfr: JDK Flight Recorder chunks (default when FILE\n"
                "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
                "                             (flamegraph.pl, speedscope):\n"
@@ -296,6 +298,56 @@ static void engine_counters(struct sampler *s, struct jfr_sink_engine_counters *
         };
 }
 
+/*
+ * Before any setup: can FILE be written, without touching it? An existing regular file is
+ * opened for writing (not truncated); a new one needs a writable directory; anything else
+ * (a device, a FIFO) is left alone, opening it could block or have effects. 0, or a message
+ * and -1. The file itself is opened (and truncated) only once setup succeeded.
+ */
+static int check_output(const char *path)
+{
+        char dir[PATH_MAX];
+        const char *slash;
+        struct stat st;
+        int fd;
+
+        if (!stat(path, &st)) {
+                if (S_ISDIR(st.st_mode)) {
+                        errno = EISDIR;
+                        goto fail;
+                }
+                if (!S_ISREG(st.st_mode))
+                        return 0;
+                fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        close(fd);
+                        return 0;
+                }
+        } else if (errno == ENOENT) {
+                slash = strrchr(path, '/');
+                if (!slash)
+                        snprintf(dir, sizeof(dir), ".");
+                else
+                        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path ? slash - path : 1),
+                                 path);
+                if (!access(dir, W_OK | X_OK))
+                        return 0;
+        }
+fail:
+        fprintf(stderr, "ctxprof: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+}
+
+/* The JFR sink is created once setup succeeded (that opens its file), after the sampler it
+ * receives samples from: the sampler is handed this forwarder. Samples only flow from
+ * sampler_poll, which runs after both exist. */
+static int forward_sample(void *ctx, const struct decoded_sample *ds)
+{
+        const struct sample_sink *to = ctx;
+
+        return to->sample ? to->sample(to->ctx, ds) : -ENODEV;
+}
+
 /* Checks a pid before any setup so the common mistakes get a precise message. */
 static int check_pid(pid_t pid)
 {
@@ -343,7 +395,7 @@ static int cmd_record(int argc, char **argv)
         struct jfr_sink *js = NULL;
         const char *format = NULL;
         uint64_t chunk_ms = 60000;
-        struct sample_sink sink;
+        struct sample_sink sink, jfr = {0};
         struct sigaction sa;
         FILE *out = NULL;
         int tty;
@@ -458,39 +510,13 @@ static int cmd_record(int argc, char **argv)
                 size_t n = outpath ? strlen(outpath) : 0;
                 format = n > 4 && !strcmp(outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
         }
-        if (!strcmp(format, "jfr")) {
-                struct jfr_sink_opts jo = {
-                    .path = outpath,
-                    .chunk_period_ns = chunk_ms * 1000000ull,
-                    .info = {.name = "ctxprof",
-                             .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
-                             .frequency_hz = o.freq,
-                             .callgraph = o.dwarf ? "dwarf" : "fp"},
-                };
-                struct timespec ts;
-
-                if (!outpath) {
-                        fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
-                        return 2;
-                }
-                clock_gettime(CLOCK_REALTIME, &ts);
-                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-                err = jfr_sink_new(&jo, &js);
-                if (err) {
-                        if (!stop_requested)
-                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
-                                        strerror(-err));
-                        goto out;
-                }
-        } else if (outpath) {
-                out = fopen(outpath, "we");
-                if (!out) {
-                        if (!stop_requested)
-                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
-                                        strerror(errno));
-                        goto out;
-                }
+        if (!strcmp(format, "jfr") && !outpath) {
+                fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
+                return 2;
         }
+        /* A bad path fails now; an existing file is kept until setup succeeded. */
+        if (outpath && check_output(outpath))
+                return 1;
 
         if (optind < argc) {
                 /* The child waits for the sampler to be ready, so its first instruction is seen.
@@ -526,8 +552,8 @@ static int cmd_record(int argc, char **argv)
         }
 
         libbpf_set_print(libbpf_quiet);
-        if (js) {
-                sink = jfr_sink_as_sink(js);
+        if (!strcmp(format, "jfr")) {
+                sink = (struct sample_sink){.ctx = &jfr, .sample = forward_sample};
         } else {
                 c = collapsed_new(span_frames);
                 if (!c) {
@@ -542,8 +568,6 @@ static int cmd_record(int argc, char **argv)
                         report_setup_error(err, stage, &o);
                 goto out;
         }
-        if (js)
-                jfr_sink_set_modules(js, sampler_modules(s));
         if (child > 0) {
                 int st;
                 pid_t w;
@@ -580,12 +604,6 @@ static int cmd_record(int argc, char **argv)
                 err = sampler_add_target(s, child);
                 if (stop_requested)
                         goto out;
-                if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
-                        fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
-                                strerror(errno));
-                        goto out;
-                }
-                child_traced = 0;
                 if (err) {
                         fprintf(stderr, "ctxprof: cannot sample %s: %s\n", argv[optind],
                                 strerror(-err));
@@ -608,9 +626,52 @@ static int cmd_record(int argc, char **argv)
                         goto out;
                 }
         }
-
         if (stop_requested)
-                goto out; /* during setup: abandon it */
+                goto out; /* during setup: abandon it, the output untouched */
+
+        /* Setup succeeded: only now is the output created or truncated. A signal that
+         * interrupts opening it (a FIFO) still abandons the setup; one after that ends the
+         * recording like any other time. */
+        if (!strcmp(format, "jfr")) {
+                struct jfr_sink_opts jo = {
+                    .path = outpath,
+                    .chunk_period_ns = chunk_ms * 1000000ull,
+                    .info = {.name = "ctxprof",
+                             .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
+                             .frequency_hz = o.freq,
+                             .callgraph = o.dwarf ? "dwarf" : "fp"},
+                };
+                struct timespec ts;
+
+                clock_gettime(CLOCK_REALTIME, &ts);
+                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                err = jfr_sink_new(&jo, &js);
+                if (err) {
+                        if (!stop_requested)
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                        strerror(-err));
+                        goto out;
+                }
+                jfr_sink_set_modules(js, sampler_modules(s));
+                jfr = jfr_sink_as_sink(js);
+        } else if (outpath) {
+                out = fopen(outpath, "we");
+                if (!out) {
+                        if (!stop_requested)
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                        strerror(errno));
+                        goto out;
+                }
+        }
+        /* Let the command run: its exec is the first thing sampled. */
+        if (child > 0) {
+                if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
+                        fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
+                                strerror(errno));
+                        goto out;
+                }
+                child_traced = 0;
+        }
         recording = 1;
         tty = !quiet && isatty(STDERR_FILENO);
         start_ms = last_ms = last_status = mono_ms();

@@ -3,7 +3,8 @@
 # as nobody), a PID that exits during attach (error or clean run, never a crash); and a
 # target that exits mid-run ends the recording with complete output and exit 0; a COMMAND
 # that ends on its own gives ctxprof its exit status; -F above the kernel's sample rate
-# limit names the sysctl; SIGINT/SIGTERM during setup abandon it cleanly.
+# limit names the sysctl; SIGINT/SIGTERM during setup abandon it cleanly; a setup that
+# fails leaves an existing output file as it was.
 . "$(dirname "$0")/sampler_lib.sh"
 
 expect_error() { # name regex cmd...
@@ -122,7 +123,7 @@ for sig in INT TERM; do
 	kill -$sig $rec
 	wait $rec
 	rc=$?
-	echo "SIG$sig during setup: exit $rc: $(head -c 200 "$TMP/e")"
+	echo "SIG$sig during setup (command ${kid:-not started}): exit $rc: $(head -c 200 "$TMP/e")"
 	want=$((128 + $(kill -l $sig)))
 	[ $rc = $want ] || fail "SIG$sig during setup: exit $rc, want $want"
 	grep -q -E "(interrupted|terminated) before recording started" "$TMP/e" ||
@@ -132,4 +133,16 @@ for sig in INT TERM; do
 		fail "SIG$sig during setup: the command ($kid) was left running"
 	fi
 done
+
+# 9. The output is created (or truncated) only once setup succeeded: a command that cannot
+# run leaves an existing file as it was, for both formats; a path that cannot be written
+# fails before any setup.
+for f in keep.txt keep.jfr; do
+	echo precious >"$TMP/$f"
+	expect_error "-o $f, setup fails" "cannot run" \
+		"$CTXPROF" record -o "$TMP/$f" -- "$TMP/no-such-command"
+	[ "$(cat "$TMP/$f")" = precious ] || fail "-o $f: the existing file was overwritten"
+done
+expect_error "-o in a missing directory" "cannot write $TMP/no-such-dir/x.txt" \
+	"$CTXPROF" record -o "$TMP/no-such-dir/x.txt" -- "$TMP/no-such-command"
 echo PASS
