@@ -11,6 +11,7 @@
  *
  * Records are submitted with BPF_RB_NO_WAKEUP (a wakeup costs ~6 µs per record on this VM);
  * the consumer polls on a timer, and a wakeup is forced above `wakeup_bytes` of pending data.
+ * Lifecycle events share the sample ring (in order with the samples) and always wake.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -80,11 +81,28 @@ struct {
         __type(value, struct ctxprof_tls_target);
 } targets SEC(".maps");
 
+/* Execs per target (see ctxprof/tls_target.h): written here only, no entry = 0. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, 4096);
+        __type(key, __u32); /* tgid */
+        __type(value, __u64);
+} exec_gens SEC(".maps");
+
+static __always_inline __u64 exec_gen_of(__u32 tgid)
+{
+        __u64 *g = bpf_map_lookup_elem(&exec_gens, &tgid);
+
+        return g ? *g : 0;
+}
+
+/* Samples and, in order with them, lifecycle events. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
 } samples SEC(".maps");
 
+/* Lifecycle events only while `samples` is full. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 256 * 1024);
@@ -381,7 +399,14 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         task = bpf_get_current_task_btf();
         tp = BPF_CORE_READ(task, thread.fsbase);
         r->tp = tp;
-        if (tp) {
+        if (t->exec_gen != exec_gen_of(tgid)) {
+                /* Located in an image the process has exec'ed away from: its offsets mean
+                 * nothing here (the daemon locates again after the exec event). */
+                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE) {
+                        r->flags |= CTXPROF_SF_TLS_STALE;
+                        count(c, CTXPROF_CNT_TLS_STALE);
+                }
+        } else if (tp) {
                 r->flags |= CTXPROF_SF_TP;
                 read_span(r, t, tp, c);
                 read_labels(r, t, tp, c);
@@ -419,25 +444,34 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         return 0;
 }
 
-static __always_inline void emit_event(__u32 type, __u32 tgid, __u32 tid, __u32 parent,
+/*
+ * A lifecycle event goes into the sample ring, behind every sample reserved before it, so the
+ * daemon handles an exec or an exit only after the samples the old image took (see
+ * ctxprof/sample.h). If that ring is full, into `events`, so that the event is not lost.
+ */
+static __always_inline void emit_event(__u32 event, __u32 tgid, __u32 tid, __u32 parent,
                                        struct task_struct *task)
 {
         struct ctxprof_event_rec *e;
         __u32 zero = 0;
 
-        e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+        e = bpf_ringbuf_reserve(&samples, sizeof(*e), 0);
+        if (!e)
+                e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
         if (!e) {
                 count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EVENTS_LOST);
                 return;
         }
-        e->type = type;
+        e->type = CTXPROF_REC_EVENT;
+        e->event = event;
         e->tgid = tgid;
         e->tid = tid;
         e->parent_tgid = parent;
+        e->pad = 0;
         e->time_ns = bpf_ktime_get_ns();
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-        /* Lifecycle events are rare and the daemon wants them promptly. */
-        bpf_ringbuf_submit(e, 0);
+        /* Rare, and wanted promptly: wake the consumer even though samples do not. */
+        bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -454,7 +488,10 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
                 return 0;
         if (!bpf_map_lookup_elem(&targets, &ptgid))
                 return 0;
-        /* Sample the child at once (stacks); the daemon locates its TLS after the event. */
+        /* Sample the child at once (stacks); the daemon locates its TLS after the event. A
+         * new process has exec'ed 0 times (an entry left by an earlier one with this pid
+         * would only make its first location look stale). */
+        bpf_map_delete_elem(&exec_gens, &ctgid);
         bpf_map_update_elem(&targets, &ctgid, &none, BPF_NOEXIST);
         emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
         return 0;
@@ -465,6 +502,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
         __u32 tgid, tid;
         struct ctxprof_tls_target none = {};
+        __u64 gen;
 
         if (cur_ids(&tgid, &tid)) /* p is current */
                 return 0;
@@ -474,7 +512,13 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
                         emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p);
                 return 0;
         }
-        /* The old image's TLS layout is gone: no context reads until the daemon re-locates. */
+        /* The old image's TLS layout is gone: count the exec first, so that a location of
+         * the old image published from now on (the daemon may be writing one) is refused,
+         * then no context reads until the daemon locates again. Only this thread is left in
+         * the process: nothing else updates its count. */
+        gen = exec_gen_of(tgid) + 1;
+        bpf_map_update_elem(&exec_gens, &tgid, &gen, BPF_ANY);
+        none.exec_gen = gen;
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
         emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
         return 0;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,12 +30,11 @@
 
 #define MAX_PIDS 64
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested; /* the signal that asked to stop, 0 = none */
 
 static void on_signal(int sig)
 {
-        (void)sig;
-        stop_requested = 1;
+        stop_requested = sig;
 }
 
 static void help(FILE *f)
@@ -53,7 +54,8 @@ static void help(FILE *f)
                "  -F, --freq HZ              samples per second per CPU (default 99)\n"
                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
                "                             still running then gets SIGTERM\n"
-               "  -o, --output FILE          write to FILE (default: standard output)\n"
+               "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
+               "                             created or truncated only once setup succeeded\n"
                "      --format jfr|collapsed jfr: JDK Flight Recorder chunks (default when FILE\n"
                "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
                "                             (flamegraph.pl, speedscope):\n"
@@ -69,7 +71,12 @@ static void help(FILE *f)
                "\n"
                "With -- COMMAND, processes forked by COMMAND are followed; with -p, only the\n"
                "given processes (and all their threads). Needs root (CAP_BPF, CAP_PERFMON,\n"
-               "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n");
+               "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n"
+               "\n"
+               "Exit status: 0 when the recording was written; with -- COMMAND that ended on\n"
+               "its own, COMMAND's status instead (128+N if signal N killed it); 1 when\n"
+               "recording failed, 2 for a usage error, 128+N when signal N (SIGINT, SIGTERM)\n"
+               "came before recording started (nothing is written, COMMAND is not run).\n");
 }
 
 static int parse_duration(const char *s, uint64_t *ms)
@@ -126,6 +133,38 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
         return 0;
 }
 
+#define MAX_SAMPLE_RATE_PATH "/proc/sys/kernel/perf_event_max_sample_rate"
+
+/* The kernel's limit for a frequency-mode perf event (the kernel lowers it on its own when
+ * sampling interrupts take too long), or -1 if unreadable. */
+static long max_sample_rate(void)
+{
+        FILE *f = fopen(MAX_SAMPLE_RATE_PATH, "re");
+        long v = -1;
+
+        if (f) {
+                if (fscanf(f, "%ld", &v) != 1)
+                        v = -1;
+                fclose(f);
+        }
+        return v;
+}
+
+/* 1 (and a message) if -F is above the kernel's limit: perf_event_open's EINVAL says nothing. */
+static int freq_above_limit(unsigned freq)
+{
+        long max = max_sample_rate();
+
+        if (max < 0 || freq <= (unsigned long)max)
+                return 0;
+        fprintf(stderr,
+                "ctxprof: -F %u is above the kernel's limit of %ld samples per second (%s, which "
+                "the kernel lowers when sampling interrupts take too long): use -F %ld or less, "
+                "or raise it as root: sysctl kernel.perf_event_max_sample_rate=%u\n",
+                freq, max, MAX_SAMPLE_RATE_PATH, max, freq);
+        return 1;
+}
+
 static void report_setup_error(int err, enum sampler_stage stage, const struct sampler_opts *o)
 {
         const char *what = strerror(-err);
@@ -150,6 +189,8 @@ static void report_setup_error(int err, enum sampler_stage stage, const struct s
                                 what);
                 return;
         case SAMPLER_STAGE_PERF:
+                if (err == -EINVAL && freq_above_limit(o->freq))
+                        return; /* lowered by the kernel since the check at start */
                 if (o->event == SAMPLER_EV_CYCLES &&
                     (err == -ENOENT || err == -EOPNOTSUPP || err == -ENODEV || err == -EINVAL))
                         fprintf(stderr,
@@ -191,6 +232,32 @@ static void print_status(struct sampler *s, uint64_t *last_n, uint64_t *last_ms)
         *last_ms = now;
 }
 
+/* The modules where DWARF unwinding stopped early most often, as one line. */
+static void print_unwind_stops(struct sampler *s)
+{
+        struct module_tally_entry top[5];
+        uint64_t other;
+        unsigned i, n = sampler_unwind_stops(s, top, 5, &other);
+
+        if (!n)
+                return;
+        fputs("ctxprof: dwarf unwinding stopped early in:", stderr);
+        for (i = 0; i < n; i++) {
+                struct module_info mi;
+                const char *name = "[unknown]", *slash;
+
+                if (top[i].module_id != CTXPROF_MODULE_UNKNOWN &&
+                    !modules_info(sampler_modules(s), top[i].module_id, &mi)) {
+                        slash = strrchr(mi.path, '/');
+                        name = slash ? slash + 1 : mi.path;
+                }
+                fprintf(stderr, "%s %s %llu", i ? "," : "", name, (unsigned long long)top[i].count);
+        }
+        if (other)
+                fprintf(stderr, ", other modules %llu", (unsigned long long)other);
+        fputc('\n', stderr);
+}
+
 static void print_counters(struct sampler *s, struct collapsed *c)
 {
         struct sampler_stats st;
@@ -203,13 +270,17 @@ static void print_counters(struct sampler *s, struct collapsed *c)
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
-            "unwind errors %llu, threads %llu, processes %llu%s\n",
+            "stale TLS locations refused %llu, unwind errors %llu, unwind truncated %llu, "
+            "events lost %llu, threads %llu, processes %llu%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
             (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),
-            (unsigned long long)st.ctx.dropped, (unsigned long long)st.unwind_errors,
-            (unsigned long long)st.threads, (unsigned long long)st.processes, lines);
+            (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
+            (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
+            (unsigned long long)st.events_lost, (unsigned long long)st.threads,
+            (unsigned long long)st.processes, lines);
+        print_unwind_stops(s);
 }
 
 /* The sampler's cumulative counters, as the JFR statistics event wants them. */
@@ -225,6 +296,56 @@ static void engine_counters(struct sampler *s, struct jfr_sink_engine_counters *
             .label_faults = st.label_faults + st.labelset_faults,
             .unwind_errors = st.unwind_errors,
         };
+}
+
+/*
+ * Before any setup: can FILE be written, without touching it? An existing regular file is
+ * opened for writing (not truncated); a new one needs a writable directory; anything else
+ * (a device, a FIFO) is left alone, opening it could block or have effects. 0, or a message
+ * and -1. The file itself is opened (and truncated) only once setup succeeded.
+ */
+static int check_output(const char *path)
+{
+        char dir[PATH_MAX];
+        const char *slash;
+        struct stat st;
+        int fd;
+
+        if (!stat(path, &st)) {
+                if (S_ISDIR(st.st_mode)) {
+                        errno = EISDIR;
+                        goto fail;
+                }
+                if (!S_ISREG(st.st_mode))
+                        return 0;
+                fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        close(fd);
+                        return 0;
+                }
+        } else if (errno == ENOENT) {
+                slash = strrchr(path, '/');
+                if (!slash)
+                        snprintf(dir, sizeof(dir), ".");
+                else
+                        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path ? slash - path : 1),
+                                 path);
+                if (!access(dir, W_OK | X_OK))
+                        return 0;
+        }
+fail:
+        fprintf(stderr, "ctxprof: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+}
+
+/* The JFR sink is created once setup succeeded (that opens its file), after the sampler it
+ * receives samples from: the sampler is handed this forwarder. Samples only flow from
+ * sampler_poll, which runs after both exist. */
+static int forward_sample(void *ctx, const struct decoded_sample *ds)
+{
+        const struct sample_sink *to = ctx;
+
+        return to->sample ? to->sample(to->ctx, ds) : -ENODEV;
 }
 
 /* Checks a pid before any setup so the common mistakes get a precise message. */
@@ -264,8 +385,8 @@ static int cmd_record(int argc, char **argv)
         };
         struct sampler_opts o = {.freq = 99, .event = SAMPLER_EV_CPU_CLOCK, .kernel_stacks = 1};
         pid_t pids[MAX_PIDS], child = -1;
-        int npids = 0, opt, i, err, quiet = 0, span_frames = 0, sync_pipe[2] = {-1, -1};
-        int rc = 1, child_status = 0, child_done = 0;
+        int npids = 0, opt, i, err, quiet = 0, span_frames = 0, sync_fd[2] = {-1, -1};
+        int rc = 1, child_status = 0, child_done = 0, child_traced = 0, recording = 0;
         uint64_t duration_ms = 0, start_ms, last_ms, last_n = 0, last_status = 0;
         const char *outpath = NULL;
         enum sampler_stage stage;
@@ -274,7 +395,7 @@ static int cmd_record(int argc, char **argv)
         struct jfr_sink *js = NULL;
         const char *format = NULL;
         uint64_t chunk_ms = 60000;
-        struct sample_sink sink;
+        struct sample_sink sink, jfr = {0};
         struct sigaction sa;
         FILE *out = NULL;
         int tty;
@@ -371,46 +492,38 @@ static int cmd_record(int argc, char **argv)
         for (i = 0; i < npids; i++)
                 if (check_pid(pids[i]))
                         return 1;
+        if (freq_above_limit(o.freq))
+                return 1;
         o.follow_children = optind < argc;
+
+        /* From here on SIGINT/SIGTERM stop cleanly: before recording starts they abandon the
+         * setup (a started command is killed, nothing is written), after it they end it. No
+         * SA_RESTART: a blocking setup step (an output FIFO, waiting for the command) returns
+         * EINTR. */
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
 
         if (!format) {
                 size_t n = outpath ? strlen(outpath) : 0;
                 format = n > 4 && !strcmp(outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
         }
-        if (!strcmp(format, "jfr")) {
-                struct jfr_sink_opts jo = {
-                    .path = outpath,
-                    .chunk_period_ns = chunk_ms * 1000000ull,
-                    .info = {.name = "ctxprof",
-                             .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
-                             .frequency_hz = o.freq,
-                             .callgraph = o.dwarf ? "dwarf" : "fp"},
-                };
-                struct timespec ts;
-
-                if (!outpath) {
-                        fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
-                        return 2;
-                }
-                clock_gettime(CLOCK_REALTIME, &ts);
-                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-                err = jfr_sink_new(&jo, &js);
-                if (err) {
-                        fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(-err));
-                        return 1;
-                }
-        } else if (outpath) {
-                out = fopen(outpath, "we");
-                if (!out) {
-                        fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath, strerror(errno));
-                        return 1;
-                }
+        if (!strcmp(format, "jfr") && !outpath) {
+                fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
+                return 2;
         }
+        /* A bad path fails now; an existing file is kept until setup succeeded. */
+        if (outpath && check_output(outpath))
+                return 1;
 
         if (optind < argc) {
-                /* The child waits for the sampler to be ready, so its first instruction is seen. */
-                if (pipe2(sync_pipe, O_CLOEXEC)) {
-                        perror("ctxprof: pipe");
+                /* The child waits for the sampler to be ready, so its first instruction is seen.
+                 * A socket, not a pipe: telling a child that died (Ctrl-C reaches the whole
+                 * process group) must be an error, not a SIGPIPE. */
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_fd)) {
+                        perror("ctxprof: socketpair");
                         goto out;
                 }
                 child = fork();
@@ -421,8 +534,10 @@ static int cmd_record(int argc, char **argv)
                 if (child == 0) {
                         char b;
 
-                        close(sync_pipe[1]);
-                        if (read(sync_pipe[0], &b, 1) != 1)
+                        signal(SIGINT, SIG_DFL); /* the command's own behaviour from here */
+                        signal(SIGTERM, SIG_DFL);
+                        close(sync_fd[1]);
+                        if (read(sync_fd[0], &b, 1) != 1)
                                 _exit(127);
                         /* Stop at the exec so the parent can locate TLS before main runs. */
                         if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
@@ -432,13 +547,13 @@ static int cmd_record(int argc, char **argv)
                                 strerror(errno));
                         _exit(127);
                 }
-                close(sync_pipe[0]);
-                sync_pipe[0] = -1;
+                close(sync_fd[0]);
+                sync_fd[0] = -1;
         }
 
         libbpf_set_print(libbpf_quiet);
-        if (js) {
-                sink = jfr_sink_as_sink(js);
+        if (!strcmp(format, "jfr")) {
+                sink = (struct sample_sink){.ctx = &jfr, .sample = forward_sample};
         } else {
                 c = collapsed_new(span_frames);
                 if (!c) {
@@ -449,32 +564,46 @@ static int cmd_record(int argc, char **argv)
         }
         err = sampler_new(&o, &sink, &s, &stage);
         if (err) {
-                report_setup_error(err, stage, &o);
+                if (!stop_requested)
+                        report_setup_error(err, stage, &o);
                 goto out;
         }
-        if (js)
-                jfr_sink_set_modules(js, sampler_modules(s));
         if (child > 0) {
                 int st;
+                pid_t w;
 
-                if (write(sync_pipe[1], "g", 1) != 1) {
-                        perror("ctxprof: starting the command");
+                if (stop_requested)
+                        goto out;
+                if (send(sync_fd[1], "g", 1, MSG_NOSIGNAL) != 1) {
+                        if (!stop_requested)
+                                perror("ctxprof: starting the command");
                         goto out;
                 }
-                close(sync_pipe[1]);
-                sync_pipe[1] = -1;
-                /* The traced child stops with SIGTRAP right after a successful exec. */
-                if (waitpid(child, &st, 0) != child || !WIFSTOPPED(st)) {
+                close(sync_fd[1]);
+                sync_fd[1] = -1;
+                /* The traced child stops with SIGTRAP right after a successful exec; a signal
+                 * that reaches it first stops it too and is passed on. */
+                for (;;) {
+                        w = waitpid(child, &st, 0);
+                        if (w < 0 && errno == EINTR && !stop_requested)
+                                continue;
+                        if (w != child || !WIFSTOPPED(st))
+                                break;
+                        child_traced = 1;
+                        if (stop_requested || WSTOPSIG(st) == SIGTRAP)
+                                break;
+                        ptrace(PTRACE_CONT, child, NULL, (void *)(long)WSTOPSIG(st));
+                }
+                if (stop_requested)
+                        goto out;
+                if (w != child || !WIFSTOPPED(st)) {
                         fprintf(stderr, "ctxprof: cannot run %s\n", argv[optind]);
-                        child_done = 1;
+                        child_done = w == child;
                         goto out;
                 }
                 err = sampler_add_target(s, child);
-                if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
-                        fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
-                                strerror(errno));
+                if (stop_requested)
                         goto out;
-                }
                 if (err) {
                         fprintf(stderr, "ctxprof: cannot sample %s: %s\n", argv[optind],
                                 strerror(-err));
@@ -497,12 +626,53 @@ static int cmd_record(int argc, char **argv)
                         goto out;
                 }
         }
+        if (stop_requested)
+                goto out; /* during setup: abandon it, the output untouched */
 
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
+        /* Setup succeeded: only now is the output created or truncated. A signal that
+         * interrupts opening it (a FIFO) still abandons the setup; one after that ends the
+         * recording like any other time. */
+        if (!strcmp(format, "jfr")) {
+                struct jfr_sink_opts jo = {
+                    .path = outpath,
+                    .chunk_period_ns = chunk_ms * 1000000ull,
+                    .info = {.name = "ctxprof",
+                             .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
+                             .frequency_hz = o.freq,
+                             .callgraph = o.dwarf ? "dwarf" : "fp"},
+                };
+                struct timespec ts;
+
+                clock_gettime(CLOCK_REALTIME, &ts);
+                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                err = jfr_sink_new(&jo, &js);
+                if (err) {
+                        if (!stop_requested)
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                        strerror(-err));
+                        goto out;
+                }
+                jfr_sink_set_modules(js, sampler_modules(s));
+                jfr = jfr_sink_as_sink(js);
+        } else if (outpath) {
+                out = fopen(outpath, "we");
+                if (!out) {
+                        if (!stop_requested)
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                        strerror(errno));
+                        goto out;
+                }
+        }
+        /* Let the command run: its exec is the first thing sampled. */
+        if (child > 0) {
+                if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
+                        fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
+                                strerror(errno));
+                        goto out;
+                }
+                child_traced = 0;
+        }
+        recording = 1;
         tty = !quiet && isatty(STDERR_FILENO);
         start_ms = last_ms = last_status = mono_ms();
 
@@ -575,12 +745,29 @@ static int cmd_record(int argc, char **argv)
         if (!quiet)
                 print_counters(s, c);
         rc = 0;
+        /* The command ended on its own (not stopped by us): its status is the result, as
+         * with time(1) or perf stat. */
+        if (child > 0 && child_done)
+                rc = WIFEXITED(child_status)     ? WEXITSTATUS(child_status)
+                     : WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status)
+                                                 : 0;
 out:
-        if (sync_pipe[0] >= 0)
-                close(sync_pipe[0]);
-        if (sync_pipe[1] >= 0)
-                close(sync_pipe[1]); /* an unstarted child sees EOF and exits */
-        if (child > 0 && !child_done) {
+        if (!recording && stop_requested) {
+                fprintf(stderr, "ctxprof: %s before recording started: nothing recorded\n",
+                        stop_requested == SIGINT ? "interrupted" : "terminated");
+                rc = 128 + stop_requested;
+        }
+        if (sync_fd[0] >= 0)
+                close(sync_fd[0]);
+        if (sync_fd[1] >= 0)
+                close(sync_fd[1]); /* an unstarted child sees EOF and exits */
+        if (child > 0 && child_traced) {
+                /* Still stopped under ptrace, the command never ran: a SIGTERM would only
+                 * stop it again, for us to handle. */
+                kill(child, SIGKILL);
+                while (waitpid(child, &child_status, 0) < 0 && errno == EINTR)
+                        ;
+        } else if (child > 0 && !child_done) {
                 /* The recording is over (duration, signal or error): so is the command. */
                 kill(child, SIGTERM);
                 waitpid(child, &child_status, 0);

@@ -5,9 +5,13 @@
  * Must never print, never trust a record field beyond the caps of ctxprof/sample.h, and
  * never let a dead or hostile target stop ingestion.
  *
- * Ordering across the two rings: sampler_poll consumes the sample ring before the event
- * ring, and a process's per-pid state is released only one poll after its exit event, so
- * samples still queued when a process dies are resolved with the mappings cached for it.
+ * Ordering: BPF writes lifecycle events (fork, exec, exit) into the sample ring itself, and
+ * one callback handles both kinds of record in ring order. So every sample a process took
+ * before it exec'ed is resolved against the old image (name, mappings, DWARF unwinder) and
+ * every sample it took before it exited is still DWARF-unwound; none taken after is handled
+ * before the event. Only events that found the sample ring full come through the `events`
+ * ring, consumed after the sample ring; for those, a process's unwinder state is released
+ * one poll after its exit, and its mappings stay cached a second longer (proc_compact).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,9 +47,9 @@ struct proc {
         int forget_pending; /* exit seen: release unwinder state after the next drain */
         int tls_state;      /* 0 = to locate, 1 = located (maybe partially), 2 = gave up */
         int tls_errors;
-        uint64_t tls_next_ns;  /* next attempt */
-        uint64_t tls_since_ns; /* start of the current location round (add/exec) */
-        uint64_t generation;
+        uint64_t tls_next_ns;   /* next attempt */
+        uint64_t tls_since_ns;  /* start of the current location round (add/exec) */
+        uint64_t generation;    /* locations published (ctxprof_tls_target.generation) */
         uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
         uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
@@ -64,15 +68,18 @@ struct sampler {
         int ncpu;
         int *perf_fds; /* -1 when closed/owned by a link */
         struct bpf_link **links;
-        struct ring_buffer *rb;
+        struct ring_buffer *rb;       /* ring `samples`: samples and lifecycle events */
+        struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder;
         struct proc *procs;
         size_t nprocs;
         struct tid_set tids;
         struct sampler_stats st;
+        struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
         int stopped;
         uint64_t last_sweep_ns;
+        uint64_t locate_delay_ns; /* CTXPROF_TEST_LOCATE_DELAY_MS, see proc_locate_tls */
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -180,16 +187,33 @@ static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
         return p;
 }
 
-/* map_flags: BPF_EXIST for a re-location (the process must still be a target), BPF_ANY when
- * adding it (locating before the first sample makes context available from the start). */
-static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u64 map_flags)
+/* The process's exec count as BPF keeps it (see ctxprof/tls_target.h): no entry = 0. */
+static uint64_t proc_exec_gen(struct sampler *s, pid_t pid)
+{
+        __u32 key = (__u32)pid;
+        __u64 gen;
+
+        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.exec_gens), &key, &gen))
+                return 0;
+        return gen;
+}
+
+/*
+ * Locate the TLS variables of a target already in the map and publish the result. An exec
+ * can come at any point: the location is tagged with the exec count read before anything of
+ * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
+ * (and the exec event brings a new location).
+ */
+static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
 {
         struct ctxprof_tls_target t;
         __u32 key = (__u32)p->pid;
+        uint64_t exec_gen;
         int err;
 
         if (!p->alive || p->tls_state == 2 || now < p->tls_next_ns)
                 return;
+        exec_gen = proc_exec_gen(s, p->pid);
         err = tls_locate(p->pid, &t);
         if (err == -ESRCH) {
                 p->tls_state = 2;
@@ -210,7 +234,15 @@ static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now, __u
                 }
         }
         t.generation = ++p->generation;
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, map_flags)) {
+        t.exec_gen = exec_gen;
+        if (s->locate_delay_ns) {
+                /* Tests: the daemon preempted between reading the image and publishing. */
+                struct timespec d = {.tv_sec = (time_t)(s->locate_delay_ns / 1000000000ull),
+                                     .tv_nsec = (long)(s->locate_delay_ns % 1000000000ull)};
+
+                nanosleep(&d, NULL);
+        }
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_EXIST)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = 2;
                 return;
@@ -271,8 +303,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 p = proc_new(s, pid, NULL);
         if (!p)
                 return -ENOSPC;
-        proc_locate_tls(s, p, now_ns(), BPF_ANY);
-        /* Not located (yet): sample stacks now, context once a retry succeeds. */
+        /* A target before it is located: an exec from now on is counted (and reported), so
+         * the location below is checked against it. Stacks are sampled at once. */
         if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
             errno != EEXIST) {
                 p->alive = 0;
@@ -284,7 +316,20 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 sampler_remove_target(s, pid);
                 return -ESRCH;
         }
+        /* Located before sampler_add_target returns (before a started command runs), or
+         * retried from sampler_poll: context from the first sample where possible. */
+        proc_locate_tls(s, p, now_ns());
         return 0;
+}
+
+/* DWARF unwinding stopped early at ip (a return address unless it is the leaf). */
+static void count_unwind_stop(struct sampler *s, struct proc *p, uint64_t ip, int retaddr)
+{
+        struct ctxprof_frame f;
+
+        if (!p->maps || proc_maps_resolve(p->maps, retaddr ? ip - 1 : ip, &f))
+                f.module_id = CTXPROF_MODULE_UNKNOWN;
+        module_tally_add(&s->unwind_stops, f.module_id);
 }
 
 /* ip list (leaf first) -> frames appended at s->frames[*n...]. */
@@ -362,8 +407,8 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         s->comm[CTXPROF_COMM_LEN] = '\0';
         ds.comm = s->comm;
         ds.process = p->name;
-        /* The layout in the map was right when the record was read: exec resets it to NONE in
-         * the same kernel path, so no generation check is needed here. */
+        /* BPF read context only with a location made for the image the thread runs (exec
+         * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
         ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
         if (ds.has_span || ds.n_labels) {
@@ -390,9 +435,14 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                         if (ut) {
                                 truncated = 1;
                                 s->st.unwind_truncated++;
+                                /* (at the frame limit it did not stop: it was cut) */
+                                if (cnt < CTXPROF_MAX_FRAMES)
+                                        count_unwind_stop(s, p, s->ips[cnt - 1], cnt > 1);
                         }
                 } else {
                         s->st.unwind_errors++;
+                        if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
+                                count_unwind_stop(s, p, d->regs[16], 0);
                         add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
                 }
         } else {
@@ -408,14 +458,8 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         return 0;
 }
 
-static int on_sample(void *ctx, void *data, size_t size)
+static int handle_event(struct sampler *s, const void *data, size_t size)
 {
-        return handle_sample(ctx, data, size);
-}
-
-static int on_event(void *ctx, void *data, size_t size)
-{
-        struct sampler *s = ctx;
         const struct ctxprof_event_rec *e = data;
         char comm[CTXPROF_COMM_LEN + 1];
         struct proc *p;
@@ -427,7 +471,7 @@ static int on_event(void *ctx, void *data, size_t size)
         memcpy(comm, e->comm, CTXPROF_COMM_LEN);
         comm[CTXPROF_COMM_LEN] = '\0';
         p = proc_find(s, (pid_t)e->tgid);
-        switch (e->type) {
+        switch (e->event) {
         case CTXPROF_EV_FORK:
                 if (!p || !p->alive)
                         proc_new(s, (pid_t)e->tgid, comm);
@@ -460,7 +504,6 @@ static int on_event(void *ctx, void *data, size_t size)
                 p->tls_errors = 0;
                 p->tls_next_ns = 0;
                 p->tls_since_ns = now_ns();
-                p->generation = 0; /* the BPF side reset the target to NONE, generation 0 */
                 break;
         case CTXPROF_EV_EXIT:
                 if (p && p->alive) {
@@ -470,12 +513,27 @@ static int on_event(void *ctx, void *data, size_t size)
                         p->dead_since_ns = now_ns();
                         p->forget_pending = 1;
                         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
+                        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
                 }
                 break;
         default:
                 s->st.bad_records++;
         }
         return 0;
+}
+
+/* Both rings: records are handled in the order BPF reserved them. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+        struct sampler *s = ctx;
+
+        if (size < sizeof(__u32)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        if (*(const __u32 *)data == CTXPROF_REC_EVENT)
+                return handle_event(s, data, size);
+        return handle_sample(s, data, size);
 }
 
 static int open_perf_event(const struct sampler_opts *o, int cpu)
@@ -513,6 +571,15 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         s->opts = *o;
         if (sink)
                 s->sink = *sink;
+        {
+                /* Fault injection for tests/integration/test_sampler_exec_tls.sh only: a delay
+                 * (ms, at most 1 s) between locating a process's TLS and publishing it. */
+                const char *d = getenv("CTXPROF_TEST_LOCATE_DELAY_MS");
+                long ms = d ? strtol(d, NULL, 10) : 0;
+
+                if (ms > 0)
+                        s->locate_delay_ns = (uint64_t)(ms < 1000 ? ms : 1000) * 1000000ull;
+        }
         s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
         s->modules = modules_new();
         if (!s->procs || !s->modules) {
@@ -608,14 +675,18 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
                 goto fail;
 
         *stage = SAMPLER_STAGE_RING;
-        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_sample, s, NULL);
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
         if (!s->rb) {
                 err = -errno;
                 goto fail;
         }
-        err = ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), on_event, s);
-        if (err)
+        /* Never polled: events land there only while `samples` is full, and then samples
+         * force wakeups of their own. */
+        s->rb_spill = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+        if (!s->rb_spill) {
+                err = -errno;
                 goto fail;
+        }
         *stage = SAMPLER_STAGE_NONE;
         *out = s;
         return 0;
@@ -641,7 +712,7 @@ static void housekeeping(struct sampler *s)
                 struct proc *p = &s->procs[i];
 
                 if (p->alive && p->tls_state != 2)
-                        proc_locate_tls(s, p, now, BPF_EXIST);
+                        proc_locate_tls(s, p, now);
         }
 }
 
@@ -689,6 +760,7 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
 
         if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
                 err = -errno;
+        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
         if (p && p->alive) {
                 p->alive = 0;
                 p->dead_since_ns = now_ns();
@@ -740,7 +812,7 @@ unsigned sampler_map_entries(struct sampler *s)
 
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
-        int n, m, pending_release = 0;
+        int n, m, k, pending_release = 0;
         size_t i;
 
         uint64_t now = now_ns();
@@ -765,17 +837,20 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         m = ring_buffer__consume(s->rb);
         if (m < 0 && m != -EINTR)
                 return m;
+        k = ring_buffer__consume(s->rb_spill);
+        if (k < 0 && k != -EINTR)
+                return k;
         if (pending_release)
                 release_dead(s);
         proc_compact(s);
         if (!s->stopped)
                 housekeeping(s);
-        return (n > 0 ? n : 0) + (m > 0 ? m : 0);
+        return (n > 0 ? n : 0) + (m > 0 ? m : 0) + (k > 0 ? k : 0);
 }
 
 int sampler_stop(struct sampler *s)
 {
-        int i, n, total = 0;
+        int i, n, k, total = 0;
 
         if (!s->stopped) {
                 for (i = 0; i < s->ncpu; i++) {
@@ -784,9 +859,17 @@ int sampler_stop(struct sampler *s)
                 }
                 s->stopped = 1;
         }
-        while ((n = ring_buffer__consume(s->rb)) > 0)
-                total += n;
-        return n < 0 ? n : total;
+        for (;;) {
+                n = ring_buffer__consume(s->rb);
+                if (n < 0)
+                        return n;
+                k = ring_buffer__consume(s->rb_spill);
+                if (k < 0)
+                        return k;
+                if (!n && !k)
+                        return total;
+                total += n + k;
+        }
 }
 
 unsigned sampler_live_targets(struct sampler *s)
@@ -826,8 +909,17 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->stack_copy_errors = sum[CTXPROF_CNT_STACK_COPY_ERR];
                 out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
                 out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
+                out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
         }
         free(v);
+}
+
+unsigned sampler_unwind_stops(struct sampler *s, struct module_tally_entry *out, unsigned max,
+                              uint64_t *other)
+{
+        if (other)
+                *other = s->unwind_stops.other;
+        return module_tally_top(&s->unwind_stops, out, max);
 }
 
 struct modules *sampler_modules(struct sampler *s)
@@ -843,6 +935,7 @@ void sampler_free(struct sampler *s)
         if (!s)
                 return;
         ring_buffer__free(s->rb);
+        ring_buffer__free(s->rb_spill);
         if (s->links)
                 for (c = 0; c < s->ncpu; c++)
                         bpf_link__destroy(s->links[c]);

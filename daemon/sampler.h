@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "context_decode.h"
+#include "module_tally.h"
 #include "modules.h"
 #include "sample_sink.h"
 
@@ -54,13 +55,14 @@ struct sampler_stats {
         /* from the BPF counters (summed over CPUs) */
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
         uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
+        uint64_t tls_stale; /* samples whose location was made before the target's last exec */
         /* from ingestion */
-        uint64_t received;      /* sample records consumed */
-        uint64_t with_context;  /* samples with a valid span or at least one label */
-        uint64_t no_stack;      /* samples with no frame at all */
-        uint64_t unwind_errors; /* dwarf_unwind failures (fell back to the FP stack) */
-        uint64_t unwind_truncated;
-        uint64_t bad_records; /* records of unexpected size/type */
+        uint64_t received;         /* sample records consumed */
+        uint64_t with_context;     /* samples with a valid span or at least one label */
+        uint64_t no_stack;         /* samples with no frame at all */
+        uint64_t unwind_errors;    /* dwarf_unwind failures (fell back to the FP stack) */
+        uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */
+        uint64_t bad_records;      /* records of unexpected size/type */
         uint64_t sink_errors;
         uint64_t threads;     /* distinct tids seen */
         uint64_t processes;   /* targets known (added, forked) */
@@ -98,6 +100,12 @@ int sampler_poll(struct sampler *, int timeout_ms);
 /* Stop the perf events (no new samples) and consume everything still in the rings. */
 int sampler_stop(struct sampler *);
 void sampler_get_stats(struct sampler *, struct sampler_stats *out);
+/* Where DWARF unwinding stopped early (truncated, or failed in a live process), by the module
+ * of the frame it stopped at (CTXPROF_MODULE_UNKNOWN: an address no mapping covers): up to
+ * max modules, most stops first; returns how many. *other (may be NULL): stops in modules
+ * beyond the tally's bound (MODULE_TALLY_MAX). */
+unsigned sampler_unwind_stops(struct sampler *, struct module_tally_entry *out, unsigned max,
+                              uint64_t *other);
 /* Number of targets still alive (the command stops when it reaches 0 with -p). */
 unsigned sampler_live_targets(struct sampler *);
 /* The module registry frames refer to (owned by the sampler; valid until sampler_free). */

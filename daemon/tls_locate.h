@@ -23,7 +23,7 @@
  * other one may still be usable. Files are read via /proc/PID/map_files (fallback /proc/PID/root).
  * A labels variable whose object exports custom_labels_abi_version != 1 is NONE (not this
  * ABI); likewise the span record with ctx_span_context_abi_version != 1.
- * out->generation is left 0: the caller owns it.
+ * out->generation and out->exec_gen are left 0: the caller owns them.
  */
 int tls_locate(pid_t pid, struct ctxprof_tls_target *out);
 

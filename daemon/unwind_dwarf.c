@@ -36,6 +36,7 @@ struct pid_state {
         size_t len;
         uint64_t *ips;
         int max, n, hit_max;
+        int refused_after; /* frames reported when memory_read last refused an address */
 };
 
 struct dwarf_unwinder {
@@ -218,8 +219,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
                 return true;
         }
         /* Unwinding the leaf (only its frame has been reported) and reading below sp. */
-        if (addr < sp && sp - addr <= RED_ZONE && st->n == 1)
-                return red_zone_read(dwfl, st, addr, result);
+        if (addr < sp && sp - addr <= RED_ZONE && st->n == 1 &&
+            red_zone_read(dwfl, st, addr, result))
+                return true;
+        st->refused_after = st->n;
         return false; /* beyond the copy: not available */
 }
 
@@ -373,11 +376,22 @@ static int has_unknown_ip(struct pid_state *st)
         return 0;
 }
 
+/* 0 = unwound to the outermost frame; otherwise it stopped early. libdwfl ends without an
+ * error when the step from the last frame needs memory beyond the copy (a stack deeper than
+ * the copy, a garbage frame pointer): a read refused after the last frame was reported is
+ * what tells that stop from the outermost frame (whose CFI marks the return address
+ * undefined and reads nothing). */
 static int run(struct pid_state *st)
 {
+        int ret;
+
         st->n = 0;
         st->hit_max = 0;
-        return dwfl_getthread_frames(st->dwfl, st->pid, frame_cb, st);
+        st->refused_after = -1;
+        ret = dwfl_getthread_frames(st->dwfl, st->pid, frame_cb, st);
+        if (!ret && st->n > 0 && st->refused_after == st->n)
+                ret = 1;
+        return ret;
 }
 
 int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND_NREGS],

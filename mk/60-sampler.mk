@@ -10,7 +10,8 @@ SM_WL_CFLAGS = $(filter-out $(SANFLAGS),$(ALL_CFLAGS)) -O2 -g -fno-omit-frame-po
                -mno-omit-leaf-frame-pointer
 SM_WL_LDFLAGS = $(ALL_LDFLAGS) -lpthread
 SM_WORKLOADS := $(SM_WL)/wl_attrib $(SM_WL)/wl_garbage $(SM_WL)/wl_attrib_so \
-                $(SM_WL)/wl_attrib_nopie $(SM_WL)/wl_attrib_dlopen
+                $(SM_WL)/wl_attrib_nopie $(SM_WL)/wl_attrib_dlopen $(SM_WL)/wl_exec_ctx \
+                $(SM_WL)/wl_exec_plain $(SM_WL)/wl_deep
 ALL_TARGETS += $(SM_WORKLOADS)
 BENCHES += bench/bench_sampler.sh
 
@@ -43,3 +44,21 @@ $(SM_WL)/wl_attrib_dlopen: tests/workloads/wl_attrib.c $(B)/libctx.so
 	@echo "  CC      $< (workload, dlopen)"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SM_WL_CFLAGS) -DWL_DLOPEN -o $@ $< $(SM_WL_LDFLAGS) -ldl
+
+# One process that execs back and forth between two images (the ordering tests).
+$(SM_WL)/wl_exec_ctx: tests/workloads/wl_exec.c $(LIBCTX_A) libctx/libctx.dynlist
+	@echo "  CC      $< (workload, ctx image)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -DWL_EXEC_CTX -o $@ $< $(LIBCTX_A) \
+		-Wl,--dynamic-list=libctx/libctx.dynlist $(SM_WL_LDFLAGS)
+
+# Non-PIE: its TLS initialization image holds absolute addresses (see wl_exec.c).
+$(SM_WL)/wl_exec_plain: tests/workloads/wl_exec.c
+	@echo "  CC      $< (workload, plain image)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -fno-pie -no-pie -o $@ $< $(SM_WL_LDFLAGS)
+
+$(SM_WL)/wl_deep: tests/workloads/wl_deep.c
+	@echo "  CC      $< (workload)"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $< $(SM_WL_LDFLAGS)

@@ -26,9 +26,11 @@
 #define CTXPROF_NREGS         17 /* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
 #define CTXPROF_COMM_LEN      16
 
+/* First field of every ring record: what follows. */
 enum ctxprof_rec_type {
         CTXPROF_REC_SAMPLE = 1,       /* struct ctxprof_sample_rec */
         CTXPROF_REC_SAMPLE_DWARF = 2, /* struct ctxprof_sample_dwarf_rec */
+        CTXPROF_REC_EVENT = 3,        /* struct ctxprof_event_rec */
 };
 
 /* ctxprof_sample_rec.flags */
@@ -38,6 +40,7 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_LABELS_CUT 0x8  /* labelset count > CTXPROF_MAX_LABELS */
 #define CTXPROF_SF_USER_MODE  0x10 /* the sample interrupted user mode */
 #define CTXPROF_SF_REGS       0x20 /* dwarf: regs[] valid */
+#define CTXPROF_SF_TLS_STALE  0x40 /* the location was made for an image before an exec: no read */
 
 /* ctxprof_sample_rec.errors: each bit = that read failed (the item is treated as absent) */
 #define CTXPROF_SE_SPAN_ADDR   0x1  /* span TLS address could not be computed (DTV read) */
@@ -83,7 +86,7 @@ struct ctxprof_sample_rec {
         __u64 time_ns;               /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
         __u32 flags;                 /* CTXPROF_SF_* */
         __u32 errors;                /* CTXPROF_SE_* */
-        __u64 tls_generation;        /* ctxprof_tls_target.generation used for the reads */
+        __u64 tls_generation;        /* ctxprof_tls_target.generation of the location */
         __u64 tp;                    /* thread pointer (fsbase) */
         char comm[CTXPROF_COMM_LEN]; /* thread name at sample time */
         struct ctxprof_span_raw span;
@@ -105,7 +108,12 @@ struct ctxprof_sample_dwarf_rec {
         __u8 stack[CTXPROF_STACK_COPY];
 };
 
-/* Lifecycle events (ring `events`). */
+/*
+ * Lifecycle events. They travel in the ring `samples`, between the samples, so that the
+ * consumer sees them in the order they happened: every sample a process took before it
+ * exec'ed or exited comes out before the event. Only when `samples` is full are they put in
+ * the small ring `events` instead (consumed after `samples`: order is then best effort).
+ */
 enum ctxprof_event_type {
         CTXPROF_EV_FORK = 1,       /* new process forked by a target (child tgid in tgid) */
         CTXPROF_EV_EXEC = 2,       /* a target exec'ed: TLS must be located again */
@@ -114,10 +122,12 @@ enum ctxprof_event_type {
 };
 
 struct ctxprof_event_rec {
-        __u32 type; /* enum ctxprof_event_type */
+        __u32 type;  /* CTXPROF_REC_EVENT */
+        __u32 event; /* enum ctxprof_event_type */
         __u32 tgid;
         __u32 tid;
         __u32 parent_tgid; /* FORK: the target that forked */
+        __u32 pad;
         __u64 time_ns;
         char comm[CTXPROF_COMM_LEN];
 };
@@ -133,8 +143,9 @@ enum ctxprof_counter {
         CTXPROF_CNT_USTACK_ERR,     /* bpf_get_stack(user) < 0 */
         CTXPROF_CNT_KSTACK_ERR,     /* bpf_get_stack(kernel) < 0 */
         CTXPROF_CNT_STACK_COPY_ERR, /* dwarf: first stack page unreadable */
-        CTXPROF_CNT_EVENTS_LOST,    /* events ring full */
+        CTXPROF_CNT_EVENTS_LOST,    /* both rings full: lifecycle event dropped */
         CTXPROF_CNT_WAKEUPS,        /* forced ring wakeups */
+        CTXPROF_CNT_TLS_STALE,      /* location refused: made before the target's last exec */
         CTXPROF_CNT_MAX,
 };
 

@@ -39,12 +39,22 @@ struct ctxprof_dtv_layout {
         __u32 pad;
 };
 
-/* Per-process value of the BPF map `targets` (key: __u32 tgid, init pid namespace). */
+/*
+ * Per-process value of the BPF map `targets` (key: __u32 tgid, init pid namespace).
+ *
+ * exec_gen: which image of the process the location describes. BPF counts the execs of each
+ * target in the map `exec_gens` (key: tgid, value: __u64, no entry = 0) and follows a
+ * location only while exec_gen equals that count. The daemon reads the count before it
+ * reads the process's files and memory, so a location it publishes after the process
+ * exec'ed again (its update can land after BPF's reset) is refused, not applied to the new
+ * image.
+ */
 struct ctxprof_tls_target {
         struct ctxprof_tls_var labels; /* custom_labels_current_set (a pointer variable) */
         struct ctxprof_tls_var span;   /* ctx_span_context_v1 (the 64-byte record itself) */
         struct ctxprof_dtv_layout dtv;
-        __u64 generation; /* bumped by the daemon on every re-location */
+        __u64 generation; /* bumped by the daemon on every location it publishes */
+        __u64 exec_gen;   /* the exec count (map `exec_gens`) the location was made for */
 };
 
 #endif /* CTXPROF_TLS_TARGET_H */

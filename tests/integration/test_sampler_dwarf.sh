@@ -1,6 +1,8 @@
 #!/bin/bash
 # --call-graph dwarf reaches main through libc's qsort callbacks (libc has no frame
-# pointers) in >= 99% of samples of the no-frame-pointer fixture fx_qsort.
+# pointers) in >= 99% of samples of the no-frame-pointer fixture fx_qsort, and says none of
+# them stopped early; of wl_deep, whose stack is deeper than the 16 KiB copy, it says at
+# exit that unwinding stopped early, and in which module: wl_deep.
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures/fx_qsort
 [ -x "$FX" ] || fail "no $FX"
@@ -16,4 +18,22 @@ echo "fx_qsort: $total samples, $main reach main, $cb show main;run_sort;...qsor
 [ "$total" -ge 200 ] || fail "too few samples ($total)"
 [ $((main * 100)) -ge $((total * 99)) ] || fail "only $main of $total samples reach main"
 [ "$cb" -ge $((total / 2)) ] || fail "callback chain through qsort missing"
+trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
+[ -n "$trunc" ] || fail "no 'unwind truncated' count at exit"
+[ $((trunc * 100)) -le "$total" ] || fail "$trunc of $total fx_qsort samples stopped early"
+
+timeout 60 "$CTXPROF" record -F 999 --call-graph dwarf -o "$TMP/deep.txt" -- "$WL/wl_deep" 2 \
+	>/dev/null 2>"$TMP/e"
+rc=$?
+cat "$TMP/e"
+[ $rc = 0 ] || fail "record of wl_deep failed (exit $rc)"
+total=$(count "$TMP/deep.txt" '^wl_deep-')
+trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
+top=$(grep -o -E 'dwarf unwinding stopped early in: [^ ]+ [0-9]+' "$TMP/e")
+echo "wl_deep: $total samples, ${trunc:-?} truncated; $top"
+[ "$total" -ge 200 ] || fail "too few wl_deep samples ($total)"
+[ $((${trunc:-0} * 10)) -ge $((total * 9)) ] || fail "only ${trunc:-0} of $total counted truncated"
+[[ "$top" =~ ^"dwarf unwinding stopped early in: wl_deep "([0-9]+)$ ]] ||
+	fail "wl_deep is not the first module unwinding stopped in"
+[ $((BASH_REMATCH[1] * 10)) -ge $((total * 9)) ] || fail "wl_deep: ${BASH_REMATCH[1]} stops"
 echo PASS

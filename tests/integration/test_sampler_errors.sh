@@ -1,7 +1,10 @@
 #!/bin/bash
 # Clear errors and non-zero exits for: a PID that does not exist, no permission (ctxprof run
 # as nobody), a PID that exits during attach (error or clean run, never a crash); and a
-# target that exits mid-run ends the recording with complete output and exit 0.
+# target that exits mid-run ends the recording with complete output and exit 0; a COMMAND
+# that ends on its own gives ctxprof its exit status; -F above the kernel's sample rate
+# limit names the sysctl; SIGINT/SIGTERM during setup abandon it cleanly; a setup that
+# fails leaves an existing output file as it was.
 . "$(dirname "$0")/sampler_lib.sh"
 
 expect_error() { # name regex cmd...
@@ -78,4 +81,68 @@ for sig in TERM INT; do
 	[ $rc = 0 ] || { cat "$TMP/e"; fail "SIG$sig: exit $rc"; }
 	[ "$n" -ge 20 ] || fail "SIG$sig: output missing"
 done
+
+# 6. -- COMMAND that ends on its own: ctxprof exits with its status (128+N for signal N),
+# the recording written all the same.
+for c in 'exit 3:3' 'kill -KILL $$:137' 'exit 0:0'; do
+	rm -f "$TMP/st.txt"
+	"$CTXPROF" record -q -o "$TMP/st.txt" -- sh -c "${c%:*}" 2>"$TMP/e"
+	rc=$?
+	echo "-- sh -c '${c%:*}': exit $rc"
+	[ $rc = "${c##*:}" ] || { cat "$TMP/e"; fail "exit $rc, want ${c##*:}"; }
+	[ -e "$TMP/st.txt" ] || fail "no output written"
+done
+
+# 7. -F above kernel.perf_event_max_sample_rate (the kernel lowers it by itself when sampling
+# interrupts take too long): a message naming it, not perf_event_open's bare EINVAL. -F
+# accepts up to 100000, the kernel's default limit: at that limit, lower it by one for the
+# duration of the check (a limit of 99999 changes nothing for anyone sampling below it).
+rate=/proc/sys/kernel/perf_event_max_sample_rate
+max=$(cat $rate)
+if [ "$max" -ge 100000 ]; then
+	trap 'echo '"$max"' >'"$rate"'; rm -rf "$TMP"' EXIT
+	echo 99999 >$rate || fail "cannot lower $rate"
+fi
+lim=$(cat $rate)
+re="ctxprof: -F $((lim + 1)) is above the kernel's limit of $lim .*perf_event_max_sample_rate"
+expect_error "-F above the limit" "$re" \
+	"$CTXPROF" record -F $((lim + 1)) -d 1 -o "$TMP/f.txt" -- sleep 5
+if [ "$max" -ge 100000 ]; then
+	echo "$max" >$rate
+	trap 'rm -rf "$TMP"' EXIT
+fi
+
+# 8. SIGINT/SIGTERM before recording starts (here while opening the output, a FIFO nobody
+# reads): a clear message, exit 128+N, nothing left running (the command never ran).
+mkfifo "$TMP/fifo"
+for sig in INT TERM; do
+	"$CTXPROF" record -o "$TMP/fifo" -- "$WL/wl_attrib" long 30 1 >/dev/null 2>"$TMP/e" &
+	rec=$!
+	sleep 1
+	kid=$(pgrep -P $rec)
+	kill -$sig $rec
+	wait $rec
+	rc=$?
+	echo "SIG$sig during setup (command ${kid:-not started}): exit $rc: $(head -c 200 "$TMP/e")"
+	want=$((128 + $(kill -l $sig)))
+	[ $rc = $want ] || fail "SIG$sig during setup: exit $rc, want $want"
+	grep -q -E "(interrupted|terminated) before recording started" "$TMP/e" ||
+		fail "SIG$sig during setup: no message"
+	if [ -n "$kid" ] && kill -0 "$kid" 2>/dev/null; then
+		kill -KILL "$kid"
+		fail "SIG$sig during setup: the command ($kid) was left running"
+	fi
+done
+
+# 9. The output is created (or truncated) only once setup succeeded: a command that cannot
+# run leaves an existing file as it was, for both formats; a path that cannot be written
+# fails before any setup.
+for f in keep.txt keep.jfr; do
+	echo precious >"$TMP/$f"
+	expect_error "-o $f, setup fails" "cannot run" \
+		"$CTXPROF" record -o "$TMP/$f" -- "$TMP/no-such-command"
+	[ "$(cat "$TMP/$f")" = precious ] || fail "-o $f: the existing file was overwritten"
+done
+expect_error "-o in a missing directory" "cannot write $TMP/no-such-dir/x.txt" \
+	"$CTXPROF" record -o "$TMP/no-such-dir/x.txt" -- "$TMP/no-such-command"
 echo PASS
