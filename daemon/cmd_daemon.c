@@ -23,6 +23,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "engine_stats.h"
 #include "jfr_sink.h"
 #include "output_dir.h"
 #include "privileges.h"
@@ -151,20 +152,6 @@ static int build_config(struct daemon *d, struct daemon_config *c)
         return 0;
 }
 
-static void engine_counters(struct daemon *d, struct jfr_sink_engine_counters *ec)
-{
-        struct sampler_stats st;
-
-        sampler_get_stats(d->s, &st);
-        *ec = (struct jfr_sink_engine_counters){
-            .samples = st.received,
-            .lost = st.lost,
-            .torn_span_reads = st.ctx.torn_spans,
-            .label_faults = st.label_faults + st.labelset_faults,
-            .unwind_errors = st.unwind_errors,
-        };
-}
-
 static void rs_log(void *ctx, int level, const char *msg)
 {
         (void)ctx;
@@ -173,7 +160,9 @@ static void rs_log(void *ctx, int level, const char *msg)
 
 static void rs_engine(void *ctx, struct jfr_sink_engine_counters *ec)
 {
-        engine_counters(ctx, ec);
+        struct daemon *d = ctx;
+
+        engine_stats_get(d->s, ec);
 }
 
 static int rs_alive(void *ctx, pid_t pid)

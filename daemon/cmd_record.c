@@ -25,6 +25,8 @@
 
 #include "cmd.h"
 #include "collapsed.h"
+#include "engine_stats.h"
+#include "sigbus_guard.h"
 #include "jfr_sink.h"
 #include "sampler.h"
 
@@ -261,17 +263,23 @@ static void print_unwind_stops(struct sampler *s)
 static void print_counters(struct sampler *s, struct collapsed *c)
 {
         struct sampler_stats st;
-        char lines[48] = "";
+        char lines[48] = "", bpf[48] = "", bus[64] = "";
 
         if (c)
                 snprintf(lines, sizeof(lines), ", lines %zu", collapsed_lines(c));
         sampler_get_stats(s, &st);
+        if (st.bpf_run_cnt && st.samples) /* kernel.bpf_stats_enabled=1 */
+                snprintf(bpf, sizeof(bpf), ", BPF %llu ns/sample",
+                         (unsigned long long)(st.bpf_run_ns / st.samples));
+        if (sigbus_guard_repaired())
+                snprintf(bus, sizeof(bus), ", pages of truncated files read as zeros %llu",
+                         (unsigned long long)sigbus_guard_repaired());
         fprintf(
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
             "stale TLS locations refused %llu, unwind errors %llu, unwind truncated %llu, "
-            "events lost %llu, threads %llu, processes %llu%s\n",
+            "events lost %llu, threads %llu, processes %llu%s%s%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
             (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
@@ -279,23 +287,8 @@ static void print_counters(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
             (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
-            (unsigned long long)st.processes, lines);
+            (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
-}
-
-/* The sampler's cumulative counters, as the JFR statistics event wants them. */
-static void engine_counters(struct sampler *s, struct jfr_sink_engine_counters *ec)
-{
-        struct sampler_stats st;
-
-        sampler_get_stats(s, &st);
-        *ec = (struct jfr_sink_engine_counters){
-            .samples = st.received,
-            .lost = st.lost,
-            .torn_span_reads = st.ctx.torn_spans,
-            .label_faults = st.label_faults + st.labelset_faults,
-            .unwind_errors = st.unwind_errors,
-        };
 }
 
 /*
@@ -696,7 +689,7 @@ static int cmd_record(int argc, char **argv)
                 if (js) {
                         struct jfr_sink_engine_counters ec;
 
-                        engine_counters(s, &ec);
+                        engine_stats_get(s, &ec);
                         jfr_sink_tick(js, now * 1000000ull, &ec);
                 }
                 if (tty && now - last_status >= 1000) {
@@ -713,7 +706,7 @@ static int cmd_record(int argc, char **argv)
                 struct jfr_sink_engine_counters ec;
                 struct jfr_sink_counters jc;
 
-                engine_counters(s, &ec);
+                engine_stats_get(s, &ec);
                 err = jfr_sink_finish(js, &ec);
                 jfr_sink_get_counters(js, &jc);
                 if (err) {

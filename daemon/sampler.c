@@ -912,6 +912,13 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
         }
         free(v);
+        struct bpf_prog_info info;
+        __u32 len = sizeof(info);
+        memset(&info, 0, sizeof(info));
+        if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_sample), &info, &len)) {
+                out->bpf_run_ns = info.run_time_ns;
+                out->bpf_run_cnt = info.run_cnt;
+        }
 }
 
 unsigned sampler_unwind_stops(struct sampler *s, struct module_tally_entry *out, unsigned max,

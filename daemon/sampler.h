@@ -56,6 +56,9 @@ struct sampler_stats {
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
         uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
         uint64_t tls_stale; /* samples whose location was made before the target's last exec */
+        /* the kernel's run-time stats of the sampling program (every invocation, targets or
+         * not): 0/0 unless kernel.bpf_stats_enabled=1 */
+        uint64_t bpf_run_ns, bpf_run_cnt;
         /* from ingestion */
         uint64_t received;         /* sample records consumed */
         uint64_t with_context;     /* samples with a valid span or at least one label */

@@ -20,9 +20,15 @@ jdk_reads() { # file: every JDK view of the file must work
 }
 chunks() { jfr summary "$1" | sed -n 's/^ *Chunks: *\([0-9]*\).*/\1/p'; }
 
-# 1. Multi-chunk recording, chosen by the .jfr suffix, chunk every 2 s.
+# 1. Multi-chunk recording, chosen by the .jfr suffix, chunk every 2 s; with the kernel's BPF
+# run-time stats on, so that ctxprof.Statistics carries the BPF cost per sample.
+bpf_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
 "$CTXPROF" record -F 999 --chunk-period 2s -o "$TMP/attrib.jfr" -- "$WL/wl_attrib" long 7 2 \
-	>"$TMP/rec.out" 2>"$TMP/rec.err" || { cat "$TMP/rec.err"; fail "record failed"; }
+	>"$TMP/rec.out" 2>"$TMP/rec.err"
+rc=$?
+echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled
+[ $rc = 0 ] || { cat "$TMP/rec.err"; fail "record failed (exit $rc)"; }
 cat "$TMP/rec.err"
 jdk_reads "$TMP/attrib.jfr"
 n=$(chunks "$TMP/attrib.jfr")
@@ -32,6 +38,26 @@ java -cp "$JAVA_CP" RecordCheck "$TMP/attrib.jfr" 300 || fail "RecordCheck faile
 # the context is visible by field name in jfr print
 jfr print --events ctxprof.ExecutionSample "$TMP/attrib.jfr" | grep -q 'phase = "A"' ||
 	fail "jfr print does not show phase = \"A\""
+# ctxprof.Statistics: one per chunk, its sample counts add up to the samples in the file,
+# the trace table is reported, and the BPF cost per sample is a plausible number
+jfr print --json --events jdk.ExecutionSample,ctxprof.Statistics "$TMP/attrib.jfr" >"$TMP/st.json"
+python3 - "$TMP/st.json" "$n" <<'PY' || fail "ctxprof.Statistics"
+import json, re, sys
+ev = json.load(open(sys.argv[1]))["recording"]["events"]
+st = [e["values"] for e in ev if e["type"] == "ctxprof.Statistics"]
+samples = sum(1 for e in ev if e["type"] == "jdk.ExecutionSample")
+def ns(d):  # ISO-8601 duration as jfr prints it, e.g. PT0.000004769S
+    m = re.fullmatch(r"PT(?:(\d+)M)?([\d.]+)S", d)
+    return round((int(m.group(1) or 0) * 60 + float(m.group(2))) * 1e9)
+bpf = [ns(v["bpfNsPerSample"]) for v in st]
+print("statistics: chunks %d, samples %d (events %d), bpf ns/sample %s, table %s" % (
+    len(st), sum(v["samples"] for v in st), samples, bpf,
+    [(v["traceTableUsed"], v["traceTableCapacity"]) for v in st]))
+assert len(st) == int(sys.argv[2]), "one ctxprof.Statistics per chunk"
+assert sum(v["samples"] for v in st) == samples, "Statistics.samples do not add up"
+assert all(0 < v["traceTableUsed"] <= v["traceTableCapacity"] for v in st)
+assert all(100 <= b <= 1000000 for b in bpf), "bpfNsPerSample not measured: %s" % bpf
+PY
 "$CTXPROF" report "$TMP/attrib.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"
 grep -q 'phase:' "$TMP/report.txt" || fail "report has no per-label section"
 
