@@ -25,6 +25,7 @@
 
 #include "cmd.h"
 #include "collapsed.h"
+#include "config.h"
 #include "engine_stats.h"
 #include "sigbus_guard.h"
 #include "jfr_sink.h"
@@ -63,6 +64,8 @@ static void help(FILE *f)
                "                             (flamegraph.pl, speedscope):\n"
                "                             PROC-PID;THREAD;key=value...;frames N\n"
                "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
+               "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
+               "                             1.6 KiB each); more become [unknown stack], counted\n"
                "      --call-graph fp|dwarf  fp: frame pointers (default, cheapest); dwarf: copy\n"
                "                             16 KiB of user stack and unwind with .eh_frame\n"
                "      --event cpu-clock|cycles  sampling event (cycles needs a hardware PMU)\n"
@@ -360,7 +363,15 @@ static int check_pid(pid_t pid)
 
 static int cmd_record(int argc, char **argv)
 {
-        enum { OPT_FORMAT = 256, OPT_CALLGRAPH, OPT_EVENT, OPT_SPAN, OPT_NOKERNEL, OPT_CHUNK };
+        enum {
+                OPT_FORMAT = 256,
+                OPT_CALLGRAPH,
+                OPT_EVENT,
+                OPT_SPAN,
+                OPT_NOKERNEL,
+                OPT_CHUNK,
+                OPT_MAXSTACKS
+        };
         static const struct option longopts[] = {
             {"pid", required_argument, NULL, 'p'},
             {"freq", required_argument, NULL, 'F'},
@@ -368,6 +379,7 @@ static int cmd_record(int argc, char **argv)
             {"output", required_argument, NULL, 'o'},
             {"format", required_argument, NULL, OPT_FORMAT},
             {"chunk-period", required_argument, NULL, OPT_CHUNK},
+            {"max-stacks", required_argument, NULL, OPT_MAXSTACKS},
             {"call-graph", required_argument, NULL, OPT_CALLGRAPH},
             {"event", required_argument, NULL, OPT_EVENT},
             {"span-frames", no_argument, NULL, OPT_SPAN},
@@ -388,6 +400,7 @@ static int cmd_record(int argc, char **argv)
         struct jfr_sink *js = NULL;
         const char *format = NULL;
         uint64_t chunk_ms = 60000;
+        unsigned max_stacks = 0; /* 0 = the trace table's default */
         struct sample_sink sink, jfr = {0};
         struct sigaction sa;
         FILE *out = NULL;
@@ -437,6 +450,15 @@ static int cmd_record(int argc, char **argv)
                                 fprintf(stderr,
                                         "ctxprof record: bad chunk period '%s' (at least 100ms)\n",
                                         optarg);
+                                return 2;
+                        }
+                        break;
+                case OPT_MAXSTACKS:
+                        if (config_parse_count(optarg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
+                                               &max_stacks)) {
+                                fprintf(stderr,
+                                        "ctxprof record: bad --max-stacks '%s' (%d to %d)\n",
+                                        optarg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX);
                                 return 2;
                         }
                         break;
@@ -629,6 +651,7 @@ static int cmd_record(int argc, char **argv)
                 struct jfr_sink_opts jo = {
                     .path = outpath,
                     .chunk_period_ns = chunk_ms * 1000000ull,
+                    .table_capacity = max_stacks,
                     .info = {.name = "ctxprof",
                              .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
                              .frequency_hz = o.freq,

@@ -33,6 +33,7 @@ const char *const config_keys[] = {
     "output.retain-size",
     "output.split",
     "output.split-max-open",
+    "output.max-stacks",
     /* [daemon] */
     "daemon.log-level",
     "daemon.status-file",
@@ -56,6 +57,21 @@ void config_defaults(struct daemon_config *c)
         c->split_max_open = 32;
         c->log_level = LOG_INFO;
         snprintf(c->status_file, sizeof(c->status_file), "/run/ctxprof/status");
+}
+
+int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+        char *end;
+        unsigned long n;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL; /* strtoul would take a sign or white space */
+        errno = 0;
+        n = strtoul(s, &end, 10);
+        if (errno || *end || n < min || n > max)
+                return -EINVAL;
+        *out = (unsigned)n;
+        return 0;
 }
 
 int config_parse_duration(const char *s, uint64_t *ms)
@@ -215,17 +231,11 @@ static int set_key(struct daemon_config *c, const char *sec, const char *key, co
                         return config_parse_size(v, &c->retain_size);
                 if (!strcmp(key, "split"))
                         return pick(v, splits, &c->split);
-                if (!strcmp(key, "split-max-open")) {
-                        char *end;
-                        long n;
-
-                        errno = 0;
-                        n = strtol(v, &end, 10);
-                        if (errno || *end || end == v || n < 1 || n > CONFIG_SPLIT_OPEN_MAX)
-                                return -EINVAL;
-                        c->split_max_open = (unsigned)n;
-                        return 0;
-                }
+                if (!strcmp(key, "split-max-open"))
+                        return config_parse_count(v, 1, CONFIG_SPLIT_OPEN_MAX, &c->split_max_open);
+                if (!strcmp(key, "max-stacks"))
+                        return config_parse_count(v, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
+                                                  &c->max_stacks);
         } else if (!strcmp(sec, "daemon")) {
                 if (!strcmp(key, "log-level")) {
                         err = pick(v, levels, &i);

@@ -17,6 +17,9 @@ enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 
 #define CONFIG_LIST_LEN       1024
 #define CONFIG_SPLIT_OPEN_MAX 1024 /* largest split-max-open */
+/* max-stacks: each stack slot costs about 1.6 KiB (three trace tables with frame arenas) */
+#define CONFIG_MAX_STACKS_MIN 256
+#define CONFIG_MAX_STACKS_MAX 262144
 
 struct daemon_config {
         /* [sampling] */
@@ -39,6 +42,7 @@ struct daemon_config {
         uint64_t retain_size;    /* bytes, 0 = no limit */
         int split;               /* enum split_mode */
         unsigned split_max_open; /* split=process: most per-process recordings open at once */
+        unsigned max_stacks;     /* distinct stacks per chunk of one recording; 0 = default */
         /* [daemon] */
         int log_level; /* enum log_level */
         char status_file[PATH_MAX];
@@ -60,5 +64,7 @@ extern const char *const config_keys[];
 int config_parse_duration(const char *s, uint64_t *ms);
 /* "4096", "64K", "64M", "1G" (binary units) -> bytes. 0 or -EINVAL. */
 int config_parse_size(const char *s, uint64_t *bytes);
+/* A plain decimal count in [min, max]. 0 or -EINVAL. */
+int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
 
 #endif

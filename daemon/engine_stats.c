@@ -15,7 +15,6 @@ void engine_stats_get(struct sampler *s, struct jfr_sink_engine_counters *out)
             .torn_span_reads = st.ctx.torn_spans,
             .label_faults = st.label_faults + st.labelset_faults,
             .unwind_errors = st.unwind_errors,
-            .bpf_ns_per_sample =
-                st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0,
+            .bpf_ns_per_sample = st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0,
         };
 }

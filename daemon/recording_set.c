@@ -137,6 +137,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         struct timespec ts;
         struct jfr_sink_opts jo = {
             .chunk_period_ns = rs->cfg.chunk_period_ms * 1000000ull,
+            .table_capacity = rs->cfg.max_stacks, /* host file: 0 = the table's 16384 */
             .info = {.name = "ctxprof",
                      .event = rs->cfg.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
                      .frequency_hz = rs->cfg.frequency,
@@ -167,7 +168,8 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         if (pid) {
                 snprintf(r->name, sizeof(r->name), "ctxprof pid %d (%s)", (int)pid, r->comm);
                 jo.info.name = r->name;
-                jo.table_capacity = PROCESS_TABLE_CAPACITY;
+                jo.table_capacity =
+                    rs->cfg.max_stacks ? rs->cfg.max_stacks : PROCESS_TABLE_CAPACITY;
                 jo.symbolizer = rs->sym;
         }
         jo.path = r->file.part;

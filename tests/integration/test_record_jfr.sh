@@ -61,6 +61,14 @@ PY
 "$CTXPROF" report "$TMP/attrib.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"
 grep -q 'phase:' "$TMP/report.txt" || fail "report has no per-label section"
 
+# --max-stacks sizes the trace table (Statistics shows it); out of range is a usage error
+"$CTXPROF" record -q --max-stacks 300 -o "$TMP/ms.jfr" -- "$WL/wl_attrib" long 1 1 >/dev/null ||
+	fail "record --max-stacks 300 failed"
+jfr print --events ctxprof.Statistics "$TMP/ms.jfr" | grep -q 'traceTableCapacity = 300' ||
+	fail "--max-stacks 300 is not the trace table's capacity"
+"$CTXPROF" record --max-stacks 100 -p $$ -d 1 -o "$TMP/no.jfr" 2>"$TMP/ms.err"
+[ $? = 2 ] && grep -q 'max-stacks' "$TMP/ms.err" || fail "--max-stacks 100 is not a usage error"
+
 # 2. SIGKILL mid-recording: every chunk finished before the kill stays readable.
 "$CTXPROF" record -F 499 --chunk-period 1s -o "$TMP/killed.jfr" -- "$WL/wl_attrib" long 30 2 \
 	>/dev/null 2>"$TMP/kill.err" &

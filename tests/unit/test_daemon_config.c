@@ -93,6 +93,12 @@ Test(config, bad_value_reports_line_and_keeps_settings)
         cr_assert_eq(config_set(&c, NULL, "split-max-open", "2x"), -EINVAL);
         cr_assert_eq(config_set(&c, "output", "split-max-open", "1024"), 0);
         cr_assert_eq(c.split_max_open, 1024);
+        cr_assert_eq(c.max_stacks, 0, "default: the trace table's own");
+        cr_assert_eq(config_set(&c, NULL, "max-stacks", "255"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "max-stacks", "262145"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "max-stacks", "4k"), -EINVAL);
+        cr_assert_eq(config_set(&c, "output", "max-stacks", "65536"), 0);
+        cr_assert_eq(c.max_stacks, 65536);
         cr_assert_eq(config_set(&c, NULL, "directory", "relative/dir"), -EINVAL);
         cr_assert_eq(config_set(&c, NULL, "frequency", "0"), -EINVAL);
         cr_assert_eq(config_set(&c, NULL, "rotate-period", "5m"), 0);
