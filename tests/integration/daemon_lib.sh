@@ -1,6 +1,6 @@
 # daemon_lib.sh — helpers for the `ctxprof daemon` root tests (sourced, not run). On top of
 # sampler_lib.sh: OUT (output dir), ST (status file), start_daemon ARGS..., stop_daemon,
-# dstat KEY (a field of the daemon's status line), jfr_ok FILE.
+# dstat KEY (a field of the daemon's status line), jfr_ok FILE (summary, print, print --json).
 . "$(dirname "$0")/sampler_lib.sh"
 OUT=$TMP/out
 ST=$TMP/status
@@ -45,9 +45,15 @@ status_refresh() {
 	done
 	fail "status file not rewritten in 60 s"
 }
+# every JDK view of a file works: summary, print, print --json (and that is valid JSON)
 jfr_ok() {
 	jfr summary "$1" >"$TMP/summary.txt" 2>&1 || { cat "$TMP/summary.txt"; fail "jfr summary $1 failed"; }
 	grep -qi 'error\|exception' "$TMP/summary.txt" && { cat "$TMP/summary.txt"; fail "jfr summary $1 reported an error"; }
+	jfr print "$1" >"$TMP/print.txt" 2>&1 || { tail -5 "$TMP/print.txt"; fail "jfr print $1 failed"; }
+	grep -q -i -E '^error|exception' "$TMP/print.txt" && { grep -i -E -m3 '^error|exception' "$TMP/print.txt"; fail "jfr print $1 reported an error"; }
+	jfr print --json "$1" >"$TMP/print.json" 2>&1 || { tail -5 "$TMP/print.json"; fail "jfr print --json $1 failed"; }
+	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/print.json" ||
+		fail "jfr print --json $1 is not valid JSON"
 	return 0
 }
 # ctxprof.ExecutionSample events per pid in a set of files: prints "PID COUNT" lines (osThreadId
