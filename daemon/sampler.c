@@ -823,8 +823,10 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 pending_release |= p->forget_pending;
                 /* Wake up for a pending TLS retry: context starts as early as possible. */
                 if (p->alive && p->tls_state == 0 && !s->stopped) {
-                        int64_t ms =
-                            p->tls_next_ns > now ? (int64_t)((p->tls_next_ns - now) / 1000000) : 0;
+                        /* rounded up: a retry less than 1 ms away is no reason to spin */
+                        int64_t ms = p->tls_next_ns > now
+                                         ? (int64_t)((p->tls_next_ns - now + 999999) / 1000000)
+                                         : 0;
 
                         if (ms < timeout_ms)
                                 timeout_ms = (int)ms;
