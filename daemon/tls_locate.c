@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,6 +321,65 @@ static int merge_err(int acc, int rc)
         return acc;
 }
 
+/*
+ * Files known to define none of our variables, by (device, inode) as /proc/PID/maps shows
+ * them. A process without context is located again every few seconds (a dlopen may bring
+ * libctx), and reading every one of its ELF files each time would cost the daemon more than
+ * sampling does; with this set a retry reads only the maps. A file replaced in place keeps
+ * its inode only if rewritten, which no loader-visible file is; the set is emptied when full.
+ * Shared by all callers, under a lock (a retry is rare, the lock never contended for long).
+ */
+#define NOCTX_SLOTS 4096 /* power of two; at most 3/4 used */
+static struct {
+        pthread_mutex_t lock;
+        unsigned used;
+        struct noctx_key {
+                uint64_t inode; /* 0 = empty slot */
+                unsigned long dev_major, dev_minor;
+        } slot[NOCTX_SLOTS];
+} noctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static unsigned noctx_home(const struct object *o)
+{
+        uint64_t h = (o->inode ^ ((uint64_t)o->dev_major << 40 | (uint64_t)o->dev_minor << 20)) *
+                     0x9E3779B97F4A7C15ull;
+        return (unsigned)(h >> 32) & (NOCTX_SLOTS - 1);
+}
+
+/* 1 if o is known to hold none of our variables; with add, remember that it does not. */
+static int noctx_check(const struct object *o, int add)
+{
+        int found = 0;
+
+        if (!o->inode)
+                return 0; /* not a file we can name */
+        pthread_mutex_lock(&noctx.lock);
+        if (add && noctx.used >= NOCTX_SLOTS / 4 * 3) {
+                memset(noctx.slot, 0, sizeof(noctx.slot));
+                noctx.used = 0;
+        }
+        for (unsigned i = noctx_home(o);; i = (i + 1) & (NOCTX_SLOTS - 1)) {
+                struct noctx_key *k = &noctx.slot[i];
+
+                if (!k->inode) {
+                        if (add) {
+                                k->inode = o->inode;
+                                k->dev_major = o->dev_major;
+                                k->dev_minor = o->dev_minor;
+                                noctx.used++;
+                        }
+                        break;
+                }
+                if (k->inode == o->inode && k->dev_major == o->dev_major &&
+                    k->dev_minor == o->dev_minor) {
+                        found = 1;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&noctx.lock);
+        return found;
+}
+
 int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
 {
         memset(out, 0, sizeof(*out));
@@ -343,7 +403,7 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
         int err = 0, found_labels = 0, found_span = 0;
         for (int i = 0; i < n && !(found_labels && found_span); i++) {
                 const struct object *o = &objs[i];
-                if (!o->exec)
+                if (!o->exec || noctx_check(o, 0))
                         continue;
                 int fd = open_object(pid, o);
                 if (fd < 0) {
@@ -359,6 +419,10 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 close(fd);
                 if (rc)
                         continue; /* not ELF, corrupt: not a context source */
+                if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined) {
+                        noctx_check(o, 1);
+                        continue;
+                }
                 int has_labels =
                     !found_labels && syms[SYM_LABELS].defined && syms[SYM_LABELS].type == STT_TLS;
                 int has_span =

@@ -11,7 +11,7 @@ FX        := $(B)/tests/fixtures
 FX_TLS    := -ftls-model=global-dynamic -mtls-dialect=gnu2
 FX_CFLAGS  = $(ALL_CFLAGS) -fPIC
 FX_BINS   := $(addprefix $(FX)/,tls_fx_so tls_fx_pie tls_fx_nopie tls_fx_nodynlist \
-                tls_fx_dlopen tls_fx_none tls_fx_gd tls_fx_raw tls_fx_maponly)
+                tls_fx_dlopen tls_fx_none tls_fx_gd tls_fx_raw tls_fx_maponly tls_fx_late)
 ALL_TARGETS += $(FX)/libctxstandin.so $(FX)/libctxstandin_gd.so $(FX_BINS)
 
 $(FX)/ctx_standin.o: tests/fixtures/ctx_standin.c
@@ -51,6 +51,10 @@ $(FX)/tls_fx_dlopen: $(FX_SRC)
 $(FX)/tls_fx_none: $(FX_SRC)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(FX_LINK) -DFX_NONE $< $(ALL_LDFLAGS) -lpthread
+# dlopens libctx only when told (stdin): context that appears after the first look
+$(FX)/tls_fx_late: tests/fixtures/tls_fx_late.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FX_LINK) $< $(ALL_LDFLAGS) -ldl
 # maps a library like ld.so but never relocates it: the "not relocated yet" state
 $(FX)/tls_fx_maponly: tests/fixtures/tls_fx_maponly.c
 	$(Q)mkdir -p $(@D)

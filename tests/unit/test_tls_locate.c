@@ -326,6 +326,55 @@ Test(tls_locate, process_without_symbols)
         fx_stop(&f);
 }
 
+/* Located once without context (its files remembered as context-free), then it dlopens
+ * libctx: the next location must find it and read the label the process set. */
+Test(tls_locate, library_dlopened_after_the_first_look)
+{
+        char path[512], lib[512], line[256];
+        int in[2], out[2];
+
+        fx_path(path, sizeof(path), "tls_fx_late");
+        snprintf(lib, sizeof(lib), "%s/libctx.so", build_dir());
+        cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0);
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                dup2(in[0], 0);
+                dup2(out[1], 1);
+                execl(path, path, lib, (char *)NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(out[1]);
+        FILE *fo = fdopen(out[0], "r");
+        cr_assert(fo && fgets(line, sizeof(line), fo) && !strncmp(line, "ready", 5),
+                  "tls_fx_late did not start");
+
+        struct ctxprof_tls_target t;
+        for (int i = 0; i < 2; i++) { /* twice: the second look is served by the cache */
+                cr_assert_eq(tls_locate(pid, &t), 0);
+                cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE, "context before the dlopen");
+        }
+        cr_assert_eq(write(in[1], "x", 1), 1);
+        cr_assert(fgets(line, sizeof(line), fo) && !strncmp(line, "loaded", 6), "got: %s", line);
+        cr_assert_eq(tls_locate(pid, &t), 0);
+        cr_assert_neq(t.labels.mode, CTXPROF_TLS_NONE, "libctx dlopen'ed later not found");
+        cr_assert_neq(t.span.mode, CTXPROF_TLS_NONE);
+
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+        int mem = open(path, O_RDONLY | O_CLOEXEC);
+        cr_assert(mem >= 0);
+        struct ctx_user_context c;
+        cr_assert_eq(ctx_read_user(mem, &t, thread_fsbase(pid), &c), 0);
+        const struct ctx_user_label *l = ctx_user_label_find(&c, "late");
+        cr_assert(l && !strcmp(l->val, "yes"), "label late=yes not read");
+        close(mem);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fclose(fo);
+        close(in[1]);
+}
+
 Test(tls_locate, dead_and_zombie_pid)
 {
         pid_t pid = fork();
