@@ -485,6 +485,7 @@ static void *writer_main(void *arg)
 
                 pthread_mutex_lock(&s->mu);
                 s->queued--;
+                s->c.latest_error = err;
                 if (err) {
                         s->c.chunks_failed++;
                         s->c.samples_dropped += j->b.n;

@@ -44,6 +44,7 @@ struct jfr_sink_counters {
         uint64_t traces_dropped;  /* trace table could not store the stack */
         uint64_t chunks_failed;   /* writes that failed (earlier chunks stay intact) */
         int last_error;           /* -errno of the last failed write, 0 if none */
+        int latest_error;         /* -errno of the most recent write, 0 if it succeeded */
         uint64_t table_memory_bytes;
 };
 

@@ -42,6 +42,8 @@ struct recording {
         uint64_t gone_ms;                     /* first seen not a target, 0 = a target */
         uint64_t samples;                     /* routed to this file */
         struct jfr_sink_engine_counters base; /* engine counters when opened */
+        uint64_t failed_logged;               /* chunks_failed when last logged */
+        uint64_t written_at_failure;          /* chunks_written then (to log the recovery) */
 };
 
 struct recording_set {
@@ -186,6 +188,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         r->start_ms = mono_ms();
         r->gone_ms = 0;
         r->samples = 0;
+        r->failed_logged = r->written_at_failure = 0;
         engine(rs, &r->base);
         if (pid)
                 logr(rs, LOG_INFO, "recording process %d (%s) to %s", (int)pid, r->comm,
@@ -206,11 +209,14 @@ static int close_rec(struct recording_set *rs, struct recording *r)
         r->sink = (struct sample_sink){0};
         err = jfr_sink_finish(r->js, &ec);
         jfr_sink_get_counters(r->js, &jc);
-        if (err) {
-                logr(rs, LOG_ERROR, "writing %s failed: %s (%llu chunks readable)", r->file.part,
-                     strerror(-err), (unsigned long long)jc.chunks_written);
-                rc = err;
-        }
+        if (err)
+                logr(rs, LOG_ERROR, "writing %s failed: %s (%llu chunks readable, %llu failed)",
+                     r->file.part, strerror(-err), (unsigned long long)jc.chunks_written,
+                     (unsigned long long)jc.chunks_failed);
+        /* A chunk that failed earlier (a disk full for a while) was logged and counted when it
+         * happened; what the caller is told is whether the file ends with its last chunk. */
+        if (err && jc.latest_error)
+                rc = jc.latest_error;
         jfr_sink_free(r->js);
         r->js = NULL;
         rs->c.chunks_written += jc.chunks_written;
@@ -396,6 +402,21 @@ static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now)
         rec_counters(rs, r, &ec);
         jfr_sink_tick(r->js, now * 1000000ull, &ec);
         jfr_sink_get_counters(r->js, &jc);
+        /* Chunks the writer could not append (disk full, I/O error) are lost, the file keeps
+         * its complete chunks and the next chunk is tried again: say so once per change. */
+        if (jc.chunks_failed > r->failed_logged) {
+                logr(rs, LOG_ERROR,
+                     "writing a chunk to %s failed: %s (%llu chunks lost so far, %llu samples; "
+                     "the file keeps its complete chunks, the next chunk is tried again)",
+                     r->file.part, strerror(-jc.last_error), (unsigned long long)jc.chunks_failed,
+                     (unsigned long long)jc.samples_dropped);
+                r->failed_logged = jc.chunks_failed;
+                r->written_at_failure = jc.chunks_written;
+        } else if (r->failed_logged && jc.chunks_written > r->written_at_failure &&
+                   !jc.latest_error) {
+                logr(rs, LOG_INFO, "writing to %s again", r->file.part);
+                r->written_at_failure = UINT64_MAX; /* until the next failure */
+        }
         return rs->cfg.rotate == ROTATE_PERIOD ? now - r->start_ms >= rs->cfg.rotate_period_ms
                                                : jc.bytes_written >= rs->cfg.rotate_size;
 }

@@ -1,0 +1,53 @@
+#!/bin/bash
+# ctxprof daemon on a full disk: the output directory is a small tmpfs that fills up while
+# the daemon records. Chunks that cannot be appended are lost and logged, the daemon keeps
+# running and sampling, the file keeps every complete chunk (the JDK reads it), writing
+# resumes once there is space again, and SIGTERM still finishes the file and exits 0.
+. "$(dirname "$0")/daemon_lib.sh"
+command -v mount >/dev/null || skip "no mount"
+SMALL=$TMP/small
+mkdir -p "$SMALL"
+mount -t tmpfs -o size=256k ctxprof-full "$SMALL" || skip "cannot mount a tmpfs"
+trap '[ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null; wait 2>/dev/null; umount -l "$SMALL"; cleanup' EXIT
+OUT=$SMALL/out
+# leave about 40 KiB: a few chunks of the busy workload fit, then the disk is full
+head -c $((216 * 1024)) /dev/zero >"$SMALL/filler"
+
+"$WL/wl_attrib" long 0 2 >/dev/null &
+A=$!
+KIDS="$KIDS $A"
+start_daemon --mode selectors --comm wl_attrib --chunk-period 300ms --rotate-period 1h
+for _ in $(seq 100); do
+	grep -q "writing a chunk to .* failed: No space left on device" "$DLOG" && break
+	sleep 0.1
+done
+grep -q "writing a chunk to .* failed: No space left on device" "$DLOG" ||
+	{ cat "$DLOG"; df -k "$SMALL"; fail "the disk never filled (no failed chunk logged)"; }
+sleep 1
+kill -0 "$DPID" || fail "the daemon died on a full disk"
+P=$(ls "$OUT"/ctxprof-*.jfr.part)
+[ -n "$P" ] || fail "no recording in progress"
+cp "$P" "$TMP/full.jfr" # its complete chunks: the JDK reads the file as it is on the full disk
+jfr_ok "$TMP/full.jfr"
+before=$(jfr summary "$TMP/full.jfr" | sed -n 's/^ *Chunks: *\([0-9]*\).*/\1/p')
+echo "chunks before the disk filled up: $before"
+[ "${before:-0}" -ge 1 ] || fail "no complete chunk before the disk filled up"
+
+rm "$SMALL/filler" # space again
+for _ in $(seq 100); do
+	grep -q "writing to .* again" "$DLOG" && break
+	sleep 0.1
+done
+grep -q "writing to .* again" "$DLOG" || { cat "$DLOG"; fail "writing did not resume"; }
+sleep 1
+stop_daemon # exit 0: the last chunk was written; the lost ones were logged when they failed
+F=${P%.part}
+[ -f "$F" ] || fail "$F not finished"
+jfr_ok "$F"
+after=$(jfr summary "$F" | sed -n 's/^ *Chunks: *\([0-9]*\).*/\1/p')
+echo "chunks in the finished file: $after"
+[ "$after" -gt "$before" ] || fail "no chunk written after space came back ($after <= $before)"
+lost=$(grep -o '([0-9]* chunks lost so far' "$DLOG" | tail -1)
+echo "daemon log: $lost"
+kill $A
+echo "PASS: daemon on a full disk"
