@@ -80,6 +80,7 @@ struct daemon {
         struct sampler *s;
         struct recording_set *rs; /* the open files; NULL between a reload's two halves */
         struct sample_sink cur;   /* rs's sink */
+        int dir_lock;             /* output directory's writer lock (fd), or -errno */
         uint64_t files_deleted;
         struct recording_set_counters before; /* of the sets replaced by reloads */
         uint64_t started_wall;
@@ -243,13 +244,30 @@ static void retain(struct daemon *d)
                 logm(LOG_WARNING, "retention: unlink failed: %s", strerror(-r.last_error));
 }
 
-/* Recordings a previous daemon left in progress (crash, SIGKILL) become readable files. */
+/* Recordings a previous daemon left in progress (crash, SIGKILL) become readable files,
+ * unless another daemon writes to the same directory (then they may be its live files). The
+ * directory's lock stays held for this daemon's life (d->dir_lock). */
 static void recover(struct daemon *d)
 {
         struct output_recover_result r;
 
-        if (output_dir_prepare(d->cfg.directory) || output_dir_recover(d->cfg.directory, &r))
+        if (output_dir_prepare(d->cfg.directory))
                 return; /* opening the output (open_output) logs why */
+        d->dir_lock = output_dir_lock(d->cfg.directory);
+        if (d->dir_lock == -EWOULDBLOCK) {
+                logm(LOG_WARNING,
+                     "another ctxprof daemon writes to %s: its recordings in progress are left "
+                     "alone (no recovery)",
+                     d->cfg.directory);
+                return;
+        }
+        if (d->dir_lock < 0) {
+                logm(LOG_WARNING, "cannot lock %s/.ctxprof.lock: %s: no recovery", d->cfg.directory,
+                     strerror(-d->dir_lock));
+                return;
+        }
+        if (output_dir_recover(d->cfg.directory, &r))
+                return;
         if (r.recovered || r.removed)
                 logm(LOG_WARNING,
                      "recovered %u recordings left in progress (%llu bytes of partial chunks "
@@ -553,6 +571,7 @@ static int cmd_daemon(int argc, char **argv)
         int i, err, rc = 1, no_drop = 0;
 
         memset(d, 0, sizeof(*d));
+        d->dir_lock = -1;
         for (i = 1; i < argc; i++) {
                 const char *a = argv[i];
 
@@ -694,6 +713,8 @@ out:
         recording_set_free(d->rs); /* finished above, or NULL; a failed start: .part stays */
         sampler_free(d->s);
         target_select_free(d->sel);
+        if (d->dir_lock >= 0)
+                close(d->dir_lock);
         return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -195,6 +196,25 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
         return 0;
 }
 
+int output_dir_lock(const char *dir)
+{
+        char path[PATH_MAX];
+        int fd;
+
+        if (snprintf(path, sizeof(path), "%s/.ctxprof.lock", dir) >= (int)sizeof(path))
+                return -ENAMETOOLONG;
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, LOCK_EX | LOCK_NB)) {
+                int err = -errno;
+
+                close(fd);
+                return err;
+        }
+        return fd;
+}
+
 static int is_part(const char *name)
 {
         size_t n = strlen(name);
@@ -223,6 +243,13 @@ static int recover_one(int dfd, const char *name, struct output_recover_result *
                 err = -errno;
         if (!err && good > 0 && fdatasync(fd))
                 err = -errno;
+        /* ftruncate made it "modified now": retention orders files by age, and this one is as
+         * old as the crash that left it */
+        if (!err && good > 0 && (uint64_t)st.st_size > good) {
+                struct timespec t[2] = {st.st_atim, st.st_mtim};
+
+                futimens(fd, t);
+        }
         close(fd);
         if (err)
                 return err;

@@ -43,6 +43,12 @@ struct output_retain_result {
 int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, time_t now,
                       struct output_retain_result *res);
 
+/* Take the directory's writer lock: an exclusive flock on DIR/.ctxprof.lock (created 0640),
+ * held until the returned descriptor is closed (or the process ends). -EWOULDBLOCK when
+ * another process holds it: another daemon writes here, and its files in progress are not
+ * ours to recover. Other -errno on failure. */
+int output_dir_lock(const char *dir);
+
 struct output_recover_result {
         unsigned recovered;     /* .part files trimmed to their complete chunks, renamed .jfr */
         unsigned removed;       /* .part files without one complete chunk, deleted */
@@ -51,8 +57,9 @@ struct output_recover_result {
 };
 /* Finish the recordings a previous daemon left in progress (NAME.jfr.part of a crash or a
  * kill): each is cut back to its complete chunks and renamed to NAME.jfr (so retention sees
- * it and the JDK can read it), or deleted when not one chunk is complete. Call before this
- * process starts a recording of its own in dir. 0 or -errno (directory unreadable). */
+ * it and the JDK can read it; its modification time is kept), or deleted when not one chunk
+ * is complete. Call only while holding output_dir_lock, before this process starts a
+ * recording of its own in dir. 0 or -errno (directory unreadable). */
 int output_dir_recover(const char *dir, struct output_recover_result *res);
 
 #endif

@@ -3,7 +3,8 @@
 # possibly with a partial chunk at its end (killed inside the append). The next daemon
 # started on the directory cuts such a file back to its complete chunks and renames it to
 # NAME.jfr (readable by the JDK, counted by retention), deletes a .part without one complete
-# chunk, and leaves files whose names it did not make alone.
+# chunk, and leaves files whose names it did not make alone; a daemon started on a directory
+# another daemon writes to (the directory lock is taken) recovers nothing.
 . "$(dirname "$0")/daemon_lib.sh"
 "$WL/wl_attrib" long 0 2 >/dev/null &
 A=$!
@@ -16,7 +17,14 @@ wait "$DPID" 2>/dev/null
 DPID=
 P=$(ls "$OUT"/ctxprof-*.jfr.part)
 [ -n "$P" ] && [ "$(echo "$P" | wc -l)" = 1 ] || fail "want one .part after SIGKILL, got: $(ls "$OUT")"
-good=$(stat -c %s "$P")
+# the complete chunks (the kill itself may have landed inside an append)
+good=$(python3 -c 'import struct,sys
+d=open(sys.argv[1],"rb").read(); off=0
+while off+68 <= len(d) and d[off:off+4] == b"FLR\0":
+    n=struct.unpack(">Q", d[off+8:off+16])[0]
+    if n < 68 or off+n > len(d): break
+    off += n
+print(off)' "$P")
 [ "$good" -gt 0 ] || fail "the killed daemon wrote no chunk"
 # a partial chunk: what a kill inside the append leaves (a chunk's first 3000 bytes)
 head -c 3000 "$P" >>"$P"
@@ -42,9 +50,26 @@ n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["recordi
 [ -e "$E" ] && fail "$E (no complete chunk) was kept"
 [ -e "${E%.part}" ] && fail "$E (no complete chunk) was renamed"
 [ "$(cat "$OUT/notours.jfr.part")" = keep ] || fail "a file that is not ours was touched"
-grep -q "recovered 1 recordings left in progress (3000 bytes .*removed 1" "$DLOG" ||
-	{ cat "$DLOG"; fail "no recovery line in the log"; }
+cut=$(sed -n 's/.*recovered 1 recordings left in progress (\([0-9]*\) bytes .*removed 1 .*/\1/p' "$DLOG")
+[ -n "$cut" ] && [ "$cut" -ge 3000 ] || { cat "$DLOG"; fail "no recovery line in the log"; }
 for f in "$OUT"/ctxprof-*.jfr; do jfr_ok "$f"; done
 echo "recovered $F: $good bytes, $n samples; partial chunk cut, empty .part removed"
+
+# a second daemon on a directory another daemon writes to leaves that one's file alone
+start_daemon --mode selectors --comm wl_attrib --chunk-period 300ms
+sleep 1
+L=$(ls "$OUT"/ctxprof-*.jfr.part)
+"$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st2" --mode selectors --comm nomatch \
+	>"$TMP/d2.log" 2>&1 &
+D2=$!
+KIDS="$KIDS $D2"
+for _ in $(seq 100); do [ -s "$TMP/st2" ] && break; sleep 0.1; done
+grep -q "another ctxprof daemon writes to" "$TMP/d2.log" || { cat "$TMP/d2.log"; fail "no lock warning"; }
+kill -TERM $D2
+wait $D2
+[ -f "$L" ] || fail "the second daemon recovered the first one's live file $L"
+stop_daemon
+jfr_ok "${L%.part}"
+echo "a second daemon on the same directory left the live recording alone"
 kill $A
 echo "PASS: daemon crash recovery"
