@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctx/abi.h"
@@ -322,56 +323,64 @@ static int merge_err(int acc, int rc)
 }
 
 /*
- * Files known to define none of our variables, by (device, inode) as /proc/PID/maps shows
- * them. A process without context is located again every few seconds (a dlopen may bring
- * libctx), and reading every one of its ELF files each time would cost the daemon more than
- * sampling does; with this set a retry reads only the maps. A file replaced in place keeps
- * its inode only if rewritten, which no loader-visible file is; the set is emptied when full.
- * Shared by all callers, under a lock (a retry is rare, the lock never contended for long).
+ * Files known to define none of our variables. A process without context is located again
+ * every few seconds (a dlopen may bring libctx), and reading every one of its ELF files each
+ * time would cost the daemon more than sampling does; with this set a retry reads the maps
+ * and stats each file. A file is known by device, inode, size and modification time (from
+ * /proc/PID/map_files, the mapped file itself): a freed inode number reused by a rebuilt
+ * binary (`cc -o app` on ext4) must not inherit the old file's verdict. The set is emptied
+ * when full. Shared by all callers, under a lock (held for a lookup only).
  */
 #define NOCTX_SLOTS 4096 /* power of two; at most 3/4 used */
+struct noctx_key {
+        uint64_t dev, ino, size;
+        int64_t mtime_ns;
+};
 static struct {
         pthread_mutex_t lock;
         unsigned used;
-        struct noctx_key {
-                uint64_t inode; /* 0 = empty slot */
-                unsigned long dev_major, dev_minor;
-        } slot[NOCTX_SLOTS];
+        struct noctx_key slot[NOCTX_SLOTS]; /* ino 0 = empty */
 } noctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static unsigned noctx_home(const struct object *o)
+/* The identity of o's file, via the process's map_files directory; 0 or -errno. */
+static int noctx_key_of(int map_files_fd, const struct object *o, struct noctx_key *k)
 {
-        uint64_t h = (o->inode ^ ((uint64_t)o->dev_major << 40 | (uint64_t)o->dev_minor << 20)) *
-                     0x9E3779B97F4A7C15ull;
-        return (unsigned)(h >> 32) & (NOCTX_SLOTS - 1);
+        struct stat st;
+
+        if (map_files_fd < 0 || fstatat(map_files_fd, o->range, &st, 0) || !st.st_ino)
+                return -ENOENT;
+        *k = (struct noctx_key){.dev = (uint64_t)st.st_dev,
+                                .ino = (uint64_t)st.st_ino,
+                                .size = (uint64_t)st.st_size,
+                                .mtime_ns =
+                                    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+        return 0;
 }
 
-/* 1 if o is known to hold none of our variables; with add, remember that it does not. */
-static int noctx_check(const struct object *o, int add)
+/* 1 if the file k names is known to hold none of our variables; with add, remember that. */
+static int noctx_check(const struct noctx_key *k, int add)
 {
+        uint64_t h =
+            (k->ino ^ k->dev << 40 ^ k->size << 20 ^ (uint64_t)k->mtime_ns) * 0x9E3779B97F4A7C15ull;
         int found = 0;
 
-        if (!o->inode)
-                return 0; /* not a file we can name */
         pthread_mutex_lock(&noctx.lock);
         if (add && noctx.used >= NOCTX_SLOTS / 4 * 3) {
                 memset(noctx.slot, 0, sizeof(noctx.slot));
                 noctx.used = 0;
         }
-        for (unsigned i = noctx_home(o);; i = (i + 1) & (NOCTX_SLOTS - 1)) {
-                struct noctx_key *k = &noctx.slot[i];
+        for (unsigned i = (unsigned)(h >> 32) & (NOCTX_SLOTS - 1);;
+             i = (i + 1) & (NOCTX_SLOTS - 1)) {
+                struct noctx_key *e = &noctx.slot[i];
 
-                if (!k->inode) {
+                if (!e->ino) {
                         if (add) {
-                                k->inode = o->inode;
-                                k->dev_major = o->dev_major;
-                                k->dev_minor = o->dev_minor;
+                                *e = *k;
                                 noctx.used++;
                         }
                         break;
                 }
-                if (k->inode == o->inode && k->dev_major == o->dev_major &&
-                    k->dev_minor == o->dev_minor) {
+                if (!memcmp(e, k, sizeof(*k))) {
                         found = 1;
                         break;
                 }
@@ -400,10 +409,14 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 return e == ENOENT ? -ESRCH : -e;
         }
 
+        snprintf(p, sizeof(p), "/proc/%d/map_files", (int)pid);
+        int mf_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC); /* -1: no cache */
         int err = 0, found_labels = 0, found_span = 0;
         for (int i = 0; i < n && !(found_labels && found_span); i++) {
                 const struct object *o = &objs[i];
-                if (!o->exec || noctx_check(o, 0))
+                struct noctx_key key;
+                int keyed = o->exec && noctx_key_of(mf_fd, o, &key) == 0;
+                if (!o->exec || (keyed && noctx_check(&key, 0)))
                         continue;
                 int fd = open_object(pid, o);
                 if (fd < 0) {
@@ -420,7 +433,8 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 if (rc)
                         continue; /* not ELF, corrupt: not a context source */
                 if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined) {
-                        noctx_check(o, 1);
+                        if (keyed)
+                                noctx_check(&key, 1);
                         continue;
                 }
                 int has_labels =
@@ -448,6 +462,8 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 }
         }
         close(mem_fd);
+        if (mf_fd >= 0)
+                close(mf_fd);
         free_objects(objs, n);
         if (err && err != -ESRCH && kill(pid, 0) != 0 && errno == ESRCH)
                 err = -ESRCH;

@@ -351,7 +351,7 @@ Test(tls_locate, library_dlopened_after_the_first_look)
                   "tls_fx_late did not start");
 
         struct ctxprof_tls_target t;
-        for (int i = 0; i < 2; i++) { /* twice: the second look is served by the cache */
+        for (int i = 0; i < 2; i++) { /* twice: the second look uses what the first remembered */
                 cr_assert_eq(tls_locate(pid, &t), 0);
                 cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE, "context before the dlopen");
         }
@@ -373,6 +373,51 @@ Test(tls_locate, library_dlopened_after_the_first_look)
         waitpid(pid, NULL, 0);
         fclose(fo);
         close(in[1]);
+}
+
+/* Rewrite dst in place with src's bytes (same inode, new size and mtime). */
+static void rewrite_file(const char *src, const char *dst)
+{
+        static char buf[4 << 20];
+        int in = open(src, O_RDONLY | O_CLOEXEC);
+        cr_assert(in >= 0, "%s: %s", src, strerror(errno));
+        ssize_t n = read(in, buf, sizeof(buf));
+        close(in);
+        cr_assert(n > 0 && n < (ssize_t)sizeof(buf));
+        int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        cr_assert(out >= 0, "%s: %s", dst, strerror(errno));
+        cr_assert_eq(write(out, buf, (size_t)n), n);
+        close(out);
+}
+
+/* An executable without context is remembered as such; the same file (same inode) rewritten
+ * with a build that links libctx must be read again, not skipped. */
+Test(tls_locate, file_rewritten_in_place_is_read_again)
+{
+        char dst[512], none[512], pie[512];
+        struct stat a, b;
+        struct fx f;
+        struct ctxprof_tls_target t;
+
+        fx_path(dst, sizeof(dst), "tls_fx_rewritten");
+        fx_path(none, sizeof(none), "tls_fx_none");
+        fx_path(pie, sizeof(pie), "tls_fx_pie");
+        unlink(dst);
+        rewrite_file(none, dst);
+        fx_start(&f, "tls_fx_rewritten", NULL, NULL);
+        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
+        fx_stop(&f);
+        cr_assert_eq(stat(dst, &a), 0);
+        usleep(10000); /* a visibly later mtime, whatever the file system's granularity */
+        rewrite_file(pie, dst);
+        cr_assert_eq(stat(dst, &b), 0);
+        cr_assert_eq(a.st_ino, b.st_ino, "not rewritten in place");
+        fx_start(&f, "tls_fx_rewritten", NULL, NULL);
+        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_neq(t.labels.mode, CTXPROF_TLS_NONE, "the rewritten file was not read again");
+        fx_stop(&f);
+        unlink(dst);
 }
 
 Test(tls_locate, dead_and_zombie_pid)
