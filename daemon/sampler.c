@@ -355,6 +355,20 @@ static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *i
         }
 }
 
+/* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
+static void proc_new_image(struct sampler *s, struct proc *p)
+{
+        proc_maps_free(p->maps);
+        p->maps = NULL;
+        proc_maps_open(s->modules, p->pid, &p->maps);
+        if (s->unwinder)
+                dwarf_unwinder_forget(s->unwinder, p->pid);
+        p->tls_state = 0;
+        p->tls_errors = 0;
+        p->tls_next_ns = 0;
+        p->tls_since_ns = now_ns();
+}
+
 static int handle_sample(struct sampler *s, const void *data, size_t size)
 {
         const struct ctxprof_sample_rec *r = data;
@@ -393,6 +407,11 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 return 0;
         }
         p->samples++;
+        /* BPF refused a location made before an exec we have not handled. The EXEC event is
+         * normally right behind in the ring and does this; should it have been lost (both
+         * rings full), nothing else would ever locate the new image. */
+        if ((r->flags & CTXPROF_SF_TLS_STALE) && p->alive && p->tls_state != 0)
+                proc_new_image(s, p);
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
         if (tid_set_add(&s->tids, r->tid) > 0)
@@ -493,17 +512,8 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                         proc_new(s, (pid_t)e->tgid, comm);
                         break;
                 }
-                /* New image: new name, new mappings, TLS located again from scratch. */
                 snprintf(p->name, sizeof(p->name), "%s", comm);
-                proc_maps_free(p->maps);
-                p->maps = NULL;
-                proc_maps_open(s->modules, p->pid, &p->maps);
-                if (s->unwinder)
-                        dwarf_unwinder_forget(s->unwinder, p->pid);
-                p->tls_state = 0;
-                p->tls_errors = 0;
-                p->tls_next_ns = 0;
-                p->tls_since_ns = now_ns();
+                proc_new_image(s, p);
                 break;
         case CTXPROF_EV_EXIT:
                 if (p && p->alive) {
