@@ -84,29 +84,6 @@ static void help(FILE *f)
                "came before recording started (nothing is written, COMMAND is not run).\n");
 }
 
-static int parse_duration(const char *s, uint64_t *ms)
-{
-        char *end;
-        double v;
-
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno || end == s || v < 0)
-                return -1;
-        if (!*end || !strcmp(end, "s"))
-                v *= 1000;
-        else if (!strcmp(end, "ms"))
-                ;
-        else if (!strcmp(end, "m"))
-                v *= 60000;
-        else if (!strcmp(end, "h"))
-                v *= 3600000;
-        else
-                return -1;
-        *ms = (uint64_t)v;
-        return 0;
-}
-
 static int parse_pids(char *s, pid_t *pids, int *n)
 {
         char *tok, *save = NULL, *end;
@@ -415,20 +392,15 @@ static int cmd_record(int argc, char **argv)
                                 return 2;
                         }
                         break;
-                case 'F': {
-                        char *end;
-                        long v = strtol(optarg, &end, 10);
-
-                        if (*end || v < 1 || v > 100000) {
-                                fprintf(stderr, "ctxprof record: bad frequency '%s' (1..100000)\n",
-                                        optarg);
+                case 'F':
+                        if (config_parse_count(optarg, 1, CONFIG_FREQ_MAX, &o.freq)) {
+                                fprintf(stderr, "ctxprof record: bad frequency '%s' (1..%d)\n",
+                                        optarg, CONFIG_FREQ_MAX);
                                 return 2;
                         }
-                        o.freq = (unsigned)v;
                         break;
-                }
                 case 'd':
-                        if (parse_duration(optarg, &duration_ms)) {
+                        if (config_parse_duration(optarg, &duration_ms)) {
                                 fprintf(stderr, "ctxprof record: bad duration '%s'\n", optarg);
                                 return 2;
                         }
@@ -446,7 +418,7 @@ static int cmd_record(int argc, char **argv)
                         format = optarg;
                         break;
                 case OPT_CHUNK:
-                        if (parse_duration(optarg, &chunk_ms) || chunk_ms < 100) {
+                        if (config_parse_duration(optarg, &chunk_ms) || chunk_ms < 100) {
                                 fprintf(stderr,
                                         "ctxprof record: bad chunk period '%s' (at least 100ms)\n",
                                         optarg);

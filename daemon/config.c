@@ -167,17 +167,8 @@ static int set_key(struct daemon_config *c, const char *sec, const char *key, co
         int i, err;
 
         if (!strcmp(sec, "sampling")) {
-                if (!strcmp(key, "frequency")) {
-                        char *end;
-                        long f;
-
-                        errno = 0;
-                        f = strtol(v, &end, 10);
-                        if (errno || *end || end == v || f < 1 || f > 100000)
-                                return -EINVAL;
-                        c->frequency = (unsigned)f;
-                        return 0;
-                }
+                if (!strcmp(key, "frequency"))
+                        return config_parse_count(v, 1, CONFIG_FREQ_MAX, &c->frequency);
                 if (!strcmp(key, "event"))
                         return pick(v, events, &c->event);
                 if (!strcmp(key, "call-graph"))

@@ -16,7 +16,8 @@ enum split_mode { SPLIT_HOST = 0, SPLIT_PROCESS };
 enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 
 #define CONFIG_LIST_LEN       1024
-#define CONFIG_SPLIT_OPEN_MAX 1024 /* largest split-max-open */
+#define CONFIG_SPLIT_OPEN_MAX 1024   /* largest split-max-open */
+#define CONFIG_FREQ_MAX       100000 /* samples per second per CPU (perf's own ceiling) */
 /* max-stacks: each stack slot costs about 1.6 KiB (three trace tables with frame arenas) */
 #define CONFIG_MAX_STACKS_MIN 256
 #define CONFIG_MAX_STACKS_MAX 262144

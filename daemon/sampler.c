@@ -516,15 +516,8 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 proc_new_image(s, p);
                 break;
         case CTXPROF_EV_EXIT:
-                if (p && p->alive) {
-                        __u32 key = e->tgid;
-
-                        p->alive = 0;
-                        p->dead_since_ns = now_ns();
-                        p->forget_pending = 1;
-                        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key);
-                        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
-                }
+                if (p && p->alive)
+                        sampler_remove_target(s, (pid_t)e->tgid);
                 break;
         default:
                 s->st.bad_records++;
