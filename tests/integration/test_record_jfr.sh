@@ -23,6 +23,7 @@ chunks() { jfr summary "$1" | sed -n 's/^ *Chunks: *\([0-9]*\).*/\1/p'; }
 # 1. Multi-chunk recording, chosen by the .jfr suffix, chunk every 2 s; with the kernel's BPF
 # run-time stats on, so that ctxprof.Statistics carries the BPF cost per sample.
 bpf_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
+trap 'echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled; rm -rf "$TMP"' EXIT
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 "$CTXPROF" record -F 999 --chunk-period 2s -o "$TMP/attrib.jfr" -- "$WL/wl_attrib" long 7 2 \
 	>"$TMP/rec.out" 2>"$TMP/rec.err"
