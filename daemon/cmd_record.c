@@ -379,7 +379,7 @@ static int cmd_record(int argc, char **argv)
         uint64_t chunk_ms = 60000;
         unsigned max_stacks = 0; /* 0 = the trace table's default */
         struct sample_sink sink, jfr = {0};
-        struct sigaction sa;
+        struct sigaction sa, orig_int, orig_term;
         FILE *out = NULL;
         int tty;
 
@@ -490,8 +490,8 @@ static int cmd_record(int argc, char **argv)
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, &orig_int); /* the command gets these back */
+        sigaction(SIGTERM, &sa, &orig_term);
 
         if (!format) {
                 size_t n = outpath ? strlen(outpath) : 0;
@@ -521,8 +521,10 @@ static int cmd_record(int argc, char **argv)
                 if (child == 0) {
                         char b;
 
-                        signal(SIGINT, SIG_DFL); /* the command's own behaviour from here */
-                        signal(SIGTERM, SIG_DFL);
+                        /* what ctxprof inherited (SIG_IGN under nohup or `cmd &` in a
+                         * script), not our handlers */
+                        sigaction(SIGINT, &orig_int, NULL);
+                        sigaction(SIGTERM, &orig_term, NULL);
                         close(sync_fd[1]);
                         if (read(sync_fd[0], &b, 1) != 1)
                                 _exit(127);
@@ -758,7 +760,8 @@ out:
         } else if (child > 0 && !child_done) {
                 /* The recording is over (duration, signal or error): so is the command. */
                 kill(child, SIGTERM);
-                waitpid(child, &child_status, 0);
+                while (waitpid(child, &child_status, 0) < 0 && errno == EINTR)
+                        ;
         }
         sampler_free(s);
         jfr_sink_free(js);

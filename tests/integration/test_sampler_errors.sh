@@ -145,4 +145,14 @@ for f in keep.txt keep.jfr; do
 done
 expect_error "-o in a missing directory" "cannot write $TMP/no-such-dir/x.txt" \
 	"$CTXPROF" record -o "$TMP/no-such-dir/x.txt" -- "$TMP/no-such-command"
+
+# The command gets the SIGINT disposition ctxprof inherited, not ctxprof's handler: ignored
+# under `trap '' INT` (nohup, `cmd &` in a script), the default otherwise.
+out=$(trap '' INT; "$CTXPROF" record -q -o "$TMP/ign.txt" -- bash -c 'kill -INT $$; echo survived')
+rc=$?
+[ $rc = 0 ] && [ "$out" = survived ] || fail "inherited SIG_IGN: exit $rc, output '$out'"
+out=$("$CTXPROF" record -q -o "$TMP/ign.txt" -- bash -c 'kill -INT $$; echo survived')
+rc=$?
+[ $rc = 130 ] && [ -z "$out" ] || fail "default SIGINT: exit $rc, output '$out' (want 130)"
+echo "signal dispositions: the command inherits SIG_IGN (survived) or SIG_DFL (exit 130)"
 echo PASS
