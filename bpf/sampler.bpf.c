@@ -96,6 +96,29 @@ static __always_inline __u64 exec_gen_of(__u32 tgid)
         return g ? *g : 0;
 }
 
+/* Daemon cgroup selectors: a process in one of these cgroups (or below) is sampled even
+ * before the daemon put it into `targets` (it moved in after its exec, say); the daemon adds
+ * it on its first sample (CTXPROF_SF_CGROUP). Slots 0..ncgroups-1 are used. */
+struct {
+        __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+        __uint(max_entries, CTXPROF_MAX_CGROUPS);
+        __type(key, __u32);
+        __type(value, __u32);
+} cgroups SEC(".maps");
+__u32 ncgroups = 0; /* written by the daemon at run time (selectors reload) */
+static const struct ctxprof_tls_target no_location = {};
+
+static __always_inline int in_selected_cgroup(void)
+{
+        for (__u32 i = 0; i < CTXPROF_MAX_CGROUPS; i++) {
+                if (i >= ncgroups)
+                        break;
+                if (bpf_current_task_under_cgroup(&cgroups, i) == 1)
+                        return 1;
+        }
+        return 0;
+}
+
 /* Samples and, in order with them, lifecycle events. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -355,7 +378,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         __u32 tgid, tid, zero = 0;
         struct ctxprof_sample_dwarf_rec *d = NULL;
         struct ctxprof_sample_rec *r;
-        struct ctxprof_tls_target *t;
+        const struct ctxprof_tls_target *t;
         struct ctxprof_counters *c;
         struct task_struct *task;
         long n;
@@ -363,9 +386,14 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
 
         if (cur_ids(&tgid, &tid))
                 return 0;
+        flags = 0;
         t = bpf_map_lookup_elem(&targets, &tgid);
-        if (!t)
-                return 0;
+        if (!t) {
+                if (!ncgroups || !in_selected_cgroup())
+                        return 0;
+                t = &no_location; /* stacks now, context once the daemon located it */
+                flags = CTXPROF_SF_CGROUP;
+        }
         c = bpf_map_lookup_elem(&counters, &zero);
         count(c, CTXPROF_CNT_SAMPLES);
 
@@ -385,7 +413,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         r->tid = tid;
         r->cpu = bpf_get_smp_processor_id();
         r->time_ns = bpf_ktime_get_ns();
-        r->flags = 0;
+        r->flags = (__u32)flags;
         r->errors = 0;
         r->tls_generation = t->generation;
         r->label_count = 0;

@@ -351,8 +351,26 @@ static void pend_poll(struct daemon *d)
 }
 
 /* Every running process, against the current selection. */
+/* Cgroup selectors are also tested by the kernel at each sample, so a process that moves
+ * into a selected cgroup after its exec (systemd, container runtimes) is sampled too. */
+static void cgroups_to_kernel(struct daemon *d)
+{
+        const char *const *paths;
+        unsigned n = target_select_cgroups(d->sel, &paths);
+        int got = sampler_set_cgroups(d->s, paths, n);
+
+        if (got < 0)
+                logm(LOG_WARNING, "cgroup selectors are checked at exec only: %s", strerror(-got));
+        else if ((unsigned)got < n)
+                logm(LOG_WARNING,
+                     "%u of %u cgroup selectors are not cgroups yet (or past %d): those are "
+                     "checked at exec only",
+                     n - (unsigned)got, n, CTXPROF_MAX_CGROUPS);
+}
+
 static void scan_proc(struct daemon *d)
 {
+        cgroups_to_kernel(d);
         struct dirent *e;
         DIR *dp = opendir("/proc");
         unsigned n = 0;

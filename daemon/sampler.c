@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,51 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         return 0;
 }
 
+/* Where the cgroup v2 hierarchy is mounted (the first cgroup2 line of /proc/self/mounts). */
+static int cgroup2_root(char *buf, size_t len)
+{
+        char line[4096], dev[256], dir[PATH_MAX], type[64];
+        FILE *f = fopen("/proc/self/mounts", "re");
+        int err = -ENOENT;
+
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+                    !strcmp(type, "cgroup2")) {
+                        err = snprintf(buf, len, "%s", dir) < (int)len ? 0 : -ENAMETOOLONG;
+                        break;
+                }
+        fclose(f);
+        return err;
+}
+
+int sampler_set_cgroups(struct sampler *s, const char *const *paths, unsigned n)
+{
+        int mfd = bpf_map__fd(s->skel->maps.cgroups);
+        char root[PATH_MAX], path[2 * PATH_MAX];
+        unsigned used = 0, i;
+        int err = 0;
+
+        s->skel->bss->ncgroups = 0; /* no slot is read while the set changes */
+        if (n && (err = cgroup2_root(root, sizeof(root))) < 0)
+                return err;
+        for (i = 0; i < n && used < CTXPROF_MAX_CGROUPS; i++) {
+                __u32 key = used;
+                int fd;
+
+                snprintf(path, sizeof(path), "%s%s", root, paths[i]);
+                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                if (!bpf_map_update_elem(mfd, &key, &fd, BPF_ANY))
+                        used++;
+                close(fd); /* the map holds its own reference */
+        }
+        s->skel->bss->ncgroups = used;
+        return (int)used;
+}
+
 /* DWARF unwinding stopped early at ip (a return address unless it is the leaf). */
 static void count_unwind_stop(struct sampler *s, struct proc *p, uint64_t ip, int retaddr)
 {
@@ -392,6 +438,9 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         }
         s->st.received++;
         p = proc_find(s, (pid_t)r->tgid);
+        if ((!p || !p->alive) && (r->flags & CTXPROF_SF_CGROUP) &&
+            !sampler_add_target(s, (pid_t)r->tgid))
+                p = proc_find(s, (pid_t)r->tgid); /* in a selected cgroup: a target now */
         if (!p) {
                 char path[32];
 

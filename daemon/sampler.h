@@ -83,6 +83,12 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
 /* Start sampling process pid (and its future threads). -ESRCH no such process, -EPERM/-EACCES
  * not permitted, -ENOSPC too many targets. Locating its TLS happens later, in sampler_poll. */
 int sampler_add_target(struct sampler *, pid_t pid);
+/* Sample every process in these cgroup v2 paths (as in /proc/PID/cgroup, "/a/b") or below
+ * them, checked in the kernel at each sample: such a process becomes a target (with
+ * context) at its first sample, whenever it moved in. Replaces the previous set; at most
+ * CTXPROF_MAX_CGROUPS. Returns how many could be opened (a cgroup that does not exist yet is
+ * skipped: the caller's exec-time selection still sees it later), or -errno. */
+int sampler_set_cgroups(struct sampler *, const char *const *paths, unsigned n);
 /* Stop sampling process pid (its queued samples are still delivered). -ENOENT not a target. */
 int sampler_remove_target(struct sampler *, pid_t pid);
 /* 1 if pid is a live target. */

@@ -69,6 +69,12 @@ int target_select_mode(const struct target_select *t)
         return t->mode;
 }
 
+unsigned target_select_cgroups(const struct target_select *t, const char *const **paths)
+{
+        *paths = t->cgroup.item;
+        return t->mode == TARGET_MODE_SELECTORS ? (unsigned)t->cgroup.n : 0;
+}
+
 static int read_file(pid_t pid, const char *what, char *buf, size_t len)
 {
         char path[64];

@@ -26,6 +26,10 @@ int target_select_mode(const struct target_select *t);
 #define TARGET_SELECT_LATER 2
 int target_select_match(const struct target_select *t, pid_t pid, const char *comm);
 
+/* mode selectors: the cgroup path prefixes (the kernel can test them itself, see
+ * sampler_set_cgroups); *paths stays valid while t lives. Other modes: 0. */
+unsigned target_select_cgroups(const struct target_select *t, const char *const **paths);
+
 /* Exposed for tests: the container ids (runs of >= 12 hex digits) in a cgroup path that
  * start with prefix. 1 = match. */
 int target_select_container_match(const char *cgroup_path, const char *prefix);

@@ -41,6 +41,11 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_USER_MODE  0x10 /* the sample interrupted user mode */
 #define CTXPROF_SF_REGS       0x20 /* dwarf: regs[] valid */
 #define CTXPROF_SF_TLS_STALE  0x40 /* the location was made for an image before an exec: no read */
+#define CTXPROF_SF_CGROUP     0x80 /* sampled for its cgroup (not in the targets map yet) */
+
+/* Cgroups whose processes are sampled without being in the targets map (daemon cgroup
+ * selectors: the process and every descendant cgroup, checked in the kernel) */
+#define CTXPROF_MAX_CGROUPS 16
 
 /* ctxprof_sample_rec.errors: each bit = that read failed (the item is treated as absent) */
 #define CTXPROF_SE_SPAN_ADDR   0x1  /* span TLS address could not be computed (DTV read) */

@@ -79,11 +79,17 @@ if [ -n "$CG2" ] && [ -f "$CG2/cgroup.procs" ] && mkdir "$CGD" 2>/dev/null; then
 	status_refresh
 	grep -q "^target pid=$C1 " "$ST" || { cat "$ST"; fail "cgroup /ctxprof-test-$$ did not select $C1"; }
 	grep -q "^target pid=$C2 " "$ST" && fail "process $C2 outside the cgroup selected"
+	# a process that moves into the cgroup long after its exec: the kernel checks the
+	# cgroup at each sample, so it is sampled (and becomes a target) all the same
+	echo $C2 >"$CGD/cgroup.procs" || fail "cannot move $C2 into $CGD"
+	sleep 1
+	status_refresh
+	grep -q "^target pid=$C2 " "$ST" || { cat "$ST"; fail "$C2, moved into the cgroup, not selected"; }
 	kill $C1 $C2
 	wait $C1 $C2 2>/dev/null
 	stop_daemon
 	rmdir "$CGD"
-	echo "cgroup prefix: selected the process in /ctxprof-test-$$ only"
+	echo "cgroup prefix: selected the process in /ctxprof-test-$$ only, and one moved in later"
 else
 	echo "cgroup part skipped: no writable cgroup v2 hierarchy"
 fi
