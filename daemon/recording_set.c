@@ -58,7 +58,10 @@ struct recording_set {
         unsigned nprocs;
         struct recording *last; /* last hit */
         uint64_t last_open_ms;  /* split=host: last retry of the host file */
-        uint64_t open_fail_ms;  /* split=process: last failed open, 0 = none */
+        /* split=process, 0 = none: the last failed open of a per-process file (no new one is
+         * tried for OPEN_RETRY_MS) and of the shared host file (its own retry: a sample whose
+         * process file cannot be opened still goes there) */
+        uint64_t proc_fail_ms, host_fail_ms;
         uint64_t overflow_logged_ms, alive_checked_ms;
         struct recording_set_counters c; /* files finished so far (+ sample counters) */
 };
@@ -342,15 +345,15 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
                 }
                 return NULL;
         }
-        if (rs->open_fail_ms && now - rs->open_fail_ms < OPEN_RETRY_MS)
+        if (rs->proc_fail_ms && now - rs->proc_fail_ms < OPEN_RETRY_MS)
                 return NULL;
         r = calloc(1, sizeof(*r));
         if (!r || open_rec(rs, r, pid, process)) {
                 free(r);
-                rs->open_fail_ms = now ? now : 1;
-                return NULL;
+                rs->proc_fail_ms = now ? now : 1;
+                return NULL; /* to the shared host file */
         }
-        rs->open_fail_ms = 0;
+        rs->proc_fail_ms = 0;
         rs->procs[rs->nprocs++] = r;
         rs->last = r;
         return r;
@@ -370,11 +373,11 @@ static int route(void *ctx, const struct decoded_sample *ds)
                 if (!rs->have_host) {
                         uint64_t now = mono_ms();
 
-                        if (!rs->open_fail_ms || now - rs->open_fail_ms >= OPEN_RETRY_MS) {
+                        if (!rs->host_fail_ms || now - rs->host_fail_ms >= OPEN_RETRY_MS) {
                                 if (open_host(rs))
-                                        rs->open_fail_ms = now ? now : 1;
+                                        rs->host_fail_ms = now ? now : 1;
                                 else
-                                        rs->open_fail_ms = 0;
+                                        rs->host_fail_ms = 0;
                         }
                 }
                 if (rs->have_host)

@@ -1,0 +1,105 @@
+/*
+ * test_recording_set.c — the daemon's open recordings without BPF, in a real directory:
+ * with split=process, a sample whose per-process file cannot be created goes to the shared
+ * host file (counted as overflow, not dropped), and the failed per-process open does not
+ * stop the host file from being opened.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "recording_set.h"
+
+static int n_errors;
+
+static void count_log(void *ctx, int level, const char *msg)
+{
+        (void)ctx;
+        (void)msg;
+        if (level <= LOG_ERROR)
+                n_errors++;
+}
+
+/* A directory whose path is just short enough for the host file's name
+ * (DIR/ctxprof-h-YYYYMMDDTHHMMSSZ.jfr.part) and too long for a per-process one
+ * (DIR/ctxprof-h-PID-COMM-...): output_dir refuses names within 16 bytes of PATH_MAX. */
+static void long_dir(char *dir, size_t len)
+{
+        const size_t want = PATH_MAX - 16 - 10 - 27 - 1; /* host base name: dir + 27 chars */
+        size_t n;
+
+        snprintf(dir, len, "/tmp/ctxprof-rs.XXXXXX");
+        cr_assert(mkdtemp(dir));
+        n = strlen(dir);
+        while (n < want) {
+                size_t part = want - n - 1 > 200 ? 200 : want - n - 1;
+
+                dir[n++] = '/';
+                memset(dir + n, 'd', part);
+                n += part;
+                dir[n] = '\0';
+                cr_assert(!mkdir(dir, 0755) || errno == EEXIST, "mkdir: %s", strerror(errno));
+        }
+        cr_assert_eq(strlen(dir), want);
+}
+
+static void rm_long_dir(char *dir, size_t top)
+{
+        char cmd[64];
+
+        dir[top] = '\0';
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        cr_assert_eq(system(cmd), 0);
+}
+
+Test(recording_set, process_file_fails_host_file_takes_the_samples)
+{
+        static char dir[PATH_MAX];
+        struct daemon_config cfg;
+        struct recording_set_counters c;
+        struct ctxprof_frame fr = {.offset = 0x1234, .module_id = CTXPROF_MODULE_UNKNOWN};
+        struct decoded_sample ds = {.pid = getpid(),
+                                    .tid = getpid(),
+                                    .comm = "t",
+                                    .process = "t",
+                                    .frames = &fr,
+                                    .n_frames = 1};
+        struct recording_set_opts o = {.cfg = &cfg, .host = "h", .log = count_log};
+        struct recording_set *rs;
+        struct sample_sink sink;
+        const char *host;
+        int i;
+
+        long_dir(dir, sizeof(dir));
+        config_defaults(&cfg);
+        snprintf(cfg.directory, sizeof(cfg.directory), "%s", dir);
+        cfg.split = SPLIT_PROCESS;
+        rs = recording_set_new(&o);
+        cr_assert(rs);
+        cr_assert_eq(recording_set_start(rs), 0);
+        sink = recording_set_as_sink(rs);
+        for (i = 0; i < 3; i++)
+                cr_assert_eq(sink.sample(sink.ctx, &ds), 0);
+        recording_set_get_counters(rs, &c);
+        cr_expect_eq(c.samples_no_file, 0, "%llu samples dropped",
+                     (unsigned long long)c.samples_no_file);
+        cr_expect_eq(c.samples_overflow, 3, "%llu samples in the host file, want 3",
+                     (unsigned long long)c.samples_overflow);
+        cr_expect_eq(c.open_process_files, 0);
+        cr_expect_null(recording_set_file(rs, ds.pid));
+        host = recording_set_file(rs, 0);
+        cr_assert(host, "no host file open");
+        cr_expect(!access(host, F_OK), "%s does not exist", host);
+        cr_expect_eq(n_errors, 1, "%d errors logged (want 1: the per-process file)", n_errors);
+        cr_expect_eq(recording_set_finish(rs), 0);
+        recording_set_get_counters(rs, &c);
+        cr_expect_eq(c.files_written, 1);
+        recording_set_free(rs);
+        rm_long_dir(dir, strlen("/tmp/ctxprof-rs.XXXXXX"));
+}
