@@ -2,8 +2,9 @@
  * recording_set.c — the daemon's open recordings (see recording_set.h). Owns the per-process
  * table (at most max_open entries, a linear scan behind a last-hit cache: samples of one
  * process come in runs), the shared host recording, the symbolizer every per-process sink
- * shares, and the counters of files already finished. Must never print, delete a file, or
- * hold more than max_open per-process sinks.
+ * shares, and the counters of files already finished. Must never print, delete a recording (only
+ * its own empty .part when the sink fails to start), or hold more than max_open per-process
+ * sinks.
  *
  * Why a process's file is finished a second after it stops being a target and not at its
  * exit event: samples it took just before exiting may still sit in the ring (the sampler
@@ -182,6 +183,11 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         err = jfr_sink_new(&jo, &r->js);
         if (err) {
                 logr(rs, LOG_ERROR, "cannot write %s: %s", r->file.part, strerror(-err));
+                /* jfr_sink_new creates the file before it can still fail (no memory, no
+                 * thread): the name was free (output_dir), so the empty file is ours. */
+                if (unlink(r->file.part) && errno != ENOENT)
+                        logr(rs, LOG_WARNING, "cannot remove %s: %s", r->file.part,
+                             strerror(errno));
                 return err;
         }
         if (chmod(r->file.part, 0640))

@@ -8,9 +8,9 @@
  * cannot be opened) go to a shared host recording opened on demand, and are counted.
  * Every recording is a jfr_sink writing NAME.jfr.part (mode 0640) in the output directory.
  *
- * Never prints (log lines go to the caller's callback), never deletes a file (retention is
- * output_dir's), never drops a sample silently (no file: counted). One thread (the sampler's)
- * calls everything.
+ * Never prints (log lines go to the caller's callback), never deletes a recording (retention
+ * is output_dir's; only the empty .part of a sink that failed to start is removed), never
+ * drops a sample silently (no file: counted). One thread (the sampler's) calls everything.
  */
 #ifndef CTXPROF_RECORDING_SET_H
 #define CTXPROF_RECORDING_SET_H

@@ -2,7 +2,8 @@
  * test_recording_set.c — the daemon's open recordings without BPF, in a real directory:
  * with split=process, a sample whose per-process file cannot be created goes to the shared
  * host file (counted as overflow, not dropped), and the failed per-process open does not
- * stop the host file from being opened.
+ * stop the host file from being opened; a sink whose writer thread cannot start (RLIMIT_AS)
+ * leaves no empty .part behind.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,4 +104,62 @@ Test(recording_set, process_file_fails_host_file_takes_the_samples)
         cr_expect_eq(c.files_written, 1);
         recording_set_free(rs);
         rm_long_dir(dir, strlen("/tmp/ctxprof-rs.XXXXXX"));
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1 /* their shadow memory does not fit under RLIMIT_AS */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+static unsigned long vm_size_kb(void)
+{
+        char line[256];
+        unsigned long kb = 0;
+        FILE *f = fopen("/proc/self/status", "r");
+
+        cr_assert(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmSize: %lu kB", &kb) == 1)
+                        break;
+        fclose(f);
+        return kb;
+}
+
+/* The sink's file is created, then its writer thread cannot start (no address space left for
+ * the thread's stack): the empty .part is removed, not left behind at every retry. */
+Test(recording_set, sink_that_cannot_start_leaves_no_part)
+{
+#ifdef SANITIZED
+        cr_skip_test("RLIMIT_AS under a sanitizer");
+#else
+        char dir[] = "/tmp/ctxprof-rs.XXXXXX", cmd[64];
+        struct daemon_config cfg;
+        struct recording_set_opts o = {.cfg = &cfg, .host = "h", .log = count_log};
+        struct recording_set *rs;
+        struct rlimit rl;
+        int err;
+
+        cr_assert(mkdtemp(dir));
+        config_defaults(&cfg);
+        snprintf(cfg.directory, sizeof(cfg.directory), "%s", dir);
+        cfg.max_stacks = 16; /* a small trace table: it fits, the 8 MiB thread stack does not */
+        cr_assert_eq(getrlimit(RLIMIT_STACK, &rl), 0);
+        if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < (8u << 20))
+                cr_skip_test("thread stacks smaller than 8 MiB");
+        rs = recording_set_new(&o);
+        cr_assert(rs);
+        rl.rlim_cur = rl.rlim_max = (vm_size_kb() << 10) + (3u << 20);
+        cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
+        err = recording_set_start(rs);
+        cr_expect_neq(err, 0, "the sink started under RLIMIT_AS");
+        cr_expect_null(recording_set_file(rs, 0));
+        snprintf(cmd, sizeof(cmd), "ls -A %s | grep -q .", dir);
+        cr_expect_neq(system(cmd), 0, "files left in %s", dir);
+        recording_set_free(rs);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        cr_assert_eq(system(cmd), 0);
+#endif
 }
