@@ -96,12 +96,14 @@ static void engine(struct recording_set *rs, struct jfr_sink_engine_counters *ec
                 rs->o.engine(rs->o.ctx, ec);
 }
 
-/* This file's share of the engine counters. With split=process `samples` is the file's own
- * (the rest is host-wide: the BPF counters are not per process). */
+/* This file's share of the engine counters `now` (fetched once per tick: each fetch is a
+ * per-CPU BPF map lookup and an object info query). With split=process `samples` is the
+ * file's own (the rest is host-wide: the BPF counters are not per process). */
 static void rec_counters(struct recording_set *rs, const struct recording *r,
+                         const struct jfr_sink_engine_counters *now,
                          struct jfr_sink_engine_counters *ec)
 {
-        engine(rs, ec);
+        *ec = *now;
         ec->samples -= r->base.samples;
         ec->lost -= r->base.lost;
         ec->torn_span_reads -= r->base.torn_span_reads;
@@ -208,13 +210,14 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
 }
 
 /* Last chunk, rename to .jfr. The sink is gone afterwards. */
-static int close_rec(struct recording_set *rs, struct recording *r)
+static int close_rec(struct recording_set *rs, struct recording *r,
+                     const struct jfr_sink_engine_counters *now)
 {
         struct jfr_sink_engine_counters ec;
         struct jfr_sink_counters jc;
         int err, rc = 0;
 
-        rec_counters(rs, r, &ec);
+        rec_counters(rs, r, now, &ec);
         r->sink = (struct sample_sink){0};
         err = jfr_sink_finish(r->js, &ec);
         jfr_sink_get_counters(r->js, &jc);
@@ -250,18 +253,19 @@ static int open_host(struct recording_set *rs)
         return err;
 }
 
-static int close_host(struct recording_set *rs)
+static int close_host(struct recording_set *rs, const struct jfr_sink_engine_counters *now)
 {
         if (!rs->have_host)
                 return 0;
         rs->have_host = 0;
-        return close_rec(rs, &rs->host_rec);
+        return close_rec(rs, &rs->host_rec, now);
 }
 
-static int close_proc(struct recording_set *rs, unsigned i)
+static int close_proc(struct recording_set *rs, unsigned i,
+                      const struct jfr_sink_engine_counters *now)
 {
         struct recording *r = rs->procs[i];
-        int err = close_rec(rs, r);
+        int err = close_rec(rs, r, now);
 
         rs->procs[i] = rs->procs[--rs->nprocs];
         rs->procs[rs->nprocs] = NULL;
@@ -328,12 +332,15 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
                         }
         }
         if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
+                struct jfr_sink_engine_counters ec;
+
                 /* exec'ed into another command (or the pid was reused): a new file */
                 logr(rs, LOG_DEBUG, "process %d is now %s: finishing its %s file", (int)pid,
                      process, r->process);
                 for (i = 0; rs->procs[i] != r; i++)
                         ;
-                close_proc(rs, i);
+                engine(rs, &ec);
+                close_proc(rs, i, &ec);
                 r = NULL;
         }
         if (r) {
@@ -403,12 +410,13 @@ struct sample_sink recording_set_as_sink(struct recording_set *rs)
 }
 
 /* Cut a chunk when its period is over; 1 = the file is due for rotation. */
-static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now)
+static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
+                    const struct jfr_sink_engine_counters *eng)
 {
         struct jfr_sink_engine_counters ec;
         struct jfr_sink_counters jc;
 
-        rec_counters(rs, r, &ec);
+        rec_counters(rs, r, eng, &ec);
         jfr_sink_tick(r->js, now * 1000000ull, &ec);
         jfr_sink_get_counters(r->js, &jc);
         /* Chunks the writer could not append (disk full, I/O error) are lost, the file keeps
@@ -432,11 +440,14 @@ static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now)
 
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 {
+        struct jfr_sink_engine_counters eng;
         unsigned finished = 0, i = 0;
         int check = now - rs->alive_checked_ms >= ALIVE_CHECK_MS;
 
-        if (rs->have_host && tick_rec(rs, &rs->host_rec, now)) {
-                close_host(rs);
+        if (rs->have_host || rs->nprocs)
+                engine(rs, &eng); /* once for every open file */
+        if (rs->have_host && tick_rec(rs, &rs->host_rec, now, &eng)) {
+                close_host(rs, &eng);
                 finished++;
                 /* split=process: the shared file opens again when a sample needs it */
                 if (rs->split != SPLIT_PROCESS)
@@ -461,8 +472,9 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
                                 r->gone_ms = 0;
                         }
                 }
-                if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) || tick_rec(rs, r, now)) {
-                        close_proc(rs, i); /* the last entry moved to i */
+                if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) ||
+                    tick_rec(rs, r, now, &eng)) {
+                        close_proc(rs, i, &eng); /* the last entry moved to i */
                         finished++;
                         continue;
                 }
@@ -473,14 +485,16 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 
 int recording_set_finish(struct recording_set *rs)
 {
+        struct jfr_sink_engine_counters eng;
         int err, rc = 0;
 
+        engine(rs, &eng);
         while (rs->nprocs) {
-                err = close_proc(rs, rs->nprocs - 1);
+                err = close_proc(rs, rs->nprocs - 1, &eng);
                 if (err && !rc)
                         rc = err;
         }
-        err = close_host(rs);
+        err = close_host(rs, &eng);
         return rc ? rc : err;
 }
 
