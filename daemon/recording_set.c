@@ -30,6 +30,10 @@
 #define ALIVE_CHECK_MS         250   /* how often per-process targets are checked */
 #define OPEN_RETRY_MS          10000 /* after a failed open: no new file for this long */
 #define OVERFLOW_LOG_MS        60000 /* "too many processes" at most this often */
+/* The shared symbolizer's interned strings are freed only with it: it is recreated whenever
+ * no per-process file is open, and when they pass this size every per-process file is
+ * finished (each reopens at its process's next sample) so that it can be. */
+#define SHARED_SYM_MAX_BYTES (64ull << 20)
 
 struct recording {
         pid_t pid;                          /* 0 = the host (shared) recording */
@@ -52,7 +56,9 @@ struct recording_set {
         struct daemon_config cfg;
         char host[64];
         int split;
-        struct symbolizer *sym; /* split=process: shared by the sinks; NULL = each its own */
+        /* split=process: shared by the per-process sinks (not the host file's); NULL = each
+         * its own. Recreated in recording_set_tick, see SHARED_SYM_MAX_BYTES. */
+        struct symbolizer *sym;
         struct recording host_rec;
         int have_host;
         struct recording **procs; /* cfg.split_max_open slots */
@@ -438,9 +444,41 @@ static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
                                                : jc.bytes_written >= rs->cfg.rotate_size;
 }
 
+/* Free the shared symbolizer's names once no sink can use them any more: when no
+ * per-process file is open, or (finishing every per-process file first) when they have grown
+ * past SHARED_SYM_MAX_BYTES. The sinks are finished, so their writer threads have been joined.
+ * Returns how many files were finished. */
+static unsigned renew_symbolizer(struct recording_set *rs,
+                                 const struct jfr_sink_engine_counters *eng)
+{
+        struct symbolizer_stats st;
+        unsigned finished = 0;
+
+        if (!rs->sym)
+                return 0;
+        symbolizer_stats(rs->sym, &st);
+        if (rs->nprocs && st.string_bytes > SHARED_SYM_MAX_BYTES) {
+                logr(rs, LOG_INFO,
+                     "symbol names of sampled processes take %llu MiB: finishing the %u "
+                     "per-process files to free them (each reopens at its next sample)",
+                     (unsigned long long)(st.string_bytes >> 20), rs->nprocs);
+                while (rs->nprocs) {
+                        close_proc(rs, rs->nprocs - 1, eng);
+                        finished++;
+                }
+        }
+        if (rs->nprocs || !st.lookups)
+                return finished;
+        logr(rs, LOG_DEBUG, "no per-process file open: freeing %llu bytes of symbol names",
+             (unsigned long long)st.string_bytes);
+        symbolizer_free(rs->sym);
+        rs->sym = symbolizer_new(rs->o.modules); /* NULL: each sink its own */
+        return finished;
+}
+
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 {
-        struct jfr_sink_engine_counters eng;
+        struct jfr_sink_engine_counters eng = {0};
         unsigned finished = 0, i = 0;
         int check = now - rs->alive_checked_ms >= ALIVE_CHECK_MS;
 
@@ -480,6 +518,8 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
                 }
                 i++;
         }
+        if (rs->split == SPLIT_PROCESS)
+                finished += renew_symbolizer(rs, &eng);
         return finished;
 }
 

@@ -5,7 +5,10 @@
  * rotated on its own, finished (renamed) about a second after the process stops being a
  * target (exit, exec into an unselected image) or at once when it execs under a new name;
  * at most max_open of them at a time, samples of further processes (or of one whose file
- * cannot be opened) go to a shared host recording opened on demand, and are counted.
+ * cannot be opened) go to a shared host recording opened on demand, and are counted. The
+ * per-process recordings share one symbolizer, whose names are freed only with it: it is
+ * recreated whenever no per-process recording is open, and past 64 MiB of names
+ * (SHARED_SYM_MAX_BYTES) every per-process recording is finished so that it can be.
  * Every recording is a jfr_sink writing NAME.jfr.part (mode 0640) in the output directory.
  *
  * Never prints (log lines go to the caller's callback), never deletes a recording (retention

@@ -3,7 +3,8 @@
 # named ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ.jfr (.jfr.part while open, 0640), the status
 # file names each target's current file, a process that exits gets its file finished while
 # the daemon runs on, every file passes `jfr summary` and `jfr print --json` and holds only
-# its own process's threads; with split-max-open = 1 the second process goes to the shared
+# its own process's threads, the shared symbolizer is renewed once no process file is open;
+# with split-max-open = 1 the second process goes to the shared
 # host file (counted), nothing crashes.
 . "$(dirname "$0")/daemon_lib.sh"
 
@@ -66,6 +67,13 @@ ls "$OUT"/ctxprof-*-"$A"-*.jfr.part 2>/dev/null && fail "process $A exited 5 s a
 ls "$OUT"/ctxprof-*-"$B"-*.jfr.part >/dev/null 2>&1 || fail "process $B lost its open file"
 kill -USR1 $B
 wait $B
+# no per-process file open any more: the shared symbolizer's names are freed
+for _ in $(seq 300); do
+	grep -q 'no per-process file open: freeing' "$DLOG" && break
+	sleep 0.1
+done
+grep 'no per-process file open: freeing' "$DLOG" ||
+	fail "the shared symbolizer was not renewed once both processes' files were finished"
 stop_daemon
 ls -la "$OUT"
 [ "$(stat -c %a "$OUT")" = 750 ] || fail "directory mode $(stat -c %a "$OUT")"
