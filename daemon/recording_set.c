@@ -7,9 +7,12 @@
  * sinks.
  *
  * Why a process's file is finished a second after it stops being a target and not at its
- * exit event: samples it took just before exiting may still sit in the ring (the sampler
- * keeps a dead process's state for the same second); finishing later would only leave a
- * finished process's .part open for up to a chunk period.
+ * exit event: the sampler hands over every sample a process took before its exit event when
+ * both come through the sample ring (in ring order), but an exit event that found that ring
+ * full comes through the `events` spill ring, consumed after it, so samples committed in
+ * between are handled a poll after the exit; the second covers them (the sampler keeps a
+ * dead process's mappings for the same second). Finishing later would only leave a finished
+ * process's .part open for up to a chunk period.
  */
 #include <errno.h>
 #include <stdarg.h>
