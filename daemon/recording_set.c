@@ -46,9 +46,10 @@ struct recording {
         struct output_file file;
         struct jfr_sink *js;
         struct sample_sink sink;
-        uint64_t start_ms;                    /* CLOCK_MONOTONIC */
-        uint64_t gone_ms;                     /* first seen not a target, 0 = a target */
-        uint64_t samples;                     /* routed to this file */
+        uint64_t start_ms; /* CLOCK_MONOTONIC */
+        uint64_t gone_ms;  /* first seen not a target, 0 = a target */
+        int retired;       /* to be finished at the next tick (not inside the sample callback) */
+        uint64_t samples;  /* routed to this file */
         struct jfr_sink_engine_counters base; /* engine counters when opened */
         uint64_t failed_logged;               /* chunks_failed when last logged */
         uint64_t written_at_failure;          /* chunks_written then (to log the recovery) */
@@ -335,21 +336,30 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
         if (!r || r->pid != pid) {
                 r = NULL;
                 for (i = 0; i < rs->nprocs; i++)
-                        if (rs->procs[i]->pid == pid) {
+                        if (rs->procs[i]->pid == pid && !rs->procs[i]->retired) {
                                 r = rs->procs[i];
                                 break;
                         }
         }
         if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
-                struct jfr_sink_engine_counters ec;
-
-                /* exec'ed into another command (or the pid was reused): a new file */
+                /* exec'ed into another command (or the pid was reused): a new file. The old
+                 * one is finished at the next tick: finishing joins its writer thread, which
+                 * should not stall the sample callback. It keeps its slot until then; with no
+                 * slot left for the new file it is finished here, as the new file needs it. */
                 logr(rs, LOG_DEBUG, "process %d is now %s: finishing its %s file", (int)pid,
                      process, r->process);
-                for (i = 0; rs->procs[i] != r; i++)
-                        ;
-                engine(rs, &ec);
-                close_proc(rs, i, &ec);
+                if (rs->nprocs < rs->cfg.split_max_open) {
+                        r->retired = 1;
+                        r->sink = (struct sample_sink){0};
+                } else {
+                        struct jfr_sink_engine_counters ec;
+
+                        for (i = 0; rs->procs[i] != r; i++)
+                                ;
+                        engine(rs, &ec);
+                        close_proc(rs, i, &ec);
+                }
+                rs->last = NULL;
                 r = NULL;
         }
         if (r) {
@@ -505,6 +515,11 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
         while (i < rs->nprocs) {
                 struct recording *r = rs->procs[i];
 
+                if (r->retired) {
+                        close_proc(rs, i, &eng); /* the last entry moved to i */
+                        finished++;
+                        continue;
+                }
                 if (check) {
                         if (rs->o.alive && !rs->o.alive(rs->o.ctx, r->pid)) {
                                 if (!r->gone_ms)
@@ -572,8 +587,8 @@ void recording_set_get_counters(struct recording_set *rs, struct recording_set_c
 {
         unsigned i;
 
-        *out = rs->c; /* finished files */
-        out->open_process_files = rs->nprocs;
+        *out = rs->c;                         /* finished files */
+        out->open_process_files = rs->nprocs; /* with the retired ones (until the tick) */
         for (i = 0; i < rs->nprocs; i++)
                 add_sink_counters(out, rs->procs[i]->js);
         if (rs->have_host)
@@ -587,7 +602,7 @@ const char *recording_set_file(struct recording_set *rs, pid_t pid)
         if (!pid)
                 return rs->have_host ? rs->host_rec.file.part : NULL;
         for (i = 0; i < rs->nprocs; i++)
-                if (rs->procs[i]->pid == pid)
+                if (rs->procs[i]->pid == pid && !rs->procs[i]->retired)
                         return rs->procs[i]->file.part;
         return NULL;
 }

@@ -3,7 +3,8 @@
  * one host recording, always open (reopened at once after a rotation, retried every 10 s after
  * a failure). split=process: one recording per sampled process, opened at its first sample,
  * rotated on its own, finished (renamed) about a second after the process stops being a
- * target (exit, exec into an unselected image) or at once when it execs under a new name;
+ * target (exit, exec into an unselected image) or at the next tick when it execs under a new
+ * name (at once if its slot is needed for the new file);
  * at most max_open of them at a time, samples of further processes (or of one whose file
  * cannot be opened) go to a shared host recording opened on demand, and are counted. The
  * per-process recordings share one symbolizer, whose names are freed only with it: it is

@@ -3,7 +3,8 @@
  * with split=process, a sample whose per-process file cannot be created goes to the shared
  * host file (counted as overflow, not dropped), and the failed per-process open does not
  * stop the host file from being opened; a sink whose writer thread cannot start (RLIMIT_AS)
- * leaves no empty .part behind.
+ * leaves no empty .part behind; a process that execs under a new name has its old file
+ * finished at the next tick, not inside the sample callback.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -162,4 +164,85 @@ Test(recording_set, sink_that_cannot_start_leaves_no_part)
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         cr_assert_eq(system(cmd), 0);
 #endif
+}
+
+static int n_files(const char *dir, const char *suffix)
+{
+        char cmd[128];
+        FILE *p;
+        int n = -1;
+
+        snprintf(cmd, sizeof(cmd), "ls %s | grep -c '%s$'", dir, suffix);
+        p = popen(cmd, "r");
+        cr_assert(p);
+        cr_assert_eq(fscanf(p, "%d", &n), 1);
+        pclose(p);
+        return n;
+}
+
+/* A process that execs under a new name gets a new file at once; the old one is finished at
+ * the next tick, outside the sample callback (at once when its slot is needed). */
+static void exec_under_new_name(unsigned max_open, int finished_at_once)
+{
+        char dir[] = "/tmp/ctxprof-rs.XXXXXX", cmd[64], old[PATH_MAX];
+        struct daemon_config cfg;
+        struct ctxprof_frame fr = {.offset = 0x1234, .module_id = CTXPROF_MODULE_UNKNOWN};
+        struct decoded_sample ds = {.pid = getpid(),
+                                    .tid = getpid(),
+                                    .comm = "a",
+                                    .process = "a",
+                                    .frames = &fr,
+                                    .n_frames = 1};
+        struct recording_set_opts o = {.cfg = &cfg, .host = "h", .log = count_log};
+        struct recording_set_counters c;
+        struct recording_set *rs;
+        struct sample_sink sink;
+        struct timespec ts;
+        const char *f;
+        uint64_t now;
+
+        cr_assert(mkdtemp(dir));
+        config_defaults(&cfg);
+        snprintf(cfg.directory, sizeof(cfg.directory), "%s", dir);
+        cfg.split = SPLIT_PROCESS;
+        cfg.split_max_open = max_open;
+        rs = recording_set_new(&o);
+        cr_assert(rs);
+        cr_assert_eq(recording_set_start(rs), 0);
+        sink = recording_set_as_sink(rs);
+        cr_assert_eq(sink.sample(sink.ctx, &ds), 0);
+        f = recording_set_file(rs, ds.pid);
+        cr_assert(f);
+        snprintf(old, sizeof(old), "%s", f);
+        sleep(1); /* a new second: the new file's name differs by its time, not a suffix */
+        ds.comm = ds.process = "b";
+        cr_assert_eq(sink.sample(sink.ctx, &ds), 0);
+        f = recording_set_file(rs, ds.pid);
+        cr_assert(f);
+        cr_expect_str_neq(f, old, "no new file after the exec");
+        cr_expect_eq(n_files(dir, ".jfr"), finished_at_once, "finished before the tick");
+        cr_expect_eq(access(old, F_OK) == 0, !finished_at_once);
+        cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+        now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+        cr_expect_eq(recording_set_tick(rs, now), (unsigned)!finished_at_once);
+        cr_expect_eq(n_files(dir, ".jfr"), 1, "the old file was not finished at the tick");
+        cr_expect_eq(n_files(dir, ".jfr.part"), 1);
+        recording_set_get_counters(rs, &c);
+        cr_expect_eq(c.open_process_files, 1);
+        cr_expect_eq(c.samples_overflow, 0);
+        cr_expect_eq(recording_set_finish(rs), 0);
+        cr_expect_eq(n_files(dir, ".jfr"), 2);
+        recording_set_free(rs);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        cr_assert_eq(system(cmd), 0);
+}
+
+Test(recording_set, exec_under_new_name_finishes_the_old_file_at_the_tick)
+{
+        exec_under_new_name(4, 0);
+}
+
+Test(recording_set, exec_under_new_name_at_the_cap_finishes_the_old_file_at_once)
+{
+        exec_under_new_name(1, 1);
 }
