@@ -123,7 +123,9 @@ static int by_age(const void *a, const void *b)
 
         if (x->mtime != y->mtime)
                 return x->mtime < y->mtime ? -1 : 1;
-        return strcmp(x->name, y->name); /* names sort by start time */
+        /* same mtime: by name, i.e. by start time for host files (HOST-TIME) and by pid, then
+         * start time, for per-process files (HOST-PID-COMM-TIME) */
+        return strcmp(x->name, y->name);
 }
 
 static int is_finished(const char *name)

@@ -2,13 +2,17 @@
  * recording_set.c — the daemon's open recordings (see recording_set.h). Owns the per-process
  * table (at most max_open entries, a linear scan behind a last-hit cache: samples of one
  * process come in runs), the shared host recording, the symbolizer every per-process sink
- * shares, and the counters of files already finished. Must never print, delete a file, or
- * hold more than max_open per-process sinks.
+ * shares, and the counters of files already finished. Must never print, delete a recording (only
+ * its own empty .part when the sink fails to start), or hold more than max_open per-process
+ * sinks.
  *
  * Why a process's file is finished a second after it stops being a target and not at its
- * exit event: samples it took just before exiting may still sit in the ring (the sampler
- * keeps a dead process's state for the same second); finishing later would only leave a
- * finished process's .part open for up to a chunk period.
+ * exit event: the sampler hands over every sample a process took before its exit event when
+ * both come through the sample ring (in ring order), but an exit event that found that ring
+ * full comes through the `events` spill ring, consumed after it, so samples committed in
+ * between are handled a poll after the exit; the second covers them (the sampler keeps a
+ * dead process's mappings for the same second). Finishing later would only leave a finished
+ * process's .part open for up to a chunk period.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -29,6 +33,10 @@
 #define ALIVE_CHECK_MS         250   /* how often per-process targets are checked */
 #define OPEN_RETRY_MS          10000 /* after a failed open: no new file for this long */
 #define OVERFLOW_LOG_MS        60000 /* "too many processes" at most this often */
+/* The shared symbolizer's interned strings are freed only with it: it is recreated whenever
+ * no per-process file is open, and when they pass this size every per-process file is
+ * finished (each reopens at its process's next sample) so that it can be. */
+#define SHARED_SYM_MAX_BYTES (64ull << 20)
 
 struct recording {
         pid_t pid;                          /* 0 = the host (shared) recording */
@@ -38,9 +46,10 @@ struct recording {
         struct output_file file;
         struct jfr_sink *js;
         struct sample_sink sink;
-        uint64_t start_ms;                    /* CLOCK_MONOTONIC */
-        uint64_t gone_ms;                     /* first seen not a target, 0 = a target */
-        uint64_t samples;                     /* routed to this file */
+        uint64_t start_ms; /* CLOCK_MONOTONIC */
+        uint64_t gone_ms;  /* first seen not a target, 0 = a target */
+        int retired;       /* to be finished at the next tick (not inside the sample callback) */
+        uint64_t samples;  /* routed to this file */
         struct jfr_sink_engine_counters base; /* engine counters when opened */
         uint64_t failed_logged;               /* chunks_failed when last logged */
         uint64_t written_at_failure;          /* chunks_written then (to log the recovery) */
@@ -51,14 +60,19 @@ struct recording_set {
         struct daemon_config cfg;
         char host[64];
         int split;
-        struct symbolizer *sym; /* split=process: shared by the sinks; NULL = each its own */
+        /* split=process: shared by the per-process sinks (not the host file's); NULL = each
+         * its own. Recreated in recording_set_tick, see SHARED_SYM_MAX_BYTES. */
+        struct symbolizer *sym;
         struct recording host_rec;
         int have_host;
         struct recording **procs; /* cfg.split_max_open slots */
         unsigned nprocs;
         struct recording *last; /* last hit */
         uint64_t last_open_ms;  /* split=host: last retry of the host file */
-        uint64_t open_fail_ms;  /* split=process: last failed open, 0 = none */
+        /* split=process, 0 = none: the last failed open of a per-process file (no new one is
+         * tried for OPEN_RETRY_MS) and of the shared host file (its own retry: a sample whose
+         * process file cannot be opened still goes there) */
+        uint64_t proc_fail_ms, host_fail_ms;
         uint64_t overflow_logged_ms, alive_checked_ms;
         struct recording_set_counters c; /* files finished so far (+ sample counters) */
 };
@@ -92,12 +106,14 @@ static void engine(struct recording_set *rs, struct jfr_sink_engine_counters *ec
                 rs->o.engine(rs->o.ctx, ec);
 }
 
-/* This file's share of the engine counters. With split=process `samples` is the file's own
- * (the rest is host-wide: the BPF counters are not per process). */
+/* This file's share of the engine counters `now` (fetched once per tick: each fetch is a
+ * per-CPU BPF map lookup and an object info query). With split=process `samples` is the
+ * file's own (the rest is host-wide: the BPF counters are not per process). */
 static void rec_counters(struct recording_set *rs, const struct recording *r,
+                         const struct jfr_sink_engine_counters *now,
                          struct jfr_sink_engine_counters *ec)
 {
-        engine(rs, ec);
+        *ec = *now;
         ec->samples -= r->base.samples;
         ec->lost -= r->base.lost;
         ec->torn_span_reads -= r->base.torn_span_reads;
@@ -179,6 +195,11 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         err = jfr_sink_new(&jo, &r->js);
         if (err) {
                 logr(rs, LOG_ERROR, "cannot write %s: %s", r->file.part, strerror(-err));
+                /* jfr_sink_new creates the file before it can still fail (no memory, no
+                 * thread): the name was free (output_dir), so the empty file is ours. */
+                if (unlink(r->file.part) && errno != ENOENT)
+                        logr(rs, LOG_WARNING, "cannot remove %s: %s", r->file.part,
+                             strerror(errno));
                 return err;
         }
         if (chmod(r->file.part, 0640))
@@ -199,13 +220,14 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
 }
 
 /* Last chunk, rename to .jfr. The sink is gone afterwards. */
-static int close_rec(struct recording_set *rs, struct recording *r)
+static int close_rec(struct recording_set *rs, struct recording *r,
+                     const struct jfr_sink_engine_counters *now)
 {
         struct jfr_sink_engine_counters ec;
         struct jfr_sink_counters jc;
         int err, rc = 0;
 
-        rec_counters(rs, r, &ec);
+        rec_counters(rs, r, now, &ec);
         r->sink = (struct sample_sink){0};
         err = jfr_sink_finish(r->js, &ec);
         jfr_sink_get_counters(r->js, &jc);
@@ -241,18 +263,19 @@ static int open_host(struct recording_set *rs)
         return err;
 }
 
-static int close_host(struct recording_set *rs)
+static int close_host(struct recording_set *rs, const struct jfr_sink_engine_counters *now)
 {
         if (!rs->have_host)
                 return 0;
         rs->have_host = 0;
-        return close_rec(rs, &rs->host_rec);
+        return close_rec(rs, &rs->host_rec, now);
 }
 
-static int close_proc(struct recording_set *rs, unsigned i)
+static int close_proc(struct recording_set *rs, unsigned i,
+                      const struct jfr_sink_engine_counters *now)
 {
         struct recording *r = rs->procs[i];
-        int err = close_rec(rs, r);
+        int err = close_rec(rs, r, now);
 
         rs->procs[i] = rs->procs[--rs->nprocs];
         rs->procs[rs->nprocs] = NULL;
@@ -313,18 +336,30 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
         if (!r || r->pid != pid) {
                 r = NULL;
                 for (i = 0; i < rs->nprocs; i++)
-                        if (rs->procs[i]->pid == pid) {
+                        if (rs->procs[i]->pid == pid && !rs->procs[i]->retired) {
                                 r = rs->procs[i];
                                 break;
                         }
         }
         if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
-                /* exec'ed into another command (or the pid was reused): a new file */
+                /* exec'ed into another command (or the pid was reused): a new file. The old
+                 * one is finished at the next tick: finishing joins its writer thread, which
+                 * should not stall the sample callback. It keeps its slot until then; with no
+                 * slot left for the new file it is finished here, as the new file needs it. */
                 logr(rs, LOG_DEBUG, "process %d is now %s: finishing its %s file", (int)pid,
                      process, r->process);
-                for (i = 0; rs->procs[i] != r; i++)
-                        ;
-                close_proc(rs, i);
+                if (rs->nprocs < rs->cfg.split_max_open) {
+                        r->retired = 1;
+                        r->sink = (struct sample_sink){0};
+                } else {
+                        struct jfr_sink_engine_counters ec;
+
+                        for (i = 0; rs->procs[i] != r; i++)
+                                ;
+                        engine(rs, &ec);
+                        close_proc(rs, i, &ec);
+                }
+                rs->last = NULL;
                 r = NULL;
         }
         if (r) {
@@ -342,15 +377,15 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
                 }
                 return NULL;
         }
-        if (rs->open_fail_ms && now - rs->open_fail_ms < OPEN_RETRY_MS)
+        if (rs->proc_fail_ms && now - rs->proc_fail_ms < OPEN_RETRY_MS)
                 return NULL;
         r = calloc(1, sizeof(*r));
         if (!r || open_rec(rs, r, pid, process)) {
                 free(r);
-                rs->open_fail_ms = now ? now : 1;
-                return NULL;
+                rs->proc_fail_ms = now ? now : 1;
+                return NULL; /* to the shared host file */
         }
-        rs->open_fail_ms = 0;
+        rs->proc_fail_ms = 0;
         rs->procs[rs->nprocs++] = r;
         rs->last = r;
         return r;
@@ -370,11 +405,11 @@ static int route(void *ctx, const struct decoded_sample *ds)
                 if (!rs->have_host) {
                         uint64_t now = mono_ms();
 
-                        if (!rs->open_fail_ms || now - rs->open_fail_ms >= OPEN_RETRY_MS) {
+                        if (!rs->host_fail_ms || now - rs->host_fail_ms >= OPEN_RETRY_MS) {
                                 if (open_host(rs))
-                                        rs->open_fail_ms = now ? now : 1;
+                                        rs->host_fail_ms = now ? now : 1;
                                 else
-                                        rs->open_fail_ms = 0;
+                                        rs->host_fail_ms = 0;
                         }
                 }
                 if (rs->have_host)
@@ -394,12 +429,13 @@ struct sample_sink recording_set_as_sink(struct recording_set *rs)
 }
 
 /* Cut a chunk when its period is over; 1 = the file is due for rotation. */
-static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now)
+static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
+                    const struct jfr_sink_engine_counters *eng)
 {
         struct jfr_sink_engine_counters ec;
         struct jfr_sink_counters jc;
 
-        rec_counters(rs, r, &ec);
+        rec_counters(rs, r, eng, &ec);
         jfr_sink_tick(r->js, now * 1000000ull, &ec);
         jfr_sink_get_counters(r->js, &jc);
         /* Chunks the writer could not append (disk full, I/O error) are lost, the file keeps
@@ -421,13 +457,48 @@ static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now)
                                                : jc.bytes_written >= rs->cfg.rotate_size;
 }
 
+/* Free the shared symbolizer's names once no sink can use them any more: when no
+ * per-process file is open, or (finishing every per-process file first) when they have grown
+ * past SHARED_SYM_MAX_BYTES. The sinks are finished, so their writer threads have been joined.
+ * Returns how many files were finished. */
+static unsigned renew_symbolizer(struct recording_set *rs,
+                                 const struct jfr_sink_engine_counters *eng)
+{
+        struct symbolizer_stats st;
+        unsigned finished = 0;
+
+        if (!rs->sym)
+                return 0;
+        symbolizer_stats(rs->sym, &st);
+        if (rs->nprocs && st.string_bytes > SHARED_SYM_MAX_BYTES) {
+                logr(rs, LOG_INFO,
+                     "symbol names of sampled processes take %llu MiB: finishing the %u "
+                     "per-process files to free them (each reopens at its next sample)",
+                     (unsigned long long)(st.string_bytes >> 20), rs->nprocs);
+                while (rs->nprocs) {
+                        close_proc(rs, rs->nprocs - 1, eng);
+                        finished++;
+                }
+        }
+        if (rs->nprocs || !st.lookups)
+                return finished;
+        logr(rs, LOG_DEBUG, "no per-process file open: freeing %llu bytes of symbol names",
+             (unsigned long long)st.string_bytes);
+        symbolizer_free(rs->sym);
+        rs->sym = symbolizer_new(rs->o.modules); /* NULL: each sink its own */
+        return finished;
+}
+
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 {
+        struct jfr_sink_engine_counters eng = {0};
         unsigned finished = 0, i = 0;
         int check = now - rs->alive_checked_ms >= ALIVE_CHECK_MS;
 
-        if (rs->have_host && tick_rec(rs, &rs->host_rec, now)) {
-                close_host(rs);
+        if (rs->have_host || rs->nprocs)
+                engine(rs, &eng); /* once for every open file */
+        if (rs->have_host && tick_rec(rs, &rs->host_rec, now, &eng)) {
+                close_host(rs, &eng);
                 finished++;
                 /* split=process: the shared file opens again when a sample needs it */
                 if (rs->split != SPLIT_PROCESS)
@@ -444,6 +515,11 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
         while (i < rs->nprocs) {
                 struct recording *r = rs->procs[i];
 
+                if (r->retired) {
+                        close_proc(rs, i, &eng); /* the last entry moved to i */
+                        finished++;
+                        continue;
+                }
                 if (check) {
                         if (rs->o.alive && !rs->o.alive(rs->o.ctx, r->pid)) {
                                 if (!r->gone_ms)
@@ -452,26 +528,31 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
                                 r->gone_ms = 0;
                         }
                 }
-                if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) || tick_rec(rs, r, now)) {
-                        close_proc(rs, i); /* the last entry moved to i */
+                if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) ||
+                    tick_rec(rs, r, now, &eng)) {
+                        close_proc(rs, i, &eng); /* the last entry moved to i */
                         finished++;
                         continue;
                 }
                 i++;
         }
+        if (rs->split == SPLIT_PROCESS)
+                finished += renew_symbolizer(rs, &eng);
         return finished;
 }
 
 int recording_set_finish(struct recording_set *rs)
 {
+        struct jfr_sink_engine_counters eng;
         int err, rc = 0;
 
+        engine(rs, &eng);
         while (rs->nprocs) {
-                err = close_proc(rs, rs->nprocs - 1);
+                err = close_proc(rs, rs->nprocs - 1, &eng);
                 if (err && !rc)
                         rc = err;
         }
-        err = close_host(rs);
+        err = close_host(rs, &eng);
         return rc ? rc : err;
 }
 
@@ -506,8 +587,8 @@ void recording_set_get_counters(struct recording_set *rs, struct recording_set_c
 {
         unsigned i;
 
-        *out = rs->c; /* finished files */
-        out->open_process_files = rs->nprocs;
+        *out = rs->c;                         /* finished files */
+        out->open_process_files = rs->nprocs; /* with the retired ones (until the tick) */
         for (i = 0; i < rs->nprocs; i++)
                 add_sink_counters(out, rs->procs[i]->js);
         if (rs->have_host)
@@ -521,7 +602,7 @@ const char *recording_set_file(struct recording_set *rs, pid_t pid)
         if (!pid)
                 return rs->have_host ? rs->host_rec.file.part : NULL;
         for (i = 0; i < rs->nprocs; i++)
-                if (rs->procs[i]->pid == pid)
+                if (rs->procs[i]->pid == pid && !rs->procs[i]->retired)
                         return rs->procs[i]->file.part;
         return NULL;
 }

@@ -3,14 +3,18 @@
  * one host recording, always open (reopened at once after a rotation, retried every 10 s after
  * a failure). split=process: one recording per sampled process, opened at its first sample,
  * rotated on its own, finished (renamed) about a second after the process stops being a
- * target (exit, exec into an unselected image) or at once when it execs under a new name;
+ * target (exit, exec into an unselected image) or at the next tick when it execs under a new
+ * name (at once if its slot is needed for the new file);
  * at most max_open of them at a time, samples of further processes (or of one whose file
- * cannot be opened) go to a shared host recording opened on demand, and are counted.
+ * cannot be opened) go to a shared host recording opened on demand, and are counted. The
+ * per-process recordings share one symbolizer, whose names are freed only with it: it is
+ * recreated whenever no per-process recording is open, and past 64 MiB of names
+ * (SHARED_SYM_MAX_BYTES) every per-process recording is finished so that it can be.
  * Every recording is a jfr_sink writing NAME.jfr.part (mode 0640) in the output directory.
  *
- * Never prints (log lines go to the caller's callback), never deletes a file (retention is
- * output_dir's), never drops a sample silently (no file: counted). One thread (the sampler's)
- * calls everything.
+ * Never prints (log lines go to the caller's callback), never deletes a recording (retention
+ * is output_dir's; only the empty .part of a sink that failed to start is removed), never
+ * drops a sample silently (no file: counted). One thread (the sampler's) calls everything.
  */
 #ifndef CTXPROF_RECORDING_SET_H
 #define CTXPROF_RECORDING_SET_H

@@ -104,6 +104,7 @@ static const char *intern(struct symbolizer *s, const char *str)
                 return NULL;
         e->hash = h;
         memcpy(e->s, str, len + 1);
+        s->st.string_bytes += sizeof(*e) + len + 1;
         e->next = *b;
         *b = e;
         return e->s;

@@ -42,6 +42,7 @@ int symbolize(struct symbolizer *, const struct ctxprof_frame *f, struct sym_fra
 
 struct symbolizer_stats {
         uint64_t lookups, cache_hits, unresolved, module_errors;
+        uint64_t string_bytes; /* interned strings held (freed only by symbolizer_free) */
 };
 void symbolizer_stats(struct symbolizer *, struct symbolizer_stats *out);
 

@@ -3,7 +3,8 @@
 # named ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ.jfr (.jfr.part while open, 0640), the status
 # file names each target's current file, a process that exits gets its file finished while
 # the daemon runs on, every file passes `jfr summary` and `jfr print --json` and holds only
-# its own process's threads; with split-max-open = 1 the second process goes to the shared
+# its own process's threads, the shared symbolizer is renewed once no process file is open;
+# with split-max-open = 1 the second process goes to the shared
 # host file (counted), nothing crashes.
 . "$(dirname "$0")/daemon_lib.sh"
 
@@ -54,7 +55,17 @@ grep -Eq "^ +$A +.* ctxprof-[^ ]*-$A-wl_attrib-[^ ]*\.jfr\.part$" "$TMP/st.txt" 
 	fail "ctxprof status shows no file for $A"
 grep -q "split per process: 2 files open" "$TMP/st.txt" || fail "ctxprof status: no split line"
 echo "daemon RSS with 2 per-process recordings: $(rss_kb "$DPID") kB"
-sleep $((8 - (SECONDS - T0)))
+# rotate-period 6s: wait (up to 30 s, the machine may be busy) until each process has a
+# finished file, so that with the file finished at its exit it has at least two
+rotated() { ls "$OUT"/ctxprof-*-"$1"-wl_attrib-*.jfr >/dev/null 2>&1; }
+for _ in $(seq 300); do
+	rotated $A && rotated $B && break
+	sleep 0.1
+done
+for p in $A $B; do
+	rotated $p || fail "pid $p: no file rotated $((SECONDS - T0)) s after the start: $(ls "$OUT")"
+done
+echo "both processes' first files rotated $((SECONDS - T0)) s after the start"
 # A exits: its last file is finished (renamed) about a second later, B's stays open
 kill -USR1 $A
 wait $A
@@ -66,6 +77,13 @@ ls "$OUT"/ctxprof-*-"$A"-*.jfr.part 2>/dev/null && fail "process $A exited 5 s a
 ls "$OUT"/ctxprof-*-"$B"-*.jfr.part >/dev/null 2>&1 || fail "process $B lost its open file"
 kill -USR1 $B
 wait $B
+# no per-process file open any more: the shared symbolizer's names are freed
+for _ in $(seq 300); do
+	grep -q 'no per-process file open: freeing' "$DLOG" && break
+	sleep 0.1
+done
+grep 'no per-process file open: freeing' "$DLOG" ||
+	fail "the shared symbolizer was not renewed once both processes' files were finished"
 stop_daemon
 ls -la "$OUT"
 [ "$(stat -c %a "$OUT")" = 750 ] || fail "directory mode $(stat -c %a "$OUT")"
@@ -92,7 +110,7 @@ for p in $A $B; do
 		total=$((total + o))
 		n=$((n + 1))
 	done
-	[ "$n" -ge 2 ] || fail "pid $p: $n files in ~8 s with rotate-period 6s (want >= 2)"
+	[ "$n" -ge 2 ] || fail "pid $p: $n files, one rotated with rotate-period 6s (want >= 2)"
 	[ "$total" -gt 50 ] || fail "pid $p: only $total samples"
 done
 echo "split per process: 2 processes, own files only"
@@ -106,8 +124,12 @@ D=$!
 KIDS="$KIDS $C $D"
 start_daemon --mode selectors --comm wl_attrib --split process --split-max-open 1 \
 	--chunk-period 1s --rotate-period 1h
-sleep 3
-status_refresh
+# until the shared file has enough samples for the checks below (status every 2 s, up to ~30 s)
+for _ in $(seq 15); do
+	status_refresh
+	ov=$(dstat overflow_samples)
+	[ "${ov:-0}" -gt 30 ] && break
+done
 [ "$(dstat process_files)" = 1 ] || fail "process_files=$(dstat process_files) with split-max-open 1"
 ov=$(dstat overflow_samples)
 [ "$ov" -gt 0 ] || { cat "$ST"; fail "no overflow samples counted"; }

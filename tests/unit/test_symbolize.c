@@ -119,6 +119,12 @@ Test(symbolize, cxx_names_are_demangled)
         n = symbolize(sym, &f2, sf, SYM_MAX_INLINE);
         cr_assert_geq(n, 1);
         cr_expect_str_eq(sf[n - 1].function, "app::Box<long>::make(long)");
+        /* the interned names are counted (the daemon recreates a symbolizer past a bound) */
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        cr_expect_geq(st.string_bytes, strlen("int app::detail::scale<int>(int)") +
+                                           strlen("app::Box<long>::make(long)") +
+                                           strlen("fx_cxx.cpp"));
 
         proc_maps_free(pm);
         symbolizer_free(sym);
