@@ -116,6 +116,7 @@ Test(recording_set, process_file_fails_host_file_takes_the_samples)
 #endif
 #endif
 
+#ifndef SANITIZED
 static unsigned long vm_size_kb(void)
 {
         char line[256];
@@ -129,6 +130,7 @@ static unsigned long vm_size_kb(void)
         fclose(f);
         return kb;
 }
+#endif
 
 /* The sink's file is created, then its writer thread cannot start (no address space left for
  * the thread's stack): the empty .part is removed, not left behind at every retry. */
