@@ -6,11 +6,7 @@
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures/fx_qsort
 [ -x "$FX" ] || fail "no $FX"
-timeout 60 "$CTXPROF" record -F 999 -d 8 --call-graph dwarf -o "$TMP/out.txt" -- "$FX" \
-	>/dev/null 2>"$TMP/e"
-rc=$?
-cat "$TMP/e"
-[ $rc = 0 ] || fail "record failed (exit $rc)"
+record_ok 60 -F 999 -d 8 --call-graph dwarf -o "$TMP/out.txt" -- "$FX"
 total=$(count "$TMP/out.txt" '^fx_qsort-')
 main=$(count "$TMP/out.txt" '^fx_qsort-[0-9]+;[^;]*;(.*;)?main;')
 cb=$(count "$TMP/out.txt" ';main;run_sort;.*qsort.*;cmp_slow')
@@ -22,11 +18,7 @@ trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
 [ -n "$trunc" ] || fail "no 'unwind truncated' count at exit"
 [ $((trunc * 100)) -le "$total" ] || fail "$trunc of $total fx_qsort samples stopped early"
 
-timeout 60 "$CTXPROF" record -F 999 --call-graph dwarf -o "$TMP/deep.txt" -- "$WL/wl_deep" 2 \
-	>/dev/null 2>"$TMP/e"
-rc=$?
-cat "$TMP/e"
-[ $rc = 0 ] || fail "record of wl_deep failed (exit $rc)"
+record_ok 60 -F 999 --call-graph dwarf -o "$TMP/deep.txt" -- "$WL/wl_deep" 2
 total=$(count "$TMP/deep.txt" '^wl_deep-')
 trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
 top=$(grep -o -E 'dwarf unwinding stopped early in: [^ ]+ [0-9]+' "$TMP/e")

@@ -13,11 +13,8 @@
 . "$(dirname "$0")/sampler_lib.sh"
 [ -x "$WL/wl_exec_ctx" ] && [ -x "$WL/wl_exec_plain" ] || fail "no $WL/wl_exec_*"
 
-CTXPROF_TEST_LOCATE_DELAY_MS=40 timeout 120 "$CTXPROF" record -F 999 -o "$TMP/out.txt" -- \
-	"$WL/wl_exec_ctx" 20 20-50 100 >/dev/null 2>"$TMP/e"
-rc=$?
-cat "$TMP/e"
-[ $rc = 0 ] || fail "record failed (exit $rc)"
+CTXPROF_TEST_LOCATE_DELAY_MS=40 record_ok 120 -F 999 -o "$TMP/out.txt" -- \
+	"$WL/wl_exec_ctx" 20 20-50 100
 stale=$(count "$TMP/out.txt" 'img=stale')
 ctx=$(count "$TMP/out.txt" '^wl_exec_ctx-[0-9]+;wl_exec_ctx;img=ctx;')
 plain_ctx=$(count "$TMP/out.txt" '^wl_exec_plain-[0-9]+;wl_exec_plain;[^;]*=')

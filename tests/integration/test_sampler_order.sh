@@ -17,11 +17,7 @@ FX=$B/tests/fixtures/fx_qsort
 
 # 1. exit
 for run in 1 2 3; do
-	timeout 60 "$CTXPROF" record -F 999 --call-graph dwarf -o "$TMP/exit.txt" -- "$FX" 1 \
-		>/dev/null 2>"$TMP/e"
-	rc=$?
-	cat "$TMP/e"
-	[ $rc = 0 ] || fail "record failed (exit $rc)"
+	record_ok 60 -F 999 --call-graph dwarf -o "$TMP/exit.txt" -- "$FX" 1
 	total=$(count "$TMP/exit.txt" '^fx_qsort-')
 	main=$(count "$TMP/exit.txt" '^fx_qsort-[0-9]+;[^;]*;(.*;)?main;')
 	echo "exit, run $run: $total samples of fx_qsort, $main reach main"
@@ -31,11 +27,7 @@ for run in 1 2 3; do
 done
 
 # 2. exec
-timeout 60 "$CTXPROF" record -F 999 -o "$TMP/exec.txt" -- "$WL/wl_exec_ctx" 12 150 150 \
-	>/dev/null 2>"$TMP/e"
-rc=$?
-cat "$TMP/e"
-[ $rc = 0 ] || fail "record failed (exit $rc)"
+record_ok 60 -F 999 -o "$TMP/exec.txt" -- "$WL/wl_exec_ctx" 12 150 150
 # PROC-PID;THREAD;...: the process name and the thread name disagree. A sample taken inside
 # execve between the comm change and the exec tracepoint is the old image's and rightly
 # carries the new comm: those (execve in the stack) are not counted.
