@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jfr_writer.h"
+#include "jfr/jfr_writer.h"
 
 #define THREADS 8
 #define HZ      99

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "ctx_read_user.h"
-#include "tls_locate.h"
+#include "tls/tls_locate.h"
 
 static double now_ns(void)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "trace_table.h"
+#include "sink/trace_table.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>

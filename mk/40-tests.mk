@@ -3,23 +3,35 @@
 #   tests/unit/tsan_*.c         Criterion test of concurrent code: also under TSan
 #   tests/integration/test_*.c  Criterion, needs root + BTF (real BPF, perf events)
 #   tests/integration/test_*.sh script, needs root + BTF
-# Each is linked with libctxprof.a and libctx.a. Extra programs a test needs (workloads,
+# Each is linked with libctxtest.a (tests/*.c: readers the tests and benches share, never
+# part of the product), libctxprof.a and libctx.a. Extra programs a test needs (workloads,
 # fixtures) are built by the owning area's own fragment.
-TEST_LIBS := $(B)/libctxprof.a $(B)/libctx.a -lcriterion $(DAEMON_LIBS) -ldl
+TEST_HELPER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard tests/*.c))
+TEST_HELPERS := $(B)/libctxtest.a
+TEST_LIBS := $(TEST_HELPERS) $(B)/libctxprof.a $(B)/libctx.a -lcriterion $(DAEMON_LIBS) -ldl
+
+$(B)/tests/%.o: tests/%.c | $(BPF_SKELS)
+	@echo "  CC      $<"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -Itests -MMD -MP -c $< -o $@
+$(TEST_HELPERS): $(TEST_HELPER_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 UNIT_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/test_*.c))
 TSAN_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/tsan_*.c))
 ROOT_TESTS += $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 ROOT_TESTS += $(wildcard tests/integration/test_*.sh)
+# The include rule between daemon/ stages (scripts/check-layers.sh) and its self-test.
+UNIT_TESTS += tests/lint/test_layers.sh
 
 define test_link
 	@echo "  TEST    $<"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -Itests -MMD -MP -o $@ $< $(TEST_LIBS) $(ALL_LDFLAGS)
 endef
-$(B)/tests/unit/%: tests/unit/%.c $(B)/libctxprof.a $(B)/libctx.a | $(BPF_SKELS)
+$(B)/tests/unit/%: tests/unit/%.c $(TEST_HELPERS) $(B)/libctxprof.a $(B)/libctx.a | $(BPF_SKELS)
 	$(test_link)
-$(B)/tests/integration/%: tests/integration/%.c $(B)/libctxprof.a $(B)/libctx.a | $(BPF_SKELS)
+$(B)/tests/integration/%: tests/integration/%.c $(TEST_HELPERS) $(B)/libctxprof.a $(B)/libctx.a | $(BPF_SKELS)
 	$(test_link)
 
--include $(wildcard $(B)/tests/unit/*.d $(B)/tests/integration/*.d)
+-include $(wildcard $(B)/tests/*.d $(B)/tests/unit/*.d $(B)/tests/integration/*.d)

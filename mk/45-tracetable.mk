@@ -1,4 +1,4 @@
-# Trace table (daemon/trace_table.c, daemon/hazard.c): its benchmark. The unit and TSan tests
+# Trace table (daemon/sink/trace_table.c, daemon/sink/hazard.c): its benchmark. The unit and TSan tests
 # are found by naming convention (tests/unit/test_trace_table.c, tests/unit/tsan_trace_table.c).
 # Owner of this fragment: tracetable.
 BENCH_TRACE_TABLE := $(B)/bench/bench_trace_table

@@ -67,7 +67,7 @@ $(FX)/tls_fx_gd: $(FX_SRC) $(FX)/libctxstandin_gd.so
 
 # benchmark: tls_locate and ctx_read_user costs (printed, not asserted)
 BENCHES += $(B)/bench/bench_tls_locate
-$(B)/bench/bench_tls_locate: bench/bench_tls_locate.c $(B)/libctxprof.a $(FX)/tls_fx_so
+$(B)/bench/bench_tls_locate: bench/bench_tls_locate.c $(TEST_HELPERS) $(B)/libctxprof.a $(FX)/tls_fx_so
 	@echo "  LD      $@"
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -o $@ $< $(B)/libctxprof.a $(DAEMON_LIBS) $(ALL_LDFLAGS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -Itests -o $@ $< $(TEST_HELPERS) $(B)/libctxprof.a $(DAEMON_LIBS) $(ALL_LDFLAGS)

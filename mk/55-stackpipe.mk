@@ -1,4 +1,4 @@
-# Stack pipeline (daemon/modules, proc_maps, symbolize, unwind_dwarf): test fixtures and the
+# Stack pipeline (daemon/stack/: modules, proc_maps, symbolize, unwind_dwarf): test fixtures and the
 # unwinding benchmark. Owner: stackpipe.
 #
 # Fixtures are the *targets* the tests profile, so they are built like distro code: -O2 -g,

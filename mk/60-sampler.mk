@@ -1,4 +1,4 @@
-# Sampler (bpf/sampler.bpf.c, daemon/sampler*.c, collapsed, cmd_record): the workloads its
+# Sampler (bpf/sampler.bpf.c, daemon/engine/sampler.c, sink/collapsed, cli/cmd_record): the workloads its
 # root tests profile and its benchmarks. Owner: sampler.
 #
 # Workloads are *targets*: compiled with frame pointers and without the variant's sanitizer

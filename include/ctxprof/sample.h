@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctxprof/sample.h — wire format between the BPF sampler (bpf/sampler.bpf.c) and the daemon
- * (daemon/sampler.c): the ring-buffer sample record, the lifecycle event record and the
+ * (daemon/engine/sampler.c): the ring-buffer sample record, the lifecycle event record and the
  * per-CPU counters. Shared by both sides: only __u/__s types, fixed layouts, no pointers.
  * Must never contain logic beyond constants.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctxprof/tls_target.h — wire format between the TLS locator (daemon/tls_locate.c) and the
+ * ctxprof/tls_target.h — wire format between the TLS locator (daemon/tls/tls_locate.c) and the
  * BPF sampler: how, for one process, the BPF program finds the address of a thread-local
  * variable from the sampled thread's pointer (tp = task->thread.fsbase, x86-64 variant II).
  *

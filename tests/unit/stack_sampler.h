@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "unwind_dwarf.h"
+#include "stack/unwind_dwarf.h"
 
 #define SAMPLER_STACK_MAX (32 * 1024)
 
@@ -153,8 +153,8 @@ static inline int open_mem(pid_t pid)
 
 #endif
 
-#include "proc_maps.h"
-#include "symbolize.h"
+#include "stack/proc_maps.h"
+#include "stack/symbolize.h"
 
 #define CHAIN_MAX 256
 

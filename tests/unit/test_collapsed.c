@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collapsed.h"
-#include "modules.h"
+#include "sink/collapsed.h"
+#include "stack/modules.h"
 
 static char *write_mods(struct collapsed *c, struct modules *mods)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ctx/abi.h"
-#include "context_decode.h"
+#include "engine/context_decode.h"
 
 static struct ctxprof_sample_rec rec;
 static struct context_decode_stats st;

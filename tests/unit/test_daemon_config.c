@@ -12,10 +12,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "output_dir.h"
-#include "sampler.h"
-#include "target_select.h"
+#include "service/config.h"
+#include "service/output_dir.h"
+#include "engine/sampler.h"
+#include "service/target_select.h"
 
 static char *write_tmp(const char *text)
 {

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "jfr_reader.h"
-#include "jfr_writer.h"
+#include "jfr/jfr_reader.h"
+#include "jfr/jfr_writer.h"
 #include "unit/jfr_check.h"
 
 #define T0    5000000000ull

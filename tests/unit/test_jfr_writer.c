@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "jfr_buf.h"
-#include "jfr_writer.h"
+#include "jfr/jfr_buf.h"
+#include "jfr/jfr_writer.h"
 #include "unit/jfr_check.h"
 
 #define T0    5000000000ull /* CLOCK_MONOTONIC ns of the first chunk's start */

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "module_tally.h"
+#include "stack/module_tally.h"
 
 Test(module_tally, top_n_by_count)
 {

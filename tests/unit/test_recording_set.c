@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "recording_set.h"
+#include "service/config.h"
+#include "service/recording_set.h"
 
 static int n_errors;
 

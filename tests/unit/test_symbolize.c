@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "sigbus_guard.h"
+#include "stack/sigbus_guard.h"
 #include "stack_sampler.h"
 
 static char path_qsort[512], path_stripped[512], path_inline[512], path_cxx[512];

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolize.h"
+#include "stack/symbolize.h"
 
 static int failures;
 

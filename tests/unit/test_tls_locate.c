@@ -23,8 +23,8 @@
 
 #include "ctx/abi.h"
 #include "ctx_read_user.h"
-#include "elf_tls.h"
-#include "tls_locate.h"
+#include "tls/elf_tls.h"
+#include "tls/tls_locate.h"
 
 #define MAXT 16
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hazard.h"
-#include "trace_table.h"
+#include "sink/hazard.h"
+#include "sink/trace_table.h"
 
 /* A deterministic stack: n frames derived from `seed`. */
 static void make_stack(struct ctxprof_frame *f, uint32_t n, uint64_t seed)

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc_maps.h"
-#include "symbolize.h"
+#include "stack/proc_maps.h"
+#include "stack/symbolize.h"
 
 #define NTHREADS 4
 #define ROUNDS   40

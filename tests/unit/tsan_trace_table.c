@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "trace_table.h"
+#include "sink/trace_table.h"
 
 #define CHECK(cond, ...)                                                                           \
         do {                                                                                       \

@@ -1,0 +1,740 @@
+/*
+ * cmd_daemon.c — `ctxprof daemon`: the long-running profiler. Reads the configuration (INI
+ * file + flags), selects targets (at start from /proc, then at every exec the BPF program
+ * reports), samples them into JFR recordings in the output directory (one for the host, or
+ * one per process: recording_set.c; rotated, retained), rewrites the status file every few
+ * seconds, reloads on SIGHUP and flushes on SIGTERM/SIGINT.
+ * Logs to stderr with sd-daemon level prefixes (<3> error ... <7> debug). The only file of
+ * the daemon that prints; every library error becomes a log line, never a crash.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "cli/cmd.h"
+#include "service/config.h"
+#include "sink/engine_stats.h"
+#include "sink/jfr_sink.h"
+#include "service/output_dir.h"
+#include "service/privileges.h"
+#include "service/recording_set.h"
+#include "engine/sampler.h"
+#include "service/status_file.h"
+#include "service/target_select.h"
+
+#define MAX_FLAGS        64
+#define PEND_MAX         1024
+#define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define STATUS_PERIOD_MS 2000
+#define RETAIN_PERIOD_MS 30000
+
+static volatile sig_atomic_t stop_requested, reload_requested;
+static int log_level = LOG_INFO;
+
+static void on_stop(int sig)
+{
+        (void)sig;
+        stop_requested = 1;
+}
+
+static void on_hup(int sig)
+{
+        (void)sig;
+        reload_requested = 1;
+}
+
+__attribute__((format(printf, 2, 3))) static void logm(int level, const char *fmt, ...)
+{
+        char buf[1024];
+        va_list ap;
+
+        if (level > log_level)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "<%d>ctxprof: %s\n", level, buf);
+}
+
+struct pending {
+        pid_t pid;
+        uint64_t first_ns, next_ns;
+};
+
+struct daemon {
+        const char *config_path;
+        const char *flag_key[MAX_FLAGS], *flag_val[MAX_FLAGS];
+        int nflags;
+        struct daemon_config cfg;
+        struct target_select *sel;
+        struct sampler *s;
+        struct recording_set *rs; /* the open files; NULL between a reload's two halves */
+        struct sample_sink cur;   /* rs's sink */
+        int dir_lock;             /* output directory's writer lock (fd), or -errno */
+        uint64_t files_deleted;
+        struct recording_set_counters before; /* of the sets replaced by reloads */
+        uint64_t started_wall;
+        char host[64];
+        struct pending pend[PEND_MAX];
+        int npend;
+};
+
+static uint64_t mono_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+        char buf[1024];
+
+        if (level != LIBBPF_WARN || log_level < LOG_DEBUG)
+                return 0;
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        buf[strcspn(buf, "\n")] = '\0';
+        fprintf(stderr, "<7>ctxprof: libbpf: %s\n", buf);
+        return 0;
+}
+
+static const char *config_error(int err)
+{
+        switch (err) {
+        case -ENOENT:
+                return "unknown setting";
+        case -ENOTSUP:
+                return "not implemented in this version";
+        case -EINVAL:
+                return "bad value";
+        default:
+                return strerror(-err);
+        }
+}
+
+/* Defaults, then the file (if any), then the flags. 0 or -1 (logged). */
+static int build_config(struct daemon *d, struct daemon_config *c)
+{
+        int i, err, line;
+        char key[64];
+
+        config_defaults(c);
+        if (d->config_path) {
+                err = config_load(c, d->config_path, &line, key, sizeof(key));
+                if (err) {
+                        if (line > 0)
+                                logm(LOG_ERROR, "%s:%d: %s%s%s", d->config_path, line,
+                                     config_error(err), key[0] ? ": " : "", key);
+                        else
+                                logm(LOG_ERROR, "cannot read %s: %s", d->config_path,
+                                     strerror(-err));
+                        return -1;
+                }
+        }
+        for (i = 0; i < d->nflags; i++) {
+                err = config_set(c, NULL, d->flag_key[i], d->flag_val[i]);
+                if (err) {
+                        logm(LOG_ERROR, "--%s %s: %s", d->flag_key[i], d->flag_val[i],
+                             config_error(err));
+                        return -1;
+                }
+        }
+        return 0;
+}
+
+static void rs_log(void *ctx, int level, const char *msg)
+{
+        (void)ctx;
+        logm(level, "%s", msg);
+}
+
+static void rs_engine(void *ctx, struct jfr_sink_engine_counters *ec)
+{
+        struct daemon *d = ctx;
+
+        engine_stats_get(d->s, ec);
+}
+
+static int rs_alive(void *ctx, pid_t pid)
+{
+        struct daemon *d = ctx;
+
+        return sampler_is_target(d->s, pid);
+}
+
+static int forward_sample(void *ctx, const struct decoded_sample *s)
+{
+        struct daemon *d = ctx;
+
+        return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
+}
+
+/* A recording set for the current output settings; split=host opens its file. 0 or -errno
+ * (logged); without memory d->rs stays NULL and samples are dropped. */
+static int open_output(struct daemon *d)
+{
+        struct recording_set_opts o = {
+            .cfg = &d->cfg,
+            .host = d->host,
+            .modules = sampler_modules(d->s),
+            .ctx = d,
+            .log = rs_log,
+            .engine = rs_engine,
+            .alive = rs_alive,
+        };
+
+        d->rs = recording_set_new(&o);
+        if (!d->rs) {
+                logm(LOG_ERROR, "out of memory");
+                return -ENOMEM;
+        }
+        d->cur = recording_set_as_sink(d->rs);
+        return recording_set_start(d->rs);
+}
+
+/* Finish every file and drop the set (its counters go to d->before). */
+static int close_output(struct daemon *d)
+{
+        struct recording_set_counters c;
+        int err;
+
+        if (!d->rs)
+                return 0;
+        d->cur = (struct sample_sink){0};
+        err = recording_set_finish(d->rs);
+        recording_set_get_counters(d->rs, &c);
+        d->before.files_written += c.files_written;
+        d->before.chunks_written += c.chunks_written;
+        d->before.bytes_written += c.bytes_written;
+        d->before.samples_no_file += c.samples_no_file;
+        d->before.samples_overflow += c.samples_overflow;
+        recording_set_free(d->rs);
+        d->rs = NULL;
+        return err;
+}
+
+static void retain(struct daemon *d)
+{
+        struct output_retain_result r;
+        int err = output_dir_retain(d->cfg.directory, d->cfg.retain_age_ms, d->cfg.retain_size,
+                                    time(NULL), &r);
+
+        if (err) {
+                logm(LOG_WARNING, "retention: cannot read %s: %s", d->cfg.directory,
+                     strerror(-err));
+                return;
+        }
+        d->files_deleted += r.deleted;
+        if (r.deleted)
+                logm(LOG_INFO, "retention: deleted %u files (%llu bytes), %llu bytes kept",
+                     r.deleted, (unsigned long long)r.bytes_deleted,
+                     (unsigned long long)r.bytes_kept);
+        if (r.last_error)
+                logm(LOG_WARNING, "retention: unlink failed: %s", strerror(-r.last_error));
+}
+
+/* Recordings a previous daemon left in progress (crash, SIGKILL) become readable files,
+ * unless another daemon writes to the same directory (then they may be its live files). The
+ * directory's lock stays held for this daemon's life (d->dir_lock). */
+static void recover(struct daemon *d)
+{
+        struct output_recover_result r;
+
+        if (output_dir_prepare(d->cfg.directory))
+                return; /* opening the output (open_output) logs why */
+        d->dir_lock = output_dir_lock(d->cfg.directory);
+        if (d->dir_lock == -EWOULDBLOCK) {
+                logm(LOG_WARNING,
+                     "another ctxprof daemon writes to %s: its recordings in progress are left "
+                     "alone (no recovery)",
+                     d->cfg.directory);
+                return;
+        }
+        if (d->dir_lock < 0) {
+                logm(LOG_WARNING, "cannot lock %s/.ctxprof.lock: %s: no recovery", d->cfg.directory,
+                     strerror(-d->dir_lock));
+                return;
+        }
+        if (output_dir_recover(d->cfg.directory, &r))
+                return;
+        if (r.recovered || r.removed)
+                logm(LOG_WARNING,
+                     "recovered %u recordings left in progress (%llu bytes of partial chunks "
+                     "cut), removed %u without a complete chunk",
+                     r.recovered, (unsigned long long)r.bytes_trimmed, r.removed);
+        if (r.last_error)
+                logm(LOG_WARNING, "recovering a recording left in progress failed: %s",
+                     strerror(-r.last_error));
+}
+
+static void pend_add(struct daemon *d, pid_t pid)
+{
+        uint64_t now = mono_ns();
+        int i;
+
+        for (i = 0; i < d->npend; i++)
+                if (d->pend[i].pid == pid) {
+                        d->pend[i].first_ns = now;
+                        d->pend[i].next_ns = now + 20000000ull;
+                        return;
+                }
+        if (d->npend == PEND_MAX) {
+                logm(LOG_DEBUG, "pending list full: process %d not watched", (int)pid);
+                return;
+        }
+        d->pend[d->npend++] = (struct pending){pid, now, now + 20000000ull};
+}
+
+static void add_target(struct daemon *d, pid_t pid, const char *why)
+{
+        int err = sampler_add_target(d->s, pid);
+
+        if (err == -ESRCH)
+                return;
+        if (err)
+                logm(LOG_WARNING, "cannot sample process %d: %s", (int)pid, strerror(-err));
+        else
+                logm(LOG_DEBUG, "sampling process %d (%s)", (int)pid, why);
+}
+
+/* Called by the sampler for every exec (see sampler_opts.exec_filter). */
+static int exec_filter(void *ctx, pid_t pid, const char *comm)
+{
+        struct daemon *d = ctx;
+        int m = target_select_match(d->sel, pid, comm);
+
+        if (m == TARGET_SELECT_LATER) {
+                pend_add(d, pid);
+                return 0;
+        }
+        if (m > 0)
+                logm(LOG_DEBUG, "exec: process %d (%s) selected", (int)pid, comm);
+        return m > 0;
+}
+
+/* Context mode: retry the processes that exec'ed recently until they publish or the window
+ * closes. */
+static void pend_poll(struct daemon *d)
+{
+        uint64_t now = mono_ns();
+        int i = 0;
+
+        while (i < d->npend) {
+                struct pending *p = &d->pend[i];
+                int m;
+
+                if (now < p->next_ns) {
+                        i++;
+                        continue;
+                }
+                m = target_select_match(d->sel, p->pid, NULL);
+                if (m == 1 && !sampler_is_target(d->s, p->pid))
+                        add_target(d, p->pid, "publishes context");
+                if (m != TARGET_SELECT_LATER || now - p->first_ns > PEND_WINDOW_NS) {
+                        d->pend[i] = d->pend[--d->npend];
+                        continue;
+                }
+                p->next_ns = now + (now - p->first_ns) / 2 + 20000000ull;
+                i++;
+        }
+}
+
+/* Every running process, against the current selection. */
+/* Cgroup selectors are also tested by the kernel at each sample, so a process that moves
+ * into a selected cgroup after its exec (systemd, container runtimes) is sampled too. */
+static void cgroups_to_kernel(struct daemon *d)
+{
+        const char *const *paths;
+        unsigned n = target_select_cgroups(d->sel, &paths);
+        int got = sampler_set_cgroups(d->s, paths, n);
+
+        if (got < 0)
+                logm(LOG_WARNING, "cgroup selectors are checked at exec only: %s", strerror(-got));
+        else if ((unsigned)got < n)
+                logm(LOG_WARNING,
+                     "%u of %u cgroup selectors are not cgroups yet (or past %d): those are "
+                     "checked at exec only",
+                     n - (unsigned)got, n, CTXPROF_MAX_CGROUPS);
+}
+
+static void scan_proc(struct daemon *d)
+{
+        cgroups_to_kernel(d);
+        struct dirent *e;
+        DIR *dp = opendir("/proc");
+        unsigned n = 0;
+
+        if (!dp) {
+                logm(LOG_ERROR, "cannot read /proc: %s", strerror(errno));
+                return;
+        }
+        while ((e = readdir(dp))) {
+                char *end;
+                long pid = strtol(e->d_name, &end, 10);
+                int m;
+
+                if (*end || pid <= 0)
+                        continue;
+                m = target_select_match(d->sel, (pid_t)pid, NULL);
+                if (m == 1 && !sampler_is_target(d->s, (pid_t)pid)) {
+                        add_target(d, (pid_t)pid, "running");
+                        n++;
+                } else if (m != 1 && sampler_is_target(d->s, (pid_t)pid)) {
+                        sampler_remove_target(d->s, (pid_t)pid);
+                }
+        }
+        closedir(dp);
+        logm(LOG_INFO, "%u running processes selected", n);
+}
+
+struct status_buf {
+        char *p;
+        size_t len, cap;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct status_buf *b, const char *fmt,
+                                                            ...)
+{
+        va_list ap;
+        int n;
+
+        for (;;) {
+                size_t room = b->cap - b->len;
+
+                va_start(ap, fmt);
+                n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
+                va_end(ap);
+                if (n < 0)
+                        return;
+                if (b->p && (size_t)n < room) {
+                        b->len += (size_t)n;
+                        return;
+                }
+                size_t nc = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+                char *np = realloc(b->p, nc);
+
+                if (!np)
+                        return;
+                b->p = np;
+                b->cap = nc;
+        }
+}
+
+static unsigned proc_threads(pid_t pid)
+{
+        char path[64], line[128];
+        unsigned n = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Threads: %u", &n) == 1)
+                        break;
+        fclose(f);
+        return n;
+}
+
+struct status_ctx {
+        struct status_buf *b;
+        struct daemon *d;
+};
+
+static void status_target(void *ctx, const struct sampler_target *t)
+{
+        struct status_ctx *sc = ctx;
+        const char *f = NULL, *slash;
+        char comm[64], file[256];
+
+        status_file_value(comm, sizeof(comm), t->name);
+        /* The file its samples go to now: the host file, or with split=process its own ("-":
+         * none open now, or past split-max-open, when they go to the host file) */
+        if (sc->d->rs)
+                f = recording_set_file(sc->d->rs, sc->d->cfg.split == SPLIT_PROCESS ? t->pid : 0);
+        slash = f ? strrchr(f, '/') : NULL;
+        status_file_value(file, sizeof(file), slash ? slash + 1 : "");
+        sb_printf(sc->b,
+                  "target pid=%d comm=%s samples=%llu context_samples=%llu threads=%u context=%s "
+                  "file=%s\n",
+                  (int)t->pid, comm, (unsigned long long)t->samples,
+                  (unsigned long long)t->with_context, proc_threads(t->pid),
+                  t->context_located ? "yes" : "no", file);
+}
+
+static void write_status(struct daemon *d, const char *state)
+{
+        static const char *const modes[] = {"all", "context", "selectors"};
+        struct status_buf b = {0};
+        struct status_ctx sc = {&b, d};
+        struct sampler_stats st;
+        struct recording_set_counters rc = {0};
+        const char *cur = NULL;
+        char file[PATH_MAX + 8];
+        int err;
+
+        sampler_get_stats(d->s, &st);
+        if (d->rs) {
+                recording_set_get_counters(d->rs, &rc);
+                cur = recording_set_file(d->rs, 0);
+        }
+        status_file_value(file, sizeof(file), cur ? cur : "");
+        sb_printf(&b,
+                  "daemon pid=%d state=%s started=%llu updated=%llu mode=%s samples=%llu "
+                  "received=%llu context_samples=%llu lost=%llu torn=%llu threads=%llu "
+                  "targets=%u map_entries=%u processes_seen=%llu files_written=%llu "
+                  "files_deleted=%llu chunks_written=%llu bytes_written=%llu current_file=%s "
+                  "split=%s process_files=%u overflow_samples=%llu no_file_samples=%llu "
+                  "cap_eff=%llx\n",
+                  (int)getpid(), state, (unsigned long long)d->started_wall,
+                  (unsigned long long)time(NULL), modes[d->cfg.mode % 3],
+                  (unsigned long long)st.samples, (unsigned long long)st.received,
+                  (unsigned long long)st.with_context, (unsigned long long)st.lost,
+                  (unsigned long long)st.ctx.torn_spans, (unsigned long long)st.threads,
+                  sampler_live_targets(d->s), sampler_map_entries(d->s),
+                  (unsigned long long)st.processes,
+                  (unsigned long long)(d->before.files_written + rc.files_written),
+                  (unsigned long long)d->files_deleted,
+                  (unsigned long long)(d->before.chunks_written + rc.chunks_written),
+                  (unsigned long long)(d->before.bytes_written + rc.bytes_written), file,
+                  d->cfg.split == SPLIT_PROCESS ? "process" : "host", rc.open_process_files,
+                  (unsigned long long)(d->before.samples_overflow + rc.samples_overflow),
+                  (unsigned long long)(d->before.samples_no_file + rc.samples_no_file),
+                  (unsigned long long)privileges_effective());
+        sampler_foreach_target(d->s, status_target, &sc);
+        if (!b.p) {
+                logm(LOG_WARNING, "status: out of memory");
+                return;
+        }
+        err = status_file_write(d->cfg.status_file, b.p, b.len);
+        if (err)
+                logm(LOG_WARNING, "cannot write status file %s: %s", d->cfg.status_file,
+                     strerror(-err));
+        free(b.p);
+}
+
+static void reload(struct daemon *d)
+{
+        struct daemon_config nc;
+        struct target_select *ns;
+
+        logm(LOG_INFO, "SIGHUP: reloading %s", d->config_path ? d->config_path : "(flags only)");
+        if (build_config(d, &nc)) {
+                logm(LOG_ERROR, "reload failed: keeping the running configuration");
+                return;
+        }
+        if (nc.frequency != d->cfg.frequency || nc.event != d->cfg.event ||
+            nc.dwarf != d->cfg.dwarf)
+                logm(LOG_WARNING, "reload: [sampling] changes take effect at the next start");
+        nc.frequency = d->cfg.frequency;
+        nc.event = d->cfg.event;
+        nc.dwarf = d->cfg.dwarf;
+        ns = target_select_new(&nc);
+        if (!ns) {
+                logm(LOG_ERROR, "reload failed: out of memory");
+                return;
+        }
+        /* New files with the new output settings (the old ones are finished and renamed). */
+        close_output(d);
+        target_select_free(d->sel);
+        d->sel = ns;
+        d->npend = 0;
+        d->cfg = nc;
+        log_level = nc.log_level;
+        if (open_output(d))
+                logm(LOG_ERROR, "reload: no output file: samples are dropped until the output "
+                                "can be opened again");
+        scan_proc(d);
+        write_status(d, "running");
+        logm(LOG_INFO, "configuration reloaded");
+}
+
+static void help(FILE *f)
+{
+        int i;
+
+        fprintf(f, "usage: ctxprof daemon [--config FILE] [--KEY VALUE ...]\n"
+                   "\n"
+                   "Profile the selected processes of this host continuously into rotated JFR\n"
+                   "recordings. Settings come from FILE (INI, see docs/daemon.md) and from flags,\n"
+                   "which override it; every key is also a flag:\n");
+        for (i = 0; config_keys[i]; i++)
+                fprintf(f, "  --%s VALUE%s", strchr(config_keys[i], '.') + 1,
+                        i % 3 == 2 ? "\n" : "");
+        fprintf(f, "\n\nSIGHUP reloads FILE; SIGTERM/SIGINT write the last chunk and exit 0.\n"
+                   "Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE ...; see docs/daemon.md).\n");
+}
+
+static int cmd_daemon(int argc, char **argv)
+{
+        static struct daemon dd; /* large (pending list): not on the stack */
+        struct daemon *d = &dd;
+        struct sampler_opts so = {0};
+        struct sample_sink sink;
+        enum sampler_stage stage;
+        uint64_t last_status = 0, last_retain = 0;
+        struct sigaction sa;
+        int i, err, rc = 1, no_drop = 0;
+
+        memset(d, 0, sizeof(*d));
+        d->dir_lock = -1;
+        for (i = 1; i < argc; i++) {
+                const char *a = argv[i];
+
+                if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+                        help(stdout);
+                        return 0;
+                }
+                if (!strcmp(a, "--no-drop-privileges")) {
+                        no_drop = 1;
+                        continue;
+                }
+                if (strncmp(a, "--", 2) || !a[2]) {
+                        fprintf(stderr, "ctxprof daemon: unexpected argument '%s'\n", a);
+                        help(stderr);
+                        return 2;
+                }
+                a += 2;
+                const char *eq = strchr(a, '='), *val;
+                static char keys[MAX_FLAGS][64];
+                size_t kl = eq ? (size_t)(eq - a) : strlen(a);
+
+                if (eq) {
+                        val = eq + 1;
+                } else if (i + 1 < argc) {
+                        val = argv[++i];
+                } else {
+                        fprintf(stderr, "ctxprof daemon: --%s needs a value\n", a);
+                        return 2;
+                }
+                if (kl >= sizeof(keys[0]) || d->nflags == MAX_FLAGS) {
+                        fprintf(stderr, "ctxprof daemon: bad option --%s\n", a);
+                        return 2;
+                }
+                memcpy(keys[d->nflags], a, kl);
+                keys[d->nflags][kl] = '\0';
+                if (!strcmp(keys[d->nflags], "config")) {
+                        d->config_path = val;
+                        continue;
+                }
+                d->flag_key[d->nflags] = keys[d->nflags];
+                d->flag_val[d->nflags] = val;
+                d->nflags++;
+        }
+        if (build_config(d, &d->cfg))
+                return 2;
+        log_level = d->cfg.log_level;
+        libbpf_set_print(libbpf_log);
+        umask(027);
+        if (gethostname(d->host, sizeof(d->host) - 1))
+                snprintf(d->host, sizeof(d->host), "host");
+        d->started_wall = (uint64_t)time(NULL);
+        d->sel = target_select_new(&d->cfg);
+        if (!d->sel) {
+                logm(LOG_ERROR, "out of memory");
+                return 1;
+        }
+
+        so.freq = d->cfg.frequency;
+        so.event = d->cfg.event;
+        so.dwarf = d->cfg.dwarf;
+        so.kernel_stacks = 1;
+        so.follow_children = 1;
+        so.exec_filter = exec_filter;
+        so.exec_filter_ctx = d;
+        sink = (struct sample_sink){.ctx = d, .sample = forward_sample};
+        err = sampler_new(&so, &sink, &d->s, &stage);
+        if (err) {
+                logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)stage,
+                     strerror(-err),
+                     err == -EPERM || err == -EACCES
+                         ? " (needs root or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE)"
+                         : "");
+                goto out;
+        }
+        recover(d);
+        if (open_output(d))
+                goto out;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_stop;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sa.sa_handler = on_hup;
+        sigaction(SIGHUP, &sa, NULL);
+        if (!no_drop) {
+                err = privileges_drop();
+                if (err)
+                        logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
+                else
+                        logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
+                             (unsigned long long)privileges_effective());
+        }
+        scan_proc(d);
+        write_status(d, "running");
+        retain(d);
+        logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
+             d->cfg.frequency,
+             d->cfg.mode == TARGET_MODE_ALL       ? "all"
+             : d->cfg.mode == TARGET_MODE_CONTEXT ? "context"
+                                                  : "selectors",
+             d->cfg.directory, d->cfg.split == SPLIT_PROCESS ? "process" : "host");
+
+        while (!stop_requested) {
+                uint64_t now;
+
+                err = sampler_poll(d->s, 100);
+                if (err < 0 && err != -EINTR) {
+                        logm(LOG_ERROR, "reading samples failed: %s", strerror(-err));
+                        break;
+                }
+                if (reload_requested) {
+                        reload_requested = 0;
+                        reload(d);
+                }
+                pend_poll(d);
+                now = mono_ns() / 1000000;
+                if (d->rs && recording_set_tick(d->rs, now)) {
+                        retain(d); /* a file was finished (rotation, process exit) */
+                        last_retain = now;
+                }
+                if (now - last_retain >= RETAIN_PERIOD_MS) {
+                        retain(d);
+                        last_retain = now;
+                }
+                if (now - last_status >= STATUS_PERIOD_MS) {
+                        write_status(d, "running");
+                        last_status = now;
+                }
+        }
+        logm(LOG_INFO, "stopping: writing the last chunk");
+        err = sampler_stop(d->s);
+        if (err < 0)
+                logm(LOG_WARNING, "draining samples failed: %s", strerror(-err));
+        rc = close_output(d) ? 1 : 0;
+        retain(d);
+        write_status(d, "stopped");
+        logm(LOG_INFO, "stopped");
+out:
+        recording_set_free(d->rs); /* finished above, or NULL; a failed start: .part stays */
+        sampler_free(d->s);
+        target_select_free(d->sel);
+        if (d->dir_lock >= 0)
+                close(d->dir_lock);
+        return rc;
+}
+
+const struct ctxprof_cmd daemon_cmd = {"daemon", "profile selected processes continuously",
+                                       cmd_daemon};

@@ -1,0 +1,342 @@
+/*
+ * cmd_report.c — `ctxprof report FILE.jfr`: what is inside a JFR file, for a user without a
+ * JDK: chunks, time range, event counts per type, threads, the top stacks, and the top
+ * stacks per label value (from ctxprof.ExecutionSample). Reads through jfr_reader, so any
+ * JFR file works; a corrupt file reports what was readable and exits 1. Never writes.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cmd.h"
+#include "jfr/jfr_dict.h"
+#include "jfr/jfr_reader.h"
+
+struct counter {
+        struct jfr_strtab names;
+        uint64_t *n;
+        uint32_t cap;
+};
+
+static int count(struct counter *c, const char *s, uint64_t by, uint32_t *idx_out)
+{
+        uint32_t idx;
+        int err = jfr_strtab_intern(&c->names, s, strlen(s), &idx, NULL);
+        if (err)
+                return err;
+        if (idx >= c->cap) {
+                uint32_t nc = c->cap ? c->cap * 2 : 64;
+                while (nc <= idx)
+                        nc *= 2;
+                uint64_t *n = realloc(c->n, nc * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                memset(n + c->cap, 0, (nc - c->cap) * sizeof(*n));
+                c->n = n;
+                c->cap = nc;
+        }
+        c->n[idx] += by;
+        if (idx_out)
+                *idx_out = idx;
+        return 0;
+}
+
+static void counter_free(struct counter *c)
+{
+        jfr_strtab_free(&c->names);
+        free(c->n);
+}
+
+static const uint64_t *sort_counts;
+static int by_count(const void *a, const void *b)
+{
+        uint64_t x = sort_counts[*(const uint32_t *)a], y = sort_counts[*(const uint32_t *)b];
+        return x < y ? 1 : x > y ? -1 : (int)(*(const uint32_t *)a - *(const uint32_t *)b);
+}
+
+static uint32_t *sorted(const struct counter *c)
+{
+        uint32_t *ix = malloc((c->names.n + 1) * sizeof(*ix));
+        if (!ix)
+                return NULL;
+        for (uint32_t i = 0; i < c->names.n; i++)
+                ix[i] = i;
+        sort_counts = c->n;
+        qsort(ix, c->names.n, sizeof(*ix), by_count);
+        return ix;
+}
+
+/* Printable copy: control characters become '?'. */
+static void clean(char *dst, size_t cap, const char *s)
+{
+        size_t o = 0;
+        for (; s && *s && o + 1 < cap; s++)
+                dst[o++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
+        dst[o] = 0;
+}
+
+static void render_stack(const struct jfr_reader *r, const struct jfr_value *st, int max_frames,
+                         char *out, size_t cap)
+{
+        const struct jfr_value *frames = jfr_value_field(r, st, "frames");
+        size_t o = 0;
+        out[0] = 0;
+        if (!frames || frames->kind != JFR_V_ARRAY) {
+                snprintf(out, cap, "[no stack]");
+                return;
+        }
+        for (uint32_t i = 0; i < frames->n && (int)i < max_frames; i++) {
+                const struct jfr_value *m = jfr_value_field(r, &frames->items[i], "method");
+                const char *name = jfr_value_str(r, jfr_value_field(r, m, "name"));
+                const char *cls =
+                    jfr_value_str(r, jfr_value_field(r, jfr_value_field(r, m, "type"), "name"));
+                char n[256], c[128];
+                clean(n, sizeof(n), name ? name : "?");
+                clean(c, sizeof(c), cls ? cls : "");
+                int w = snprintf(out + o, cap - o, "%s%s%s%s%s", i ? " <- " : "", n,
+                                 c[0] ? " (" : "", c, c[0] ? ")" : "");
+                if (w < 0 || (size_t)w >= cap - o)
+                        return;
+                o += (size_t)w;
+        }
+        if (frames->n > (uint32_t)max_frames)
+                snprintf(out + o, cap - o, " <- ...");
+}
+
+static void fmt_time(uint64_t ns, char *buf, size_t cap)
+{
+        time_t s = (time_t)(ns / 1000000000ull);
+        struct tm tm;
+        gmtime_r(&s, &tm);
+        size_t n = strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm);
+        snprintf(buf + n, cap - n, ".%03u UTC", (unsigned)(ns / 1000000 % 1000));
+}
+
+struct report {
+        struct counter types, threads, stacks, labels, pairs;
+        uint64_t samples, context_samples;
+};
+
+#define FIXED_CTX_FIELDS 5 /* startTime sampledThread stackTrace spanId localRootSpanId */
+
+static int sample_event(struct report *rep, const struct jfr_reader *r, const struct jfr_event *ev,
+                        int context, int depth)
+{
+        static char stack[2048];
+        char key[4096], tname[200];
+        const struct jfr_value *v = ev->value;
+        render_stack(r, jfr_value_field(r, v, "stackTrace"), depth, stack, sizeof(stack));
+        if (!context) {
+                const struct jfr_value *th = jfr_value_field(r, v, "sampledThread");
+                const char *name = jfr_value_str(r, jfr_value_field(r, th, "osName"));
+                uint64_t tid = 0;
+                jfr_value_u64(r, jfr_value_field(r, th, "osThreadId"), &tid);
+                clean(tname, sizeof(tname), name ? name : "?");
+                snprintf(key, sizeof(key), "%s (tid %llu)", tname, (unsigned long long)tid);
+                rep->samples++;
+                int err = count(&rep->threads, key, 1, NULL);
+                return err ? err : count(&rep->stacks, stack, 1, NULL);
+        }
+        rep->context_samples++;
+        for (uint32_t i = FIXED_CTX_FIELDS; i < ev->type->nfields && i < v->n; i++) {
+                const struct jfr_field *f = &ev->type->fields[i];
+                const char *val = jfr_value_str(r, &v->items[i]);
+                char cv[512], cl[256];
+                if (!val)
+                        continue;
+                clean(cv, sizeof(cv), val);
+                clean(cl, sizeof(cl), f->label ? f->label : f->name);
+                /* label key \x01 value, and label key \x01 value \x01 stack */
+                snprintf(key, sizeof(key), "%s\x01%s", cl, cv);
+                int err = count(&rep->labels, key, 1, NULL);
+                if (err)
+                        return err;
+                snprintf(key, sizeof(key), "%s\x01%s\x01%s", cl, cv, stack);
+                if ((err = count(&rep->pairs, key, 1, NULL)))
+                        return err;
+        }
+        return 0;
+}
+
+static void print_report(struct report *rep, int top)
+{
+        uint32_t *ix = sorted(&rep->types);
+        printf("\nevents:\n");
+        for (uint32_t i = 0; ix && i < rep->types.names.n; i++)
+                printf("  %-32s %10llu\n", jfr_strtab_str(&rep->types.names, ix[i]),
+                       (unsigned long long)rep->types.n[ix[i]]);
+        free(ix);
+
+        ix = sorted(&rep->threads);
+        printf("\nthreads (%u, by samples):\n", rep->threads.names.n);
+        for (uint32_t i = 0; ix && i < rep->threads.names.n && (int)i < top; i++)
+                printf("  %8llu  %s\n", (unsigned long long)rep->threads.n[ix[i]],
+                       jfr_strtab_str(&rep->threads.names, ix[i]));
+        free(ix);
+
+        ix = sorted(&rep->stacks);
+        printf("\ntop stacks (jdk.ExecutionSample, leaf first):\n");
+        for (uint32_t i = 0; ix && i < rep->stacks.names.n && (int)i < top; i++)
+                printf("  %5.1f%% %8llu  %s\n",
+                       100.0 * (double)rep->stacks.n[ix[i]] /
+                           (double)(rep->samples ? rep->samples : 1),
+                       (unsigned long long)rep->stacks.n[ix[i]],
+                       jfr_strtab_str(&rep->stacks.names, ix[i]));
+        free(ix);
+
+        if (!rep->labels.names.n) {
+                printf("\nno labelled samples (ctxprof.ExecutionSample with labels)\n");
+                return;
+        }
+        printf("\ntop stacks per label value (%llu samples with context):\n",
+               (unsigned long long)rep->context_samples);
+        uint32_t *lx = sorted(&rep->labels), *px = sorted(&rep->pairs);
+        if (!lx || !px) {
+                free(lx);
+                free(px);
+                return;
+        }
+        /* one block per label key, keys in order of their most frequent value */
+        char done_keys[64][256];
+        int ndone = 0;
+        for (uint32_t i = 0; i < rep->labels.names.n; i++) {
+                const char *kv = jfr_strtab_str(&rep->labels.names, lx[i]);
+                size_t klen = strcspn(kv, "\x01");
+                int seen = 0;
+                for (int d = 0; d < ndone; d++)
+                        seen |= strlen(done_keys[d]) == klen && !strncmp(done_keys[d], kv, klen);
+                if (seen || ndone == 64 || klen >= 256)
+                        continue;
+                /* libctx's span mirrors: one value per request, the spans are fields */
+                if ((klen == 7 && !strncmp(kv, "span-id", 7)) ||
+                    (klen == 12 && !strncmp(kv, "root-span-id", 12)))
+                        continue;
+                snprintf(done_keys[ndone++], 256, "%.*s", (int)klen, kv);
+                printf("  %.*s:\n", (int)klen, kv);
+                int shown = 0;
+                for (uint32_t j = 0; j < rep->labels.names.n && shown < top; j++) {
+                        const char *kv2 = jfr_strtab_str(&rep->labels.names, lx[j]);
+                        if (strncmp(kv2, kv, klen + 1))
+                                continue;
+                        shown++;
+                        uint64_t total = rep->labels.n[lx[j]];
+                        printf("    %s = %llu samples\n", kv2 + klen + 1,
+                               (unsigned long long)total);
+                        size_t plen = strlen(kv2);
+                        int sh = 0;
+                        for (uint32_t p = 0; p < rep->pairs.names.n && sh < 3; p++) {
+                                const char *pk = jfr_strtab_str(&rep->pairs.names, px[p]);
+                                if (strncmp(pk, kv2, plen) || pk[plen] != '\x01')
+                                        continue;
+                                sh++;
+                                printf("      %5.1f%% %8llu  %s\n",
+                                       100.0 * (double)rep->pairs.n[px[p]] / (double)total,
+                                       (unsigned long long)rep->pairs.n[px[p]], pk + plen + 1);
+                        }
+                }
+        }
+        free(lx);
+        free(px);
+}
+
+static int usage(FILE *f)
+{
+        fprintf(f, "usage: ctxprof report [--top N] [--depth N] FILE.jfr\n"
+                   "Summarize a JFR file: chunks, time range, events per type, threads, top\n"
+                   "stacks, and top stacks per label value. No JDK needed.\n");
+        return f == stdout ? 0 : 2;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"top", required_argument, NULL, 't'},
+            {"depth", required_argument, NULL, 'd'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        int top = 10, depth = 6, c;
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "t:d:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 't':
+                        top = atoi(optarg);
+                        break;
+                case 'd':
+                        depth = atoi(optarg);
+                        break;
+                case 'h':
+                        return usage(stdout);
+                default:
+                        return usage(stderr);
+                }
+        }
+        if (optind != argc - 1 || top <= 0 || depth <= 0)
+                return usage(stderr);
+        const char *path = argv[optind];
+        struct jfr_reader *r;
+        int err = jfr_reader_open(path, &r);
+        if (err) {
+                fprintf(stderr, "ctxprof report: %s: %s\n", path, strerror(-err));
+                return 1;
+        }
+        struct report rep;
+        memset(&rep, 0, sizeof(rep));
+        struct counter *all[] = {&rep.types, &rep.threads, &rep.stacks, &rep.labels, &rep.pairs};
+        for (size_t i = 0; i < 5; i++)
+                jfr_strtab_init(&all[i]->names);
+        uint64_t chunks = 0, first_ns = UINT64_MAX, last_ns = 0, bad_framing = 0;
+        int rc;
+        while ((rc = jfr_reader_next_chunk(r)) == 1) {
+                const struct jfr_chunk_info *ci = jfr_reader_chunk(r);
+                chunks++;
+                if (ci->start_nanos < first_ns)
+                        first_ns = ci->start_nanos;
+                if (ci->start_nanos + ci->duration_nanos > last_ns)
+                        last_ns = ci->start_nanos + ci->duration_nanos;
+                struct jfr_event ev;
+                int e;
+                while ((e = jfr_reader_next_event(r, &ev)) == 1 && !err) {
+                        err = count(&rep.types, ev.type->name, 1, NULL);
+                        if (!err && !strcmp(ev.type->name, "jdk.ExecutionSample"))
+                                err = sample_event(&rep, r, &ev, 0, depth);
+                        else if (!err && !strcmp(ev.type->name, "ctxprof.ExecutionSample"))
+                                err = sample_event(&rep, r, &ev, 1, depth);
+                }
+                bad_framing += e < 0;
+        }
+        printf("file:     %s\n", path);
+        printf("chunks:   %llu", (unsigned long long)chunks);
+        if (jfr_reader_trailing_bytes(r))
+                printf(" (then %llu bytes that are not a complete chunk: ignored)",
+                       (unsigned long long)jfr_reader_trailing_bytes(r));
+        printf("\n");
+        if (chunks) {
+                char a[64], b[64];
+                fmt_time(first_ns, a, sizeof(a));
+                fmt_time(last_ns, b, sizeof(b));
+                printf("time:     %s .. %s (%.1f s)\n", a, b, (double)(last_ns - first_ns) / 1e9);
+        }
+        if (jfr_reader_bad_events(r) || bad_framing)
+                printf("damaged:  %llu events skipped, %llu chunks with broken event framing\n",
+                       (unsigned long long)jfr_reader_bad_events(r),
+                       (unsigned long long)bad_framing);
+        print_report(&rep, top);
+        int status = 0;
+        if (rc < 0 || err) {
+                fprintf(stderr, "ctxprof report: %s: %s after %llu complete chunks\n", path,
+                        rc < 0 ? "corrupt or incomplete chunk" : strerror(-err),
+                        (unsigned long long)chunks);
+                status = 1;
+        }
+        for (size_t i = 0; i < 5; i++)
+                counter_free(all[i]);
+        jfr_reader_close(r);
+        return status;
+}
+
+const struct ctxprof_cmd report_cmd = {"report", "summarize a JFR file (no JDK needed)",
+                                       cmd_report};

@@ -1,0 +1,148 @@
+/*
+ * context_decode.c — validation of raw span records and Custom Labels v1 entries copied by
+ * bpf/sampler.bpf.c (rules in context_decode.h). Must never trust a length from the record
+ * beyond the caps of ctxprof/sample.h, never read outside the record, never print.
+ */
+#include <string.h>
+
+#include "ctx/abi.h"
+#include "engine/context_decode.h"
+
+int context_decode_span(const struct ctxprof_sample_rec *r, uint64_t *span, uint64_t *root,
+                        struct context_decode_stats *st)
+{
+        const struct ctxprof_span_raw *s = &r->span;
+
+        if (!(r->flags & CTXPROF_SF_SPAN_READ))
+                return 0;
+        if (!s->span_id && !s->root_span_id && !s->checksum)
+                return 0; /* never set on this thread */
+        if (!s->checksum || s->checksum != ctx_span_checksum(s->span_id, s->root_span_id)) {
+                st->torn_spans++;
+                return 0;
+        }
+        *span = s->span_id;
+        *root = s->root_span_id;
+        st->spans++;
+        return 1;
+}
+
+size_t utf8_valid_prefix(const unsigned char *s, size_t len)
+{
+        size_t i = 0;
+
+        while (i < len) {
+                unsigned char c = s[i];
+                size_t n, k;
+                uint32_t cp;
+
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                }
+                if ((c & 0xE0) == 0xC0) {
+                        n = 2;
+                        cp = c & 0x1F;
+                } else if ((c & 0xF0) == 0xE0) {
+                        n = 3;
+                        cp = c & 0x0F;
+                } else if ((c & 0xF8) == 0xF0) {
+                        n = 4;
+                        cp = c & 0x07;
+                } else {
+                        break;
+                }
+                if (i + n > len)
+                        break;
+                for (k = 1; k < n; k++) {
+                        if ((s[i + k] & 0xC0) != 0x80)
+                                break;
+                        cp = (cp << 6) | (s[i + k] & 0x3F);
+                }
+                if (k < n)
+                        break;
+                /* overlong forms, surrogates, beyond U+10FFFF */
+                if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+                    (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+                        break;
+                i += n;
+        }
+        return i;
+}
+
+unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decoded_label *out,
+                               struct context_decode_stats *st)
+{
+        unsigned n = 0, i, j, m;
+        int unknown_key = 0; /* an earlier entry's key could not be read */
+
+        if (!(r->flags & CTXPROF_SF_LABELSET))
+                return 0;
+        if (r->flags & CTXPROF_SF_LABELS_CUT)
+                st->sets_cut++;
+        m = r->n_labels < CTXPROF_MAX_LABELS ? r->n_labels : CTXPROF_MAX_LABELS;
+        for (i = 0; i < m; i++) {
+                const struct ctxprof_label_rec *l = &r->labels[i];
+                size_t klen, vlen, vcut;
+                int dup = 0;
+
+                if (!(l->flags & CTXPROF_LF_PRESENT) || (l->flags & CTXPROF_LF_ENTRY_FAULT) ||
+                    (l->flags & CTXPROF_LF_KEY_FAULT)) {
+                        unknown_key = 1;
+                        st->dropped++;
+                        continue;
+                }
+                if (l->flags & CTXPROF_LF_KEY_NULL) {
+                        st->null_keys++;
+                        continue;
+                }
+                /* Any later label might be a duplicate of a key we could not read: the first
+                 * occurrence must win, so deliver nothing we cannot prove is the first. */
+                if (unknown_key) {
+                        st->dropped++;
+                        continue;
+                }
+                if (l->flags & (CTXPROF_LF_VAL_NULL | CTXPROF_LF_VAL_FAULT) ||
+                    l->key_len > CTXPROF_LABEL_KEY_MAX) {
+                        st->dropped++;
+                        continue;
+                }
+                klen = (size_t)l->key_len;
+                if (utf8_valid_prefix(l->key, klen) != klen) {
+                        st->dropped++;
+                        continue;
+                }
+                /*
+                 * Duplicates are decided against every earlier readable entry with this key,
+                 * including entries dropped for their value: the first occurrence wins even when
+                 * we could not read it, so a later duplicate must never stand in for it.
+                 */
+                for (j = 0; j < i && !dup; j++) {
+                        const struct ctxprof_label_rec *e = &r->labels[j];
+
+                        if (!(e->flags & CTXPROF_LF_PRESENT) ||
+                            (e->flags & CTXPROF_LF_ENTRY_FAULT) ||
+                            (e->flags & (CTXPROF_LF_KEY_NULL | CTXPROF_LF_KEY_FAULT)))
+                                continue;
+                        if (e->key_len == l->key_len && !memcmp(e->key, l->key, klen))
+                                dup = 1;
+                }
+                if (dup) {
+                        st->duplicates++;
+                        continue;
+                }
+                vlen =
+                    l->val_len > CTXPROF_LABEL_VAL_MAX ? CTXPROF_LABEL_VAL_MAX : (size_t)l->val_len;
+                vcut = utf8_valid_prefix(l->val, vlen);
+                out[n].key = (const char *)l->key;
+                out[n].key_len = klen;
+                out[n].value = (const char *)l->val;
+                out[n].value_len = vcut;
+                out[n].value_truncated = vcut != l->val_len;
+                if (out[n].value_truncated)
+                        st->values_truncated++;
+                st->labels++;
+                n++;
+        }
+        return n;
+}

@@ -1,0 +1,44 @@
+/*
+ * context_decode.h — turns the raw context bytes of a sample record (span record, Custom
+ * Labels v1 entries copied by the BPF program) into validated context, following the
+ * readers' rules of the specs, not our writer's habits:
+ *   span:   accepted only when checksum != 0 and checksum == ctx_span_checksum(span, root);
+ *           all-zero = never set (not torn); anything else = torn read (no span, counted).
+ *   labels: NULL key skipped; first duplicate key wins (keys compared as full byte strings);
+ *           a key longer than CTXPROF_LABEL_KEY_MAX or not valid UTF-8 is dropped (a cut key
+ *           would be a different key); a value longer than CTXPROF_LABEL_VAL_MAX, or with
+ *           invalid UTF-8, is cut to its longest valid UTF-8 prefix; NULL value buffers and
+ *           read faults drop the label. Everything dropped is counted.
+ * Pure functions: never reads the target, never allocates, never prints.
+ */
+#ifndef CTXPROF_CONTEXT_DECODE_H
+#define CTXPROF_CONTEXT_DECODE_H
+
+#include <stdint.h>
+
+#include "ctxprof/sample.h"
+#include "engine/sample_sink.h"
+
+struct context_decode_stats {
+        uint64_t spans;            /* valid spans */
+        uint64_t torn_spans;       /* checksum 0 or mismatch (not all-zero) */
+        uint64_t labels;           /* labels delivered */
+        uint64_t null_keys;        /* skipped: key.buf == NULL */
+        uint64_t duplicates;       /* skipped: a key seen earlier in the set */
+        uint64_t dropped;          /* faults, NULL values, over-long or invalid keys */
+        uint64_t values_truncated; /* values cut to the cap / a UTF-8 boundary */
+        uint64_t sets_cut;         /* labelsets with more entries than CTXPROF_MAX_LABELS */
+};
+
+/* 1 and *span, *root set when r holds a valid span record, else 0 (torn counted). */
+int context_decode_span(const struct ctxprof_sample_rec *r, uint64_t *span, uint64_t *root,
+                        struct context_decode_stats *st);
+
+/* Fills out[0..n) with pointers into r; returns n (<= CTXPROF_MAX_LABELS). */
+unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decoded_label *out,
+                               struct context_decode_stats *st);
+
+/* Length of the longest valid UTF-8 prefix of s[0..len). */
+size_t utf8_valid_prefix(const unsigned char *s, size_t len);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * sample_sink.h — the seam between ingestion (daemon/sampler.c: ring record -> decoded
+ * sample with (module, offset) frames, tid, span, labels) and output (the collapsed writer
+ * now; the trace table + JFR writer later). A sink only sees decoded, validated data; it
+ * never sees raw BPF records and never touches the target process. Pure declarations.
+ */
+#ifndef CTXPROF_SAMPLE_SINK_H
+#define CTXPROF_SAMPLE_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "stack/frame.h"
+#include "ctxprof/sample.h"
+
+/* A label after the Custom Labels v1 reader rules (see context_decode.h). Not terminated. */
+struct decoded_label {
+        const char *key;
+        size_t key_len;
+        const char *value;
+        size_t value_len;
+        int value_truncated; /* value was longer than the cap and was cut at a UTF-8 boundary */
+};
+
+/* One sample, valid only for the duration of the sink callback. */
+struct decoded_sample {
+        pid_t pid; /* tgid, init pid namespace */
+        pid_t tid;
+        uint32_t cpu;
+        uint64_t time_ns;    /* CLOCK_MONOTONIC */
+        const char *comm;    /* thread name at sample time */
+        const char *process; /* process name (comm of the process at first sight / exec) */
+        int has_span;        /* checksum valid */
+        uint64_t span_id;
+        uint64_t root_span_id;
+        unsigned n_labels;
+        struct decoded_label labels[CTXPROF_MAX_LABELS];
+        /* Leaf first: kernel frames (CTXPROF_FRAME_KERNEL) then user frames. */
+        const struct ctxprof_frame *frames;
+        unsigned n_frames;
+        int truncated; /* the unwinder stopped before the outermost frame */
+};
+
+struct sample_sink {
+        void *ctx;
+        /* 0 or -errno; an error is counted by the caller and never stops ingestion. */
+        int (*sample)(void *ctx, const struct decoded_sample *s);
+};
+
+#endif

@@ -1,0 +1,1017 @@
+/*
+ * sampler.c — the sampling engine (see sampler.h). Owns the BPF skeleton, the per-CPU perf
+ * events and their links, the two rings, and per-process ingestion state (TLS location,
+ * /proc/PID/maps cache, DWARF unwinder). Turns raw records into decoded samples for a sink.
+ * Must never print, never trust a record field beyond the caps of ctxprof/sample.h, and
+ * never let a dead or hostile target stop ingestion.
+ *
+ * Ordering: BPF writes lifecycle events (fork, exec, exit) into the sample ring itself, and
+ * one callback handles both kinds of record in ring order. So every sample a process took
+ * before it exec'ed is resolved against the old image (name, mappings, DWARF unwinder) and
+ * every sample it took before it exited is still DWARF-unwound; none taken after is handled
+ * before the event. Only events that found the sample ring full come through the `events`
+ * ring, consumed after the sample ring; for those, a process's unwinder state is released
+ * one poll after its exit, and its mappings stay cached a second longer (proc_compact).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "engine/sampler.h"
+#include "sampler.skel.h"
+#include "tls/tls_locate.h"
+#include "stack/proc_maps.h"
+#include "stack/unwind_dwarf.h"
+
+#define DEFAULT_RING_BYTES (8u << 20)
+#define TLS_RETRY_FAST_NS  20000000ull   /* 20 ms: just started or exec'ed (loader running) */
+#define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
+#define TLS_FAST_WINDOW_NS 3000000000ull
+#define TLS_MAX_ERRORS     20
+#define MAX_PROCS          4096
+#define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
+
+struct proc {
+        pid_t pid;
+        int alive;
+        int forget_pending; /* exit seen: release unwinder state after the next drain */
+        int tls_state;      /* 0 = to locate, 1 = located (maybe partially), 2 = gave up */
+        int tls_errors;
+        uint64_t tls_next_ns;   /* next attempt */
+        uint64_t tls_since_ns;  /* start of the current location round (add/exec) */
+        uint64_t generation;    /* locations published (ctxprof_tls_target.generation) */
+        uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
+        uint64_t samples, with_context;
+        char name[CTXPROF_COMM_LEN + 1];
+        struct proc_maps *maps; /* NULL until opened */
+};
+
+struct tid_set {
+        uint32_t *slots; /* 0 = empty */
+        size_t cap, n;
+};
+
+struct sampler {
+        struct sampler_opts opts;
+        struct sample_sink sink;
+        struct sampler_bpf *skel;
+        int ncpu;
+        int *perf_fds; /* -1 when closed/owned by a link */
+        struct bpf_link **links;
+        struct ring_buffer *rb;       /* ring `samples`: samples and lifecycle events */
+        struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
+        struct modules *modules;
+        struct dwarf_unwinder *unwinder;
+        struct proc *procs;
+        size_t nprocs;
+        struct tid_set tids;
+        struct sampler_stats st;
+        struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
+        int stopped;
+        uint64_t last_sweep_ns;
+        uint64_t locate_delay_ns; /* CTXPROF_TEST_LOCATE_DELAY_MS, see proc_locate_tls */
+        /* scratch for one decoded sample */
+        struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
+        uint64_t ips[CTXPROF_MAX_FRAMES];
+        char comm[CTXPROF_COMM_LEN + 1];
+};
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int tid_set_add(struct tid_set *s, uint32_t tid)
+{
+        size_t i;
+
+        if (!tid)
+                return 0;
+        if ((s->n + 1) * 2 > s->cap) {
+                size_t ncap = s->cap ? s->cap * 2 : 1024;
+                uint32_t *ns = calloc(ncap, sizeof(*ns));
+
+                if (!ns)
+                        return -ENOMEM;
+                for (i = 0; i < s->cap; i++) {
+                        size_t j;
+
+                        if (!s->slots[i])
+                                continue;
+                        for (j = (s->slots[i] * 2654435761u) & (ncap - 1); ns[j];
+                             j = (j + 1) & (ncap - 1))
+                                ;
+                        ns[j] = s->slots[i];
+                }
+                free(s->slots);
+                s->slots = ns;
+                s->cap = ncap;
+        }
+        for (i = (tid * 2654435761u) & (s->cap - 1); s->slots[i]; i = (i + 1) & (s->cap - 1))
+                if (s->slots[i] == tid)
+                        return 0;
+        s->slots[i] = tid;
+        s->n++;
+        return 1;
+}
+
+static struct proc *proc_find(struct sampler *s, pid_t pid)
+{
+        size_t i;
+
+        /* Newest first: a reused pid maps to the latest process. */
+        for (i = s->nprocs; i-- > 0;)
+                if (s->procs[i].pid == pid)
+                        return &s->procs[i];
+        return NULL;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+        char path[64];
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        buf[0] = '\0';
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, buf, len - 1);
+        close(fd);
+        if (n <= 0) {
+                buf[0] = '\0';
+                return;
+        }
+        buf[n] = '\0';
+        if (buf[n - 1] == '\n')
+                buf[n - 1] = '\0';
+}
+
+static void proc_compact(struct sampler *s);
+
+static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
+{
+        struct proc *p;
+
+        if (s->nprocs == MAX_PROCS)
+                proc_compact(s);
+        if (s->nprocs == MAX_PROCS)
+                return NULL;
+        p = &s->procs[s->nprocs++];
+        memset(p, 0, sizeof(*p));
+        p->pid = pid;
+        p->alive = 1;
+        p->tls_since_ns = now_ns();
+        if (comm && comm[0])
+                snprintf(p->name, sizeof(p->name), "%s", comm);
+        else
+                read_comm(pid, p->name, sizeof(p->name));
+        if (!p->name[0])
+                snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
+        proc_maps_open(s->modules, pid, &p->maps); /* may fail: retried on first sample */
+        s->st.processes++;
+        return p;
+}
+
+/* The process's exec count as BPF keeps it (see ctxprof/tls_target.h): no entry = 0. */
+static uint64_t proc_exec_gen(struct sampler *s, pid_t pid)
+{
+        __u32 key = (__u32)pid;
+        __u64 gen;
+
+        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.exec_gens), &key, &gen))
+                return 0;
+        return gen;
+}
+
+/*
+ * Locate the TLS variables of a target already in the map and publish the result. An exec
+ * can come at any point: the location is tagged with the exec count read before anything of
+ * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
+ * (and the exec event brings a new location).
+ */
+static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
+{
+        struct ctxprof_tls_target t;
+        __u32 key = (__u32)p->pid;
+        uint64_t exec_gen;
+        int err;
+
+        if (!p->alive || p->tls_state == 2 || now < p->tls_next_ns)
+                return;
+        exec_gen = proc_exec_gen(s, p->pid);
+        err = tls_locate(p->pid, &t);
+        if (err == -ESRCH) {
+                p->tls_state = 2;
+                return;
+        }
+        if (err == -EAGAIN) {
+                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                return;
+        }
+        if (err) {
+                /* One variable may still be usable (tls_locate leaves the failed one NONE). */
+                s->st.tls_errors++;
+                if (++p->tls_errors >= TLS_MAX_ERRORS)
+                        p->tls_state = 2;
+                if (t.labels.mode == CTXPROF_TLS_NONE && t.span.mode == CTXPROF_TLS_NONE) {
+                        p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+                        return;
+                }
+        }
+        t.generation = ++p->generation;
+        t.exec_gen = exec_gen;
+        if (s->locate_delay_ns) {
+                /* Tests: the daemon preempted between reading the image and publishing. */
+                struct timespec d = {.tv_sec = (time_t)(s->locate_delay_ns / 1000000000ull),
+                                     .tv_nsec = (long)(s->locate_delay_ns % 1000000000ull)};
+
+                nanosleep(&d, NULL);
+        }
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_EXIST)) {
+                /* The process is gone (or never made it into the map): nothing to sample. */
+                p->tls_state = 2;
+                return;
+        }
+        s->st.tls_located++;
+        if (t.labels.mode != CTXPROF_TLS_NONE && t.span.mode != CTXPROF_TLS_NONE) {
+                p->tls_state = 1;
+                return;
+        }
+        /* Something is missing: a library may still be loading or be dlopen'ed later. */
+        p->tls_next_ns = now + (now - p->tls_since_ns < TLS_FAST_WINDOW_NS ? TLS_RETRY_FAST_NS
+                                                                           : TLS_RETRY_SLOW_NS);
+}
+
+/* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
+static int proc_gone(pid_t pid)
+{
+        char path[64], buf[512], *rp;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 1;
+        buf[n] = '\0';
+        rp = strrchr(buf, ')');
+        return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x');
+}
+
+int sampler_add_target(struct sampler *s, pid_t pid)
+{
+        struct ctxprof_tls_target none = {0};
+        __u32 key = (__u32)pid;
+        struct proc *p;
+        char path[64];
+
+        if (pid <= 0)
+                return -EINVAL;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if (access(path, F_OK))
+                return -ESRCH;
+        /* Reading the target's memory is what context needs: check it up front. */
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+        {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+                if (fd < 0)
+                        return errno == ENOENT ? -ESRCH : -errno;
+                close(fd);
+        }
+        p = proc_find(s, pid);
+        if (!p || !p->alive)
+                p = proc_new(s, pid, NULL);
+        if (!p)
+                return -ENOSPC;
+        /* A target before it is located: an exec from now on is counted (and reported), so
+         * the location below is checked against it. Stacks are sampled at once. */
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
+            errno != EEXIST) {
+                p->alive = 0;
+                p->dead_since_ns = now_ns();
+                return errno == E2BIG ? -ENOSPC : -errno;
+        }
+        /* An exit between the checks above and the insert emitted no event: look again. */
+        if (proc_gone(pid)) {
+                sampler_remove_target(s, pid);
+                return -ESRCH;
+        }
+        /* Located before sampler_add_target returns (before a started command runs), or
+         * retried from sampler_poll: context from the first sample where possible. */
+        proc_locate_tls(s, p, now_ns());
+        return 0;
+}
+
+/* Where the cgroup v2 hierarchy is mounted (the first cgroup2 line of /proc/self/mounts). */
+static int cgroup2_root(char *buf, size_t len)
+{
+        char line[4096], dev[256], dir[PATH_MAX], type[64];
+        FILE *f = fopen("/proc/self/mounts", "re");
+        int err = -ENOENT;
+
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
+                    !strcmp(type, "cgroup2")) {
+                        err = snprintf(buf, len, "%s", dir) < (int)len ? 0 : -ENAMETOOLONG;
+                        break;
+                }
+        fclose(f);
+        return err;
+}
+
+int sampler_set_cgroups(struct sampler *s, const char *const *paths, unsigned n)
+{
+        int mfd = bpf_map__fd(s->skel->maps.cgroups);
+        char root[PATH_MAX], path[2 * PATH_MAX];
+        unsigned used = 0, i;
+        int err = 0;
+
+        s->skel->bss->ncgroups = 0; /* no slot is read while the set changes */
+        if (n && (err = cgroup2_root(root, sizeof(root))) < 0)
+                return err;
+        for (i = 0; i < n && used < CTXPROF_MAX_CGROUPS; i++) {
+                __u32 key = used;
+                int fd;
+
+                snprintf(path, sizeof(path), "%s%s", root, paths[i]);
+                fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                if (!bpf_map_update_elem(mfd, &key, &fd, BPF_ANY))
+                        used++;
+                close(fd); /* the map holds its own reference */
+        }
+        s->skel->bss->ncgroups = used;
+        return (int)used;
+}
+
+/* DWARF unwinding stopped early at ip (a return address unless it is the leaf). */
+static void count_unwind_stop(struct sampler *s, struct proc *p, uint64_t ip, int retaddr)
+{
+        struct ctxprof_frame f;
+
+        if (!p->maps || proc_maps_resolve(p->maps, retaddr ? ip - 1 : ip, &f))
+                f.module_id = CTXPROF_MODULE_UNKNOWN;
+        module_tally_add(&s->unwind_stops, f.module_id);
+}
+
+/* ip list (leaf first) -> frames appended at s->frames[*n...]. */
+static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *ips, unsigned cnt,
+                            unsigned *n, int *truncated)
+{
+        unsigned i;
+
+        for (i = 0; i < cnt; i++) {
+                struct ctxprof_frame *f;
+
+                if (*n >= CTXPROF_MAX_FRAMES) {
+                        *truncated = 1;
+                        return;
+                }
+                f = &s->frames[*n];
+                if (!p->maps || proc_maps_resolve(p->maps, ips[i], f)) {
+                        f->offset = ips[i];
+                        f->module_id = CTXPROF_MODULE_UNKNOWN;
+                }
+                f->flags = i ? CTXPROF_FRAME_RETADDR : 0;
+                (*n)++;
+        }
+}
+
+/* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
+static void proc_new_image(struct sampler *s, struct proc *p)
+{
+        proc_maps_free(p->maps);
+        p->maps = NULL;
+        proc_maps_open(s->modules, p->pid, &p->maps);
+        if (s->unwinder)
+                dwarf_unwinder_forget(s->unwinder, p->pid);
+        p->tls_state = 0;
+        p->tls_errors = 0;
+        p->tls_next_ns = 0;
+        p->tls_since_ns = now_ns();
+}
+
+static int handle_sample(struct sampler *s, const void *data, size_t size)
+{
+        const struct ctxprof_sample_rec *r = data;
+        const struct ctxprof_sample_dwarf_rec *d = NULL;
+        struct decoded_sample ds;
+        struct proc *p;
+        unsigned i, n = 0, nk, nu;
+        int truncated = 0;
+
+        if (size < sizeof(*r) ||
+            (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        if (r->type == CTXPROF_REC_SAMPLE_DWARF) {
+                if (size < sizeof(*d)) {
+                        s->st.bad_records++;
+                        return 0;
+                }
+                d = data;
+        }
+        s->st.received++;
+        p = proc_find(s, (pid_t)r->tgid);
+        if ((!p || !p->alive) && (r->flags & CTXPROF_SF_CGROUP) &&
+            !sampler_add_target(s, (pid_t)r->tgid))
+                p = proc_find(s, (pid_t)r->tgid); /* in a selected cgroup: a target now */
+        if (!p) {
+                char path[32];
+
+                p = proc_new(s, (pid_t)r->tgid, NULL); /* forked child seen before its event */
+                snprintf(path, sizeof(path), "/proc/%u", r->tgid);
+                if (p && access(path, F_OK)) { /* a late sample of a process already gone */
+                        p->alive = 0;
+                        p->dead_since_ns = now_ns();
+                }
+        }
+        if (!p) {
+                s->st.sink_errors++;
+                return 0;
+        }
+        p->samples++;
+        /* BPF refused a location made before an exec we have not handled. The EXEC event is
+         * normally right behind in the ring and does this; should it have been lost (both
+         * rings full), nothing else would ever locate the new image. */
+        if ((r->flags & CTXPROF_SF_TLS_STALE) && p->alive && p->tls_state != 0)
+                proc_new_image(s, p);
+        if (!p->maps && p->alive)
+                proc_maps_open(s->modules, p->pid, &p->maps);
+        if (tid_set_add(&s->tids, r->tid) > 0)
+                s->st.threads++;
+
+        memset(&ds, 0, sizeof(ds));
+        ds.pid = (pid_t)r->tgid;
+        ds.tid = (pid_t)r->tid;
+        ds.cpu = r->cpu;
+        ds.time_ns = r->time_ns;
+        memcpy(s->comm, r->comm, CTXPROF_COMM_LEN);
+        s->comm[CTXPROF_COMM_LEN] = '\0';
+        ds.comm = s->comm;
+        ds.process = p->name;
+        /* BPF read context only with a location made for the image the thread runs (exec
+         * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
+        ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
+        ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
+        if (ds.has_span || ds.n_labels) {
+                s->st.with_context++;
+                p->with_context++;
+        }
+
+        nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
+        for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
+                s->frames[n].offset = r->kstack[i];
+                s->frames[n].module_id = CTXPROF_MODULE_KERNEL;
+                s->frames[n].flags = CTXPROF_FRAME_KERNEL | (i ? CTXPROF_FRAME_RETADDR : 0);
+        }
+        nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
+        if (d && (r->flags & CTXPROF_SF_REGS) && d->stack_len && s->unwinder) {
+                size_t len = d->stack_len < CTXPROF_STACK_COPY ? d->stack_len : CTXPROF_STACK_COPY;
+                int ut = 0, cnt;
+
+                cnt = p->alive ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs,
+                                              d->stack, len, s->ips, CTXPROF_MAX_FRAMES, &ut)
+                               : -ESRCH;
+                if (cnt > 0) {
+                        add_user_frames(s, p, s->ips, (unsigned)cnt, &n, &truncated);
+                        if (ut) {
+                                truncated = 1;
+                                s->st.unwind_truncated++;
+                                /* (at the frame limit it did not stop: it was cut) */
+                                if (cnt < CTXPROF_MAX_FRAMES)
+                                        count_unwind_stop(s, p, s->ips[cnt - 1], cnt > 1);
+                        }
+                } else {
+                        s->st.unwind_errors++;
+                        if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
+                                count_unwind_stop(s, p, d->regs[16], 0);
+                        add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
+                }
+        } else {
+                add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
+        }
+        if (!n)
+                s->st.no_stack++;
+        ds.frames = s->frames;
+        ds.n_frames = n;
+        ds.truncated = truncated;
+        if (s->sink.sample && s->sink.sample(s->sink.ctx, &ds))
+                s->st.sink_errors++;
+        return 0;
+}
+
+static int handle_event(struct sampler *s, const void *data, size_t size)
+{
+        const struct ctxprof_event_rec *e = data;
+        char comm[CTXPROF_COMM_LEN + 1];
+        struct proc *p;
+
+        if (size < sizeof(*e)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        memcpy(comm, e->comm, CTXPROF_COMM_LEN);
+        comm[CTXPROF_COMM_LEN] = '\0';
+        p = proc_find(s, (pid_t)e->tgid);
+        switch (e->event) {
+        case CTXPROF_EV_FORK:
+                if (!p || !p->alive)
+                        proc_new(s, (pid_t)e->tgid, comm);
+                break;
+        case CTXPROF_EV_EXEC_OTHER:
+                /* Not a target (exec_filter mode): the filter decides. */
+                if (s->opts.exec_filter &&
+                    s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) > 0)
+                        sampler_add_target(s, (pid_t)e->tgid);
+                break;
+        case CTXPROF_EV_EXEC:
+                if (s->opts.exec_filter &&
+                    s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) == 0) {
+                        sampler_remove_target(s, (pid_t)e->tgid);
+                        break;
+                }
+                p = proc_find(s, (pid_t)e->tgid);
+                if (!p || !p->alive) {
+                        proc_new(s, (pid_t)e->tgid, comm);
+                        break;
+                }
+                snprintf(p->name, sizeof(p->name), "%s", comm);
+                proc_new_image(s, p);
+                break;
+        case CTXPROF_EV_EXIT:
+                if (p && p->alive)
+                        sampler_remove_target(s, (pid_t)e->tgid);
+                break;
+        default:
+                s->st.bad_records++;
+        }
+        return 0;
+}
+
+/* Both rings: records are handled in the order BPF reserved them. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+        struct sampler *s = ctx;
+
+        if (size < sizeof(__u32)) {
+                s->st.bad_records++;
+                return 0;
+        }
+        if (*(const __u32 *)data == CTXPROF_REC_EVENT)
+                return handle_event(s, data, size);
+        return handle_sample(s, data, size);
+}
+
+static int open_perf_event(const struct sampler_opts *o, int cpu)
+{
+        struct perf_event_attr a;
+
+        memset(&a, 0, sizeof(a));
+        a.size = sizeof(a);
+        if (o->event == SAMPLER_EV_CYCLES) {
+                a.type = PERF_TYPE_HARDWARE;
+                a.config = PERF_COUNT_HW_CPU_CYCLES;
+        } else {
+                a.type = PERF_TYPE_SOFTWARE;
+                a.config = PERF_COUNT_SW_CPU_CLOCK;
+        }
+        a.freq = 1;
+        a.sample_freq = o->freq;
+        return (int)syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
+                enum sampler_stage *stage)
+{
+        struct sampler *s;
+        size_t ring;
+        int err, i, attached = 0;
+
+        *out = NULL;
+        *stage = SAMPLER_STAGE_BTF;
+        if (access("/sys/kernel/btf/vmlinux", R_OK))
+                return -ENOTSUP;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->opts = *o;
+        if (sink)
+                s->sink = *sink;
+        {
+                /* Fault injection for tests/integration/test_sampler_exec_tls.sh only: a delay
+                 * (ms, at most 1 s) between locating a process's TLS and publishing it. */
+                const char *d = getenv("CTXPROF_TEST_LOCATE_DELAY_MS");
+                long ms = d ? strtol(d, NULL, 10) : 0;
+
+                if (ms > 0)
+                        s->locate_delay_ns = (uint64_t)(ms < 1000 ? ms : 1000) * 1000000ull;
+        }
+        s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
+        s->modules = modules_new();
+        if (!s->procs || !s->modules) {
+                err = -ENOMEM;
+                goto fail;
+        }
+        if (o->dwarf) {
+                s->unwinder = dwarf_unwinder_new();
+                if (!s->unwinder) {
+                        err = -ENOMEM;
+                        goto fail;
+                }
+        }
+
+        *stage = SAMPLER_STAGE_OPEN;
+        s->skel = sampler_bpf__open();
+        if (!s->skel) {
+                err = -errno ? -errno : -EINVAL;
+                goto fail;
+        }
+        s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
+        s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
+        s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
+        s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
+        s->skel->rodata->self_tgid = (__u32)getpid();
+        {
+                /* In a PID namespace other than the host's (a sidecar), BPF translates every
+                 * pid to the ones this process sees in /proc. */
+                struct stat ns;
+
+                if (!stat("/proc/self/ns/pid", &ns) && ns.st_ino != PROC_PID_INIT_INO) {
+                        s->skel->rodata->pidns_dev = (__u64)ns.st_dev;
+                        s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
+                }
+        }
+        ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
+        if (o->dwarf && !o->ring_bytes)
+                ring = 32u << 20;
+        s->skel->rodata->wakeup_bytes = ring / 4;
+        err = bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
+        if (err)
+                goto fail;
+
+        *stage = SAMPLER_STAGE_LOAD;
+        err = sampler_bpf__load(s->skel);
+        if (err)
+                goto fail;
+
+        *stage = SAMPLER_STAGE_PERF;
+        s->ncpu = libbpf_num_possible_cpus();
+        if (s->ncpu <= 0) {
+                err = s->ncpu ? s->ncpu : -EINVAL;
+                goto fail;
+        }
+        s->perf_fds = calloc((size_t)s->ncpu, sizeof(int));
+        s->links = calloc((size_t)s->ncpu, sizeof(*s->links));
+        if (!s->perf_fds || !s->links) {
+                err = -ENOMEM;
+                goto fail;
+        }
+        for (i = 0; i < s->ncpu; i++)
+                s->perf_fds[i] = -1;
+        for (i = 0; i < s->ncpu; i++) {
+                s->perf_fds[i] = open_perf_event(o, i);
+                if (s->perf_fds[i] < 0) {
+                        err = -errno;
+                        if (err == -ENODEV)
+                                continue; /* possible but offline CPU */
+                        goto fail;
+                }
+        }
+
+        *stage = SAMPLER_STAGE_ATTACH;
+        for (i = 0; i < s->ncpu; i++) {
+                if (s->perf_fds[i] < 0)
+                        continue;
+                s->links[i] =
+                    bpf_program__attach_perf_event(s->skel->progs.ctxprof_sample, s->perf_fds[i]);
+                if (!s->links[i]) {
+                        err = -errno;
+                        goto fail;
+                }
+                /* The link owns the perf fd from here on (bpf_link__destroy closes it). */
+                s->perf_fds[i] = -1;
+                attached++;
+        }
+        if (!attached) {
+                err = -ENODEV;
+                goto fail;
+        }
+        err = sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+        if (err)
+                goto fail;
+
+        *stage = SAMPLER_STAGE_RING;
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
+        if (!s->rb) {
+                err = -errno;
+                goto fail;
+        }
+        /* Never polled: events land there only while `samples` is full, and then samples
+         * force wakeups of their own. */
+        s->rb_spill = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+        if (!s->rb_spill) {
+                err = -errno;
+                goto fail;
+        }
+        *stage = SAMPLER_STAGE_NONE;
+        *out = s;
+        return 0;
+fail:
+        sampler_free(s);
+        return err < 0 ? err : -EINVAL;
+}
+
+static void housekeeping(struct sampler *s)
+{
+        uint64_t now = now_ns();
+        size_t i;
+
+        /* Safety net for a missed exit event (events ring full): every 5 s. */
+        if (now - s->last_sweep_ns > 5000000000ull) {
+                s->last_sweep_ns = now;
+                for (i = 0; i < s->nprocs; i++)
+                        if (s->procs[i].alive && proc_gone(s->procs[i].pid))
+                                sampler_remove_target(s, s->procs[i].pid);
+        }
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (p->alive && p->tls_state != 2)
+                        proc_locate_tls(s, p, now);
+        }
+}
+
+static void release_dead(struct sampler *s)
+{
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (!p->forget_pending)
+                        continue;
+                p->forget_pending = 0;
+                if (s->unwinder)
+                        dwarf_unwinder_forget(s->unwinder, p->pid);
+        }
+}
+
+/* Drops the slots of processes dead for more than a second (their queued samples are long
+ * consumed), keeping the order (newest last) so a reused pid finds its latest process. */
+static void proc_compact(struct sampler *s)
+{
+        uint64_t now = now_ns();
+        size_t i, j = 0;
+
+        for (i = 0; i < s->nprocs; i++) {
+                struct proc *p = &s->procs[i];
+
+                if (!p->alive && !p->forget_pending && now - p->dead_since_ns > 1000000000ull) {
+                        proc_maps_free(p->maps);
+                        continue;
+                }
+                if (i != j)
+                        s->procs[j] = *p;
+                j++;
+        }
+        s->nprocs = j;
+}
+
+int sampler_remove_target(struct sampler *s, pid_t pid)
+{
+        struct proc *p = proc_find(s, pid);
+        __u32 key = (__u32)pid;
+        int err = 0;
+
+        if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
+                err = -errno;
+        bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
+        if (p && p->alive) {
+                p->alive = 0;
+                p->dead_since_ns = now_ns();
+                p->forget_pending = 1;
+                return 0;
+        }
+        return err;
+}
+
+int sampler_is_target(struct sampler *s, pid_t pid)
+{
+        const struct proc *p = proc_find(s, pid);
+
+        return p && p->alive;
+}
+
+void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
+{
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++) {
+                const struct proc *p = &s->procs[i];
+                struct sampler_target t;
+
+                if (!p->alive)
+                        continue;
+                t = (struct sampler_target){.pid = p->pid,
+                                            .name = p->name,
+                                            .samples = p->samples,
+                                            .with_context = p->with_context,
+                                            .context_located = p->tls_state == 1};
+                fn(ctx, &t);
+        }
+}
+
+unsigned sampler_map_entries(struct sampler *s)
+{
+        int fd = bpf_map__fd(s->skel->maps.targets);
+        __u32 key, next, *prev = NULL;
+        unsigned n = 0;
+
+        while (!bpf_map_get_next_key(fd, prev, &next)) {
+                key = next;
+                prev = &key;
+                n++;
+        }
+        return n;
+}
+
+int sampler_poll(struct sampler *s, int timeout_ms)
+{
+        int n, m, k, pending_release = 0;
+        size_t i;
+
+        uint64_t now = now_ns();
+
+        for (i = 0; i < s->nprocs; i++) {
+                const struct proc *p = &s->procs[i];
+
+                pending_release |= p->forget_pending;
+                /* Wake up for a pending TLS retry: context starts as early as possible. */
+                if (p->alive && p->tls_state == 0 && !s->stopped) {
+                        /* rounded up: a retry less than 1 ms away is no reason to spin */
+                        int64_t ms = p->tls_next_ns > now
+                                         ? (int64_t)((p->tls_next_ns - now + 999999) / 1000000)
+                                         : 0;
+
+                        if (ms < timeout_ms)
+                                timeout_ms = (int)ms;
+                }
+        }
+        n = ring_buffer__poll(s->rb, timeout_ms);
+        if (n < 0 && n != -EINTR)
+                return n;
+        /* poll returns on timeout without consuming records submitted with no wakeup */
+        m = ring_buffer__consume(s->rb);
+        if (m < 0 && m != -EINTR)
+                return m;
+        k = ring_buffer__consume(s->rb_spill);
+        if (k < 0 && k != -EINTR)
+                return k;
+        if (pending_release)
+                release_dead(s);
+        proc_compact(s);
+        if (!s->stopped)
+                housekeeping(s);
+        return (n > 0 ? n : 0) + (m > 0 ? m : 0) + (k > 0 ? k : 0);
+}
+
+int sampler_stop(struct sampler *s)
+{
+        int i, n, k, total = 0;
+
+        if (!s->stopped) {
+                for (i = 0; i < s->ncpu; i++) {
+                        bpf_link__destroy(s->links[i]);
+                        s->links[i] = NULL;
+                }
+                s->stopped = 1;
+        }
+        for (;;) {
+                n = ring_buffer__consume(s->rb);
+                if (n < 0)
+                        return n;
+                k = ring_buffer__consume(s->rb_spill);
+                if (k < 0)
+                        return k;
+                if (!n && !k)
+                        return total;
+                total += n + k;
+        }
+}
+
+unsigned sampler_live_targets(struct sampler *s)
+{
+        unsigned n = 0;
+        size_t i;
+
+        for (i = 0; i < s->nprocs; i++)
+                n += s->procs[i].alive ? 1 : 0;
+        return n;
+}
+
+void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
+{
+        struct ctxprof_counters *v;
+        __u32 zero = 0;
+        int i, k;
+
+        *out = s->st;
+        v = calloc((size_t)s->ncpu, sizeof(*v));
+        if (!v)
+                return;
+        if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &zero, v)) {
+                uint64_t sum[CTXPROF_CNT_MAX] = {0};
+
+                for (i = 0; i < s->ncpu; i++)
+                        for (k = 0; k < CTXPROF_CNT_MAX; k++)
+                                sum[k] += v[i].c[k];
+                out->samples = sum[CTXPROF_CNT_SAMPLES];
+                out->lost = sum[CTXPROF_CNT_LOST];
+                out->no_tp = sum[CTXPROF_CNT_NO_TP];
+                out->span_faults = sum[CTXPROF_CNT_SPAN_FAULT];
+                out->labelset_faults = sum[CTXPROF_CNT_LABELSET_FAULT];
+                out->label_faults = sum[CTXPROF_CNT_LABEL_FAULT];
+                out->ustack_errors = sum[CTXPROF_CNT_USTACK_ERR];
+                out->kstack_errors = sum[CTXPROF_CNT_KSTACK_ERR];
+                out->stack_copy_errors = sum[CTXPROF_CNT_STACK_COPY_ERR];
+                out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
+                out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
+                out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
+        }
+        free(v);
+        struct bpf_prog_info info;
+        __u32 len = sizeof(info);
+        memset(&info, 0, sizeof(info));
+        if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_sample), &info, &len)) {
+                out->bpf_run_ns = info.run_time_ns;
+                out->bpf_run_cnt = info.run_cnt;
+        }
+}
+
+unsigned sampler_unwind_stops(struct sampler *s, struct module_tally_entry *out, unsigned max,
+                              uint64_t *other)
+{
+        if (other)
+                *other = s->unwind_stops.other;
+        return module_tally_top(&s->unwind_stops, out, max);
+}
+
+struct modules *sampler_modules(struct sampler *s)
+{
+        return s->modules;
+}
+
+void sampler_free(struct sampler *s)
+{
+        size_t i;
+        int c;
+
+        if (!s)
+                return;
+        ring_buffer__free(s->rb);
+        ring_buffer__free(s->rb_spill);
+        if (s->links)
+                for (c = 0; c < s->ncpu; c++)
+                        bpf_link__destroy(s->links[c]);
+        if (s->perf_fds)
+                for (c = 0; c < s->ncpu; c++)
+                        if (s->perf_fds[c] >= 0)
+                                close(s->perf_fds[c]);
+        free(s->links);
+        free(s->perf_fds);
+        sampler_bpf__destroy(s->skel);
+        for (i = 0; i < s->nprocs; i++)
+                proc_maps_free(s->procs[i].maps);
+        free(s->procs);
+        free(s->tids.slots);
+        dwarf_unwinder_free(s->unwinder);
+        modules_free(s->modules);
+        free(s);
+}

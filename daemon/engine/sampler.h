@@ -1,0 +1,124 @@
+/*
+ * sampler.h — the sampling engine: loads bpf/sampler.bpf.c, opens one perf event per CPU,
+ * keeps the BPF `targets` map current (TLS location per process, retried and redone on exec),
+ * consumes the sample and lifecycle rings on the caller's thread and hands every sample,
+ * decoded (span validated, labels per the Custom Labels v1 reader rules, frames as
+ * (module, offset)), to a struct sample_sink. Never prints: every failure is a negative
+ * errno plus, for setup, the stage that failed.
+ *
+ * Thread safety: one thread drives a struct sampler (new, add_target, poll, stats, free).
+ */
+#ifndef CTXPROF_SAMPLER_H
+#define CTXPROF_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/context_decode.h"
+#include "stack/module_tally.h"
+#include "stack/modules.h"
+#include "engine/sample_sink.h"
+
+enum sampler_event {
+        SAMPLER_EV_CPU_CLOCK = 0, /* software cpu-clock: works everywhere (VMs included) */
+        SAMPLER_EV_CYCLES = 1,    /* hardware cycles: needs a PMU */
+};
+
+struct sampler_opts {
+        unsigned freq;       /* samples per second per CPU (perf freq mode) */
+        int event;           /* enum sampler_event */
+        int dwarf;           /* 1: copy regs + user stack, unwind with libdwfl */
+        int kernel_stacks;   /* 1: kernel frames too */
+        int follow_children; /* 1: processes forked by targets become targets */
+        size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */
+        /* Optional (the daemon): called from sampler_poll for every exec on the host of a
+         * process other than ctxprof itself. For a non-target, > 0 makes it a target; for a
+         * target, 0 drops it (its new image no longer matches), > 0 keeps it. May call
+         * sampler_add_target / sampler_remove_target. */
+        int (*exec_filter)(void *ctx, pid_t pid, const char *comm);
+        void *exec_filter_ctx;
+};
+
+/* Which setup step failed (for an actionable message in the command). */
+enum sampler_stage {
+        SAMPLER_STAGE_NONE = 0,
+        SAMPLER_STAGE_BTF,    /* no /sys/kernel/btf/vmlinux */
+        SAMPLER_STAGE_OPEN,   /* BPF object open */
+        SAMPLER_STAGE_LOAD,   /* BPF load / verification */
+        SAMPLER_STAGE_PERF,   /* perf_event_open */
+        SAMPLER_STAGE_ATTACH, /* attaching programs */
+        SAMPLER_STAGE_RING,   /* ring buffer setup */
+};
+
+struct sampler_stats {
+        /* from the BPF counters (summed over CPUs) */
+        uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
+        uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
+        uint64_t tls_stale; /* samples whose location was made before the target's last exec */
+        /* the kernel's run-time stats of the sampling program (every invocation, targets or
+         * not): 0/0 unless kernel.bpf_stats_enabled=1 */
+        uint64_t bpf_run_ns, bpf_run_cnt;
+        /* from ingestion */
+        uint64_t received;         /* sample records consumed */
+        uint64_t with_context;     /* samples with a valid span or at least one label */
+        uint64_t no_stack;         /* samples with no frame at all */
+        uint64_t unwind_errors;    /* dwarf_unwind failures (fell back to the FP stack) */
+        uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */
+        uint64_t bad_records;      /* records of unexpected size/type */
+        uint64_t sink_errors;
+        uint64_t threads;     /* distinct tids seen */
+        uint64_t processes;   /* targets known (added, forked) */
+        uint64_t tls_located; /* successful TLS locations (incl. redo after exec) */
+        uint64_t tls_errors;  /* locations that failed for good */
+        struct context_decode_stats ctx;
+};
+
+struct sampler;
+
+/* Check the kernel, load BPF, open perf events on every online CPU and attach.
+ * sink->sample is called from sampler_poll(). On failure returns -errno and *stage. */
+int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
+                enum sampler_stage *stage);
+/* Start sampling process pid (and its future threads). -ESRCH no such process, -EPERM/-EACCES
+ * not permitted, -ENOSPC too many targets. Locating its TLS happens later, in sampler_poll. */
+int sampler_add_target(struct sampler *, pid_t pid);
+/* Sample every process in these cgroup v2 paths (as in /proc/PID/cgroup, "/a/b") or below
+ * them, checked in the kernel at each sample: such a process becomes a target (with
+ * context) at its first sample, whenever it moved in. Replaces the previous set; at most
+ * CTXPROF_MAX_CGROUPS. Returns how many could be opened (a cgroup that does not exist yet is
+ * skipped: the caller's exec-time selection still sees it later), or -errno. */
+int sampler_set_cgroups(struct sampler *, const char *const *paths, unsigned n);
+/* Stop sampling process pid (its queued samples are still delivered). -ENOENT not a target. */
+int sampler_remove_target(struct sampler *, pid_t pid);
+/* 1 if pid is a live target. */
+int sampler_is_target(struct sampler *, pid_t pid);
+/* One live target, for status reporting (strings valid during the callback only). */
+struct sampler_target {
+        pid_t pid;
+        const char *name;
+        uint64_t samples, with_context; /* samples consumed for it; those with context */
+        int context_located;            /* its Custom Labels / span variables are located */
+};
+typedef void (*sampler_target_fn)(void *ctx, const struct sampler_target *t);
+void sampler_foreach_target(struct sampler *, sampler_target_fn fn, void *ctx);
+/* Entries in the kernel's targets map (walks the map; for tests and status). */
+unsigned sampler_map_entries(struct sampler *);
+/* Wait up to timeout_ms, then consume both rings. Returns records consumed or -errno. */
+int sampler_poll(struct sampler *, int timeout_ms);
+/* Stop the perf events (no new samples) and consume everything still in the rings. */
+int sampler_stop(struct sampler *);
+void sampler_get_stats(struct sampler *, struct sampler_stats *out);
+/* Where DWARF unwinding stopped early (truncated, or failed in a live process), by the module
+ * of the frame it stopped at (CTXPROF_MODULE_UNKNOWN: an address no mapping covers): up to
+ * max modules, most stops first; returns how many. *other (may be NULL): stops in modules
+ * beyond the tally's bound (MODULE_TALLY_MAX). */
+unsigned sampler_unwind_stops(struct sampler *, struct module_tally_entry *out, unsigned max,
+                              uint64_t *other);
+/* Number of targets still alive (the command stops when it reaches 0 with -p). */
+unsigned sampler_live_targets(struct sampler *);
+/* The module registry frames refer to (owned by the sampler; valid until sampler_free). */
+struct modules *sampler_modules(struct sampler *);
+void sampler_free(struct sampler *);
+
+#endif

@@ -1,0 +1,608 @@
+/*
+ * recording_set.c — the daemon's open recordings (see recording_set.h). Owns the per-process
+ * table (at most max_open entries, a linear scan behind a last-hit cache: samples of one
+ * process come in runs), the shared host recording, the symbolizer every per-process sink
+ * shares, and the counters of files already finished. Must never print, delete a recording (only
+ * its own empty .part when the sink fails to start), or hold more than max_open per-process
+ * sinks.
+ *
+ * Why a process's file is finished a second after it stops being a target and not at its
+ * exit event: the sampler hands over every sample a process took before its exit event when
+ * both come through the sample ring (in ring order), but an exit event that found that ring
+ * full comes through the `events` spill ring, consumed after it, so samples committed in
+ * between are handled a poll after the exit; the second covers them (the sampler keeps a
+ * dead process's mappings for the same second). Finishing later would only leave a finished
+ * process's .part open for up to a chunk period.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/output_dir.h"
+#include "service/recording_set.h"
+#include "engine/sampler.h"
+#include "stack/symbolize.h"
+
+#define PROCESS_TABLE_CAPACITY 4096  /* distinct stacks per chunk of one process */
+#define GONE_GRACE_MS          1000  /* see the file comment */
+#define ALIVE_CHECK_MS         250   /* how often per-process targets are checked */
+#define OPEN_RETRY_MS          10000 /* after a failed open: no new file for this long */
+#define OVERFLOW_LOG_MS        60000 /* "too many processes" at most this often */
+/* The shared symbolizer's interned strings are freed only with it: it is recreated whenever
+ * no per-process file is open, and when they pass this size every per-process file is
+ * finished (each reopens at its process's next sample) so that it can be. */
+#define SHARED_SYM_MAX_BYTES (64ull << 20)
+
+struct recording {
+        pid_t pid;                          /* 0 = the host (shared) recording */
+        char process[CTXPROF_COMM_LEN + 1]; /* the sampler's process name at the first sample */
+        char comm[CTXPROF_COMM_LEN + 1];    /* for the file name: executable's base name */
+        char name[64];                      /* jdk.ActiveRecording name */
+        struct output_file file;
+        struct jfr_sink *js;
+        struct sample_sink sink;
+        uint64_t start_ms; /* CLOCK_MONOTONIC */
+        uint64_t gone_ms;  /* first seen not a target, 0 = a target */
+        int retired;       /* to be finished at the next tick (not inside the sample callback) */
+        uint64_t samples;  /* routed to this file */
+        struct jfr_sink_engine_counters base; /* engine counters when opened */
+        uint64_t failed_logged;               /* chunks_failed when last logged */
+        uint64_t written_at_failure;          /* chunks_written then (to log the recovery) */
+};
+
+struct recording_set {
+        struct recording_set_opts o;
+        struct daemon_config cfg;
+        char host[64];
+        int split;
+        /* split=process: shared by the per-process sinks (not the host file's); NULL = each
+         * its own. Recreated in recording_set_tick, see SHARED_SYM_MAX_BYTES. */
+        struct symbolizer *sym;
+        struct recording host_rec;
+        int have_host;
+        struct recording **procs; /* cfg.split_max_open slots */
+        unsigned nprocs;
+        struct recording *last; /* last hit */
+        uint64_t last_open_ms;  /* split=host: last retry of the host file */
+        /* split=process, 0 = none: the last failed open of a per-process file (no new one is
+         * tried for OPEN_RETRY_MS) and of the shared host file (its own retry: a sample whose
+         * process file cannot be opened still goes there) */
+        uint64_t proc_fail_ms, host_fail_ms;
+        uint64_t overflow_logged_ms, alive_checked_ms;
+        struct recording_set_counters c; /* files finished so far (+ sample counters) */
+};
+
+__attribute__((format(printf, 3, 4))) static void logr(struct recording_set *rs, int level,
+                                                       const char *fmt, ...)
+{
+        char buf[PATH_MAX + 256];
+        va_list ap;
+
+        if (!rs->o.log)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        rs->o.log(rs->o.ctx, level, buf);
+}
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static void engine(struct recording_set *rs, struct jfr_sink_engine_counters *ec)
+{
+        memset(ec, 0, sizeof(*ec));
+        if (rs->o.engine)
+                rs->o.engine(rs->o.ctx, ec);
+}
+
+/* This file's share of the engine counters `now` (fetched once per tick: each fetch is a
+ * per-CPU BPF map lookup and an object info query). With split=process `samples` is the
+ * file's own (the rest is host-wide: the BPF counters are not per process). */
+static void rec_counters(struct recording_set *rs, const struct recording *r,
+                         const struct jfr_sink_engine_counters *now,
+                         struct jfr_sink_engine_counters *ec)
+{
+        *ec = *now;
+        ec->samples -= r->base.samples;
+        ec->lost -= r->base.lost;
+        ec->torn_span_reads -= r->base.torn_span_reads;
+        ec->label_faults -= r->base.label_faults;
+        ec->unwind_errors -= r->base.unwind_errors;
+        if (rs->split == SPLIT_PROCESS)
+                ec->samples = r->samples;
+}
+
+/* The command in a file name: the executable's base name (cut to 15 characters like a comm),
+ * the same for a process found at exec or by the /proc scan, whatever its main thread calls
+ * itself; the sampler's process name when /proc/PID/exe cannot be read. */
+static void command_of(pid_t pid, const char *process, char *out, size_t len)
+{
+        char path[64], exe[PATH_MAX];
+        const char *base;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+        n = readlink(path, exe, sizeof(exe) - 1);
+        if (n <= 0) {
+                snprintf(out, len, "%s", process);
+                return;
+        }
+        exe[n] = '\0';
+        if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
+                exe[n - 10] = '\0';
+        base = strrchr(exe, '/');
+        base = base ? base + 1 : exe;
+        n = (ssize_t)strnlen(base, CTXPROF_COMM_LEN - 1);
+        if ((size_t)n >= len)
+                n = (ssize_t)len - 1;
+        memcpy(out, base, (size_t)n);
+        out[n] = '\0';
+}
+
+static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process)
+{
+        struct timespec ts;
+        struct jfr_sink_opts jo = {
+            .chunk_period_ns = rs->cfg.chunk_period_ms * 1000000ull,
+            .table_capacity = rs->cfg.max_stacks, /* host file: 0 = the table's 16384 */
+            .info = {.name = "ctxprof",
+                     .event = rs->cfg.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
+                     .frequency_hz = rs->cfg.frequency,
+                     .callgraph = rs->cfg.dwarf ? "dwarf" : "fp"},
+        };
+        int err;
+
+        r->pid = pid;
+        snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
+        if (pid)
+                command_of(pid, r->process, r->comm, sizeof(r->comm));
+        err = output_dir_prepare(rs->cfg.directory);
+        if (err) {
+                logr(rs, LOG_ERROR, "cannot create %s: %s", rs->cfg.directory, strerror(-err));
+                return err;
+        }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (pid)
+                err = output_dir_new_process_file(rs->cfg.directory, rs->host, pid, r->comm,
+                                                  ts.tv_sec, &r->file);
+        else
+                err = output_dir_new_file(rs->cfg.directory, rs->host, ts.tv_sec, &r->file);
+        if (err) {
+                logr(rs, LOG_ERROR, "no file name free in %s: %s", rs->cfg.directory,
+                     strerror(-err));
+                return err;
+        }
+        if (pid) {
+                snprintf(r->name, sizeof(r->name), "ctxprof pid %d (%s)", (int)pid, r->comm);
+                jo.info.name = r->name;
+                jo.table_capacity =
+                    rs->cfg.max_stacks ? rs->cfg.max_stacks : PROCESS_TABLE_CAPACITY;
+                jo.symbolizer = rs->sym;
+        }
+        jo.path = r->file.part;
+        jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        err = jfr_sink_new(&jo, &r->js);
+        if (err) {
+                logr(rs, LOG_ERROR, "cannot write %s: %s", r->file.part, strerror(-err));
+                /* jfr_sink_new creates the file before it can still fail (no memory, no
+                 * thread): the name was free (output_dir), so the empty file is ours. */
+                if (unlink(r->file.part) && errno != ENOENT)
+                        logr(rs, LOG_WARNING, "cannot remove %s: %s", r->file.part,
+                             strerror(errno));
+                return err;
+        }
+        if (chmod(r->file.part, 0640))
+                logr(rs, LOG_WARNING, "chmod %s: %s", r->file.part, strerror(errno));
+        jfr_sink_set_modules(r->js, rs->o.modules);
+        r->sink = jfr_sink_as_sink(r->js);
+        r->start_ms = mono_ms();
+        r->gone_ms = 0;
+        r->samples = 0;
+        r->failed_logged = r->written_at_failure = 0;
+        engine(rs, &r->base);
+        if (pid)
+                logr(rs, LOG_INFO, "recording process %d (%s) to %s", (int)pid, r->comm,
+                     r->file.part);
+        else
+                logr(rs, LOG_INFO, "recording to %s", r->file.part);
+        return 0;
+}
+
+/* Last chunk, rename to .jfr. The sink is gone afterwards. */
+static int close_rec(struct recording_set *rs, struct recording *r,
+                     const struct jfr_sink_engine_counters *now)
+{
+        struct jfr_sink_engine_counters ec;
+        struct jfr_sink_counters jc;
+        int err, rc = 0;
+
+        rec_counters(rs, r, now, &ec);
+        r->sink = (struct sample_sink){0};
+        err = jfr_sink_finish(r->js, &ec);
+        jfr_sink_get_counters(r->js, &jc);
+        if (err)
+                logr(rs, LOG_ERROR, "writing %s failed: %s (%llu chunks readable, %llu failed)",
+                     r->file.part, strerror(-err), (unsigned long long)jc.chunks_written,
+                     (unsigned long long)jc.chunks_failed);
+        /* A chunk that failed earlier (a disk full for a while) was logged and counted when it
+         * happened; what the caller is told is whether the file ends with its last chunk. */
+        if (err && jc.latest_error)
+                rc = jc.latest_error;
+        jfr_sink_free(r->js);
+        r->js = NULL;
+        rs->c.chunks_written += jc.chunks_written;
+        rs->c.bytes_written += jc.bytes_written;
+        err = output_dir_finish(&r->file);
+        if (err) {
+                logr(rs, LOG_ERROR, "cannot rename %s: %s", r->file.part, strerror(-err));
+                return err;
+        }
+        rs->c.files_written++;
+        logr(rs, LOG_INFO, "wrote %s: %llu chunks, %llu bytes, %llu samples", r->file.final,
+             (unsigned long long)jc.chunks_written, (unsigned long long)jc.bytes_written,
+             (unsigned long long)jc.samples_written);
+        return rc;
+}
+
+static int open_host(struct recording_set *rs)
+{
+        int err = open_rec(rs, &rs->host_rec, 0, NULL);
+
+        rs->have_host = !err;
+        return err;
+}
+
+static int close_host(struct recording_set *rs, const struct jfr_sink_engine_counters *now)
+{
+        if (!rs->have_host)
+                return 0;
+        rs->have_host = 0;
+        return close_rec(rs, &rs->host_rec, now);
+}
+
+static int close_proc(struct recording_set *rs, unsigned i,
+                      const struct jfr_sink_engine_counters *now)
+{
+        struct recording *r = rs->procs[i];
+        int err = close_rec(rs, r, now);
+
+        rs->procs[i] = rs->procs[--rs->nprocs];
+        rs->procs[rs->nprocs] = NULL;
+        if (rs->last == r)
+                rs->last = NULL;
+        free(r);
+        return err;
+}
+
+struct recording_set *recording_set_new(const struct recording_set_opts *o)
+{
+        struct recording_set *rs = calloc(1, sizeof(*rs));
+
+        if (!rs)
+                return NULL;
+        rs->o = *o;
+        rs->cfg = *o->cfg;
+        rs->o.cfg = &rs->cfg;
+        snprintf(rs->host, sizeof(rs->host), "%s", o->host ? o->host : "");
+        rs->split = rs->cfg.split;
+        if (rs->split == SPLIT_PROCESS) {
+                if (!rs->cfg.split_max_open)
+                        rs->cfg.split_max_open = 1;
+                rs->procs = calloc(rs->cfg.split_max_open, sizeof(*rs->procs));
+                if (!rs->procs) {
+                        free(rs);
+                        return NULL;
+                }
+        }
+        return rs;
+}
+
+int recording_set_start(struct recording_set *rs)
+{
+        int err;
+
+        if (rs->split != SPLIT_PROCESS)
+                return open_host(rs);
+        err = output_dir_prepare(rs->cfg.directory);
+        if (err) {
+                logr(rs, LOG_ERROR, "cannot create %s: %s", rs->cfg.directory, strerror(-err));
+                return err;
+        }
+        /* One cache for every process: they share libc and friends. NULL: each sink its own. */
+        if (rs->o.modules && !rs->sym)
+                rs->sym = symbolizer_new(rs->o.modules);
+        return 0;
+}
+
+/* split=process: the open recording of this process, opened if there is room; NULL when the
+ * sample has to go to the shared file. */
+static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const char *process)
+{
+        struct recording *r = rs->last;
+        unsigned i;
+        uint64_t now;
+
+        if (!r || r->pid != pid) {
+                r = NULL;
+                for (i = 0; i < rs->nprocs; i++)
+                        if (rs->procs[i]->pid == pid && !rs->procs[i]->retired) {
+                                r = rs->procs[i];
+                                break;
+                        }
+        }
+        if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
+                /* exec'ed into another command (or the pid was reused): a new file. The old
+                 * one is finished at the next tick: finishing joins its writer thread, which
+                 * should not stall the sample callback. It keeps its slot until then; with no
+                 * slot left for the new file it is finished here, as the new file needs it. */
+                logr(rs, LOG_DEBUG, "process %d is now %s: finishing its %s file", (int)pid,
+                     process, r->process);
+                if (rs->nprocs < rs->cfg.split_max_open) {
+                        r->retired = 1;
+                        r->sink = (struct sample_sink){0};
+                } else {
+                        struct jfr_sink_engine_counters ec;
+
+                        for (i = 0; rs->procs[i] != r; i++)
+                                ;
+                        engine(rs, &ec);
+                        close_proc(rs, i, &ec);
+                }
+                rs->last = NULL;
+                r = NULL;
+        }
+        if (r) {
+                rs->last = r;
+                return r;
+        }
+        now = mono_ms();
+        if (rs->nprocs >= rs->cfg.split_max_open) {
+                if (!rs->overflow_logged_ms || now - rs->overflow_logged_ms >= OVERFLOW_LOG_MS) {
+                        rs->overflow_logged_ms = now;
+                        logr(rs, LOG_WARNING,
+                             "%u per-process files open (split-max-open): samples of process %d "
+                             "(%s) and further ones go to the shared host file",
+                             rs->nprocs, (int)pid, process);
+                }
+                return NULL;
+        }
+        if (rs->proc_fail_ms && now - rs->proc_fail_ms < OPEN_RETRY_MS)
+                return NULL;
+        r = calloc(1, sizeof(*r));
+        if (!r || open_rec(rs, r, pid, process)) {
+                free(r);
+                rs->proc_fail_ms = now ? now : 1;
+                return NULL; /* to the shared host file */
+        }
+        rs->proc_fail_ms = 0;
+        rs->procs[rs->nprocs++] = r;
+        rs->last = r;
+        return r;
+}
+
+static int route(void *ctx, const struct decoded_sample *ds)
+{
+        struct recording_set *rs = ctx;
+        struct recording *r;
+
+        if (rs->split == SPLIT_PROCESS) {
+                r = proc_rec(rs, ds->pid, ds->process ? ds->process : "");
+                if (r) {
+                        r->samples++;
+                        return r->sink.sample(r->sink.ctx, ds);
+                }
+                if (!rs->have_host) {
+                        uint64_t now = mono_ms();
+
+                        if (!rs->host_fail_ms || now - rs->host_fail_ms >= OPEN_RETRY_MS) {
+                                if (open_host(rs))
+                                        rs->host_fail_ms = now ? now : 1;
+                                else
+                                        rs->host_fail_ms = 0;
+                        }
+                }
+                if (rs->have_host)
+                        rs->c.samples_overflow++;
+        }
+        if (!rs->have_host) {
+                rs->c.samples_no_file++;
+                return 0;
+        }
+        rs->host_rec.samples++;
+        return rs->host_rec.sink.sample(rs->host_rec.sink.ctx, ds);
+}
+
+struct sample_sink recording_set_as_sink(struct recording_set *rs)
+{
+        return (struct sample_sink){.ctx = rs, .sample = route};
+}
+
+/* Cut a chunk when its period is over; 1 = the file is due for rotation. */
+static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
+                    const struct jfr_sink_engine_counters *eng)
+{
+        struct jfr_sink_engine_counters ec;
+        struct jfr_sink_counters jc;
+
+        rec_counters(rs, r, eng, &ec);
+        jfr_sink_tick(r->js, now * 1000000ull, &ec);
+        jfr_sink_get_counters(r->js, &jc);
+        /* Chunks the writer could not append (disk full, I/O error) are lost, the file keeps
+         * its complete chunks and the next chunk is tried again: say so once per change. */
+        if (jc.chunks_failed > r->failed_logged) {
+                logr(rs, LOG_ERROR,
+                     "writing a chunk to %s failed: %s (%llu chunks lost so far, %llu samples; "
+                     "the file keeps its complete chunks, the next chunk is tried again)",
+                     r->file.part, strerror(-jc.last_error), (unsigned long long)jc.chunks_failed,
+                     (unsigned long long)jc.samples_dropped);
+                r->failed_logged = jc.chunks_failed;
+                r->written_at_failure = jc.chunks_written;
+        } else if (r->failed_logged && jc.chunks_written > r->written_at_failure &&
+                   !jc.latest_error) {
+                logr(rs, LOG_INFO, "writing to %s again", r->file.part);
+                r->written_at_failure = UINT64_MAX; /* until the next failure */
+        }
+        return rs->cfg.rotate == ROTATE_PERIOD ? now - r->start_ms >= rs->cfg.rotate_period_ms
+                                               : jc.bytes_written >= rs->cfg.rotate_size;
+}
+
+/* Free the shared symbolizer's names once no sink can use them any more: when no
+ * per-process file is open, or (finishing every per-process file first) when they have grown
+ * past SHARED_SYM_MAX_BYTES. The sinks are finished, so their writer threads have been joined.
+ * Returns how many files were finished. */
+static unsigned renew_symbolizer(struct recording_set *rs,
+                                 const struct jfr_sink_engine_counters *eng)
+{
+        struct symbolizer_stats st;
+        unsigned finished = 0;
+
+        if (!rs->sym)
+                return 0;
+        symbolizer_stats(rs->sym, &st);
+        if (rs->nprocs && st.string_bytes > SHARED_SYM_MAX_BYTES) {
+                logr(rs, LOG_INFO,
+                     "symbol names of sampled processes take %llu MiB: finishing the %u "
+                     "per-process files to free them (each reopens at its next sample)",
+                     (unsigned long long)(st.string_bytes >> 20), rs->nprocs);
+                while (rs->nprocs) {
+                        close_proc(rs, rs->nprocs - 1, eng);
+                        finished++;
+                }
+        }
+        if (rs->nprocs || !st.lookups)
+                return finished;
+        logr(rs, LOG_DEBUG, "no per-process file open: freeing %llu bytes of symbol names",
+             (unsigned long long)st.string_bytes);
+        symbolizer_free(rs->sym);
+        rs->sym = symbolizer_new(rs->o.modules); /* NULL: each sink its own */
+        return finished;
+}
+
+unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
+{
+        struct jfr_sink_engine_counters eng = {0};
+        unsigned finished = 0, i = 0;
+        int check = now - rs->alive_checked_ms >= ALIVE_CHECK_MS;
+
+        if (rs->have_host || rs->nprocs)
+                engine(rs, &eng); /* once for every open file */
+        if (rs->have_host && tick_rec(rs, &rs->host_rec, now, &eng)) {
+                close_host(rs, &eng);
+                finished++;
+                /* split=process: the shared file opens again when a sample needs it */
+                if (rs->split != SPLIT_PROCESS)
+                        open_host(rs);
+        }
+        if (rs->split != SPLIT_PROCESS && !rs->have_host &&
+            now - rs->last_open_ms >= OPEN_RETRY_MS) {
+                /* The output failed (disk full, directory removed): retry. */
+                rs->last_open_ms = now;
+                open_host(rs);
+        }
+        if (check)
+                rs->alive_checked_ms = now;
+        while (i < rs->nprocs) {
+                struct recording *r = rs->procs[i];
+
+                if (r->retired) {
+                        close_proc(rs, i, &eng); /* the last entry moved to i */
+                        finished++;
+                        continue;
+                }
+                if (check) {
+                        if (rs->o.alive && !rs->o.alive(rs->o.ctx, r->pid)) {
+                                if (!r->gone_ms)
+                                        r->gone_ms = now ? now : 1;
+                        } else {
+                                r->gone_ms = 0;
+                        }
+                }
+                if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) ||
+                    tick_rec(rs, r, now, &eng)) {
+                        close_proc(rs, i, &eng); /* the last entry moved to i */
+                        finished++;
+                        continue;
+                }
+                i++;
+        }
+        if (rs->split == SPLIT_PROCESS)
+                finished += renew_symbolizer(rs, &eng);
+        return finished;
+}
+
+int recording_set_finish(struct recording_set *rs)
+{
+        struct jfr_sink_engine_counters eng;
+        int err, rc = 0;
+
+        engine(rs, &eng);
+        while (rs->nprocs) {
+                err = close_proc(rs, rs->nprocs - 1, &eng);
+                if (err && !rc)
+                        rc = err;
+        }
+        err = close_host(rs, &eng);
+        return rc ? rc : err;
+}
+
+void recording_set_free(struct recording_set *rs)
+{
+        unsigned i;
+
+        if (!rs)
+                return;
+        /* Not finished: the writers stop, the .part files stay (every chunk readable). */
+        for (i = 0; i < rs->nprocs; i++) {
+                jfr_sink_free(rs->procs[i]->js);
+                free(rs->procs[i]);
+        }
+        if (rs->have_host)
+                jfr_sink_free(rs->host_rec.js);
+        symbolizer_free(rs->sym); /* after the sinks: their writers used it */
+        free(rs->procs);
+        free(rs);
+}
+
+static void add_sink_counters(struct recording_set_counters *out, struct jfr_sink *js)
+{
+        struct jfr_sink_counters jc;
+
+        jfr_sink_get_counters(js, &jc);
+        out->chunks_written += jc.chunks_written;
+        out->bytes_written += jc.bytes_written;
+}
+
+void recording_set_get_counters(struct recording_set *rs, struct recording_set_counters *out)
+{
+        unsigned i;
+
+        *out = rs->c;                         /* finished files */
+        out->open_process_files = rs->nprocs; /* with the retired ones (until the tick) */
+        for (i = 0; i < rs->nprocs; i++)
+                add_sink_counters(out, rs->procs[i]->js);
+        if (rs->have_host)
+                add_sink_counters(out, rs->host_rec.js);
+}
+
+const char *recording_set_file(struct recording_set *rs, pid_t pid)
+{
+        unsigned i;
+
+        if (!pid)
+                return rs->have_host ? rs->host_rec.file.part : NULL;
+        for (i = 0; i < rs->nprocs; i++)
+                if (rs->procs[i]->pid == pid && !rs->procs[i]->retired)
+                        return rs->procs[i]->file.part;
+        return NULL;
+}

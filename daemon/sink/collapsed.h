@@ -1,0 +1,38 @@
+/*
+ * collapsed.h — the collapsed-stack output (`--format collapsed`): aggregates decoded
+ * samples by (process; thread name; labels; [span]; stack) and writes one line per distinct
+ * key with its count, the format flamegraph.pl and speedscope read:
+ *
+ *   PROCESS-PID;THREAD;key=value;...;[span=HEX;]root_fn;...;leaf_fn COUNT
+ *
+ * Labels are pseudo-frames at the root, sorted by key, so a flame graph splits by label.
+ * `span=` (span id, hex) is added only when asked (it makes most lines unique). Frames are
+ * named at write time with the symbolizer: `function` (inline frames expanded), kernel frames
+ * suffixed `_[k]`, unknown ones `module+0xOFFSET`; `[truncated]` marks a stack the unwinder
+ * could not finish, `[no stack]` an empty one. ';' and control characters in names and labels
+ * become '_'. Never prints except to the FILE given to collapsed_write.
+ */
+#ifndef CTXPROF_COLLAPSED_H
+#define CTXPROF_COLLAPSED_H
+
+#include <stdio.h>
+
+#include "stack/modules.h"
+#include "engine/sample_sink.h"
+
+struct collapsed;
+
+struct collapsed *collapsed_new(int span_frames);
+void collapsed_free(struct collapsed *);
+/* Aggregate one sample (copies what it needs). 0 or -ENOMEM. */
+int collapsed_add(struct collapsed *, const struct decoded_sample *s);
+/* A sink that calls collapsed_add. */
+struct sample_sink collapsed_sink(struct collapsed *);
+/* Write every line; frames are symbolized with a symbolizer over `modules`.
+ * 0 or -errno (write error, -ENOMEM). */
+int collapsed_write(struct collapsed *, FILE *out, struct modules *modules);
+/* Distinct lines and samples aggregated so far. */
+size_t collapsed_lines(const struct collapsed *);
+uint64_t collapsed_samples(const struct collapsed *);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * engine_stats.c — sampler counters -> struct jfr_sink_engine_counters (see engine_stats.h).
+ * Owns no state; never prints.
+ */
+#include "sink/engine_stats.h"
+
+void engine_stats_get(struct sampler *s, struct jfr_sink_engine_counters *out)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(s, &st);
+        *out = (struct jfr_sink_engine_counters){
+            .samples = st.received,
+            .lost = st.lost,
+            .torn_span_reads = st.ctx.torn_spans,
+            .label_faults = st.label_faults + st.labelset_faults,
+            .unwind_errors = st.unwind_errors,
+            .bpf_ns_per_sample = st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0,
+        };
+}

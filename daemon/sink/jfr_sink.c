@@ -1,0 +1,687 @@
+/*
+ * jfr_sink.c — joins ingestion to JFR: every decoded sample's stack goes into the trace
+ * table (a 64-bit id), its label set is interned to a per-chunk context id, and the sample is
+ * appended to the current batch. When the chunk period ends the consuming thread cuts the
+ * chunk: it rotates the trace table, copying out the stacks the batch refers to, and queues
+ * the batch for the writer thread, which symbolizes the frames and appends one complete JFR
+ * chunk through jfr_writer.
+ *
+ * Why the cut runs on the consuming thread: a put and the append of its sample happen on
+ * that thread, so when the table is rotated between two samples every id held by the batch
+ * lives in the table being rotated (ACTIVE of this epoch). The rotation's processor copies
+ * exactly those stacks into the chunk job, so no sample can outlive its stack and no
+ * liveness checker is needed to carry traces into the next epoch. The writer thread only
+ * ever touches jobs it was handed; the two threads share the queue and the counters, both
+ * under one mutex.
+ *
+ * Must never: block the consuming thread on I/O or symbolization; hold more than
+ * max_samples_per_chunk samples per chunk, or more than JOBS_MAX chunks waiting.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define XXH_INLINE_ALL /* header-only use of libxxhash-dev */
+#include <xxhash.h>
+
+#include "sink/jfr_sink.h"
+#include "stack/symbolize.h"
+#include "sink/trace_table.h"
+
+#define JOBS_MAX            4  /* chunks cut but not yet written; more postpones the cut */
+#define SYM_PER_FRAME       16 /* inline chain entries kept per frame */
+#define DEFAULT_PERIOD_NS   (60ull * 1000000000ull)
+#define DEFAULT_MAX_SAMPLES 1000000u
+
+struct thread_ent {
+        pid_t tid; /* 0 = empty bucket (tid 0 is the idle task, never a target) */
+        char comm[CTXPROF_COMM_LEN];
+};
+
+struct lset_ent {
+        uint64_t hash;
+        uint32_t off, len; /* serialized set in batch.arena */
+        uint32_t id;       /* context id, 0 = empty bucket */
+};
+
+/* One chunk's worth of samples and what they refer to. */
+struct batch {
+        struct jfr_sample *samples;
+        size_t n, cap;
+        char *arena; /* label sets: per label u32 key_len, key, u32 value_len, value */
+        size_t arena_len, arena_cap;
+        struct lset_ent *lsets; /* open addressing, power-of-two size */
+        uint32_t lset_cap, lset_n;
+        struct thread_ent *threads; /* open addressing by tid */
+        uint32_t thr_cap, thr_n;
+        uint64_t start_mono, start_wall;
+};
+
+struct stack_rec {
+        uint64_t id;
+        size_t off; /* into job.frames */
+        uint32_t n;
+        int truncated;
+};
+
+struct job {
+        struct batch b;
+        uint64_t *ids; /* sorted, unique trace ids the samples refer to */
+        size_t nids;
+        struct stack_rec *stacks;
+        size_t nstacks, stacks_cap;
+        struct ctxprof_frame *frames;
+        size_t nframes, frames_cap;
+        int alloc_failed;
+        struct jfr_stats stats;
+        uint64_t end_mono;
+        struct job *next;
+};
+
+struct jfr_sink {
+        struct jfr_sink_opts o;
+        struct trace_table *tt;
+        struct jfr_writer *w;
+        struct modules *modules;
+        struct batch cur;
+        struct jfr_sink_engine_counters last; /* engine counters at the previous cut */
+        uint64_t traces_dropped;              /* consuming thread only */
+
+        pthread_t writer;
+        int writer_started;
+        pthread_mutex_t mu; /* queue, stopping, counters */
+        pthread_cond_t cv;
+        struct job *head, *tail;
+        unsigned queued;
+        int stopping;
+        struct jfr_sink_counters c;
+        int first_error;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+        struct timespec ts;
+        clock_gettime(id, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int grow(void **p, size_t *cap, size_t elem, size_t need)
+{
+        if (need <= *cap)
+                return 0;
+        size_t n = *cap ? *cap : 64;
+        while (n < need)
+                n *= 2;
+        void *q = realloc(*p, n * elem);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}
+
+static void batch_free(struct batch *b)
+{
+        free(b->samples);
+        free(b->arena);
+        free(b->lsets);
+        free(b->threads);
+        memset(b, 0, sizeof(*b));
+}
+
+static int batch_init(struct batch *b)
+{
+        memset(b, 0, sizeof(*b));
+        b->lset_cap = 256;
+        b->thr_cap = 64;
+        b->lsets = calloc(b->lset_cap, sizeof(*b->lsets));
+        b->threads = calloc(b->thr_cap, sizeof(*b->threads));
+        if (!b->lsets || !b->threads) {
+                batch_free(b);
+                return -ENOMEM;
+        }
+        b->start_mono = clock_ns(CLOCK_MONOTONIC);
+        b->start_wall = clock_ns(CLOCK_REALTIME);
+        return 0;
+}
+
+/* Remembers the latest name of tid in this chunk. */
+static int batch_thread(struct batch *b, pid_t tid, const char *comm)
+{
+        if (2 * (b->thr_n + 1) > b->thr_cap) {
+                uint32_t ncap = b->thr_cap * 2;
+                struct thread_ent *nt = calloc(ncap, sizeof(*nt));
+                if (!nt)
+                        return -ENOMEM;
+                for (uint32_t i = 0; i < b->thr_cap; i++) {
+                        if (!b->threads[i].tid)
+                                continue;
+                        uint32_t h = (uint32_t)b->threads[i].tid * 2654435761u & (ncap - 1);
+                        while (nt[h].tid)
+                                h = (h + 1) & (ncap - 1);
+                        nt[h] = b->threads[i];
+                }
+                free(b->threads);
+                b->threads = nt;
+                b->thr_cap = ncap;
+        }
+        uint32_t h = (uint32_t)tid * 2654435761u & (b->thr_cap - 1);
+        while (b->threads[h].tid && b->threads[h].tid != tid)
+                h = (h + 1) & (b->thr_cap - 1);
+        if (!b->threads[h].tid) {
+                b->threads[h].tid = tid;
+                b->thr_n++;
+        }
+        snprintf(b->threads[h].comm, sizeof(b->threads[h].comm), "%s", comm ? comm : "");
+        return 0;
+}
+
+static int arena_put(struct batch *b, const void *p, size_t n)
+{
+        int err = grow((void **)&b->arena, &b->arena_cap, 1, b->arena_len + n);
+        if (err)
+                return err;
+        memcpy(b->arena + b->arena_len, p, n);
+        b->arena_len += n;
+        return 0;
+}
+
+/* libctx mirrors the span ids as the labels span-id / root-span-id (decimal) so that
+ * third-party label readers see them. The JFR event carries the validated ids as fields
+ * already; keeping the mirrors would make every request's label set distinct. Drop a mirror
+ * only when it says exactly what the validated span record says. */
+static int is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l)
+{
+        char dec[24];
+        uint64_t v;
+        int n;
+
+        if (!ds->has_span)
+                return 0;
+        if (l->key_len == 7 && !memcmp(l->key, "span-id", 7))
+                v = ds->span_id;
+        else if (l->key_len == 12 && !memcmp(l->key, "root-span-id", 12))
+                v = ds->root_span_id;
+        else
+                return 0;
+        n = snprintf(dec, sizeof(dec), "%llu", (unsigned long long)v);
+        return (size_t)n == l->value_len && !memcmp(dec, l->value, (size_t)n);
+}
+
+/* Context id of the sample's label set in this chunk (0 = no labels). */
+static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32_t *id)
+{
+        size_t start = b->arena_len;
+        int err = 0;
+
+        *id = 0;
+        for (unsigned i = 0; i < ds->n_labels && !err; i++) {
+                if (is_span_mirror(ds, &ds->labels[i]))
+                        continue;
+                uint32_t kl = (uint32_t)ds->labels[i].key_len,
+                         vl = (uint32_t)ds->labels[i].value_len;
+                err = arena_put(b, &kl, 4);
+                if (!err)
+                        err = arena_put(b, ds->labels[i].key, kl);
+                if (!err)
+                        err = arena_put(b, &vl, 4);
+                if (!err)
+                        err = arena_put(b, ds->labels[i].value, vl);
+        }
+        if (err) {
+                b->arena_len = start;
+                return err;
+        }
+        if (b->arena_len == start)
+                return 0; /* nothing but span mirrors */
+        uint32_t len = (uint32_t)(b->arena_len - start);
+        uint64_t hash = XXH3_64bits(b->arena + start, len);
+
+        if (2 * (b->lset_n + 1) > b->lset_cap) {
+                uint32_t ncap = b->lset_cap * 2;
+                struct lset_ent *nl = calloc(ncap, sizeof(*nl));
+                if (!nl) {
+                        b->arena_len = start;
+                        return -ENOMEM;
+                }
+                for (uint32_t i = 0; i < b->lset_cap; i++) {
+                        if (!b->lsets[i].id)
+                                continue;
+                        uint32_t h = (uint32_t)b->lsets[i].hash & (ncap - 1);
+                        while (nl[h].id)
+                                h = (h + 1) & (ncap - 1);
+                        nl[h] = b->lsets[i];
+                }
+                free(b->lsets);
+                b->lsets = nl;
+                b->lset_cap = ncap;
+        }
+        uint32_t h = (uint32_t)hash & (b->lset_cap - 1);
+        for (;; h = (h + 1) & (b->lset_cap - 1)) {
+                struct lset_ent *e = &b->lsets[h];
+                if (!e->id) {
+                        e->hash = hash;
+                        e->off = (uint32_t)start;
+                        e->len = len;
+                        e->id = ++b->lset_n;
+                        *id = e->id;
+                        return 0;
+                }
+                if (e->hash == hash && e->len == len &&
+                    !memcmp(b->arena + e->off, b->arena + start, len)) {
+                        b->arena_len = start; /* already interned: drop the copy */
+                        *id = e->id;
+                        return 0;
+                }
+        }
+}
+
+static int sink_sample(void *ctx, const struct decoded_sample *ds)
+{
+        struct jfr_sink *s = ctx;
+        struct batch *b = &s->cur;
+        uint32_t ctx_id = 0;
+        int err;
+
+        if (b->n >= s->o.max_samples_per_chunk ||
+            grow((void **)&b->samples, &b->cap, sizeof(*b->samples), b->n + 1)) {
+                pthread_mutex_lock(&s->mu);
+                s->c.samples_dropped++;
+                pthread_mutex_unlock(&s->mu);
+                return -ENOSPC;
+        }
+        uint64_t id = trace_table_put(s->tt, ds->frames, ds->n_frames, ds->truncated != 0);
+        if (id == TRACE_DROPPED_ID)
+                s->traces_dropped++; /* the sample stays, with an "[unknown stack]" */
+        err = batch_labels(b, ds, &ctx_id);
+        if (!err)
+                err = batch_thread(b, ds->tid, ds->comm);
+        b->samples[b->n++] = (struct jfr_sample){
+            .ticks = ds->time_ns,
+            .trace_id = id,
+            .span_id = ds->has_span ? ds->span_id : 0,
+            .root_span_id = ds->has_span ? ds->root_span_id : 0,
+            .context_id = ctx_id,
+            .tid = ds->tid,
+        };
+        return err;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return (x > y) - (x < y);
+}
+
+/* Rotation processor: copy the stacks this chunk's samples refer to. */
+static void collect_stack(void *ctx, uint64_t id, const struct ctxprof_frame *frames, uint32_t n,
+                          bool truncated)
+{
+        struct job *j = ctx;
+
+        if (!bsearch(&id, j->ids, j->nids, sizeof(*j->ids), cmp_u64))
+                return;
+        if (grow((void **)&j->stacks, &j->stacks_cap, sizeof(*j->stacks), j->nstacks + 1) ||
+            grow((void **)&j->frames, &j->frames_cap, sizeof(*j->frames), j->nframes + n)) {
+                j->alloc_failed = 1; /* those samples get "[unknown stack]" */
+                return;
+        }
+        memcpy(j->frames + j->nframes, frames, (size_t)n * sizeof(*frames));
+        j->stacks[j->nstacks++] =
+            (struct stack_rec){.id = id, .off = j->nframes, .n = n, .truncated = truncated};
+        j->nframes += n;
+}
+
+static const char *module_name(struct modules *m, const struct ctxprof_frame *f, char *buf,
+                               size_t bufsz, const char **build_id)
+{
+        struct module_info mi;
+
+        *build_id = "";
+        if (f->module_id == CTXPROF_MODULE_KERNEL || (f->flags & CTXPROF_FRAME_KERNEL))
+                return "[kernel]";
+        if (f->module_id == CTXPROF_MODULE_UNKNOWN || !m || modules_info(m, f->module_id, &mi))
+                return "[unknown]";
+        const char *slash = strrchr(mi.path, '/');
+        snprintf(buf, bufsz, "%s", slash ? slash + 1 : mi.path);
+        *build_id = mi.build_id_hex ? mi.build_id_hex : "";
+        return buf;
+}
+
+/* Writer thread state for symbolizing one stack. */
+struct symctx {
+        struct symbolizer *sym;
+        struct modules *modules;
+        struct jfr_frame *jf; /* CTXPROF_MAX_FRAMES * SYM_PER_FRAME */
+        char (*modname)[64];  /* per ctxprof frame */
+        char (*fallback)[192];
+};
+
+static int add_stack(struct jfr_writer *w, struct symctx *sc, const struct stack_rec *st,
+                     const struct ctxprof_frame *frames)
+{
+        size_t nj = 0;
+        struct sym_frame sf[SYM_PER_FRAME];
+
+        for (uint32_t i = 0; i < st->n && i < CTXPROF_MAX_FRAMES; i++) {
+                const struct ctxprof_frame *f = &frames[i];
+                const char *bid;
+                const char *mod =
+                    module_name(sc->modules, f, sc->modname[i], sizeof(sc->modname[i]), &bid);
+                int kernel =
+                    f->module_id == CTXPROF_MODULE_KERNEL || (f->flags & CTXPROF_FRAME_KERNEL);
+                int k = sc->sym ? symbolize(sc->sym, f, sf, SYM_PER_FRAME) : 0;
+
+                if (k <= 0) {
+                        k = 1;
+                        sf[0] = (struct sym_frame){.function = NULL, .file = NULL, .line = -1};
+                }
+                for (int e = 0; e < k; e++) {
+                        const char *fn = sf[e].function;
+                        if (!fn) {
+                                /* Never drop a frame: module+0xOFFSET, and the build id. */
+                                snprintf(sc->fallback[i], sizeof(sc->fallback[i]),
+                                         "%s+0x%llx%s%s%s", mod, (unsigned long long)f->offset,
+                                         *bid ? " [" : "", bid, *bid ? "]" : "");
+                                fn = sc->fallback[i];
+                        }
+                        sc->jf[nj++] = (struct jfr_frame){
+                            .function = fn,
+                            .module = mod,
+                            .line = sf[e].line > 0 ? sf[e].line : -1,
+                            .type = jfr_frame_type_for(fn, kernel),
+                        };
+                }
+        }
+        return jfr_writer_add_stack(w, st->id, sc->jf, nj, st->truncated);
+}
+
+static int write_labels(struct jfr_writer *w, const struct batch *b, const struct lset_ent *e)
+{
+        struct jfr_label l[JFR_MAX_LABELS_PER_SET];
+        size_t n = 0, p = e->off, end = (size_t)e->off + e->len;
+
+        while (p + 8 <= end && n < JFR_MAX_LABELS_PER_SET) {
+                uint32_t kl, vl;
+                memcpy(&kl, b->arena + p, 4);
+                l[n].key = b->arena + p + 4;
+                l[n].key_len = kl;
+                p += 4 + (size_t)kl;
+                memcpy(&vl, b->arena + p, 4);
+                l[n].value = b->arena + p + 4;
+                l[n].value_len = vl;
+                p += 4 + (size_t)vl;
+                n++;
+        }
+        return jfr_writer_add_labels(w, e->id, l, n);
+}
+
+static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_t *bytes)
+{
+        struct batch *b = &j->b;
+        int err = jfr_writer_begin_chunk(s->w, b->start_wall, b->start_mono);
+
+        for (uint32_t i = 0; !err && i < b->thr_cap; i++)
+                if (b->threads[i].tid)
+                        err = jfr_writer_add_thread(s->w, b->threads[i].tid, b->threads[i].comm,
+                                                    b->threads[i].comm);
+        for (size_t i = 0; !err && i < j->nstacks; i++)
+                err = add_stack(s->w, sc, &j->stacks[i], j->frames + j->stacks[i].off);
+        for (uint32_t i = 0; !err && i < b->lset_cap; i++)
+                if (b->lsets[i].id)
+                        err = write_labels(s->w, b, &b->lsets[i]);
+        for (size_t i = 0; !err && i < b->n; i++)
+                err = jfr_writer_add_sample(s->w, &b->samples[i]);
+        if (err) {
+                jfr_writer_abort_chunk(s->w);
+                return err;
+        }
+        jfr_writer_set_stats(s->w, &j->stats);
+        return jfr_writer_finish_chunk(s->w, j->end_mono, bytes);
+}
+
+static void job_free(struct job *j)
+{
+        if (!j)
+                return;
+        batch_free(&j->b);
+        free(j->ids);
+        free(j->stacks);
+        free(j->frames);
+        free(j);
+}
+
+static void *writer_main(void *arg)
+{
+        struct jfr_sink *s = arg;
+        struct symctx sc = {0};
+
+        sc.jf = calloc((size_t)CTXPROF_MAX_FRAMES * SYM_PER_FRAME, sizeof(*sc.jf));
+        sc.modname = calloc(CTXPROF_MAX_FRAMES, sizeof(*sc.modname));
+        sc.fallback = calloc(CTXPROF_MAX_FRAMES, sizeof(*sc.fallback));
+
+        pthread_mutex_lock(&s->mu);
+        for (;;) {
+                while (!s->head && !s->stopping)
+                        pthread_cond_wait(&s->cv, &s->mu);
+                struct job *j = s->head;
+                if (!j)
+                        break; /* stopping and drained */
+                s->head = j->next;
+                if (!s->head)
+                        s->tail = NULL;
+                if (!sc.sym && s->modules) {
+                        sc.modules = s->modules;
+                        sc.sym = s->o.symbolizer ? s->o.symbolizer : symbolizer_new(s->modules);
+                }
+                pthread_mutex_unlock(&s->mu);
+
+                size_t bytes = 0;
+                int err =
+                    (sc.jf && sc.modname && sc.fallback) ? write_job(s, &sc, j, &bytes) : -ENOMEM;
+
+                pthread_mutex_lock(&s->mu);
+                s->queued--;
+                s->c.latest_error = err;
+                if (err) {
+                        s->c.chunks_failed++;
+                        s->c.samples_dropped += j->b.n;
+                        s->c.last_error = err;
+                        if (!s->first_error)
+                                s->first_error = err;
+                } else {
+                        s->c.chunks_written++;
+                        s->c.bytes_written += bytes;
+                        s->c.samples_written += j->b.n;
+                }
+                pthread_cond_broadcast(&s->cv);
+                pthread_mutex_unlock(&s->mu);
+                job_free(j);
+                pthread_mutex_lock(&s->mu);
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (sc.sym != s->o.symbolizer)
+                symbolizer_free(sc.sym);
+        free(sc.jf);
+        free(sc.modname);
+        free(sc.fallback);
+        return NULL;
+}
+
+int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
+{
+        struct jfr_sink *s = calloc(1, sizeof(*s));
+        int err;
+
+        *out = NULL;
+        if (!s)
+                return -ENOMEM;
+        s->o = *o;
+        if (!s->o.chunk_period_ns)
+                s->o.chunk_period_ns = DEFAULT_PERIOD_NS;
+        if (!s->o.max_samples_per_chunk)
+                s->o.max_samples_per_chunk = DEFAULT_MAX_SAMPLES;
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->cv, NULL);
+
+        struct trace_table_config tc = {.capacity = o->table_capacity};
+        s->tt = trace_table_new(&tc);
+        if (!s->tt) {
+                err = errno ? -errno : -ENOMEM;
+                goto fail;
+        }
+        err = jfr_writer_open(&s->w, o->path, 0, &o->info);
+        if (err)
+                goto fail;
+        err = batch_init(&s->cur);
+        if (err)
+                goto fail;
+        err = -pthread_create(&s->writer, NULL, writer_main, s);
+        if (err)
+                goto fail;
+        s->writer_started = 1;
+        *out = s;
+        return 0;
+fail:
+        jfr_sink_free(s);
+        return err;
+}
+
+struct sample_sink jfr_sink_as_sink(struct jfr_sink *s)
+{
+        return (struct sample_sink){.ctx = s, .sample = sink_sample};
+}
+
+void jfr_sink_set_modules(struct jfr_sink *s, struct modules *m)
+{
+        pthread_mutex_lock(&s->mu);
+        s->modules = m;
+        pthread_mutex_unlock(&s->mu);
+}
+
+/* Cuts the current batch into a job and queues it. Consuming thread only. */
+static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_counters *c)
+{
+        struct job *j = calloc(1, sizeof(*j));
+        struct batch next;
+        struct trace_table_stats ts;
+
+        if (!j)
+                return -ENOMEM;
+        if (batch_init(&next)) {
+                free(j);
+                return -ENOMEM;
+        }
+        j->b = s->cur;
+        s->cur = next;
+        j->end_mono = now;
+
+        /* The ids this chunk refers to, sorted for the processor's lookups. */
+        j->ids = malloc((j->b.n ? j->b.n : 1) * sizeof(*j->ids));
+        if (j->ids) {
+                for (size_t i = 0; i < j->b.n; i++)
+                        j->ids[i] = j->b.samples[i].trace_id;
+                qsort(j->ids, j->b.n, sizeof(*j->ids), cmp_u64);
+                for (size_t i = 0; i < j->b.n; i++)
+                        if (!j->nids || j->ids[j->nids - 1] != j->ids[i])
+                                j->ids[j->nids++] = j->ids[i];
+        }
+        trace_table_stats(s->tt, &ts);
+        /* Every id in the batch came from this epoch's ACTIVE (see the file comment). */
+        trace_table_rotate(s->tt, collect_stack, j);
+
+        j->stats = (struct jfr_stats){
+            .samples = c ? c->samples - s->last.samples : j->b.n,
+            .lost = c ? c->lost - s->last.lost : 0,
+            .torn_span_reads = c ? c->torn_span_reads - s->last.torn_span_reads : 0,
+            .label_faults = c ? c->label_faults - s->last.label_faults : 0,
+            .unwind_errors = c ? c->unwind_errors - s->last.unwind_errors : 0,
+            .table_used = ts.active_fill,
+            .table_capacity = ts.capacity,
+            .bpf_ns_per_sample = c ? c->bpf_ns_per_sample : 0,
+        };
+        if (c)
+                s->last = *c;
+
+        pthread_mutex_lock(&s->mu);
+        s->c.traces_dropped = s->traces_dropped;
+        s->c.table_memory_bytes = ts.memory_bytes;
+        if (s->tail)
+                s->tail->next = j;
+        else
+                s->head = j;
+        s->tail = j;
+        s->queued++;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+}
+
+int jfr_sink_tick(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_counters *c)
+{
+        unsigned queued;
+
+        if (now - s->cur.start_mono < s->o.chunk_period_ns)
+                return 0;
+        pthread_mutex_lock(&s->mu);
+        queued = s->queued;
+        pthread_mutex_unlock(&s->mu);
+        if (queued >= JOBS_MAX)
+                return 0; /* the writer is behind: this chunk grows until it catches up */
+        return cut(s, now, c) ? 0 : 1;
+}
+
+int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)
+{
+        int err = cut(s, clock_ns(CLOCK_MONOTONIC), c);
+
+        pthread_mutex_lock(&s->mu);
+        s->stopping = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        if (s->writer_started) {
+                pthread_join(s->writer, NULL);
+                s->writer_started = 0;
+        }
+        pthread_mutex_lock(&s->mu);
+        if (!err)
+                err = s->first_error;
+        pthread_mutex_unlock(&s->mu);
+        return err;
+}
+
+void jfr_sink_get_counters(struct jfr_sink *s, struct jfr_sink_counters *out)
+{
+        pthread_mutex_lock(&s->mu);
+        *out = s->c;
+        out->traces_dropped = s->traces_dropped;
+        pthread_mutex_unlock(&s->mu);
+}
+
+void jfr_sink_free(struct jfr_sink *s)
+{
+        if (!s)
+                return;
+        if (s->writer_started) {
+                pthread_mutex_lock(&s->mu);
+                s->stopping = 1;
+                pthread_cond_broadcast(&s->cv);
+                pthread_mutex_unlock(&s->mu);
+                pthread_join(s->writer, NULL);
+        }
+        while (s->head) {
+                struct job *j = s->head;
+                s->head = j->next;
+                job_free(j);
+        }
+        batch_free(&s->cur);
+        if (s->w)
+                jfr_writer_close(s->w);
+        trace_table_free(s->tt);
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+        free(s);
+}

@@ -1,0 +1,67 @@
+/*
+ * jfr_sink.h — the JFR output of `ctxprof record`: a struct sample_sink that deduplicates
+ * stacks in the triple-buffered trace table, interns label sets, and every chunk period
+ * (and at the end) cuts a chunk that a writer thread symbolizes and appends to the file.
+ *
+ * Threads: the consuming thread (the one that drives the sampler) calls the sink callback,
+ * jfr_sink_tick and jfr_sink_finish; the sink owns one writer thread that does the slow part
+ * (symbolization, encoding, I/O). Never prints; errors are negative errno and counters.
+ */
+#ifndef CTXPROF_JFR_SINK_H
+#define CTXPROF_JFR_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jfr/jfr_writer.h"
+#include "stack/modules.h"
+#include "engine/sample_sink.h"
+
+struct symbolizer;
+
+struct jfr_sink_opts {
+        const char *path;             /* output file (created or truncated) */
+        uint64_t chunk_period_ns;     /* 0 = 60 s */
+        uint32_t table_capacity;      /* traces per trace table; 0 = the table's default */
+        size_t max_samples_per_chunk; /* 0 = 1,000,000; excess samples are dropped and counted */
+        struct jfr_recording_info info;
+        /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
+         * the sink); NULL = the writer thread makes its own from the modules. */
+        struct symbolizer *symbolizer;
+};
+
+/* Cumulative counters of the sampling engine, passed in at every tick: the sink turns them
+ * into per-chunk ctxprof.Statistics. */
+struct jfr_sink_engine_counters {
+        uint64_t samples, lost, torn_span_reads, label_faults, unwind_errors;
+        uint64_t bpf_ns_per_sample; /* 0 = not measured */
+};
+
+/* What the sink did, cumulative. */
+struct jfr_sink_counters {
+        uint64_t chunks_written, bytes_written, samples_written;
+        uint64_t samples_dropped; /* chunk full, or its write failed */
+        uint64_t traces_dropped;  /* trace table could not store the stack */
+        uint64_t chunks_failed;   /* writes that failed (earlier chunks stay intact) */
+        int last_error;           /* -errno of the last failed write, 0 if none */
+        int latest_error;         /* -errno of the most recent write, 0 if it succeeded */
+        uint64_t table_memory_bytes;
+};
+
+struct jfr_sink;
+
+/* Opens the output file at once, so a bad path fails before sampling starts. */
+int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out);
+struct sample_sink jfr_sink_as_sink(struct jfr_sink *s);
+/* The registry the sampled frames refer to; set before the first chunk is cut. */
+void jfr_sink_set_modules(struct jfr_sink *s, struct modules *m);
+/* Consuming thread, between polls: cuts a chunk when the period is over. 1 = cut, 0 = not. */
+int jfr_sink_tick(struct jfr_sink *s, uint64_t now_mono_ns,
+                  const struct jfr_sink_engine_counters *c);
+/* Cuts the last chunk and waits until the writer has written everything. Returns 0 or the
+ * first write error (-errno); every chunk written before an error stays readable. */
+int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c);
+void jfr_sink_get_counters(struct jfr_sink *s, struct jfr_sink_counters *out);
+void jfr_sink_free(struct jfr_sink *s);
+
+#endif

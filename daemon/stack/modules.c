@@ -1,0 +1,315 @@
+/*
+ * modules.c — the registry of code files (see modules.h). Owns the module table, its lookup
+ * hash and the descriptors it keeps so files stay readable after their process exits.
+ * Must never print, never touch /proc, never drop or renumber an id.
+ */
+#include "stack/modules.h"
+#include "stack/frame.h"
+#include "stack/sigbus_guard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NBUCKETS 4096u
+
+struct module_entry {
+        struct module_entry *next; /* hash chain */
+        char *key;                 /* "b:<hex>" or "f:<dev>:<ino>:<path>" */
+        uint32_t hash;
+        char *path;
+        char build_id_hex[2 * MODULES_BUILD_ID_MAX + 1];
+        unsigned char build_id[MODULES_BUILD_ID_MAX];
+        size_t build_id_len;
+        dev_t dev;
+        ino_t ino;
+        int fd; /* -1 if none kept */
+        uint32_t id;
+};
+
+struct modules {
+        pthread_mutex_t lock;
+        struct module_entry *buckets[NBUCKETS];
+        struct module_entry **byid; /* index = id - CTXPROF_MODULE_FIRST */
+        size_t n, cap;
+        unsigned nfds;
+};
+
+static uint32_t fnv1a(const char *s)
+{
+        uint32_t h = 2166136261u;
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h;
+}
+
+struct modules *modules_new(void)
+{
+        if (sigbus_guard_install() < 0)
+                return NULL;
+        struct modules *m = calloc(1, sizeof(*m));
+        if (!m)
+                return NULL;
+        if (pthread_mutex_init(&m->lock, NULL)) {
+                free(m);
+                return NULL;
+        }
+        return m;
+}
+
+void modules_free(struct modules *m)
+{
+        if (!m)
+                return;
+        for (size_t i = 0; i < m->n; i++) {
+                struct module_entry *e = m->byid[i];
+                if (e->fd >= 0)
+                        close(e->fd);
+                free(e->key);
+                free(e->path);
+                free(e);
+        }
+        free(m->byid);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+}
+
+static struct module_entry *entry_get(struct modules *m, uint32_t id)
+{
+        if (id < CTXPROF_MODULE_FIRST || id - CTXPROF_MODULE_FIRST >= m->n)
+                return NULL;
+        return m->byid[id - CTXPROF_MODULE_FIRST];
+}
+
+int modules_info(struct modules *m, uint32_t id, struct module_info *out)
+{
+        if (!m || !out)
+                return -EINVAL;
+        pthread_mutex_lock(&m->lock);
+        struct module_entry *e = entry_get(m, id);
+        if (e) {
+                out->path = e->path;
+                out->build_id_hex = e->build_id_hex;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return e ? 0 : -ENOENT;
+}
+
+static char *make_key(const struct module_key *k, char *hex)
+{
+        char *key = NULL;
+        int r;
+        if (k->build_id_len)
+                r = asprintf(&key, "b:%s", hex);
+        else
+                r = asprintf(&key, "f:%llx:%llu:%s", (unsigned long long)k->dev,
+                             (unsigned long long)k->ino, k->path);
+        return r < 0 ? NULL : key;
+}
+
+int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32_t *id)
+{
+        if (!m || !k || !k->path || !id || k->build_id_len > MODULES_BUILD_ID_MAX ||
+            (k->build_id_len && !k->build_id))
+                return -EINVAL;
+        char hex[2 * MODULES_BUILD_ID_MAX + 1];
+        for (size_t i = 0; i < k->build_id_len; i++)
+                snprintf(hex + 2 * i, 3, "%02x", k->build_id[i]);
+        hex[2 * k->build_id_len] = 0;
+        char *key = make_key(k, hex);
+        if (!key)
+                return -ENOMEM;
+        uint32_t h = fnv1a(key);
+        int ret = 0;
+
+        pthread_mutex_lock(&m->lock);
+        for (struct module_entry *e = m->buckets[h % NBUCKETS]; e; e = e->next) {
+                if (e->hash == h && !strcmp(e->key, key)) {
+                        /* Known file: adopt a descriptor if we have none yet (first sight may have
+                         * been without access). */
+                        if (e->fd < 0 && fd >= 0 && m->nfds < MODULES_MAX_FDS) {
+                                e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                                if (e->fd >= 0)
+                                        m->nfds++;
+                        }
+                        *id = e->id;
+                        goto out;
+                }
+        }
+        if (m->n >= MODULES_MAX) {
+                ret = -ENOSPC;
+                goto out;
+        }
+        if (m->n == m->cap) {
+                size_t ncap = m->cap ? 2 * m->cap : 64;
+                struct module_entry **nv = realloc(m->byid, ncap * sizeof(*nv));
+                if (!nv) {
+                        ret = -ENOMEM;
+                        goto out;
+                }
+                m->byid = nv;
+                m->cap = ncap;
+        }
+        struct module_entry *e = calloc(1, sizeof(*e));
+        char *path = strdup(k->path);
+        if (!e || !path) {
+                free(e);
+                free(path);
+                ret = -ENOMEM;
+                goto out;
+        }
+        e->key = key;
+        key = NULL;
+        e->hash = h;
+        e->path = path;
+        if (k->build_id_len)
+                memcpy(e->build_id, k->build_id, k->build_id_len);
+        e->build_id_len = k->build_id_len;
+        memcpy(e->build_id_hex, hex, sizeof(hex));
+        e->dev = k->dev;
+        e->ino = k->ino;
+        e->fd = -1;
+        if (fd >= 0 && m->nfds < MODULES_MAX_FDS) {
+                e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                if (e->fd >= 0)
+                        m->nfds++;
+        }
+        e->next = m->buckets[h % NBUCKETS];
+        m->buckets[h % NBUCKETS] = e;
+        m->byid[m->n] = e;
+        e->id = (uint32_t)m->n + CTXPROF_MODULE_FIRST;
+        *id = e->id;
+        m->n++;
+out:
+        pthread_mutex_unlock(&m->lock);
+        free(key);
+        return ret;
+}
+
+int modules_read_build_id(int fd, unsigned char *buf, size_t bufsz)
+{
+        if (fd < 0 || !buf)
+                return -EINVAL;
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -ENOTSUP;
+        Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!elf)
+                return -EINVAL;
+        int ret = 0;
+        if (elf_kind(elf) != ELF_K_ELF) {
+                ret = -EINVAL;
+                goto out;
+        }
+        size_t nphdr;
+        if (elf_getphdrnum(elf, &nphdr) != 0) {
+                ret = -EINVAL;
+                goto out;
+        }
+        /* Program headers first (what the loader maps), sections as a fallback. */
+        for (int pass = 0; pass < 2 && ret == 0; pass++) {
+                size_t n = pass == 0 ? nphdr : 0;
+                Elf_Scn *scn = NULL;
+                for (size_t i = 0;; i++) {
+                        Elf_Data *data = NULL;
+                        if (pass == 0) {
+                                if (i >= n)
+                                        break;
+                                GElf_Phdr ph;
+                                if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+                                        continue;
+                                data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+                                                            ph.p_align == 8 ? ELF_T_NHDR8
+                                                                            : ELF_T_NHDR);
+                        } else {
+                                scn = elf_nextscn(elf, scn);
+                                if (!scn)
+                                        break;
+                                GElf_Shdr sh;
+                                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+                                        continue;
+                                data = elf_getdata(scn, NULL);
+                        }
+                        if (!data)
+                                continue;
+                        size_t off = 0, name_off, desc_off;
+                        GElf_Nhdr nh;
+                        while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+                                if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+                                    !memcmp((char *)data->d_buf + name_off, "GNU", 4) &&
+                                    nh.n_descsz > 0) {
+                                        if (nh.n_descsz > bufsz ||
+                                            nh.n_descsz > MODULES_BUILD_ID_MAX) {
+                                                ret = -EOVERFLOW;
+                                                goto out;
+                                        }
+                                        memcpy(buf, (char *)data->d_buf + desc_off, nh.n_descsz);
+                                        ret = (int)nh.n_descsz;
+                                        goto out;
+                                }
+                        }
+                }
+        }
+out:
+        elf_end(elf);
+        return ret;
+}
+
+int modules_open(struct modules *m, uint32_t id)
+{
+        if (!m)
+                return -EINVAL;
+        char *path = NULL;
+        unsigned char bid[MODULES_BUILD_ID_MAX];
+        size_t bid_len = 0;
+        dev_t dev = 0;
+        ino_t ino = 0;
+        int fd = -1;
+
+        pthread_mutex_lock(&m->lock);
+        struct module_entry *e = entry_get(m, id);
+        if (e) {
+                if (e->fd >= 0)
+                        fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
+                else
+                        path = strdup(e->path);
+                if (e->build_id_len)
+                        memcpy(bid, e->build_id, e->build_id_len);
+                bid_len = e->build_id_len;
+                dev = e->dev;
+                ino = e->ino;
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (!e)
+                return -ENOENT;
+        if (fd >= 0)
+                return fd;
+        if (!path)
+                return -ENOMEM;
+        /* No kept descriptor: the path as seen from the daemon, verified. */
+        fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        free(path);
+        if (fd < 0)
+                return -ENOENT;
+        if (bid_len) {
+                unsigned char now[MODULES_BUILD_ID_MAX];
+                int r = modules_read_build_id(fd, now, sizeof(now));
+                if (r != (int)bid_len || memcmp(now, bid, bid_len)) {
+                        close(fd);
+                        return -ESTALE;
+                }
+        } else {
+                struct stat st;
+                if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino) {
+                        close(fd);
+                        return -ESTALE;
+                }
+        }
+        return fd;
+}

@@ -1,0 +1,274 @@
+/*
+ * proc_maps.c — parses /proc/PID/maps, registers mapped code files in the modules registry
+ * and resolves ips to (module, file offset) by binary search. Owns one process's sorted
+ * mapping table. Must never print, never read process memory, never block on a dead pid.
+ */
+#include "stack/proc_maps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+struct pm_map {
+        uint64_t start, end, pgoff;
+        dev_t dev;
+        ino_t ino;
+        uint32_t module_id; /* UNKNOWN for anonymous executable regions */
+        char *path;
+};
+
+struct proc_maps {
+        struct modules *mods;
+        pid_t pid;
+        struct pm_map *v;
+        size_t n;
+        uint64_t last_read_ns;
+        struct proc_maps_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int proc_maps_parse(pid_t pid, int (*cb)(const struct proc_map_line *, void *), void *arg)
+{
+        if (pid <= 0 || !cb)
+                return -EINVAL;
+        char fn[64];
+        snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+        FILE *f = fopen(fn, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : -errno;
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        int ret = 0;
+        while ((len = getline(&line, &cap, f)) > 0) {
+                if (line[len - 1] == '\n')
+                        line[--len] = 0;
+                struct proc_map_line l = {0};
+                unsigned long long start, end, off, ino;
+                unsigned maj, min;
+                int pathpos = 0;
+                if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, l.perms, &off,
+                           &maj, &min, &ino, &pathpos) < 7)
+                        continue; /* not a mapping line: ignore rather than fail */
+                l.start = start;
+                l.end = end;
+                l.pgoff = off;
+                l.dev = makedev(maj, min);
+                l.ino = (ino_t)ino;
+                char *path = pathpos > 0 && pathpos <= len ? line + pathpos : line + len;
+                static const char del[] = " (deleted)";
+                size_t pl = strlen(path);
+                if (pl >= sizeof(del) - 1 && !strcmp(path + pl - (sizeof(del) - 1), del)) {
+                        path[pl - (sizeof(del) - 1)] = 0;
+                        l.deleted = 1;
+                }
+                l.path = path;
+                ret = cb(&l, arg);
+                if (ret)
+                        break;
+        }
+        if (ret == 0 && ferror(f))
+                ret = -EIO;
+        free(line);
+        fclose(f);
+        return ret;
+}
+
+struct refresh_ctx {
+        struct proc_maps *pm;
+        struct pm_map *v;
+        size_t n, cap;
+        int err;
+};
+
+/* A module id for the file of mapping l: reuse what the previous table knew about the same
+ * mapping, else open the file and register it. */
+static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
+                           const struct proc_map_line *l)
+{
+        for (size_t i = 0; i < pm->n; i++) {
+                const struct pm_map *o = &pm->v[i];
+                if (o->start == l->start && o->end == l->end && o->pgoff == l->pgoff &&
+                    o->dev == l->dev && o->ino == l->ino && !strcmp(o->path, l->path))
+                        return o->module_id;
+        }
+        for (size_t i = 0; i < rc->n; i++) /* same file mapped twice in this pass */
+                if (rc->v[i].dev == l->dev && rc->v[i].ino == l->ino &&
+                    !strcmp(rc->v[i].path, l->path) && l->ino)
+                        return rc->v[i].module_id;
+
+        struct module_key key = {.dev = l->dev, .ino = l->ino, .path = l->path};
+        unsigned char bid[MODULES_BUILD_ID_MAX];
+        int fd = -1;
+        if (l->path[0] == '/') {
+                char fn[PATH_MAX + 64];
+                snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pm->pid,
+                         l->start, l->end);
+                /* map_files opens exactly the mapped file (deleted, replaced, overlayfs). */
+                fd = open(fn, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 && !l->deleted) {
+                        snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)pm->pid, l->path);
+                        fd = open(fn, O_RDONLY | O_CLOEXEC);
+                        struct stat st;
+                        /* Something else at that path now (replaced file): don't trust it. */
+                        if (fd >= 0 && (fstat(fd, &st) || st.st_ino != l->ino)) {
+                                close(fd);
+                                fd = -1;
+                        }
+                }
+                if (fd >= 0) {
+                        int r = modules_read_build_id(fd, bid, sizeof(bid));
+                        if (r > 0) {
+                                key.build_id = bid;
+                                key.build_id_len = (size_t)r;
+                        }
+                }
+        }
+        uint32_t id = CTXPROF_MODULE_UNKNOWN;
+        if (modules_intern(pm->mods, &key, fd, &id) < 0)
+                id = CTXPROF_MODULE_UNKNOWN;
+        if (fd >= 0)
+                close(fd);
+        return id;
+}
+
+static int refresh_cb(const struct proc_map_line *l, void *arg)
+{
+        struct refresh_ctx *rc = arg;
+        if (l->perms[2] != 'x')
+                return 0;
+        if (!strcmp(l->path, "[vsyscall]"))
+                return 0; /* fixed legacy page, no file */
+        if (rc->n == rc->cap) {
+                size_t ncap = rc->cap ? 2 * rc->cap : 32;
+                struct pm_map *nv = realloc(rc->v, ncap * sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                rc->v = nv;
+                rc->cap = ncap;
+        }
+        struct pm_map *m = &rc->v[rc->n];
+        m->start = l->start;
+        m->end = l->end;
+        m->pgoff = l->pgoff;
+        m->dev = l->dev;
+        m->ino = l->ino;
+        m->path = strdup(l->path);
+        if (!m->path)
+                return -ENOMEM;
+        /* Anonymous executable memory (JIT) has no file: its ips stay raw addresses. */
+        m->module_id = l->path[0] ? module_for(rc->pm, rc, l) : CTXPROF_MODULE_UNKNOWN;
+        rc->n++;
+        return 0;
+}
+
+static void free_table(struct pm_map *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(v[i].path);
+        free(v);
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+        const struct pm_map *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int refresh(struct proc_maps *pm)
+{
+        struct refresh_ctx rc = {.pm = pm};
+        pm->last_read_ns = now_ns();
+        int r = proc_maps_parse(pm->pid, refresh_cb, &rc);
+        if (r < 0) {
+                free_table(rc.v, rc.n);
+                return r;
+        }
+        qsort(rc.v, rc.n, sizeof(*rc.v), cmp_map);
+        free_table(pm->v, pm->n);
+        pm->v = rc.v;
+        pm->n = rc.n;
+        return 0;
+}
+
+int proc_maps_open(struct modules *mods, pid_t pid, struct proc_maps **out)
+{
+        if (!mods || pid <= 0 || !out)
+                return -EINVAL;
+        struct proc_maps *pm = calloc(1, sizeof(*pm));
+        if (!pm)
+                return -ENOMEM;
+        pm->mods = mods;
+        pm->pid = pid;
+        int r = refresh(pm);
+        if (r < 0) {
+                free(pm);
+                return r;
+        }
+        *out = pm;
+        return 0;
+}
+
+static const struct pm_map *lookup(const struct proc_maps *pm, uint64_t ip)
+{
+        size_t lo = 0, hi = pm->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (pm->v[mid].end <= ip)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < pm->n && pm->v[lo].start <= ip ? &pm->v[lo] : NULL;
+}
+
+int proc_maps_resolve(struct proc_maps *pm, uint64_t ip, struct ctxprof_frame *out)
+{
+        if (!pm || !out)
+                return -EINVAL;
+        const struct pm_map *m = lookup(pm, ip);
+        if (!m && now_ns() - pm->last_read_ns >= PROC_MAPS_REFRESH_NS) {
+                if (refresh(pm) == 0) {
+                        pm->st.refreshes++;
+                        m = lookup(pm, ip);
+                }
+        }
+        out->flags = 0;
+        if (!m || m->module_id == CTXPROF_MODULE_UNKNOWN) {
+                pm->st.misses++;
+                out->module_id = CTXPROF_MODULE_UNKNOWN;
+                out->offset = ip;
+                return 0;
+        }
+        out->module_id = m->module_id;
+        out->offset = ip - m->start + m->pgoff;
+        return 0;
+}
+
+void proc_maps_stats(const struct proc_maps *pm, struct proc_maps_stats *out)
+{
+        if (pm && out)
+                *out = pm->st;
+}
+
+void proc_maps_free(struct proc_maps *pm)
+{
+        if (!pm)
+                return;
+        free_table(pm->v, pm->n);
+        free(pm);
+}

@@ -1,0 +1,52 @@
+/*
+ * proc_maps.h — one process's executable mappings, turning instruction addresses into
+ * (module, file offset) frames while the mapping is known. Reads /proc/PID/maps and opens
+ * mapped files through /proc/PID/map_files (fallback /proc/PID/root/PATH) to read build ids,
+ * so containers and deleted files work. Never prints; never reads process memory.
+ *
+ * A struct proc_maps is used by one thread at a time (the sampler's consumer); the modules
+ * registry it feeds is thread-safe.
+ */
+#ifndef CTXPROF_PROC_MAPS_H
+#define CTXPROF_PROC_MAPS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "stack/frame.h"
+#include "stack/modules.h"
+
+/* A miss re-reads /proc/PID/maps at most this often. */
+#define PROC_MAPS_REFRESH_NS 50000000ull /* 50 ms */
+
+struct proc_maps;
+
+/* Reads the maps now. -ESRCH no such process, -EACCES, -ENOMEM. */
+int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
+/* ip -> frame (module id + file offset); re-reads /proc/PID/maps on a miss (rate-limited);
+ * unmapped ip, or an ip in an anonymous executable region (JIT) -> {ip, UNKNOWN}.
+ * Returns 0 (also for unknown ips) or -EINVAL. out->flags is set to 0. */
+int proc_maps_resolve(struct proc_maps *, uint64_t ip, struct ctxprof_frame *out);
+void proc_maps_free(struct proc_maps *);
+
+/* Counters for the caller's statistics. */
+struct proc_maps_stats {
+        uint64_t refreshes; /* successful re-reads after the first */
+        uint64_t misses;    /* resolves that ended as UNKNOWN */
+};
+void proc_maps_stats(const struct proc_maps *, struct proc_maps_stats *out);
+
+/* One line of /proc/PID/maps, as the parser hands it out. */
+struct proc_map_line {
+        uint64_t start, end, pgoff;
+        dev_t dev;
+        ino_t ino;
+        char perms[5];
+        int deleted;      /* path ended in " (deleted)" (stripped from path) */
+        const char *path; /* "" for anonymous; "[vdso]", "[stack]", ... for special ones */
+};
+/* Calls cb for every line; stops when cb returns non-zero and returns that value.
+ * 0 at the end, -errno if the file cannot be read (-ESRCH for a dead process). */
+int proc_maps_parse(pid_t pid, int (*cb)(const struct proc_map_line *, void *), void *arg);
+
+#endif

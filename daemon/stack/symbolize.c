@@ -1,0 +1,626 @@
+/*
+ * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
+ * module file, the (module, offset) result cache, the string pool and the kallsyms table.
+ * Must never print, never read a live process, never return a frame-dropping error for a
+ * frame it merely cannot name.
+ */
+#include "stack/symbolize.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* C++ names: libstdc++'s __cxa_demangle (package libstdc++6, on every Debian system: gcc and
+ * every C++ program depend on it; it is GCC's own demangler, kept in step with the C++ ABI
+ * that g++ emits, and gets Debian's security updates). Loaded with dlopen so that no binary
+ * linking libctxprof.a needs -lstdc++; without it names stay mangled (never an error). */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+#define LIBSTDCXX "libstdc++.so.6"
+
+#define NCACHE_BUCKETS (1u << 16)
+#define NSTR_BUCKETS   (1u << 14)
+
+struct load_seg {
+        GElf_Off off;
+        GElf_Xword filesz;
+        GElf_Addr vaddr;
+};
+
+struct sym_module {
+        Dwfl *dwfl; /* NULL when closed or failed */
+        Dwfl_Module *mod;
+        GElf_Addr bias;
+        struct load_seg *segs;
+        size_t nsegs;
+        int failed; /* the file cannot be read as ELF: every frame stays unresolved */
+        uint64_t last_use;
+};
+
+struct cache_ent {
+        struct cache_ent *next;
+        uint64_t offset;
+        uint32_t module_id;
+        int n;
+        struct sym_frame f[];
+};
+
+struct str_ent {
+        struct str_ent *next;
+        uint32_t hash;
+        char s[];
+};
+
+struct ksym {
+        uint64_t addr;
+        const char *name;
+};
+
+struct symbolizer {
+        pthread_mutex_t lock;
+        struct modules *mods;
+        struct sym_module **smods; /* index = module id */
+        size_t nsmods;
+        unsigned nopen;
+        uint64_t tick;
+        struct cache_ent **cache;
+        size_t ncache;
+        struct str_ent **strs;
+        int kallsyms_loaded;
+        struct ksym *ksyms;
+        size_t nksyms;
+        char *kbuf;
+        demangle_fn demangle;
+        struct symbolizer_stats st;
+};
+
+static uint32_t hash_str(const char *s)
+{
+        uint32_t h = 2166136261u;
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h;
+}
+
+static const char *intern(struct symbolizer *s, const char *str)
+{
+        if (!str)
+                return NULL;
+        uint32_t h = hash_str(str);
+        struct str_ent **b = &s->strs[h % NSTR_BUCKETS];
+        for (struct str_ent *e = *b; e; e = e->next)
+                if (e->hash == h && !strcmp(e->s, str))
+                        return e->s;
+        size_t len = strlen(str);
+        struct str_ent *e = malloc(sizeof(*e) + len + 1);
+        if (!e)
+                return NULL;
+        e->hash = h;
+        memcpy(e->s, str, len + 1);
+        s->st.string_bytes += sizeof(*e) + len + 1;
+        e->next = *b;
+        *b = e;
+        return e->s;
+}
+
+/* Demangled (C++ "_Z...") or as is; interned. */
+static const char *intern_name(struct symbolizer *s, const char *name)
+{
+        if (!name)
+                return NULL;
+        if (name[0] == '_' && name[1] == 'Z') {
+                int status = -1;
+                char *d = s->demangle ? s->demangle(name, NULL, NULL, &status) : NULL;
+                if (d && status == 0) {
+                        const char *r = intern(s, d);
+                        free(d);
+                        return r;
+                }
+                free(d);
+        }
+        return intern(s, name);
+}
+
+struct symbolizer *symbolizer_new(struct modules *mods)
+{
+        if (!mods)
+                return NULL;
+        struct symbolizer *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->mods = mods;
+        s->cache = calloc(NCACHE_BUCKETS, sizeof(*s->cache));
+        s->strs = calloc(NSTR_BUCKETS, sizeof(*s->strs));
+        if (!s->cache || !s->strs || pthread_mutex_init(&s->lock, NULL)) {
+                free(s->cache);
+                free(s->strs);
+                free(s);
+                return NULL;
+        }
+        /* Never dlclose'd: libstdc++ may have registered exit-time destructors. */
+        void *cxx = dlopen(LIBSTDCXX, RTLD_NOW | RTLD_LOCAL);
+        if (cxx)
+                s->demangle = (demangle_fn)dlsym(cxx, "__cxa_demangle");
+        return s;
+}
+
+static void smod_close(struct symbolizer *s, struct sym_module *m)
+{
+        if (m->dwfl) {
+                dwfl_end(m->dwfl);
+                s->nopen--;
+        }
+        m->dwfl = NULL;
+        m->mod = NULL;
+        free(m->segs);
+        m->segs = NULL;
+        m->nsegs = 0;
+}
+
+static void cache_clear(struct symbolizer *s)
+{
+        for (size_t i = 0; i < NCACHE_BUCKETS; i++) {
+                struct cache_ent *e = s->cache[i];
+                while (e) {
+                        struct cache_ent *nx = e->next;
+                        free(e);
+                        e = nx;
+                }
+                s->cache[i] = NULL;
+        }
+        s->ncache = 0;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->nsmods; i++) {
+                if (s->smods[i]) {
+                        smod_close(s, s->smods[i]);
+                        free(s->smods[i]);
+                }
+        }
+        free(s->smods);
+        cache_clear(s);
+        free(s->cache);
+        for (size_t i = 0; i < NSTR_BUCKETS; i++) {
+                struct str_ent *e = s->strs[i];
+                while (e) {
+                        struct str_ent *nx = e->next;
+                        free(e);
+                        e = nx;
+                }
+        }
+        free(s->strs);
+        free(s->ksyms);
+        free(s->kbuf);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+}
+
+void symbolizer_stats(struct symbolizer *s, struct symbolizer_stats *out)
+{
+        if (!s || !out)
+                return;
+        pthread_mutex_lock(&s->lock);
+        *out = s->st;
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- kernel ---------------------------------------------------------------------------- */
+
+static int cmp_ksym(const void *a, const void *b)
+{
+        const struct ksym *x = a, *y = b;
+        return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void kallsyms_load(struct symbolizer *s)
+{
+        s->kallsyms_loaded = 1;
+        FILE *f = fopen("/proc/kallsyms", "re");
+        if (!f)
+                return;
+        char *line = NULL;
+        size_t cap = 0, n = 0, ncap = 0, blen = 0, bcap = 0;
+        ssize_t len;
+        struct ksym *v = NULL;
+        size_t *offs = NULL; /* name offsets into kbuf until it stops moving */
+        char *buf = NULL;
+        while ((len = getline(&line, &cap, f)) > 0) {
+                unsigned long long addr;
+                char type;
+                int np = 0;
+                if (sscanf(line, "%llx %c %n", &addr, &type, &np) < 2 || np <= 0)
+                        continue;
+                if (addr == 0 || !(type == 't' || type == 'T' || type == 'w' || type == 'W'))
+                        continue;
+                char *name = line + np;
+                name[strcspn(name, " \t\n")] = 0; /* drop "[module]" */
+                size_t nl = strlen(name);
+                if (n == ncap) {
+                        ncap = ncap ? 2 * ncap : 65536;
+                        struct ksym *nv = realloc(v, ncap * sizeof(*nv));
+                        size_t *no = realloc(offs, ncap * sizeof(*no));
+                        if (nv)
+                                v = nv;
+                        if (no)
+                                offs = no;
+                        if (!nv || !no)
+                                goto fail;
+                }
+                if (blen + nl + 1 > bcap) {
+                        bcap = bcap ? 2 * bcap : (1u << 20);
+                        while (bcap < blen + nl + 1)
+                                bcap *= 2;
+                        char *nb = realloc(buf, bcap);
+                        if (!nb)
+                                goto fail;
+                        buf = nb;
+                }
+                memcpy(buf + blen, name, nl + 1);
+                v[n].addr = addr;
+                offs[n] = blen;
+                blen += nl + 1;
+                n++;
+        }
+        for (size_t i = 0; i < n; i++)
+                v[i].name = buf + offs[i];
+        qsort(v, n, sizeof(*v), cmp_ksym);
+        s->ksyms = v;
+        s->nksyms = n;
+        s->kbuf = buf;
+        free(offs);
+        free(line);
+        fclose(f);
+        return;
+fail:
+        free(v);
+        free(offs);
+        free(buf);
+        free(line);
+        fclose(f);
+}
+
+static const char *kernel_name(struct symbolizer *s, uint64_t addr)
+{
+        if (!s->kallsyms_loaded)
+                kallsyms_load(s);
+        size_t lo = 0, hi = s->nksyms;
+        while (lo < hi) { /* first symbol with addr > target */
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->ksyms[mid].addr <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0)
+                return NULL;
+        const struct ksym *k = &s->ksyms[lo - 1];
+        /* Past the last symbol by a lot: not text we know. */
+        if (lo == s->nksyms && addr - k->addr > (1u << 20))
+                return NULL;
+        return k->name;
+}
+
+/* ---- user modules ---------------------------------------------------------------------- */
+
+static const Dwfl_Callbacks offline_cb = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+static void evict_lru(struct symbolizer *s)
+{
+        struct sym_module *old = NULL;
+        for (size_t i = 0; i < s->nsmods; i++) {
+                struct sym_module *m = s->smods[i];
+                if (m && m->dwfl && (!old || m->last_use < old->last_use))
+                        old = m;
+        }
+        if (old)
+                smod_close(s, old);
+}
+
+static int smod_open(struct symbolizer *s, uint32_t id, struct sym_module *m)
+{
+        struct module_info info;
+        if (modules_info(s->mods, id, &info) < 0)
+                return -ENOENT;
+        int fd = modules_open(s->mods, id);
+        if (fd < 0)
+                return fd;
+        if (s->nopen >= SYM_MAX_OPEN)
+                evict_lru(s);
+        Dwfl *dwfl = dwfl_begin(&offline_cb);
+        if (!dwfl) {
+                close(fd);
+                return -ENOMEM;
+        }
+        dwfl_report_begin(dwfl);
+        /* libdwfl owns fd once the module is reported (closed by dwfl_end). */
+        Dwfl_Module *mod = dwfl_report_elf(dwfl, info.path, info.path, fd, 0, false);
+        if (!mod || dwfl_report_end(dwfl, NULL, NULL) != 0) {
+                if (!mod)
+                        close(fd);
+                dwfl_end(dwfl);
+                return -EINVAL;
+        }
+        GElf_Addr bias = 0;
+        Elf *elf = dwfl_module_getelf(mod, &bias);
+        size_t nph = 0;
+        if (!elf || elf_getphdrnum(elf, &nph) != 0) {
+                dwfl_end(dwfl);
+                return -EINVAL;
+        }
+        struct load_seg *segs = calloc(nph ? nph : 1, sizeof(*segs));
+        if (!segs) {
+                dwfl_end(dwfl);
+                return -ENOMEM;
+        }
+        size_t n = 0;
+        for (size_t i = 0; i < nph; i++) {
+                GElf_Phdr ph;
+                if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+                        segs[n].off = ph.p_offset;
+                        segs[n].filesz = ph.p_filesz;
+                        segs[n].vaddr = ph.p_vaddr;
+                        n++;
+                }
+        }
+        m->dwfl = dwfl;
+        m->mod = mod;
+        m->bias = bias;
+        m->segs = segs;
+        m->nsegs = n;
+        s->nopen++;
+        return 0;
+}
+
+static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
+{
+        if (id >= s->nsmods) {
+                size_t nn = s->nsmods ? s->nsmods : 64;
+                while (nn <= id)
+                        nn *= 2;
+                struct sym_module **nv = realloc(s->smods, nn * sizeof(*nv));
+                if (!nv)
+                        return NULL;
+                memset(nv + s->nsmods, 0, (nn - s->nsmods) * sizeof(*nv));
+                s->smods = nv;
+                s->nsmods = nn;
+        }
+        struct sym_module *m = s->smods[id];
+        if (!m) {
+                m = calloc(1, sizeof(*m));
+                if (!m)
+                        return NULL;
+                s->smods[id] = m;
+        }
+        m->last_use = ++s->tick;
+        if (!m->dwfl && !m->failed) {
+                int err = smod_open(s, id, m);
+                /* An id the registry does not know yet (another thread is registering it)
+                 * is not a broken file: try again next time instead of failing it for good. */
+                if (err < 0 && err != -ENOENT) {
+                        m->failed = 1;
+                        s->st.module_errors++;
+                }
+        }
+        return m->dwfl ? m : NULL;
+}
+
+static const char *die_linkage_or_name(Dwarf_Die *die)
+{
+        Dwarf_Attribute a;
+        const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+        if (!n)
+                n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+        if (!n)
+                n = dwarf_diename(die);
+        return n;
+}
+
+static int is_func(Dwarf_Die *d)
+{
+        int t = dwarf_tag(d);
+        return t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine;
+}
+
+/* The inline chain at addr from DWARF (eu-addr2line -i logic). Returns entries written. */
+static int dwarf_chain(struct symbolizer *s, struct sym_module *m, GElf_Addr addr,
+                       struct sym_frame *out, int max)
+{
+        Dwarf_Addr bias = 0;
+        Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
+        if (!cudie)
+                return 0;
+        Dwarf_Die *scopes = NULL;
+        int ns = dwarf_getscopes(cudie, addr - bias, &scopes);
+        int i = 0;
+        while (i < ns && !is_func(&scopes[i]))
+                i++;
+        if (ns <= 0 || i >= ns) {
+                free(scopes);
+                return 0;
+        }
+        Dwarf_Files *files = NULL;
+        size_t nfiles = 0;
+        if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+                files = NULL;
+
+        const char *file = NULL;
+        int line = -1;
+        Dwfl_Line *ln = dwfl_module_getsrc(m->mod, addr);
+        if (ln) {
+                int l = 0;
+                file = dwfl_lineinfo(ln, NULL, &l, NULL, NULL, NULL);
+                line = file ? l : -1;
+        }
+
+        Dwarf_Die die = scopes[i];
+        free(scopes);
+        int n = 0;
+        for (;;) {
+                int tag = dwarf_tag(&die);
+                out[n].function = intern_name(s, die_linkage_or_name(&die));
+                out[n].file = intern(s, file);
+                out[n].line = line;
+                out[n].inlined = tag == DW_TAG_inlined_subroutine;
+                n++;
+                if (tag != DW_TAG_inlined_subroutine || n >= max)
+                        break;
+                /* The caller's location is this inlined instance's call site. */
+                Dwarf_Attribute a;
+                Dwarf_Word cf = 0, cl = 0;
+                file = NULL;
+                line = -1;
+                if (files && dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &cf) == 0 &&
+                    cf < nfiles)
+                        file = dwarf_filesrc(files, cf, NULL, NULL);
+                if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &a), &cl) == 0)
+                        line = (int)cl;
+                Dwarf_Die *sc2 = NULL;
+                int n2 = dwarf_getscopes_die(&die, &sc2);
+                int j = 1;
+                while (j < n2 && !is_func(&sc2[j]))
+                        j++;
+                if (n2 <= 0 || j >= n2) {
+                        free(sc2);
+                        break;
+                }
+                die = sc2[j];
+                free(sc2);
+        }
+        /* The outermost entry must be a real function; mark it so whatever stopped us. */
+        out[n - 1].inlined = 0;
+        return n;
+}
+
+static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct sym_frame *out,
+                        int max)
+{
+        struct sym_module *m = smod_get(s, id);
+        if (!m)
+                return 0;
+        const struct load_seg *seg = NULL;
+        for (size_t i = 0; i < m->nsegs; i++)
+                if (off >= m->segs[i].off && off - m->segs[i].off < m->segs[i].filesz) {
+                        seg = &m->segs[i];
+                        break;
+                }
+        if (!seg)
+                return 0;
+        GElf_Addr addr = off - seg->off + seg->vaddr + m->bias;
+
+        int n = dwarf_chain(s, m, addr, out, max);
+        /* Symbol table name for the real function: the exact (mangled) C++ symbol when DWARF has
+         * no linkage name, and the only name without DWARF. */
+        GElf_Sym sym;
+        GElf_Off soff = 0;
+        const char *sname = dwfl_module_addrinfo(m->mod, addr, &soff, &sym, NULL, NULL, NULL);
+        if (n > 0) {
+                const char *dn = out[n - 1].function;
+                if (sname && (!dn || (sname[0] == '_' && sname[1] == 'Z' && !strstr(dn, "::") &&
+                                      !strchr(dn, '('))))
+                        out[n - 1].function = intern_name(s, sname);
+                return n;
+        }
+        if (!sname)
+                return 0;
+        out[0].function = intern_name(s, sname);
+        out[0].file = NULL;
+        out[0].line = -1;
+        out[0].inlined = 0;
+        Dwfl_Line *ln = dwfl_module_getsrc(m->mod, addr);
+        if (ln) {
+                int l = 0;
+                const char *f = dwfl_lineinfo(ln, NULL, &l, NULL, NULL, NULL);
+                if (f) {
+                        out[0].file = intern(s, f);
+                        out[0].line = l;
+                }
+        }
+        return out[0].function ? 1 : 0;
+}
+
+static void copy_out(const struct sym_frame *src, int n, struct sym_frame *out, int max)
+{
+        if (n <= max) {
+                memcpy(out, src, (size_t)n * sizeof(*out));
+                return;
+        }
+        /* Keep the innermost entries and the real function last. */
+        memcpy(out, src, (size_t)(max - 1) * sizeof(*out));
+        out[max - 1] = src[n - 1];
+}
+
+int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_frame *out, int max)
+{
+        if (!s || !f || !out || max < 1)
+                return -EINVAL;
+        uint64_t off = f->offset;
+        if ((f->flags & CTXPROF_FRAME_RETADDR) && off > 0)
+                off--;
+        uint32_t h = (uint32_t)((off * 0x9e3779b97f4a7c15ull) >> 40) ^ f->module_id * 2654435761u;
+        h %= NCACHE_BUCKETS;
+
+        pthread_mutex_lock(&s->lock);
+        s->st.lookups++;
+        for (struct cache_ent *e = s->cache[h]; e; e = e->next) {
+                if (e->module_id == f->module_id && e->offset == off) {
+                        s->st.cache_hits++;
+                        copy_out(e->f, e->n, out, max < e->n ? max : e->n);
+                        int r = max < e->n ? max : e->n;
+                        pthread_mutex_unlock(&s->lock);
+                        return r;
+                }
+        }
+        struct sym_frame tmp[SYM_MAX_INLINE];
+        int n = 0;
+        if (f->module_id == CTXPROF_MODULE_KERNEL) {
+                const char *name = kernel_name(s, off);
+                if (name) {
+                        tmp[0] = (struct sym_frame){.function = name, .file = NULL, .line = -1};
+                        n = 1;
+                }
+        } else if (f->module_id >= CTXPROF_MODULE_FIRST) {
+                n = resolve_user(s, f->module_id, off, tmp, SYM_MAX_INLINE);
+        }
+        int cacheable = 1;
+        if (n == 0) {
+                struct module_info mi;
+                s->st.unresolved++;
+                tmp[0] = (struct sym_frame){.function = NULL, .file = NULL, .line = -1};
+                n = 1;
+                /* Not yet registered: the answer may change, so do not remember it. */
+                if (f->module_id >= CTXPROF_MODULE_FIRST &&
+                    modules_info(s->mods, f->module_id, &mi))
+                        cacheable = 0;
+        }
+        if (cacheable && s->ncache >= SYM_CACHE_MAX)
+                cache_clear(s);
+        struct cache_ent *e = cacheable ? malloc(sizeof(*e) + (size_t)n * sizeof(e->f[0])) : NULL;
+        if (e) {
+                e->module_id = f->module_id;
+                e->offset = off;
+                e->n = n;
+                memcpy(e->f, tmp, (size_t)n * sizeof(tmp[0]));
+                e->next = s->cache[h];
+                s->cache[h] = e;
+                s->ncache++;
+        }
+        int r = n < max ? n : max;
+        copy_out(tmp, n, out, r);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}

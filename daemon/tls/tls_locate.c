@@ -1,0 +1,507 @@
+/*
+ * tls_locate.c — per target process: walks /proc/PID/maps, reads each executable-mapped
+ * ELF file (via /proc/PID/map_files, fallback /proc/PID/root/PATH) with elf_tls.c, picks the
+ * object that *defines* each of our TLS variables, and turns its access model into a
+ * struct ctxprof_tls_var using the live loader state read from /proc/PID/mem:
+ *
+ *   executable, no relocation (local-exec)  tp_offset = st_value - exec block offset
+ *     (also when its TPOFF64 slot is not relocated yet: the exe's block is always first)
+ *   R_X86_64_TPOFF64 (initial-exec)         tp_offset = the GOT slot
+ *   R_X86_64_TLSDESC                        {entry, arg}: arg < 0 static tp offset;
+ *                                           arg a pointer → {module, offset} → DTV
+ *   R_X86_64_DTPMOD64 (+ DTPOFF64)          {module, offset} → DTV
+ *
+ * DTV layouts (x86-64, dtv pointer at tp + 8 for both libcs):
+ *   glibc: dtv_t is 16 bytes {val, to_free}; the length (max valid module id) is
+ *          dtv[-1].counter, dtv[0] is the generation; an unallocated block is -1 (or 0 when
+ *          the thread's DTV predates the dlopen).
+ *   musl:  8-byte entries, dtv[0] = module count; blocks are installed eagerly at dlopen
+ *          (musl never gives a dlopen'ed module static TLS: its TLSDESC arg is always a
+ *          pointer to {tls_id, offset, next}, so the same decoding applies). The main
+ *          executable's static offset differs from glibc's only for unaligned PT_TLS
+ *          p_vaddr (see elf_tls_exec_block_offset). musl is detected by the mapped
+ *          ld-musl / libc.musl file name; it is untested here (no musl on the build host).
+ *
+ * Must never print, never write to the target, never trust a value read from it without a
+ * range check.
+ */
+#include "tls/tls_locate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctx/abi.h"
+#include "tls/elf_tls.h"
+
+#define MAX_OBJECTS 4096
+/* static TLS offsets are small negatives (glibc: static TLS size, a few KiB) */
+#define MAX_STATIC_TLS (1LL << 31)
+#define MAX_MODULE_ID  (1u << 20)
+#define USER_ADDR_MAX  0x00007fffffffffffULL
+
+enum { SYM_LABELS, SYM_LABELS_VERSION, SYM_SPAN, SYM_SPAN_VERSION, NSYMS };
+static const char *const sym_names[NSYMS] = {
+    [SYM_LABELS] = CUSTOM_LABELS_CURRENT_SET_SYM,
+    [SYM_LABELS_VERSION] = CUSTOM_LABELS_ABI_VERSION_SYM,
+    [SYM_SPAN] = CTX_SPAN_CONTEXT_SYM,
+    [SYM_SPAN_VERSION] = CTX_SPAN_CONTEXT_ABI_VERSION_SYM,
+};
+
+struct object {
+        uint64_t start, pgoff; /* first mapping of the file (lowest address) */
+        unsigned long dev_major, dev_minor;
+        uint64_t inode;
+        int exec;       /* some mapping of it is executable */
+        char range[48]; /* "start-end" as in maps: the map_files name */
+        char *path;     /* owned */
+};
+
+int tls_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len)
+{
+        if (addr > USER_ADDR_MAX || len > USER_ADDR_MAX - addr)
+                return -EFAULT;
+        size_t done = 0;
+        while (done < len) {
+                ssize_t r = pread(mem_fd, (char *)buf + done, len - done, (off_t)(addr + done));
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno == ESRCH ? -ESRCH : -EFAULT;
+                }
+                if (r == 0)
+                        return -EFAULT;
+                done += (size_t)r;
+        }
+        return 0;
+}
+
+static int read_u64(int mem_fd, uint64_t addr, uint64_t *v)
+{
+        return tls_mem_read(mem_fd, addr, v, sizeof(*v));
+}
+
+static void free_objects(struct object *objs, int n)
+{
+        for (int i = 0; i < n; i++)
+                free(objs[i].path);
+        free(objs);
+}
+
+/* Parse /proc/PID/maps into unique files (*objs, owned by the caller, free_objects).
+ * Returns the count or -errno. */
+static int read_objects(pid_t pid, struct object **objsp, int *musl)
+{
+        struct object *objs = NULL;
+        int cap = 0;
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+        FILE *f = fopen(p, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : -errno;
+        char line[4352];
+        int n = 0, lines = 0;
+        *musl = 0;
+        while (fgets(line, sizeof(line), f)) {
+                lines++;
+                uint64_t start, end, pgoff, inode;
+                unsigned long maj, min;
+                char perms[8];
+                int pos = 0;
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %lx:%lx %" SCNu64 " %n",
+                           &start, &end, perms, &pgoff, &maj, &min, &inode, &pos) < 7)
+                        continue;
+                if (inode == 0 || line[pos] != '/')
+                        continue;
+                char *path = line + pos;
+                path[strcspn(path, "\n")] = 0;
+                const char *base = strrchr(path, '/') + 1;
+                if (strncmp(base, "ld-musl-", 8) == 0 || strncmp(base, "libc.musl", 9) == 0)
+                        *musl = 1;
+                int i;
+                for (i = 0; i < n; i++)
+                        if (objs[i].inode == inode && objs[i].dev_major == maj &&
+                            objs[i].dev_minor == min)
+                                break;
+                if (i == n) {
+                        if (n == MAX_OBJECTS)
+                                continue; /* bounded: ignore the rest */
+                        if (n == cap) {
+                                int ncap = cap ? cap * 2 : 64;
+                                struct object *no = realloc(objs, (size_t)ncap * sizeof(*objs));
+                                if (!no) {
+                                        fclose(f);
+                                        free_objects(objs, n);
+                                        return -ENOMEM;
+                                }
+                                objs = no;
+                                cap = ncap;
+                        }
+                        struct object *o = &objs[n];
+                        memset(o, 0, sizeof(*o));
+                        o->path = strdup(path);
+                        if (!o->path) {
+                                fclose(f);
+                                free_objects(objs, n);
+                                return -ENOMEM;
+                        }
+                        n++;
+                        o->start = start;
+                        o->pgoff = pgoff;
+                        o->dev_major = maj;
+                        o->dev_minor = min;
+                        o->inode = inode;
+                        snprintf(o->range, sizeof(o->range), "%" PRIx64 "-%" PRIx64, start, end);
+                }
+                if (strchr(perms, 'x'))
+                        objs[i].exec = 1;
+        }
+        int err = ferror(f) ? -EIO : lines == 0 ? -ESRCH /* zombie: no address space */ : 0;
+        fclose(f);
+        if (err) {
+                free_objects(objs, n);
+                return err;
+        }
+        *objsp = objs;
+        return n;
+}
+
+static int open_object(pid_t pid, const struct object *o)
+{
+        char p[4200];
+        snprintf(p, sizeof(p), "/proc/%d/map_files/%s", (int)pid, o->range);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+                return fd;
+        if (strlen(o->path) > 4096)
+                return -ENAMETOOLONG;
+        snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, o->path);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        return fd >= 0 ? fd : -errno;
+}
+
+static int is_user_pointer(uint64_t v)
+{
+        return v > 0xffffffffULL && v <= USER_ADDR_MAX;
+}
+
+static int static_offset_ok(int64_t off)
+{
+        return off < 0 && off > -MAX_STATIC_TLS;
+}
+
+static void set_dtv(struct ctxprof_tls_var *v, uint64_t module, uint64_t offset, int musl)
+{
+        v->mode = CTXPROF_TLS_DTV;
+        v->dtv_stride = musl ? 8 : 16;
+        v->module = module;
+        v->offset = offset;
+}
+
+static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                         uint64_t bias, int musl, struct ctxprof_tls_var *v);
+
+/* The main executable's TLS block is the first below tp (glibc and musl alike), so its
+ * variables' offsets follow from the file alone: local-exec code needs no relocation, and
+ * before the loader has filled a TPOFF64/TLSDESC slot (process stopped at exec) this is
+ * still the right answer. */
+static int exec_static(const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                       struct ctxprof_tls_var *v)
+{
+        if (s->value >= info->tls_memsz)
+                return -EPROTO;
+        v->mode = CTXPROF_TLS_STATIC;
+        v->tp_offset = (int64_t)s->value - (int64_t)elf_tls_exec_block_offset(info);
+        if (static_offset_ok(v->tp_offset))
+                return 0;
+        memset(v, 0, sizeof(*v));
+        return -EPROTO;
+}
+
+/* One TLS variable defined in object o (file info, symbol s, load bias). */
+static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                       uint64_t bias, int musl, struct ctxprof_tls_var *v)
+{
+        memset(v, 0, sizeof(*v));
+        int rc = resolve_reloc(mem_fd, info, s, bias, musl, v);
+        if (rc == -EAGAIN && info->is_executable)
+                return exec_static(info, s, v);
+        if (rc)
+                memset(v, 0, sizeof(*v));
+        return rc;
+}
+
+/* The variable through its relocation, from the live slot the loader filled in. */
+static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+                         uint64_t bias, int musl, struct ctxprof_tls_var *v)
+{
+        uint64_t w[2];
+        int rc;
+        switch (s->reloc) {
+        case ELF_TLS_RELOC_TLSDESC:
+                rc = tls_mem_read(mem_fd, bias + s->reloc_where, w, sizeof(w));
+                if (rc)
+                        return rc;
+                if (w[0] == 0 || w[1] == 0)
+                        return -EAGAIN; /* the loader has not processed it yet */
+                if (static_offset_ok((int64_t)w[1])) {
+                        v->mode = CTXPROF_TLS_STATIC;
+                        v->tp_offset = (int64_t)w[1];
+                        return 0;
+                }
+                if (!is_user_pointer(w[1]))
+                        return -EPROTO;
+                /* dynamic TLS: arg -> {module, offset, ...} (glibc tlsdesc_dynamic_arg, musl) */
+                uint64_t mo[2];
+                rc = tls_mem_read(mem_fd, w[1], mo, sizeof(mo));
+                if (rc)
+                        return rc;
+                if (mo[0] == 0 || mo[0] > MAX_MODULE_ID)
+                        return -EPROTO;
+                set_dtv(v, mo[0], mo[1], musl);
+                return 0;
+        case ELF_TLS_RELOC_TPOFF64:
+                rc = read_u64(mem_fd, bias + s->reloc_where, &w[0]);
+                if (rc)
+                        return rc;
+                if (w[0] == 0)
+                        return -EAGAIN;
+                if (!static_offset_ok((int64_t)w[0]))
+                        return -EPROTO;
+                v->mode = CTXPROF_TLS_STATIC;
+                v->tp_offset = (int64_t)w[0];
+                return 0;
+        case ELF_TLS_RELOC_DTPMOD64:
+                rc = read_u64(mem_fd, bias + s->reloc_where, &w[0]);
+                if (rc)
+                        return rc;
+                if (w[0] == 0)
+                        return -EAGAIN;
+                if (w[0] > MAX_MODULE_ID)
+                        return -EPROTO;
+                w[1] = s->value + (uint64_t)s->reloc_addend;
+                if (s->dtpoff_where) {
+                        rc = read_u64(mem_fd, bias + s->dtpoff_where, &w[1]);
+                        if (rc)
+                                return rc;
+                }
+                set_dtv(v, w[0], w[1], musl);
+                return 0;
+        default:
+                /* local-exec in the main executable */
+                return info->is_executable ? exec_static(info, s, v) : -ENOTSUP;
+        }
+}
+
+/* 1 = version symbol absent or == 1 (or unreadable: not a reason to give up), 0 = other. */
+static int version_ok(int mem_fd, const struct elf_tls_sym *s, uint64_t bias)
+{
+        if (!s->defined || s->type == STT_TLS || s->size != 4)
+                return 1;
+        uint32_t ver;
+        if (tls_mem_read(mem_fd, bias + s->value, &ver, sizeof(ver)) != 0)
+                return 1;
+        return ver == 1;
+}
+
+/* keep the most useful error: ESRCH > EAGAIN > anything else */
+static int merge_err(int acc, int rc)
+{
+        if (rc == 0 || acc == -ESRCH)
+                return acc;
+        if (acc == 0 || rc == -ESRCH || rc == -EAGAIN)
+                return rc;
+        return acc;
+}
+
+/*
+ * Files known to define none of our variables. A process without context is located again
+ * every few seconds (a dlopen may bring libctx), and reading every one of its ELF files each
+ * time would cost the daemon more than sampling does; with this set a retry reads the maps
+ * and stats each file. A file is known by device, inode, size and modification time (from
+ * /proc/PID/map_files, the mapped file itself): a freed inode number reused by a rebuilt
+ * binary (`cc -o app` on ext4) must not inherit the old file's verdict. The set is emptied
+ * when full. Shared by all callers, under a lock (held for a lookup only).
+ */
+#define NOCTX_SLOTS 4096 /* power of two; at most 3/4 used */
+struct noctx_key {
+        uint64_t dev, ino, size;
+        int64_t mtime_ns;
+};
+static struct {
+        pthread_mutex_t lock;
+        unsigned used;
+        struct noctx_key slot[NOCTX_SLOTS]; /* ino 0 = empty */
+} noctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The identity of o's file, via the process's map_files directory; 0 or -errno. */
+static int noctx_key_of(int map_files_fd, const struct object *o, struct noctx_key *k)
+{
+        struct stat st;
+
+        if (map_files_fd < 0 || fstatat(map_files_fd, o->range, &st, 0) || !st.st_ino)
+                return -ENOENT;
+        *k = (struct noctx_key){.dev = (uint64_t)st.st_dev,
+                                .ino = (uint64_t)st.st_ino,
+                                .size = (uint64_t)st.st_size,
+                                .mtime_ns =
+                                    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+        return 0;
+}
+
+/* 1 if the file k names is known to hold none of our variables; with add, remember that. */
+static int noctx_check(const struct noctx_key *k, int add)
+{
+        uint64_t h =
+            (k->ino ^ k->dev << 40 ^ k->size << 20 ^ (uint64_t)k->mtime_ns) * 0x9E3779B97F4A7C15ull;
+        int found = 0;
+
+        pthread_mutex_lock(&noctx.lock);
+        if (add && noctx.used >= NOCTX_SLOTS / 4 * 3) {
+                memset(noctx.slot, 0, sizeof(noctx.slot));
+                noctx.used = 0;
+        }
+        for (unsigned i = (unsigned)(h >> 32) & (NOCTX_SLOTS - 1);;
+             i = (i + 1) & (NOCTX_SLOTS - 1)) {
+                struct noctx_key *e = &noctx.slot[i];
+
+                if (!e->ino) {
+                        if (add) {
+                                *e = *k;
+                                noctx.used++;
+                        }
+                        break;
+                }
+                if (!memcmp(e, k, sizeof(*k))) {
+                        found = 1;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&noctx.lock);
+        return found;
+}
+
+int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
+{
+        memset(out, 0, sizeof(*out));
+        struct object *objs = NULL;
+        int musl = 0;
+        int n = read_objects(pid, &objs, &musl);
+        out->dtv.dtv_offset = 8;
+        out->dtv.len_index = musl ? 0 : -1;
+        out->dtv.has_len = 1;
+        if (n < 0)
+                return n;
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/%d/mem", (int)pid);
+        int mem_fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (mem_fd < 0) {
+                int e = errno;
+                free_objects(objs, n);
+                return e == ENOENT ? -ESRCH : -e;
+        }
+
+        snprintf(p, sizeof(p), "/proc/%d/map_files", (int)pid);
+        int mf_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC); /* -1: no cache */
+        int err = 0, found_labels = 0, found_span = 0;
+        for (int i = 0; i < n && !(found_labels && found_span); i++) {
+                const struct object *o = &objs[i];
+                struct noctx_key key;
+                int keyed = o->exec && noctx_key_of(mf_fd, o, &key) == 0;
+                if (!o->exec || (keyed && noctx_check(&key, 0)))
+                        continue;
+                int fd = open_object(pid, o);
+                if (fd < 0) {
+                        if (fd == -ENOENT && kill(pid, 0) != 0 && errno == ESRCH) {
+                                err = -ESRCH;
+                                break;
+                        }
+                        continue; /* an unreadable file cannot be ours to know about */
+                }
+                struct elf_tls_info info;
+                struct elf_tls_sym syms[NSYMS];
+                int rc = elf_tls_scan(fd, sym_names, NSYMS, 1, &info, syms);
+                close(fd);
+                if (rc)
+                        continue; /* not ELF, corrupt: not a context source */
+                if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined) {
+                        if (keyed)
+                                noctx_check(&key, 1);
+                        continue;
+                }
+                int has_labels =
+                    !found_labels && syms[SYM_LABELS].defined && syms[SYM_LABELS].type == STT_TLS;
+                int has_span =
+                    !found_span && syms[SYM_SPAN].defined && syms[SYM_SPAN].type == STT_TLS;
+                if (!has_labels && !has_span)
+                        continue;
+                uint64_t bias;
+                if (elf_tls_load_bias(&info, o->start, o->pgoff, &bias) != 0) {
+                        err = merge_err(err, -ENOEXEC);
+                        continue;
+                }
+                if (has_labels) {
+                        found_labels = 1;
+                        if (version_ok(mem_fd, &syms[SYM_LABELS_VERSION], bias))
+                                err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_LABELS],
+                                                                 bias, musl, &out->labels));
+                }
+                if (has_span) {
+                        found_span = 1;
+                        if (version_ok(mem_fd, &syms[SYM_SPAN_VERSION], bias))
+                                err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_SPAN],
+                                                                 bias, musl, &out->span));
+                }
+        }
+        close(mem_fd);
+        if (mf_fd >= 0)
+                close(mf_fd);
+        free_objects(objs, n);
+        if (err && err != -ESRCH && kill(pid, 0) != 0 && errno == ESRCH)
+                err = -ESRCH;
+        return err;
+}
+
+int tls_var_address(int mem_fd, const struct ctxprof_tls_target *t, const struct ctxprof_tls_var *v,
+                    uint64_t tp, uint64_t *addr)
+{
+        if (tp == 0)
+                return -ENOENT;
+        if (v->mode == CTXPROF_TLS_STATIC) {
+                *addr = tp + (uint64_t)v->tp_offset;
+                return 0;
+        }
+        if (v->mode != CTXPROF_TLS_DTV || v->dtv_stride == 0)
+                return -ENOENT;
+        uint64_t dtv, block;
+        int rc = read_u64(mem_fd, tp + (uint64_t)(int64_t)t->dtv.dtv_offset, &dtv);
+        if (rc)
+                return rc;
+        if (dtv == 0 || dtv == UINT64_MAX)
+                return -ENOENT;
+        if (t->dtv.has_len) {
+                uint64_t len;
+                rc = read_u64(mem_fd, dtv + (uint64_t)((int64_t)t->dtv.len_index * v->dtv_stride),
+                              &len);
+                if (rc)
+                        return rc;
+                /* glibc: valid module ids are 1..dtv[-1]; musl: 1..dtv[0] */
+                if (v->module > len)
+                        return -ENOENT;
+        }
+        rc = read_u64(mem_fd, dtv + v->module * v->dtv_stride, &block);
+        if (rc)
+                return rc;
+        if (block == 0 || block == UINT64_MAX)
+                return -ENOENT;
+        *addr = block + v->offset;
+        return 0;
+}
