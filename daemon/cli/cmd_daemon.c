@@ -180,6 +180,29 @@ static int forward_sample(void *ctx, const struct decoded_sample *s)
         return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
 }
 
+/* The output and status directories of c: refused (logged, -1) when another user could
+ * write them or redirect the daemon's writes (service/trusted_dir.h), so that the daemon
+ * stops at start, or a reload keeps the running configuration, instead of losing samples. */
+static int check_dirs(const struct daemon_config *c)
+{
+        char why[PATH_MAX + 128];
+        int fd = output_dir_open(c->directory, why, sizeof(why));
+
+        if (fd < 0) {
+                logm(LOG_ERROR, "output directory %s: %s", c->directory,
+                     fd == -EPERM && why[0] ? why : strerror(-fd));
+                return -1;
+        }
+        close(fd);
+        fd = status_file_check(c->status_file, why, sizeof(why));
+        if (fd < 0) {
+                logm(LOG_ERROR, "status file %s: %s", c->status_file,
+                     fd == -EPERM && why[0] ? why : strerror(-fd));
+                return -1;
+        }
+        return 0;
+}
+
 /* A recording set for the current output settings; split=host opens its file. 0 or -errno
  * (logged); without memory d->rs stays NULL and samples are dropped. */
 static int open_output(struct daemon *d)
@@ -251,8 +274,6 @@ static void recover(struct daemon *d)
 {
         struct output_recover_result r;
 
-        if (output_dir_prepare(d->cfg.directory))
-                return; /* opening the output (open_output) logs why */
         d->dir_lock = output_dir_lock(d->cfg.directory);
         if (d->dir_lock == -EWOULDBLOCK) {
                 logm(LOG_WARNING,
@@ -531,7 +552,7 @@ static void reload(struct daemon *d)
         struct target_select *ns;
 
         logm(LOG_INFO, "SIGHUP: reloading %s", d->config_path ? d->config_path : "(flags only)");
-        if (build_config(d, &nc)) {
+        if (build_config(d, &nc) || check_dirs(&nc)) {
                 logm(LOG_ERROR, "reload failed: keeping the running configuration");
                 return;
         }
@@ -636,8 +657,10 @@ static int cmd_daemon(int argc, char **argv)
         if (build_config(d, &d->cfg))
                 return 2;
         log_level = d->cfg.log_level;
-        libbpf_set_print(libbpf_log);
         umask(027);
+        if (check_dirs(&d->cfg))
+                return 1;
+        libbpf_set_print(libbpf_log);
         if (gethostname(d->host, sizeof(d->host) - 1))
                 snprintf(d->host, sizeof(d->host), "host");
         d->started_wall = (uint64_t)time(NULL);

@@ -134,40 +134,132 @@ static void touch(const char *dir, const char *name, size_t size, time_t age)
         cr_assert_eq(utimes(path, tv), 0);
 }
 
+/* Names planted before the daemon writes (a dangling link under the next .part or .jfr name,
+ * as an attacker would leave for a root daemon) are skipped, never followed: nothing is
+ * created through a link, and the recording takes the next free name. */
+Test(output_dir, planted_links_are_never_followed)
+{
+        char dir[] = "/tmp/ctxprof-out.XXXXXX", out[64], path[600], victim[600], why[256];
+        struct output_file f;
+        int dfd;
+
+        cr_assert(mkdtemp(dir));
+        snprintf(out, sizeof(out), "%s/out", dir);
+        snprintf(victim, sizeof(victim), "%s/victim", dir);
+        dfd = output_dir_open(out, why, sizeof(why));
+        cr_assert_geq(dfd, 0, "%s", why);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-19710101T000000Z.jfr.part", out);
+        cr_assert_eq(symlink(victim, path), 0);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-19710101T000000Z-1.jfr", out);
+        cr_assert_eq(symlink(victim, path), 0);
+        cr_assert_eq(output_dir_new_file(dfd, out, "h", 86400 * 365, &f), 0);
+        close(f.fd);
+        cr_assert(strstr(f.part, "19710101T000000Z-2.jfr.part"), "%s", f.part);
+        cr_assert_neq(access(victim, F_OK), 0, "a file was created through a planted link");
+        /* the finished name taken meanwhile: the rename never replaces it */
+        cr_assert_eq(symlink(victim, f.final), 0);
+        cr_assert_eq(output_dir_finish(dfd, &f), -EEXIST);
+        cr_assert_neq(access(victim, F_OK), 0);
+        close(dfd);
+        snprintf(path, sizeof(path), "rm -rf %s", dir);
+        cr_assert_eq(system(path), 0);
+}
+
+/* A directory others can write (sticky or not), or one reached through a link planted in
+ * such a directory, is refused with a reason; a root-owned directory inside a sticky one is
+ * fine. */
+Test(output_dir, refuses_directories_others_can_write)
+{
+        char dir[] = "/tmp/ctxprof-out.XXXXXX", path[600], why[256];
+        int dfd;
+
+        cr_assert(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/open", dir);
+        cr_assert_eq(mkdir(path, 0700), 0);
+        cr_assert_eq(chmod(path, 0777), 0);
+        cr_assert_eq(output_dir_open(path, why, sizeof(why)), -EPERM);
+        cr_assert(strstr(why, "writable by others"), "%s", why);
+        cr_assert_eq(chmod(path, 01777), 0);
+        cr_assert_eq(output_dir_open(path, why, sizeof(why)), -EPERM, "sticky is refused too");
+        cr_assert(strstr(why, "sticky"), "%s", why);
+        cr_assert_eq(chmod(path, 0770), 0);
+        cr_assert_eq(output_dir_open(path, why, sizeof(why)), -EPERM);
+        cr_assert(strstr(why, "its group"), "%s", why);
+        cr_assert_eq(chmod(path, 01777), 0);
+        snprintf(path, sizeof(path), "%s/open/mine", dir);
+        dfd = output_dir_open(path, why, sizeof(why));
+        cr_assert_geq(dfd, 0, "a directory of ours below a sticky one: %s", why);
+        close(dfd);
+        snprintf(path, sizeof(path), "%s/open/../open/mine", dir);
+        cr_assert_eq(output_dir_open(path, why, sizeof(why)), -EINVAL);
+        cr_assert_eq(output_dir_open("relative/dir", why, sizeof(why)), -EINVAL);
+        if (geteuid() == 0) {
+                char link[600];
+
+                /* a link of another user in the sticky directory: not followed */
+                snprintf(path, sizeof(path), "%s/open/mine", dir);
+                snprintf(link, sizeof(link), "%s/open/link", dir);
+                cr_assert_eq(symlink(path, link), 0);
+                cr_assert_eq(lchown(link, 65534, 65534), 0);
+                cr_assert_eq(output_dir_open(link, why, sizeof(why)), -EPERM);
+                cr_assert(strstr(why, "symbolic link of uid 65534"), "%s", why);
+                /* the same link of root's: followed */
+                cr_assert_eq(lchown(link, 0, 0), 0);
+                dfd = output_dir_open(link, why, sizeof(why));
+                cr_assert_geq(dfd, 0, "%s", why);
+                close(dfd);
+                /* a directory of another user */
+                cr_assert_eq(chown(path, 65534, 65534), 0);
+                cr_assert_eq(output_dir_open(path, why, sizeof(why)), -EPERM);
+                cr_assert(strstr(why, "belongs to uid 65534"), "%s", why);
+        }
+        snprintf(path, sizeof(path), "rm -rf %s", dir);
+        cr_assert_eq(system(path), 0);
+}
+
 Test(output_dir, names_and_retention)
 {
-        char dir[] = "/tmp/ctxprof-out.XXXXXX", sub[64], path[600];
+        char dir[] = "/tmp/ctxprof-out.XXXXXX", sub[64], path[600], why[256];
         struct output_file f1, f2;
         struct output_retain_result r;
         struct stat st;
-        FILE *fp;
+        int dfd;
 
         cr_assert(mkdtemp(dir));
         snprintf(sub, sizeof(sub), "%s/a/b", dir);
-        cr_assert_eq(output_dir_prepare(sub), 0);
+        dfd = output_dir_open(sub, why, sizeof(why));
+        cr_assert_geq(dfd, 0, "%s: %s", strerror(-dfd), why);
         cr_assert_eq(stat(sub, &st), 0);
         cr_assert_eq(st.st_mode & 0777, 0750);
 
-        cr_assert_eq(output_dir_new_file(sub, "my host!", 86400 * 365, &f1), 0);
+        cr_assert_eq(output_dir_new_file(dfd, sub, "my host!", 86400 * 365, &f1), 0);
         snprintf(path, sizeof(path), "%s/ctxprof-my_host_-19710101T000000Z.jfr.part", sub);
         cr_assert_str_eq(f1.part, path);
-        fp = fopen(f1.part, "w");
-        fclose(fp);
-        cr_assert_eq(output_dir_new_file(sub, "my host!", 86400 * 365, &f2), 0);
+        cr_assert_eq(fstat(f1.fd, &st), 0);
+        cr_assert_eq(st.st_mode & 0777, 0640);
+        cr_assert_eq(stat(f1.part, &st), 0, "the .part is created at once");
+        close(f1.fd);
+        cr_assert_eq(output_dir_new_file(dfd, sub, "my host!", 86400 * 365, &f2), 0);
+        close(f2.fd);
         cr_assert(strstr(f2.final, "19710101T000000Z-1.jfr"), "%s", f2.final);
-        cr_assert_eq(output_dir_finish(&f1), 0);
+        cr_assert_eq(output_dir_finish(dfd, &f1), 0);
         cr_assert_eq(access(f1.final, F_OK), 0);
+        cr_assert_eq(output_dir_discard(dfd, &f2), 0);
+        cr_assert_neq(access(f2.part, F_OK), 0);
 
         /* per process: pid and command (sanitized, <= 15 characters) before the time */
-        cr_assert_eq(output_dir_new_process_file(sub, "h", 4242, "my app/x:1", 86400 * 365, &f2),
-                     0);
+        cr_assert_eq(
+            output_dir_new_process_file(dfd, sub, "h", 4242, "my app/x:1", 86400 * 365, &f2), 0);
+        close(f2.fd);
         snprintf(path, sizeof(path), "%s/ctxprof-h-4242-my_app_x_1-19710101T000000Z.jfr", sub);
         cr_assert_str_eq(f2.final, path);
         cr_assert(strstr(f2.part, "19710101T000000Z.jfr.part"), "%s", f2.part);
-        cr_assert_eq(output_dir_new_process_file(sub, "h", 7, "", 86400 * 365, &f2), 0);
+        cr_assert_eq(output_dir_new_process_file(dfd, sub, "h", 7, "", 86400 * 365, &f2), 0);
+        close(f2.fd);
         cr_assert(strstr(f2.final, "/ctxprof-h-7-unknown-19710101T000000Z.jfr"), "%s", f2.final);
-        cr_assert_eq(output_dir_new_process_file(sub, "h", 7, "a-very-long-command-name", 0, &f2),
-                     0);
+        cr_assert_eq(
+            output_dir_new_process_file(dfd, sub, "h", 7, "a-very-long-command-name", 0, &f2), 0);
+        close(f2.fd);
         cr_assert(strstr(f2.final, "/ctxprof-h-7-a-very-long-com-19700101T000000Z.jfr"), "%s",
                   f2.final);
 
@@ -190,6 +282,15 @@ Test(output_dir, names_and_retention)
         cr_assert_eq(access(path, F_OK), 0, "a .part was deleted");
         snprintf(path, sizeof(path), "%s/notes.jfr", sub);
         cr_assert_eq(access(path, F_OK), 0, "a foreign file was deleted");
+        /* a recording larger than the limit on its own (the one just finished) stays: the
+         * size limit never leaves the directory without a recording */
+        touch(sub, "ctxprof-h-20200105T000000Z.jfr", 300, -10);
+        cr_assert_eq(output_dir_retain(sub, 0, 50, time(NULL), &r), 0);
+        cr_assert_eq(r.deleted, 2, "deleted %u", r.deleted);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-20200105T000000Z.jfr", sub);
+        cr_assert_eq(access(path, F_OK), 0, "the newest recording was deleted");
+        cr_assert_eq(r.bytes_kept, 300);
+        close(dfd);
         snprintf(path, sizeof(path), "rm -rf %s", dir);
         cr_assert_eq(system(path), 0);
 }
