@@ -118,6 +118,10 @@ static const char *config_error(int err)
                 return "not implemented in this version";
         case -EINVAL:
                 return "bad value";
+        case -EEXIST:
+                return "set twice";
+        case -E2BIG:
+                return "line too long (libinih reads at most 197 characters; use the flag)";
         default:
                 return strerror(-err);
         }
@@ -126,27 +130,31 @@ static const char *config_error(int err)
 /* Defaults, then the file (if any), then the flags. 0 or -1 (logged). */
 static int build_config(struct daemon *d, struct daemon_config *c)
 {
-        int i, err, line;
-        char key[64];
+        struct config_error e;
+        const char *values;
+        int i, err;
 
         config_defaults(c);
-        if (d->config_path) {
-                err = config_load(c, d->config_path, &line, key, sizeof(key));
-                if (err) {
-                        if (line > 0)
-                                logm(LOG_ERROR, "%s:%d: %s%s%s", d->config_path, line,
-                                     config_error(err), key[0] ? ": " : "", key);
-                        else
-                                logm(LOG_ERROR, "cannot read %s: %s", d->config_path,
-                                     strerror(-err));
-                        return -1;
-                }
-        }
+        err = d->config_path ? config_load(c, d->config_path, &e) : 0;
+        values = err == -EINVAL && e.key[0] ? config_values(e.key) : NULL;
+        if (err == -EEXIST)
+                logm(LOG_ERROR, "%s:%d: %s set twice (first on line %d)", d->config_path, e.line,
+                     e.key, e.first_line);
+        else if (err && e.line > 0)
+                logm(LOG_ERROR, "%s:%d: %s%s%s%s%s%s", d->config_path, e.line, config_error(err),
+                     e.key[0] ? ": " : "", e.key, values ? " (" : "", values ? values : "",
+                     values ? ")" : "");
+        else if (err)
+                logm(LOG_ERROR, "cannot read %s: %s", d->config_path, strerror(-err));
+        if (err)
+                return -1;
         for (i = 0; i < d->nflags; i++) {
                 err = config_set(c, NULL, d->flag_key[i], d->flag_val[i]);
+                values = err == -EINVAL ? config_values(d->flag_key[i]) : NULL;
                 if (err) {
-                        logm(LOG_ERROR, "--%s %s: %s", d->flag_key[i], d->flag_val[i],
-                             config_error(err));
+                        logm(LOG_ERROR, "--%s %s: %s%s%s%s", d->flag_key[i], d->flag_val[i],
+                             config_error(err), values ? " (" : "", values ? values : "",
+                             values ? ")" : "");
                         return -1;
                 }
         }

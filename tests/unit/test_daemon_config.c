@@ -33,8 +33,7 @@ static char *write_tmp(const char *text)
 Test(config, full_file_with_inline_comments)
 {
         struct daemon_config c;
-        int line;
-        char key[64];
+        struct config_error e;
         char *p =
             write_tmp("[sampling]\nfrequency = 49  ; Hz\nevent = cycles\ncall-graph = dwarf\n"
                       "[targets]\nmode = selectors\ncomm = nginx*, myapp ; names\n"
@@ -46,7 +45,7 @@ Test(config, full_file_with_inline_comments)
                       "[daemon]\nlog-level = debug\nstatus-file = /run/x/status\n");
 
         config_defaults(&c);
-        cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), 0, "line %d %s", line, key);
+        cr_assert_eq(config_load(&c, p, &e), 0, "line %d %s", e.line, e.key);
         unlink(p);
         cr_assert_eq(c.frequency, 49);
         cr_assert_eq(c.event, SAMPLER_EV_CYCLES);
@@ -69,20 +68,18 @@ Test(config, full_file_with_inline_comments)
 Test(config, bad_value_reports_line_and_keeps_settings)
 {
         struct daemon_config c;
-        int line;
-        char key[64];
+        struct config_error e;
         char *p = write_tmp("[sampling]\nfrequency = 7\n[output]\nrotate-size = lots\n");
 
         config_defaults(&c);
-        cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), -EINVAL);
-        cr_assert_eq(line, 4);
-        cr_assert_str_eq(key, "output.rotate-size");
+        cr_assert_eq(config_load(&c, p, &e), -EINVAL);
+        cr_assert_eq(e.line, 4);
+        cr_assert_str_eq(e.key, "output.rotate-size");
         cr_assert_eq(c.frequency, 99, "a failed load changed the settings");
         p = write_tmp("[sampling]\nfrequncy = 7\n");
-        cr_assert_eq(config_load(&c, p, &line, key, sizeof(key)), -ENOENT);
+        cr_assert_eq(config_load(&c, p, &e), -ENOENT);
         unlink(p);
-        cr_assert_eq(config_load(&c, "/nonexistent/ctxprof.conf", &line, key, sizeof(key)),
-                     -ENOENT);
+        cr_assert_eq(config_load(&c, "/nonexistent/ctxprof.conf", &e), -ENOENT);
         cr_assert_eq(c.split, SPLIT_HOST);
         cr_assert_eq(c.split_max_open, 32);
         cr_assert_eq(config_set(&c, NULL, "split", "process"), 0);
@@ -103,6 +100,119 @@ Test(config, bad_value_reports_line_and_keeps_settings)
         cr_assert_eq(config_set(&c, NULL, "frequency", "0"), -EINVAL);
         cr_assert_eq(config_set(&c, NULL, "rotate-period", "5m"), 0);
         cr_assert_eq(c.rotate_period_ms, 300000);
+}
+
+/* Durations and sizes are parsed in integers: an overflow or an absurd value is an error,
+ * never a wrapped number (18446744073710ms used to become ~0.45 ms once in nanoseconds). */
+Test(config, durations_and_sizes_refuse_overflow_and_absurd_values)
+{
+        struct daemon_config c;
+        uint64_t v = 7;
+
+        cr_assert_eq(config_parse_duration("1.5s", 0, CONFIG_DURATION_MAX_MS, &v), 0);
+        cr_assert_eq(v, 1500);
+        cr_assert_eq(config_parse_duration("2h", 0, CONFIG_DURATION_MAX_MS, &v), 0);
+        cr_assert_eq(v, 7200000);
+        cr_assert_eq(config_parse_duration("3650d", 0, CONFIG_DURATION_MAX_MS, &v), 0);
+        cr_assert_eq(config_parse_duration("3651d", 0, CONFIG_DURATION_MAX_MS, &v), -ERANGE);
+        cr_assert_eq(config_parse_duration("18446744073710ms", 0, UINT64_MAX, &v), 0,
+                     "fits in 64 bits as ms");
+        cr_assert_eq(config_parse_duration("18446744073710ms", 0, CONFIG_DURATION_MAX_MS, &v),
+                     -ERANGE);
+        cr_assert_eq(config_parse_duration("99999999999d", 0, CONFIG_DURATION_MAX_MS, &v), -ERANGE);
+        cr_assert_eq(config_parse_duration("999999999999d", 0, UINT64_MAX, &v), -ERANGE,
+                     "overflows 64 bits");
+        cr_assert_eq(config_parse_duration("99999999999999999999", 0, UINT64_MAX, &v), -ERANGE);
+        v = 7;
+        for (const char *const *bad =
+                 (const char *const[]){"", "s", "-1s", "+1s", " 1s", "1e3", "0x10", "inf", "nan",
+                                       "1.s", ".5s", "1 s", "1w", "1.0000000001s", NULL};
+             *bad; bad++)
+                cr_assert_eq(config_parse_duration(*bad, 0, UINT64_MAX, &v), -EINVAL, "'%s'", *bad);
+        cr_assert_eq(v, 7, "a refused value was stored");
+        cr_assert_eq(config_parse_size("1.5K", 0, CONFIG_SIZE_MAX, &v), 0);
+        cr_assert_eq(v, 1536);
+        cr_assert_eq(config_parse_size("64MiB", 0, CONFIG_SIZE_MAX, &v), 0);
+        cr_assert_eq(v, 64ull << 20);
+        cr_assert_eq(config_parse_size("1.999999999T", 0, CONFIG_SIZE_MAX, &v), 0);
+        cr_assert_eq(v,
+                     (1ull << 40) + (uint64_t)(((unsigned __int128)999999999 << 40) / 1000000000));
+        cr_assert_eq(config_parse_size("1025T", 0, CONFIG_SIZE_MAX, &v), -ERANGE);
+        cr_assert_eq(config_parse_size("99999999T", 0, UINT64_MAX, &v), -ERANGE);
+
+        config_defaults(&c);
+        cr_assert_eq(config_set(&c, NULL, "chunk-period", "18446744073710ms"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "chunk-period", "99999999999d"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "chunk-period", "2h"), -EINVAL, "over 1h");
+        cr_assert_eq(config_set(&c, NULL, "chunk-period", "99ms"), -EINVAL);
+        cr_assert_eq(c.chunk_period_ms, 60000, "a refused value was stored");
+        cr_assert_eq(config_set(&c, NULL, "chunk-period", "1h"), 0);
+        cr_assert_eq(c.chunk_period_ms, 3600000);
+        cr_assert_eq(config_set(&c, NULL, "retain-age", "99999999999d"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "retain-age", "0"), 0);
+        cr_assert_eq(config_set(&c, NULL, "rotate-size", "4095"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "retain-size", "18446744073709551616"), -EINVAL);
+        cr_assert_str_eq(config_values("output.chunk-period"), "a duration from 100ms to 1h");
+        cr_assert_str_eq(config_values("chunk-period"), "a duration from 100ms to 1h");
+        cr_assert_null(config_values("directory"));
+}
+
+Test(config, duplicate_key_names_both_lines)
+{
+        struct daemon_config c;
+        struct config_error e;
+        char *p = write_tmp("[output]\nchunk-period = 10s\n; comment\n[daemon]\nlog-level = info\n"
+                            "[output]\nchunk-period = 20s\n");
+
+        config_defaults(&c);
+        cr_assert_eq(config_load(&c, p, &e), -EEXIST);
+        unlink(p);
+        cr_assert_eq(e.line, 7);
+        cr_assert_eq(e.first_line, 2);
+        cr_assert_str_eq(e.key, "output.chunk-period");
+        cr_assert_eq(c.chunk_period_ms, 60000, "a failed load changed the settings");
+        /* a continuation line (leading white space) is the same key again for libinih */
+        p = write_tmp("[targets]\ncomm = a,\n  b\n");
+        cr_assert_eq(config_load(&c, p, &e), -EINVAL);
+        unlink(p);
+        cr_assert_eq(e.line, 3);
+}
+
+/* libinih cuts a line at 200 bytes and miscounts the lines after it: a long line is refused
+ * with its own number, and the lines around it keep theirs. */
+Test(config, long_line_has_its_own_line_number)
+{
+        struct daemon_config c;
+        struct config_error e;
+        static char text[200000];
+        int n;
+
+        n = snprintf(text, sizeof(text), "[targets]\nmode = selectors\ncomm = ");
+        memset(text + n, 'x', 100000);
+        n += 100000;
+        snprintf(text + n, sizeof(text) - (size_t)n, "\nexe = /bin/true\n");
+        char *p = write_tmp(text);
+
+        config_defaults(&c);
+        cr_assert_eq(config_load(&c, p, &e), -E2BIG);
+        unlink(p);
+        cr_assert_eq(e.line, 3);
+        cr_assert_str_eq(c.comm, "", "a failed load changed the settings");
+
+        /* the longest line libinih keeps whole is accepted, one more byte is not */
+        n = snprintf(text, sizeof(text), "[targets]\n\ncomm = ");
+        memset(text + n, 'y', CONFIG_LINE_MAX - 7);
+        snprintf(text + n + CONFIG_LINE_MAX - 7, 100, "\nfrequency\n");
+        p = write_tmp(text);
+        cr_assert_eq(config_load(&c, p, &e), -EINVAL, "the bad line after the long one");
+        cr_assert_eq(e.line, 4);
+        unlink(p);
+        text[n + CONFIG_LINE_MAX - 7] = 'y';
+        snprintf(text + n + CONFIG_LINE_MAX - 6, 100, "\n");
+        p = write_tmp(text);
+        cr_assert_eq(config_load(&c, p, &e), -E2BIG);
+        cr_assert_eq(e.line, 3);
+        unlink(p);
 }
 
 Test(target_select, container_ids)
