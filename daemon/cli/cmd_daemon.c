@@ -118,6 +118,10 @@ static const char *config_error(int err)
                 return "not implemented in this version";
         case -EINVAL:
                 return "bad value";
+        case -EEXIST:
+                return "set twice";
+        case -E2BIG:
+                return "line too long (libinih reads at most 197 characters; use the flag)";
         default:
                 return strerror(-err);
         }
@@ -126,27 +130,31 @@ static const char *config_error(int err)
 /* Defaults, then the file (if any), then the flags. 0 or -1 (logged). */
 static int build_config(struct daemon *d, struct daemon_config *c)
 {
-        int i, err, line;
-        char key[64];
+        struct config_error e;
+        const char *values;
+        int i, err;
 
         config_defaults(c);
-        if (d->config_path) {
-                err = config_load(c, d->config_path, &line, key, sizeof(key));
-                if (err) {
-                        if (line > 0)
-                                logm(LOG_ERROR, "%s:%d: %s%s%s", d->config_path, line,
-                                     config_error(err), key[0] ? ": " : "", key);
-                        else
-                                logm(LOG_ERROR, "cannot read %s: %s", d->config_path,
-                                     strerror(-err));
-                        return -1;
-                }
-        }
+        err = d->config_path ? config_load(c, d->config_path, &e) : 0;
+        values = err == -EINVAL && e.key[0] ? config_values(e.key) : NULL;
+        if (err == -EEXIST)
+                logm(LOG_ERROR, "%s:%d: %s set twice (first on line %d)", d->config_path, e.line,
+                     e.key, e.first_line);
+        else if (err && e.line > 0)
+                logm(LOG_ERROR, "%s:%d: %s%s%s%s%s%s", d->config_path, e.line, config_error(err),
+                     e.key[0] ? ": " : "", e.key, values ? " (" : "", values ? values : "",
+                     values ? ")" : "");
+        else if (err)
+                logm(LOG_ERROR, "cannot read %s: %s", d->config_path, strerror(-err));
+        if (err)
+                return -1;
         for (i = 0; i < d->nflags; i++) {
                 err = config_set(c, NULL, d->flag_key[i], d->flag_val[i]);
+                values = err == -EINVAL ? config_values(d->flag_key[i]) : NULL;
                 if (err) {
-                        logm(LOG_ERROR, "--%s %s: %s", d->flag_key[i], d->flag_val[i],
-                             config_error(err));
+                        logm(LOG_ERROR, "--%s %s: %s%s%s%s", d->flag_key[i], d->flag_val[i],
+                             config_error(err), values ? " (" : "", values ? values : "",
+                             values ? ")" : "");
                         return -1;
                 }
         }
@@ -178,6 +186,29 @@ static int forward_sample(void *ctx, const struct decoded_sample *s)
         struct daemon *d = ctx;
 
         return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
+}
+
+/* The output and status directories of c: refused (logged, -1) when another user could
+ * write them or redirect the daemon's writes (service/trusted_dir.h), so that the daemon
+ * stops at start, or a reload keeps the running configuration, instead of losing samples. */
+static int check_dirs(const struct daemon_config *c)
+{
+        char why[PATH_MAX + 128];
+        int fd = output_dir_open(c->directory, why, sizeof(why));
+
+        if (fd < 0) {
+                logm(LOG_ERROR, "output directory %s: %s", c->directory,
+                     fd == -EPERM && why[0] ? why : strerror(-fd));
+                return -1;
+        }
+        close(fd);
+        fd = status_file_check(c->status_file, why, sizeof(why));
+        if (fd < 0) {
+                logm(LOG_ERROR, "status file %s: %s", c->status_file,
+                     fd == -EPERM && why[0] ? why : strerror(-fd));
+                return -1;
+        }
+        return 0;
 }
 
 /* A recording set for the current output settings; split=host opens its file. 0 or -errno
@@ -251,8 +282,6 @@ static void recover(struct daemon *d)
 {
         struct output_recover_result r;
 
-        if (output_dir_prepare(d->cfg.directory))
-                return; /* opening the output (open_output) logs why */
         d->dir_lock = output_dir_lock(d->cfg.directory);
         if (d->dir_lock == -EWOULDBLOCK) {
                 logm(LOG_WARNING,
@@ -531,7 +560,7 @@ static void reload(struct daemon *d)
         struct target_select *ns;
 
         logm(LOG_INFO, "SIGHUP: reloading %s", d->config_path ? d->config_path : "(flags only)");
-        if (build_config(d, &nc)) {
+        if (build_config(d, &nc) || check_dirs(&nc)) {
                 logm(LOG_ERROR, "reload failed: keeping the running configuration");
                 return;
         }
@@ -636,8 +665,10 @@ static int cmd_daemon(int argc, char **argv)
         if (build_config(d, &d->cfg))
                 return 2;
         log_level = d->cfg.log_level;
-        libbpf_set_print(libbpf_log);
         umask(027);
+        if (check_dirs(&d->cfg))
+                return 1;
+        libbpf_set_print(libbpf_log);
         if (gethostname(d->host, sizeof(d->host) - 1))
                 snprintf(d->host, sizeof(d->host), "host");
         d->started_wall = (uint64_t)time(NULL);

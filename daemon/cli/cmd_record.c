@@ -400,8 +400,11 @@ static int cmd_record(int argc, char **argv)
                         }
                         break;
                 case 'd':
-                        if (config_parse_duration(optarg, &duration_ms)) {
-                                fprintf(stderr, "ctxprof record: bad duration '%s'\n", optarg);
+                        if (config_parse_duration(optarg, 0, CONFIG_DURATION_MAX_MS,
+                                                  &duration_ms)) {
+                                fprintf(stderr,
+                                        "ctxprof record: bad duration '%s' (at most 3650d)\n",
+                                        optarg);
                                 return 2;
                         }
                         break;
@@ -418,9 +421,10 @@ static int cmd_record(int argc, char **argv)
                         format = optarg;
                         break;
                 case OPT_CHUNK:
-                        if (config_parse_duration(optarg, &chunk_ms) || chunk_ms < 100) {
+                        if (config_parse_duration(optarg, CONFIG_CHUNK_PERIOD_MIN_MS,
+                                                  CONFIG_CHUNK_PERIOD_MAX_MS, &chunk_ms)) {
                                 fprintf(stderr,
-                                        "ctxprof record: bad chunk period '%s' (at least 100ms)\n",
+                                        "ctxprof record: bad chunk period '%s' (100ms to 1h)\n",
                                         optarg);
                                 return 2;
                         }

@@ -247,17 +247,28 @@ int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
         *out = NULL;
         if (!path || !info)
                 return -EINVAL;
-        struct jfr_writer *w = calloc(1, sizeof(*w));
-        if (!w)
-                return -ENOMEM;
-        w->flags = flags;
-        w->fd = open(
+        int fd = open(
             path, O_RDWR | O_CREAT | O_CLOEXEC | ((flags & JFR_WRITER_APPEND) ? 0 : O_TRUNC), 0644);
-        if (w->fd < 0) {
-                int err = -errno;
-                free(w);
-                return err;
+        if (fd < 0)
+                return -errno;
+        return jfr_writer_open_fd(out, fd, path, flags, info);
+}
+
+int jfr_writer_open_fd(struct jfr_writer **out, int fd, const char *path, int flags,
+                       const struct jfr_recording_info *info)
+{
+        *out = NULL;
+        if (!path || !info) {
+                close(fd);
+                return -EINVAL;
         }
+        struct jfr_writer *w = calloc(1, sizeof(*w));
+        if (!w) {
+                close(fd);
+                return -ENOMEM;
+        }
+        w->flags = flags;
+        w->fd = fd;
         if (flags & JFR_WRITER_APPEND) {
                 int err = continue_file(w);
                 if (err) {

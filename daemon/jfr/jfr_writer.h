@@ -101,6 +101,10 @@ struct jfr_writer;
  * file). info is copied. */
 int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
                     const struct jfr_recording_info *info);
+/* The same on a file the caller opened (O_RDWR; taken over: closed by jfr_writer_close, or
+ * at once on failure); path only names it (the recording's destination). */
+int jfr_writer_open_fd(struct jfr_writer **out, int fd, const char *path, int flags,
+                       const struct jfr_recording_info *info);
 /* Close the file (the chunk in progress, if any, is discarded) and free everything. */
 void jfr_writer_close(struct jfr_writer *w);
 

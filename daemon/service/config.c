@@ -74,65 +74,91 @@ int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
         return 0;
 }
 
-int config_parse_duration(const char *s, uint64_t *ms)
+struct unit {
+        const char *name; /* compared without case */
+        uint64_t mult;
+};
+
+/* DIGITS[.DIGITS]UNIT -> value * the unit's multiplier (fraction digits: at most
+ * MAX_FRACTION_DIGITS, the result rounded down), in integers: no sign, exponent, hex, inf or
+ * white space, and an overflow is -ERANGE, never a wrapped value. */
+#define MAX_FRACTION_DIGITS 9
+static int parse_scaled(const char *s, const struct unit *units, size_t nunits, uint64_t *out)
 {
-        static const struct {
-                const char *unit;
-                double mult;
-        } units[] = {{"", 1000},   {"s", 1000},    {"ms", 1},
-                     {"m", 60000}, {"h", 3600000}, {"d", 86400000.0}};
-        char *end;
-        double v;
+        uint64_t whole = 0, frac = 0, scale = 1, v, f;
+        int digits = 0, overflow = 0;
         size_t i;
 
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno || end == s || v < 0 || v > 1e15)
+        for (; *s >= '0' && *s <= '9'; s++, digits++)
+                overflow |= __builtin_mul_overflow(whole, 10, &whole) ||
+                            __builtin_add_overflow(whole, (uint64_t)(*s - '0'), &whole);
+        if (!digits)
                 return -EINVAL;
-        for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-                if (!strcmp(end, units[i].unit)) {
-                        *ms = (uint64_t)(v * units[i].mult);
-                        return 0;
+        if (*s == '.') {
+                for (s++, digits = 0; *s >= '0' && *s <= '9'; s++, digits++) {
+                        if (digits == MAX_FRACTION_DIGITS)
+                                return -EINVAL;
+                        frac = frac * 10 + (uint64_t)(*s - '0');
+                        scale *= 10;
                 }
-        return -EINVAL;
+                if (!digits)
+                        return -EINVAL;
+        }
+        for (i = 0; i < nunits; i++)
+                if (!strcasecmp(s, units[i].name))
+                        break;
+        if (i == nunits)
+                return -EINVAL;
+        /* frac < scale: the fraction's part is below the multiplier (the product needs 128
+         * bits: 10^9 * 2^40) */
+        f = (uint64_t)((unsigned __int128)frac * units[i].mult / scale);
+        if (overflow || __builtin_mul_overflow(whole, units[i].mult, &v) ||
+            __builtin_add_overflow(v, f, &v))
+                return -ERANGE;
+        *out = v;
+        return 0;
 }
 
-int config_parse_size(const char *s, uint64_t *bytes)
+static int in_range(int err, uint64_t v, uint64_t min, uint64_t max, uint64_t *out)
 {
-        char *end;
-        double v;
-        int shift = 0;
-
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno || end == s || v < 0 || v > 1e18)
-                return -EINVAL;
-        if (*end && end[1] && strcasecmp(end + 1, "iB") && strcasecmp(end + 1, "B"))
-                return -EINVAL;
-        switch (*end) {
-        case '\0':
-                break;
-        case 'k':
-        case 'K':
-                shift = 10;
-                break;
-        case 'm':
-        case 'M':
-                shift = 20;
-                break;
-        case 'g':
-        case 'G':
-                shift = 30;
-                break;
-        case 't':
-        case 'T':
-                shift = 40;
-                break;
-        default:
-                return -EINVAL;
-        }
-        *bytes = (uint64_t)(v * (double)(1ull << shift));
+        if (err)
+                return err;
+        if (v < min || v > max)
+                return -ERANGE;
+        *out = v;
         return 0;
+}
+
+int config_parse_duration(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ms)
+{
+        static const struct unit units[] = {{"", 1000},   {"s", 1000},       {"ms", 1},
+                                            {"m", 60000}, {"h", 3600000ull}, {"d", 86400000ull}};
+        uint64_t v = 0;
+        int err = parse_scaled(s, units, sizeof(units) / sizeof(units[0]), &v);
+
+        return in_range(err, v, min_ms, max_ms, ms);
+}
+
+int config_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *bytes)
+{
+        static const struct unit units[] = {{"", 1},
+                                            {"b", 1},
+                                            {"k", 1ull << 10},
+                                            {"kb", 1ull << 10},
+                                            {"kib", 1ull << 10},
+                                            {"m", 1ull << 20},
+                                            {"mb", 1ull << 20},
+                                            {"mib", 1ull << 20},
+                                            {"g", 1ull << 30},
+                                            {"gb", 1ull << 30},
+                                            {"gib", 1ull << 30},
+                                            {"t", 1ull << 40},
+                                            {"tb", 1ull << 40},
+                                            {"tib", 1ull << 40}};
+        uint64_t v = 0;
+        int err = parse_scaled(s, units, sizeof(units) / sizeof(units[0]), &v);
+
+        return in_range(err, v, min, max, bytes);
 }
 
 static int set_str(char *dst, size_t len, const char *v)
@@ -155,7 +181,7 @@ static int pick(const char *v, const char *const *names, int *out)
         return -EINVAL;
 }
 
-static int set_key(struct daemon_config *c, const char *sec, const char *key, const char *v)
+static int set_value(struct daemon_config *c, const char *sec, const char *key, const char *v)
 {
         static const char *const events[] = {"cpu-clock", "cycles", NULL};
         static const char *const graphs[] = {"fp", "dwarf", NULL};
@@ -187,39 +213,23 @@ static int set_key(struct daemon_config *c, const char *sec, const char *key, co
         } else if (!strcmp(sec, "output")) {
                 if (!strcmp(key, "directory"))
                         return *v == '/' ? set_str(c->directory, sizeof(c->directory), v) : -EINVAL;
-                if (!strcmp(key, "chunk-period")) {
-                        uint64_t ms;
-
-                        err = config_parse_duration(v, &ms);
-                        if (err || ms < 100)
-                                return -EINVAL;
-                        c->chunk_period_ms = ms;
-                        return 0;
-                }
+                if (!strcmp(key, "chunk-period"))
+                        return config_parse_duration(v, CONFIG_CHUNK_PERIOD_MIN_MS,
+                                                     CONFIG_CHUNK_PERIOD_MAX_MS,
+                                                     &c->chunk_period_ms);
                 if (!strcmp(key, "rotate"))
                         return pick(v, rotates, &c->rotate);
-                if (!strcmp(key, "rotate-period")) {
-                        uint64_t ms;
-
-                        err = config_parse_duration(v, &ms);
-                        if (err || ms < 1000)
-                                return -EINVAL;
-                        c->rotate_period_ms = ms;
-                        return 0;
-                }
-                if (!strcmp(key, "rotate-size")) {
-                        uint64_t b;
-
-                        err = config_parse_size(v, &b);
-                        if (err || b < 4096)
-                                return -EINVAL;
-                        c->rotate_size = b;
-                        return 0;
-                }
+                if (!strcmp(key, "rotate-period"))
+                        return config_parse_duration(v, CONFIG_ROTATE_PERIOD_MIN_MS,
+                                                     CONFIG_DURATION_MAX_MS, &c->rotate_period_ms);
+                if (!strcmp(key, "rotate-size"))
+                        return config_parse_size(v, CONFIG_ROTATE_SIZE_MIN, CONFIG_SIZE_MAX,
+                                                 &c->rotate_size);
                 if (!strcmp(key, "retain-age"))
-                        return config_parse_duration(v, &c->retain_age_ms);
+                        return config_parse_duration(v, 0, CONFIG_DURATION_MAX_MS,
+                                                     &c->retain_age_ms);
                 if (!strcmp(key, "retain-size"))
-                        return config_parse_size(v, &c->retain_size);
+                        return config_parse_size(v, 0, CONFIG_SIZE_MAX, &c->retain_size);
                 if (!strcmp(key, "split"))
                         return pick(v, splits, &c->split);
                 if (!strcmp(key, "split-max-open"))
@@ -242,6 +252,37 @@ static int set_key(struct daemon_config *c, const char *sec, const char *key, co
         return -ENOENT;
 }
 
+/* set_value; out of range is a bad value like any other (config_values says the range) */
+static int set_key(struct daemon_config *c, const char *sec, const char *key, const char *v)
+{
+        int err = set_value(c, sec, key, v);
+
+        return err == -ERANGE ? -EINVAL : err;
+}
+
+const char *config_values(const char *key)
+{
+        static const struct {
+                const char *key, *values;
+        } help[] = {
+            {"frequency", "a count from 1 to 100000"},
+            {"chunk-period", "a duration from 100ms to 1h"},
+            {"rotate-period", "a duration from 1s to 3650d"},
+            {"retain-age", "a duration up to 3650d (0 = keep forever)"},
+            {"rotate-size", "a size from 4K to 1024T"},
+            {"retain-size", "a size up to 1024T (0 = no limit)"},
+            {"split-max-open", "a count from 1 to 1024"},
+            {"max-stacks", "a count from 256 to 262144"},
+        };
+        const char *dot = strchr(key, '.');
+        size_t i;
+
+        for (i = 0; i < sizeof(help) / sizeof(help[0]); i++)
+                if (!strcmp(dot ? dot + 1 : key, help[i].key))
+                        return help[i].values;
+        return NULL;
+}
+
 int config_set(struct daemon_config *c, const char *section, const char *key, const char *value)
 {
         size_t i, n;
@@ -262,53 +303,117 @@ int config_set(struct daemon_config *c, const char *section, const char *key, co
         return -ENOENT;
 }
 
+#define NKEYS 32 /* room for config_keys */
+
 struct load_ctx {
         struct daemon_config *c;
+        FILE *f;
+        char *buf; /* getline's */
+        size_t cap;
+        int lineno;      /* of the line inih has just been given */
+        int continued;   /* that line starts with white space: a continuation for inih */
+        int too_long;    /* the line number of a line over CONFIG_LINE_MAX */
+        int seen[NKEYS]; /* line where each config_keys[i] was set, 0 = not yet */
         int err;
-        int line;
-        char key[64];
+        struct config_error *e;
 };
+
+/* inih's line reader (ini_parse_stream): whole lines with getline, counted here so that
+ * every line number is right, and a line inih would cut (over its buffer) stops the parse
+ * instead. */
+static char *read_line(char *str, int num, void *stream)
+{
+        struct load_ctx *l = stream;
+        ssize_t n = getline(&l->buf, &l->cap, l->f);
+
+        if (n < 0)
+                return NULL;
+        l->lineno++;
+        while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r'))
+                n--;
+        if (n > CONFIG_LINE_MAX || n + 3 > num) {
+                l->too_long = l->lineno;
+                return NULL;
+        }
+        memcpy(str, l->buf, (size_t)n);
+        str[n] = '\0';
+        l->continued = n > 0 && (str[0] == ' ' || str[0] == '\t');
+        return str;
+}
+
+static int key_index(const char *section, const char *name)
+{
+        size_t sl = strlen(section);
+        int i;
+
+        for (i = 0; config_keys[i]; i++)
+                if (!strncmp(config_keys[i], section, sl) && config_keys[i][sl] == '.' &&
+                    !strcmp(config_keys[i] + sl + 1, name))
+                        return i;
+        return -1;
+}
+
+static int fail(struct load_ctx *l, int err, const char *section, const char *name)
+{
+        l->err = err;
+        l->e->line = l->lineno;
+        snprintf(l->e->key, sizeof(l->e->key), "%s.%s", section, name);
+        return 0; /* stop */
+}
 
 static int on_line(void *user, const char *section, const char *name, const char *value)
 {
         struct load_ctx *l = user;
-        int err;
+        int i, err;
 
         if (l->err)
                 return 0;
-        err = set_key(l->c, section, name, value);
-        if (err) {
-                l->err = err;
-                snprintf(l->key, sizeof(l->key), "%s.%s", section, name);
-                return 0; /* stop: inih reports this line's number */
+        /* inih hands a continuation line over as the same key again: no value of ours spans
+         * lines */
+        if (l->continued)
+                return fail(l, -EINVAL, section, name);
+        i = key_index(section, name);
+        if (i >= 0 && l->seen[i]) {
+                l->e->first_line = l->seen[i];
+                return fail(l, -EEXIST, section, name);
         }
+        err = set_key(l->c, section, name, value);
+        if (err)
+                return fail(l, err, section, name);
+        if (i >= 0)
+                l->seen[i] = l->lineno;
         return 1;
 }
 
-int config_load(struct daemon_config *c, const char *path, int *bad_line, char *key_out,
-                size_t key_len)
+int config_load(struct daemon_config *c, const char *path, struct config_error *e)
 {
         struct daemon_config tmp = *c;
-        struct load_ctx l = {.c = &tmp};
-        FILE *f;
+        struct load_ctx l = {.c = &tmp, .e = e};
         int rc;
 
-        *bad_line = 0;
-        if (key_out && key_len)
-                key_out[0] = '\0';
-        f = fopen(path, "re");
-        if (!f)
+        _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) <= NKEYS, "NKEYS");
+        memset(e, 0, sizeof(*e));
+        l.f = fopen(path, "re");
+        if (!l.f)
                 return -errno;
-        rc = ini_parse_file(f, on_line, &l);
-        fclose(f);
-        if (rc) {
-                *bad_line = rc > 0 ? rc : 0;
-                if (key_out && key_len)
-                        snprintf(key_out, key_len, "%s", l.key);
-                if (l.err)
-                        return l.err;
-                return rc == -2 ? -ENOMEM : -EINVAL;
+        rc = ini_parse_stream(read_line, &l, on_line, &l);
+        fclose(l.f);
+        free(l.buf);
+        if (rc < 0)
+                return rc == -2 ? -ENOMEM : -EIO;
+        /* inih goes on after a bad line: the first of the three kinds of error is the one */
+        if (rc > 0 && (!l.err || rc < e->line) && (!l.too_long || rc < l.too_long)) {
+                memset(e, 0, sizeof(*e));
+                e->line = rc; /* a line inih cannot parse */
+                return -EINVAL;
         }
+        if (l.too_long && (!l.err || l.too_long < e->line)) {
+                memset(e, 0, sizeof(*e));
+                e->line = l.too_long;
+                return -E2BIG;
+        }
+        if (l.err)
+                return l.err;
         *c = tmp;
         return 0;
 }

@@ -21,6 +21,18 @@ enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 /* max-stacks: each stack slot costs about 1.6 KiB (three trace tables with frame arenas) */
 #define CONFIG_MAX_STACKS_MIN 256
 #define CONFIG_MAX_STACKS_MAX 262144
+/* Durations (ms) and sizes (bytes): anything longer than ten years or larger than a PiB is a
+ * typo, and stays far from the 64-bit nanosecond and byte arithmetic that uses them. A chunk
+ * is the unit that survives a crash and its samples wait in memory: 100 ms to 1 h. */
+#define CONFIG_DURATION_MAX_MS      (3650ull * 86400000ull)
+#define CONFIG_CHUNK_PERIOD_MIN_MS  100ull
+#define CONFIG_CHUNK_PERIOD_MAX_MS  3600000ull
+#define CONFIG_ROTATE_PERIOD_MIN_MS 1000ull
+#define CONFIG_SIZE_MAX             (1ull << 50)
+#define CONFIG_ROTATE_SIZE_MIN      4096ull
+/* libinih (Debian's build) reads lines of at most INI_MAX_LINE = 200 bytes with "\r\n\0"
+ * and silently cuts longer ones; config_load refuses them instead. */
+#define CONFIG_LINE_MAX 197
 
 struct daemon_config {
         /* [sampling] */
@@ -50,21 +62,33 @@ struct daemon_config {
 };
 
 void config_defaults(struct daemon_config *c);
-/* Set one key. 0 ok, -ENOENT unknown section/key, -EINVAL bad value, -ENOTSUP a value that
- * is valid but not implemented. section NULL = find the key in any section (flags). */
+/* Set one key. 0 ok, -ENOENT unknown section/key, -EINVAL bad value (out of range
+ * included), -ENOTSUP a value that is valid but not implemented. section NULL = find the key
+ * in any section (flags). */
 int config_set(struct daemon_config *c, const char *section, const char *key, const char *value);
-/* Read an INI file over *c. 0 ok; -errno when it cannot be read; -EINVAL/-ENOENT/-ENOTSUP
- * for a bad line, whose number goes to *bad_line (and the key to key_out, if given). On
- * error *c is unchanged. */
-int config_load(struct daemon_config *c, const char *path, int *bad_line, char *key_out,
-                size_t key_len);
+/* What key ("section.key" or "key") accepts, e.g. "a duration from 100ms to 1h", for an
+ * error message; NULL when its values are a plain list or a path. */
+const char *config_values(const char *key);
+
+struct config_error {
+        int line;       /* the bad line, 0 if none */
+        int first_line; /* -EEXIST: where the key was set before */
+        char key[64];   /* "section.key", "" if none */
+};
+/* Read an INI file over *c. 0 ok; -errno when it cannot be read; for a bad line (number
+ * and key in *e): -EINVAL/-ENOENT/-ENOTSUP as config_set, -EEXIST a key set twice (the
+ * earlier line in e->first_line), -E2BIG a line longer than CONFIG_LINE_MAX. On error *c is
+ * unchanged. */
+int config_load(struct daemon_config *c, const char *path, struct config_error *e);
 /* Every key as "section.key" (NULL-terminated), for flag parsing and documentation. */
 extern const char *const config_keys[];
 
-/* "30", "30s", "500ms", "10m", "2h", "7d" -> ms. 0 or -EINVAL. */
-int config_parse_duration(const char *s, uint64_t *ms);
-/* "4096", "64K", "64M", "1G" (binary units) -> bytes. 0 or -EINVAL. */
-int config_parse_size(const char *s, uint64_t *bytes);
+/* "30", "30s", "1.5s", "500ms", "10m", "2h", "7d" -> ms in [min_ms, max_ms]. 0, -EINVAL
+ * (not a duration) or -ERANGE (outside the range, overflow included). */
+int config_parse_duration(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ms);
+/* "4096", "64K", "64M", "1G", "1GiB" (binary units) -> bytes in [min, max]. 0, -EINVAL or
+ * -ERANGE. */
+int config_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *bytes);
 /* A plain decimal count in [min, max]. 0 or -EINVAL. */
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out);
 

@@ -1,6 +1,8 @@
 /*
  * output_dir.c — recording files in the output directory (see output_dir.h). Never prints;
- * only ever deletes finished files whose names match its own pattern.
+ * only ever deletes finished files whose names match its own pattern (and a .part it has
+ * just created); every file is reached relative to the directory's descriptor, without
+ * following a symbolic link.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,29 +16,27 @@
 
 #include "jfr/jfr_writer.h"
 #include "service/output_dir.h"
+#include "service/trusted_dir.h"
 
-#define PREFIX "ctxprof-"
+#define PREFIX          "ctxprof-"
+#define DIR_MODE        0750
+#define FILE_MODE       0640
+#define LOCK_NAME       ".ctxprof.lock"
+#define MAX_SAME_SECOND 1000 /* -1 ... -999 after a name taken in the same second */
 
-int output_dir_prepare(const char *dir)
+int output_dir_open(const char *dir, char *why, size_t why_len)
 {
-        char tmp[PATH_MAX], *p;
+        int dfd = trusted_dir_open(dir, DIR_MODE, why, why_len);
 
-        if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
-                return -ENAMETOOLONG;
-        for (p = tmp + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(tmp, 0755) && errno != EEXIST)
-                        return -errno;
-                *p = '/';
+        /* mkdir honours the umask, and an existing directory keeps its mode: the mode is part
+         * of the contract (and owner rwx is what writing needs once capabilities are gone) */
+        if (dfd >= 0 && fchmod(dfd, DIR_MODE)) {
+                int err = -errno;
+
+                close(dfd);
+                return err;
         }
-        if (mkdir(tmp, 0750) && errno != EEXIST)
-                return -errno;
-        /* mkdir honours the umask; the mode is part of the contract. */
-        if (chmod(tmp, 0750))
-                return -errno;
-        return 0;
+        return dfd;
 }
 
 /* Host names and commands go into file names: keep [A-Za-z0-9._-], replace the rest; an
@@ -58,8 +58,41 @@ static void clean_name(char *dst, size_t len, const char *src, const char *empty
                 snprintf(dst, len, "%s", empty);
 }
 
+static const char *base_name(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+
+        return slash ? slash + 1 : path;
+}
+
+/* Create NAME.jfr.part in dfd unless NAME.jfr or NAME.jfr.part exists in any form. The
+ * descriptor, -EEXIST (taken) or -errno. */
+static int create_part(int dfd, const struct output_file *f)
+{
+        struct stat st;
+        int fd;
+
+        if (!fstatat(dfd, base_name(f->final), &st, AT_SYMLINK_NOFOLLOW))
+                return -EEXIST;
+        if (errno != ENOENT)
+                return -errno;
+        fd = openat(dfd, base_name(f->part), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    FILE_MODE);
+        if (fd < 0)
+                return -errno;
+        if (fchmod(fd, FILE_MODE)) { /* the umask applied to openat's mode */
+                int err = -errno;
+
+                close(fd);
+                unlinkat(dfd, base_name(f->part), 0);
+                return err;
+        }
+        return fd;
+}
+
 /* dir/ctxprof-NAME-STAMP[-N].jfr[.part], the first N free. */
-static int new_file(const char *dir, const char *name, time_t start, struct output_file *out)
+static int new_file(int dfd, const char *dir, const char *name, time_t start,
+                    struct output_file *out)
 {
         char stamp[32], base[PATH_MAX - 16];
         struct tm tm;
@@ -67,8 +100,8 @@ static int new_file(const char *dir, const char *name, time_t start, struct outp
 
         gmtime_r(&start, &tm);
         strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
-        for (i = 0; i < 1000; i++) {
-                int n;
+        for (i = 0; i < MAX_SAME_SECOND; i++) {
+                int n, fd;
 
                 if (i)
                         n = snprintf(base, sizeof(base), "%s/" PREFIX "%s-%s-%d", dir, name, stamp,
@@ -81,34 +114,82 @@ static int new_file(const char *dir, const char *name, time_t start, struct outp
                 memcpy(out->final + n, ".jfr", 5);
                 memcpy(out->part, base, (size_t)n);
                 memcpy(out->part + n, ".jfr.part", 10);
-                if (access(out->final, F_OK) && access(out->part, F_OK))
+                fd = create_part(dfd, out);
+                if (fd >= 0) {
+                        out->fd = fd;
                         return 0;
+                }
+                if (fd != -EEXIST)
+                        return fd;
         }
         return -EEXIST;
 }
 
-int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out)
+int output_dir_new_file(int dfd, const char *dir, const char *host, time_t start,
+                        struct output_file *out)
 {
         char h[64];
 
         clean_name(h, sizeof(h), host, "host");
-        return new_file(dir, h, start, out);
+        return new_file(dfd, dir, h, start, out);
 }
 
-int output_dir_new_process_file(const char *dir, const char *host, pid_t pid, const char *comm,
-                                time_t start, struct output_file *out)
+int output_dir_new_process_file(int dfd, const char *dir, const char *host, pid_t pid,
+                                const char *comm, time_t start, struct output_file *out)
 {
         char h[64], c[16], name[96];
 
         clean_name(h, sizeof(h), host, "host");
         clean_name(c, sizeof(c), comm ? comm : "", "unknown");
         snprintf(name, sizeof(name), "%s-%d-%s", h, (int)pid, c);
-        return new_file(dir, name, start, out);
+        return new_file(dfd, dir, name, start, out);
 }
 
-int output_dir_finish(const struct output_file *f)
+/* Rename from -> to in dfd unless `to` exists. 0 or -errno (-EEXIST). */
+static int rename_noreplace(int dfd, const char *from, const char *to)
 {
-        return rename(f->part, f->final) ? -errno : 0;
+        struct stat st;
+
+        if (!renameat2(dfd, from, dfd, to, RENAME_NOREPLACE))
+                return 0;
+        if (errno != EINVAL)
+                return -errno;
+        /* a file system without RENAME_NOREPLACE: only this daemon (the directory is not
+         * writable by anyone else) could create `to` between the check and the rename */
+        if (!fstatat(dfd, to, &st, AT_SYMLINK_NOFOLLOW))
+                return -EEXIST;
+        return renameat(dfd, from, dfd, to) ? -errno : 0;
+}
+
+int output_dir_finish(int dfd, const struct output_file *f)
+{
+        return rename_noreplace(dfd, base_name(f->part), base_name(f->final));
+}
+
+int output_dir_discard(int dfd, const struct output_file *f)
+{
+        return unlinkat(dfd, base_name(f->part), 0) ? -errno : 0;
+}
+
+/* The directory (output_dir_open) as a listing whose dirfd the entries are reached by. NULL
+ * with errno set. */
+static DIR *open_listing(const char *dir)
+{
+        int dfd = output_dir_open(dir, NULL, 0);
+        DIR *dp;
+
+        if (dfd < 0) {
+                errno = -dfd;
+                return NULL;
+        }
+        dp = fdopendir(dfd);
+        if (!dp) {
+                int err = errno;
+
+                close(dfd);
+                errno = err;
+        }
+        return dp;
 }
 
 struct entry {
@@ -146,7 +227,7 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
         int dfd;
 
         memset(res, 0, sizeof(*res));
-        dp = opendir(dir);
+        dp = open_listing(dir);
         if (!dp)
                 return -errno;
         dfd = dirfd(dp);
@@ -180,7 +261,9 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
         for (i = 0; i < n; i++) {
                 int old = max_age_ms && now > e[i].mtime &&
                           (uint64_t)(now - e[i].mtime) * 1000 > max_age_ms;
-                int big = max_bytes && total > max_bytes;
+                /* never the newest: a recording larger than the limit on its own (typically
+                 * the one just finished) is better kept than leave nothing at all */
+                int big = max_bytes && total > max_bytes && i + 1 < n;
 
                 if (!old && !big)
                         break;
@@ -198,20 +281,33 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
         return 0;
 }
 
+/* A file of ours to open or change: a regular file of this euid with no other name (a hard
+ * link planted before the directory was ours would point somewhere else). */
+static int ours(int fd)
+{
+        struct stat st;
+
+        if (fstat(fd, &st))
+                return -errno;
+        return S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 ? 0 : -EPERM;
+}
+
 int output_dir_lock(const char *dir)
 {
-        char path[PATH_MAX];
-        int fd;
+        int dfd = output_dir_open(dir, NULL, 0), fd, err;
 
-        if (snprintf(path, sizeof(path), "%s/.ctxprof.lock", dir) >= (int)sizeof(path))
-                return -ENAMETOOLONG;
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-        if (fd < 0)
-                return -errno;
-        if (flock(fd, LOCK_EX | LOCK_NB)) {
-                int err = -errno;
-
-                close(fd);
+        if (dfd < 0)
+                return dfd;
+        /* not O_EXCL: the lock file stays from one daemon to the next (only its flock says
+         * whether a daemon runs); O_NOFOLLOW and ours() keep it from being anything else */
+        fd = openat(dfd, LOCK_NAME, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, FILE_MODE);
+        err = fd < 0 ? -errno : ours(fd);
+        close(dfd);
+        if (!err && flock(fd, LOCK_EX | LOCK_NB))
+                err = -errno;
+        if (err) {
+                if (fd >= 0)
+                        close(fd);
                 return err;
         }
         return fd;
@@ -237,9 +333,10 @@ static int recover_one(int dfd, const char *name, struct output_recover_result *
         fd = openat(dfd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return -errno;
-        if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-                err = -EINVAL;
-        else
+        err = ours(fd);
+        if (!err && fstat(fd, &st))
+                err = -errno;
+        if (!err)
                 err = jfr_file_complete_prefix(fd, &good);
         if (!err && good > 0 && (uint64_t)st.st_size > good && ftruncate(fd, (off_t)good))
                 err = -errno;
@@ -261,11 +358,9 @@ static int recover_one(int dfd, const char *name, struct output_recover_result *
                 res->removed++;
                 return 0;
         }
-        /* never replace a finished recording of the same name */
-        if (!faccessat(dfd, final, F_OK, AT_SYMLINK_NOFOLLOW))
-                return -EEXIST;
-        if (renameat(dfd, name, dfd, final))
-                return -errno;
+        err = rename_noreplace(dfd, name, final); /* never over a finished recording */
+        if (err)
+                return err;
         res->recovered++;
         res->bytes_trimmed += (uint64_t)st.st_size - good;
         return 0;
@@ -277,7 +372,7 @@ int output_dir_recover(const char *dir, struct output_recover_result *res)
         DIR *dp;
 
         memset(res, 0, sizeof(*res));
-        dp = opendir(dir);
+        dp = open_listing(dir);
         if (!dp)
                 return -errno;
         while ((d = readdir(dp))) {

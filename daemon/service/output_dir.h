@@ -1,5 +1,7 @@
 /*
- * output_dir.h — the daemon's output directory: created 0750, recordings named
+ * output_dir.h — the daemon's output directory: opened only when no other user can write it
+ * or redirect it (service/trusted_dir.h), created 0750, every file made relative to its
+ * descriptor without following links; recordings named
  * ctxprof-HOST-YYYYMMDDTHHMMSSZ[-N].jfr (UTC start time: names sort by time), or, one per
  * process, ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ[-N].jfr (a process's files sort by time),
  * written as NAME.jfr.part and renamed to NAME.jfr when finished; retention deletes the
@@ -14,23 +16,32 @@
 #include <sys/types.h>
 #include <time.h>
 
-/* Create dir (and missing parents) with mode 0750; an existing dir is chmod'ed to 0750.
- * 0 or -errno. */
-int output_dir_prepare(const char *dir);
+/* Open the output directory dir, creating it (mode 0750) and missing parents, and chmod it
+ * 0750. Refused (-EPERM, why says which directory and why) unless this process owns it,
+ * nobody else can write it and no other user can change the path to it: see
+ * service/trusted_dir.h. The directory's descriptor (O_CLOEXEC) or -errno. */
+int output_dir_open(const char *dir, char *why, size_t why_len);
 
-/* The paths of a new recording started at `start` (UTC), unique in dir: part (being written)
- * and final (after output_dir_finish). 0, -ENAMETOOLONG or -EEXIST (no free name). */
+/* A new recording in the directory dfd (called dir in the paths) started at `start` (UTC):
+ * NAME.jfr.part is created (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0640) with the first free NAME,
+ * one whose .part and .jfr are both absent — whatever is there, a symbolic link included,
+ * is never opened or replaced. fd: the .part, open for reading and writing, the caller's to
+ * close. 0, -ENAMETOOLONG, -EEXIST (no free name) or -errno. */
 struct output_file {
-        char part[PATH_MAX];
-        char final[PATH_MAX];
+        int fd;
+        char part[PATH_MAX];  /* dir/NAME.jfr.part, for messages */
+        char final[PATH_MAX]; /* dir/NAME.jfr after output_dir_finish */
 };
-int output_dir_new_file(const char *dir, const char *host, time_t start, struct output_file *out);
+int output_dir_new_file(int dfd, const char *dir, const char *host, time_t start,
+                        struct output_file *out);
 /* The same for the recording of one process: pid and its command (characters other than
  * [A-Za-z0-9._-] become '_', at most 15 kept) go into the name. */
-int output_dir_new_process_file(const char *dir, const char *host, pid_t pid, const char *comm,
-                                time_t start, struct output_file *out);
-/* Rename part -> final. 0 or -errno. */
-int output_dir_finish(const struct output_file *f);
+int output_dir_new_process_file(int dfd, const char *dir, const char *host, pid_t pid,
+                                const char *comm, time_t start, struct output_file *out);
+/* Rename NAME.jfr.part -> NAME.jfr in dfd, never replacing an existing NAME.jfr. 0 or -errno. */
+int output_dir_finish(int dfd, const struct output_file *f);
+/* Remove NAME.jfr.part (a recording without one complete chunk: nothing to keep). */
+int output_dir_discard(int dfd, const struct output_file *f);
 
 struct output_retain_result {
         unsigned deleted;
@@ -38,15 +49,18 @@ struct output_retain_result {
         int last_error; /* -errno of the last failed unlink, 0 if none */
 };
 /* Delete finished recordings (ctxprof-*.jfr) older than max_age_ms (0 = no age limit), then
- * the oldest until their total size is <= max_bytes (0 = no size limit). Files in progress
- * (.part) are never deleted. now = wall clock. 0 or -errno (directory unreadable). */
+ * the oldest until their total size is <= max_bytes (0 = no size limit), except the newest:
+ * a recording larger than max_bytes on its own is kept rather than leave none at all. Files
+ * in progress (.part) are never deleted. now = wall clock. The directory is opened with
+ * output_dir_open. 0 or -errno (directory refused or unreadable). */
 int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, time_t now,
                       struct output_retain_result *res);
 
-/* Take the directory's writer lock: an exclusive flock on DIR/.ctxprof.lock (created 0640),
- * held until the returned descriptor is closed (or the process ends). -EWOULDBLOCK when
- * another process holds it: another daemon writes here, and its files in progress are not
- * ours to recover. Other -errno on failure. */
+/* Take the directory's writer lock: an exclusive flock on DIR/.ctxprof.lock (created 0640,
+ * never through a symbolic link; an existing one must be a regular file of this process's
+ * euid with one link), held until the returned descriptor is closed (or the process ends).
+ * -EWOULDBLOCK when another process holds it: another daemon writes here, and its files in progress
+ * are not ours to recover. Other -errno on failure. */
 int output_dir_lock(const char *dir);
 
 struct output_recover_result {
@@ -59,7 +73,8 @@ struct output_recover_result {
  * kill): each is cut back to its complete chunks and renamed to NAME.jfr (so retention sees
  * it and the JDK can read it; its modification time is kept), or deleted when not one chunk
  * is complete. Call only while holding output_dir_lock, before this process starts a
- * recording of its own in dir. 0 or -errno (directory unreadable). */
+ * recording of its own in dir. Only regular files with one link are touched (never through
+ * a symbolic link). 0 or -errno (directory refused or unreadable). */
 int output_dir_recover(const char *dir, struct output_recover_result *res);
 
 #endif

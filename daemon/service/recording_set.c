@@ -2,9 +2,9 @@
  * recording_set.c — the daemon's open recordings (see recording_set.h). Owns the per-process
  * table (at most max_open entries, a linear scan behind a last-hit cache: samples of one
  * process come in runs), the shared host recording, the symbolizer every per-process sink
- * shares, and the counters of files already finished. Must never print, delete a recording (only
- * its own empty .part when the sink fails to start), or hold more than max_open per-process
- * sinks.
+ * shares, the output directory's descriptor, and the counters of files already finished.
+ * Must never print, delete a recording (only its own empty .part when the sink fails to
+ * start or not one chunk could be written), or hold more than max_open per-process sinks.
  *
  * Why a process's file is finished a second after it stops being a target and not at its
  * exit event: the sampler hands over every sample a process took before its exit event when
@@ -75,6 +75,7 @@ struct recording_set {
         uint64_t proc_fail_ms, host_fail_ms;
         uint64_t overflow_logged_ms, alive_checked_ms;
         struct recording_set_counters c; /* files finished so far (+ sample counters) */
+        int dfd; /* the output directory (output_dir_open), -1 until opened */
 };
 
 __attribute__((format(printf, 3, 4))) static void logr(struct recording_set *rs, int level,
@@ -150,6 +151,27 @@ static void command_of(pid_t pid, const char *process, char *out, size_t len)
         out[n] = '\0';
 }
 
+/* The output directory's descriptor, opened (and checked) again when it is not open or the
+ * directory was removed meanwhile (it is recreated). 0 or -errno (logged). */
+static int out_dir(struct recording_set *rs)
+{
+        char why[PATH_MAX + 128];
+        struct stat st;
+
+        if (rs->dfd >= 0 && !fstat(rs->dfd, &st) && st.st_nlink > 0)
+                return 0;
+        if (rs->dfd >= 0)
+                close(rs->dfd);
+        rs->dfd = output_dir_open(rs->cfg.directory, why, sizeof(why));
+        if (rs->dfd >= 0)
+                return 0;
+        if (rs->dfd == -EPERM && why[0])
+                logr(rs, LOG_ERROR, "output directory refused: %s", why);
+        else
+                logr(rs, LOG_ERROR, "cannot create %s: %s", rs->cfg.directory, strerror(-rs->dfd));
+        return rs->dfd;
+}
+
 static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process)
 {
         struct timespec ts;
@@ -161,23 +183,22 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                      .frequency_hz = rs->cfg.frequency,
                      .callgraph = rs->cfg.dwarf ? "dwarf" : "fp"},
         };
-        int err;
+        int err, err2;
 
         r->pid = pid;
         snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
         if (pid)
                 command_of(pid, r->process, r->comm, sizeof(r->comm));
-        err = output_dir_prepare(rs->cfg.directory);
-        if (err) {
-                logr(rs, LOG_ERROR, "cannot create %s: %s", rs->cfg.directory, strerror(-err));
+        err = out_dir(rs);
+        if (err)
                 return err;
-        }
         clock_gettime(CLOCK_REALTIME, &ts);
         if (pid)
-                err = output_dir_new_process_file(rs->cfg.directory, rs->host, pid, r->comm,
-                                                  ts.tv_sec, &r->file);
+                err = output_dir_new_process_file(rs->dfd, rs->cfg.directory, rs->host, pid,
+                                                  r->comm, ts.tv_sec, &r->file);
         else
-                err = output_dir_new_file(rs->cfg.directory, rs->host, ts.tv_sec, &r->file);
+                err =
+                    output_dir_new_file(rs->dfd, rs->cfg.directory, rs->host, ts.tv_sec, &r->file);
         if (err) {
                 logr(rs, LOG_ERROR, "no file name free in %s: %s", rs->cfg.directory,
                      strerror(-err));
@@ -191,19 +212,18 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                 jo.symbolizer = rs->sym;
         }
         jo.path = r->file.part;
+        jo.fd = r->file.fd; /* the sink's from here on */
         jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         err = jfr_sink_new(&jo, &r->js);
         if (err) {
                 logr(rs, LOG_ERROR, "cannot write %s: %s", r->file.part, strerror(-err));
-                /* jfr_sink_new creates the file before it can still fail (no memory, no
-                 * thread): the name was free (output_dir), so the empty file is ours. */
-                if (unlink(r->file.part) && errno != ENOENT)
+                /* output_dir created the empty file (O_EXCL): it is ours to remove */
+                err2 = output_dir_discard(rs->dfd, &r->file);
+                if (err2 && err2 != -ENOENT)
                         logr(rs, LOG_WARNING, "cannot remove %s: %s", r->file.part,
-                             strerror(errno));
+                             strerror(-err2));
                 return err;
         }
-        if (chmod(r->file.part, 0640))
-                logr(rs, LOG_WARNING, "chmod %s: %s", r->file.part, strerror(errno));
         jfr_sink_set_modules(r->js, rs->o.modules);
         r->sink = jfr_sink_as_sink(r->js);
         r->start_ms = mono_ms();
@@ -243,7 +263,17 @@ static int close_rec(struct recording_set *rs, struct recording *r,
         r->js = NULL;
         rs->c.chunks_written += jc.chunks_written;
         rs->c.bytes_written += jc.bytes_written;
-        err = output_dir_finish(&r->file);
+        if (!jc.chunks_written) {
+                /* not one chunk could be written (a full disk): an empty NAME.jfr would only
+                 * be a file the JDK rejects; the loss was logged as each chunk failed */
+                logr(rs, LOG_WARNING, "%s has no complete chunk (%llu samples lost): removed",
+                     r->file.part, (unsigned long long)jc.samples_dropped);
+                err = output_dir_discard(rs->dfd, &r->file);
+                if (err)
+                        logr(rs, LOG_ERROR, "cannot remove %s: %s", r->file.part, strerror(-err));
+                return rc;
+        }
+        err = output_dir_finish(rs->dfd, &r->file);
         if (err) {
                 logr(rs, LOG_ERROR, "cannot rename %s: %s", r->file.part, strerror(-err));
                 return err;
@@ -292,6 +322,7 @@ struct recording_set *recording_set_new(const struct recording_set_opts *o)
         if (!rs)
                 return NULL;
         rs->o = *o;
+        rs->dfd = -1;
         rs->cfg = *o->cfg;
         rs->o.cfg = &rs->cfg;
         snprintf(rs->host, sizeof(rs->host), "%s", o->host ? o->host : "");
@@ -314,11 +345,9 @@ int recording_set_start(struct recording_set *rs)
 
         if (rs->split != SPLIT_PROCESS)
                 return open_host(rs);
-        err = output_dir_prepare(rs->cfg.directory);
-        if (err) {
-                logr(rs, LOG_ERROR, "cannot create %s: %s", rs->cfg.directory, strerror(-err));
+        err = out_dir(rs);
+        if (err)
                 return err;
-        }
         /* One cache for every process: they share libc and friends. NULL: each sink its own. */
         if (rs->o.modules && !rs->sym)
                 rs->sym = symbolizer_new(rs->o.modules);
@@ -570,6 +599,8 @@ void recording_set_free(struct recording_set *rs)
         if (rs->have_host)
                 jfr_sink_free(rs->host_rec.js);
         symbolizer_free(rs->sym); /* after the sinks: their writers used it */
+        if (rs->dfd >= 0)
+                close(rs->dfd);
         free(rs->procs);
         free(rs);
 }

@@ -10,10 +10,13 @@
  * per-process recordings share one symbolizer, whose names are freed only with it: it is
  * recreated whenever no per-process recording is open, and past 64 MiB of names
  * (SHARED_SYM_MAX_BYTES) every per-process recording is finished so that it can be.
- * Every recording is a jfr_sink writing NAME.jfr.part (mode 0640) in the output directory.
+ * Every recording is a jfr_sink writing NAME.jfr.part (mode 0640) in the output directory,
+ * which is opened once (output_dir_open: refused when another user could write or redirect
+ * it) and again only if it is removed.
  *
  * Never prints (log lines go to the caller's callback), never deletes a recording (retention
- * is output_dir's; only the empty .part of a sink that failed to start is removed), never
+ * is output_dir's; only the empty .part of a sink that failed to start, or of a recording
+ * in which not one chunk could be written — a full disk —, is removed), never
  * drops a sample silently (no file: counted). One thread (the sampler's) calls everything.
  */
 #ifndef CTXPROF_RECORDING_SET_H

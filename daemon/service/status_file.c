@@ -1,5 +1,7 @@
 /*
- * status_file.c — atomic status file writes (see status_file.h). Never prints.
+ * status_file.c — atomic status file writes (see status_file.h): NAME.tmp created with
+ * O_EXCL|O_NOFOLLOW and renamed over NAME, both relative to the directory's descriptor.
+ * Never prints.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,68 +12,99 @@
 #include <unistd.h>
 
 #include "service/status_file.h"
+#include "service/trusted_dir.h"
 
-static int mkdir_parents(const char *path)
+#define DIR_MODE  0755
+#define FILE_MODE 0644
+
+/* The directory of path (trusted_dir_open, created 0755, owner rwx kept so that writing
+ * needs no capability) and the file's name in it. The descriptor or -errno. */
+static int open_parent(const char *path, const char **name, char *why, size_t why_len)
 {
-        char tmp[PATH_MAX], *p;
+        char dir[PATH_MAX];
+        const char *slash = strrchr(path, '/');
+        struct stat st;
+        int dfd;
 
-        if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+        if (!slash || !slash[1])
+                return -EINVAL;
+        if ((size_t)(slash - path) >= sizeof(dir))
                 return -ENAMETOOLONG;
-        p = strrchr(tmp, '/');
-        if (!p || p == tmp)
-                return 0;
-        *p = '\0';
-        for (p = tmp + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(tmp, 0755) && errno != EEXIST)
-                        return -errno;
-                *p = '/';
+        memcpy(dir, path, (size_t)(slash - path));
+        dir[slash - path] = '\0';
+        dfd = trusted_dir_open(dir[0] ? dir : "/", DIR_MODE, why, why_len);
+        if (dfd < 0)
+                return dfd;
+        if (!fstat(dfd, &st) && (st.st_mode & S_IRWXU) != S_IRWXU &&
+            fchmod(dfd, (st.st_mode & 07777) | S_IRWXU)) {
+                int err = -errno;
+
+                close(dfd);
+                return err;
         }
-        if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -errno;
+        *name = slash + 1;
+        return dfd;
+}
+
+int status_file_check(const char *path, char *why, size_t why_len)
+{
+        const char *name;
+        int dfd = open_parent(path, &name, why, why_len);
+
+        if (dfd < 0)
+                return dfd;
+        close(dfd);
+        return 0;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+        size_t off = 0;
+
+        while (off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                off += (size_t)n;
+        }
         return 0;
 }
 
 int status_file_write(const char *path, const char *text, size_t len)
 {
-        char tmp[PATH_MAX];
-        size_t off = 0;
-        int fd, err;
+        char tmp[NAME_MAX + 1];
+        const char *name;
+        int dfd, fd, err;
 
-        if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        dfd = open_parent(path, &name, NULL, 0);
+        if (dfd < 0)
+                return dfd;
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp)) {
+                close(dfd);
                 return -ENAMETOOLONG;
-        err = mkdir_parents(path);
+        }
+        /* a temporary file left by a crash (the directory is ours alone: nothing else) */
+        unlinkat(dfd, tmp, 0);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+        if (fd < 0) {
+                err = -errno;
+                close(dfd);
+                return err;
+        }
+        err = write_all(fd, text, len);
+        if (!err && fchmod(fd, FILE_MODE)) /* the umask applied to openat's mode */
+                err = -errno;
+        if (close(fd) && !err)
+                err = -errno;
+        if (!err && renameat(dfd, tmp, dfd, name))
+                err = -errno;
         if (err)
-                return err;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        while (off < len) {
-                ssize_t n = write(fd, text + off, len - off);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        err = -errno;
-                        close(fd);
-                        unlink(tmp);
-                        return err;
-                }
-                off += (size_t)n;
-        }
-        if (fchmod(fd, 0644) || close(fd)) {
-                err = -errno;
-                unlink(tmp);
-                return err;
-        }
-        if (rename(tmp, path)) {
-                err = -errno;
-                unlink(tmp);
-                return err;
-        }
-        return 0;
+                unlinkat(dfd, tmp, 0);
+        close(dfd);
+        return err;
 }
 
 void status_file_value(char *dst, size_t len, const char *s)

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL /* header-only use of libxxhash-dev */
 #include <xxhash.h>
@@ -517,8 +518,11 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
         int err;
 
         *out = NULL;
-        if (!s)
+        if (!s) {
+                if (o->fd > 0)
+                        close(o->fd);
                 return -ENOMEM;
+        }
         s->o = *o;
         if (!s->o.chunk_period_ns)
                 s->o.chunk_period_ns = DEFAULT_PERIOD_NS;
@@ -527,15 +531,17 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
         pthread_mutex_init(&s->mu, NULL);
         pthread_cond_init(&s->cv, NULL);
 
+        /* the file first: it owns the descriptor from here on, whatever fails later */
+        err = o->fd > 0 ? jfr_writer_open_fd(&s->w, o->fd, o->path, 0, &o->info)
+                        : jfr_writer_open(&s->w, o->path, 0, &o->info);
+        if (err)
+                goto fail;
         struct trace_table_config tc = {.capacity = o->table_capacity};
         s->tt = trace_table_new(&tc);
         if (!s->tt) {
                 err = errno ? -errno : -ENOMEM;
                 goto fail;
         }
-        err = jfr_writer_open(&s->w, o->path, 0, &o->info);
-        if (err)
-                goto fail;
         err = batch_init(&s->cur);
         if (err)
                 goto fail;
