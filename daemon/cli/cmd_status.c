@@ -77,7 +77,16 @@ static int cmd_status(int argc, char **argv)
                 case 'h':
                         printf("usage: ctxprof status [--json] [--status-file PATH]\n\n"
                                "Show what the running ctxprof daemon samples: its counters and,\n"
-                               "per target process, samples, samples with context and threads.\n");
+                               "per target process, samples, samples with context and threads.\n"
+                               "\n"
+                               "options:\n"
+                               "      --json             the same as one JSON object:\n"
+                               "                         {\"daemon\": {...}, \"targets\": [{...}, "
+                               "...]}\n"
+                               "                         (keys as in the status file, see\n"
+                               "                         docs/daemon.md)\n"
+                               "      --status-file PATH the daemon's status-file (default\n"
+                               "                         " STATUS_FILE_DEFAULT ")\n");
                         return 0;
                 default:
                         return 2;
