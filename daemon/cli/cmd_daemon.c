@@ -74,7 +74,9 @@ struct pending {
 struct daemon {
         const char *config_path;
         const char *flag_key[MAX_FLAGS], *flag_val[MAX_FLAGS];
+        char flag_buf[MAX_FLAGS][64]; /* the flags' keys */
         int nflags;
+        int no_drop; /* --no-drop-privileges */
         struct daemon_config cfg;
         struct target_select *sel;
         struct sampler *s;
@@ -88,6 +90,11 @@ struct daemon {
         struct pending pend[PEND_MAX];
         int npend;
 };
+
+static const char *split_name(const struct daemon *d)
+{
+        return d->cfg.split == SPLIT_PROCESS ? "process" : "host";
+}
 
 static uint64_t mono_ns(void)
 {
@@ -427,39 +434,6 @@ static void scan_proc(struct daemon *d)
         logm(LOG_INFO, "%u running processes selected", n);
 }
 
-struct status_buf {
-        char *p;
-        size_t len, cap;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(struct status_buf *b, const char *fmt,
-                                                            ...)
-{
-        va_list ap;
-        int n;
-
-        for (;;) {
-                size_t room = b->cap - b->len;
-
-                va_start(ap, fmt);
-                n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-                va_end(ap);
-                if (n < 0)
-                        return;
-                if (b->p && (size_t)n < room) {
-                        b->len += (size_t)n;
-                        return;
-                }
-                size_t nc = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-                char *np = realloc(b->p, nc);
-
-                if (!np)
-                        return;
-                b->p = np;
-                b->cap = nc;
-        }
-}
-
 static unsigned proc_threads(pid_t pid)
 {
         char path[64], line[128];
@@ -478,80 +452,94 @@ static unsigned proc_threads(pid_t pid)
 }
 
 struct status_ctx {
-        struct status_buf *b;
+        struct status_text *t;
         struct daemon *d;
 };
 
 static void status_target(void *ctx, const struct sampler_target *t)
 {
         struct status_ctx *sc = ctx;
+        struct status_target st = {
+            .pid = (int)t->pid,
+            .samples = t->samples,
+            .context_samples = t->with_context,
+            .threads = proc_threads(t->pid),
+            .context_located = t->context_located,
+        };
         const char *f = NULL, *slash;
-        char comm[64], file[256];
 
-        status_file_value(comm, sizeof(comm), t->name);
+        snprintf(st.comm, sizeof(st.comm), "%s", t->name ? t->name : "");
         /* The file its samples go to now: the host file, or with split=process its own ("-":
          * none open now, or past split-max-open, when they go to the host file) */
         if (sc->d->rs)
                 f = recording_set_file(sc->d->rs, sc->d->cfg.split == SPLIT_PROCESS ? t->pid : 0);
         slash = f ? strrchr(f, '/') : NULL;
-        status_file_value(file, sizeof(file), slash ? slash + 1 : "");
-        sb_printf(sc->b,
-                  "target pid=%d comm=%s samples=%llu context_samples=%llu threads=%u context=%s "
-                  "file=%s\n",
-                  (int)t->pid, comm, (unsigned long long)t->samples,
-                  (unsigned long long)t->with_context, proc_threads(t->pid),
-                  t->context_located ? "yes" : "no", file);
+        snprintf(st.file, sizeof(st.file), "%s", slash ? slash + 1 : "");
+        status_text_target(sc->t, &st);
 }
 
-static void write_status(struct daemon *d, const char *state)
+/* The daemon's record of the status file: its counters, those of the sets reloads replaced
+ * included. */
+static void status_daemon(struct daemon *d, const char *state, struct status_daemon *sd)
 {
-        static const char *const modes[] = {"all", "context", "selectors"};
-        struct status_buf b = {0};
-        struct status_ctx sc = {&b, d};
         struct sampler_stats st;
         struct recording_set_counters rc = {0};
         const char *cur = NULL;
-        char file[PATH_MAX + 8];
-        int err;
 
         sampler_get_stats(d->s, &st);
         if (d->rs) {
                 recording_set_get_counters(d->rs, &rc);
                 cur = recording_set_file(d->rs, 0);
         }
-        status_file_value(file, sizeof(file), cur ? cur : "");
-        sb_printf(&b,
-                  "daemon pid=%d state=%s started=%llu updated=%llu mode=%s samples=%llu "
-                  "received=%llu context_samples=%llu lost=%llu torn=%llu threads=%llu "
-                  "targets=%u map_entries=%u processes_seen=%llu files_written=%llu "
-                  "files_deleted=%llu chunks_written=%llu bytes_written=%llu current_file=%s "
-                  "split=%s process_files=%u overflow_samples=%llu no_file_samples=%llu "
-                  "cap_eff=%llx\n",
-                  (int)getpid(), state, (unsigned long long)d->started_wall,
-                  (unsigned long long)time(NULL), modes[d->cfg.mode % 3],
-                  (unsigned long long)st.samples, (unsigned long long)st.received,
-                  (unsigned long long)st.with_context, (unsigned long long)st.lost,
-                  (unsigned long long)st.ctx.torn_spans, (unsigned long long)st.threads,
-                  sampler_live_targets(d->s), sampler_map_entries(d->s),
-                  (unsigned long long)st.processes,
-                  (unsigned long long)(d->before.files_written + rc.files_written),
-                  (unsigned long long)d->files_deleted,
-                  (unsigned long long)(d->before.chunks_written + rc.chunks_written),
-                  (unsigned long long)(d->before.bytes_written + rc.bytes_written), file,
-                  d->cfg.split == SPLIT_PROCESS ? "process" : "host", rc.open_process_files,
-                  (unsigned long long)(d->before.samples_overflow + rc.samples_overflow),
-                  (unsigned long long)(d->before.samples_no_file + rc.samples_no_file),
-                  (unsigned long long)privileges_effective());
+        *sd = (struct status_daemon){
+            .pid = (int)getpid(),
+            .started = d->started_wall,
+            .updated = (uint64_t)time(NULL),
+            .samples = st.samples,
+            .received = st.received,
+            .context_samples = st.with_context,
+            .lost = st.lost,
+            .torn = st.ctx.torn_spans,
+            .threads = st.threads,
+            .targets = sampler_live_targets(d->s),
+            .map_entries = sampler_map_entries(d->s),
+            .processes_seen = st.processes,
+            .files_written = d->before.files_written + rc.files_written,
+            .files_deleted = d->files_deleted,
+            .chunks_written = d->before.chunks_written + rc.chunks_written,
+            .bytes_written = d->before.bytes_written + rc.bytes_written,
+            .process_files = rc.open_process_files,
+            .overflow_samples = d->before.samples_overflow + rc.samples_overflow,
+            .no_file_samples = d->before.samples_no_file + rc.samples_no_file,
+            .cap_eff = privileges_effective(),
+        };
+        snprintf(sd->state, sizeof(sd->state), "%s", state);
+        snprintf(sd->mode, sizeof(sd->mode), "%s",
+                 sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode % 3));
+        snprintf(sd->current_file, sizeof(sd->current_file), "%s", cur ? cur : "");
+        snprintf(sd->split, sizeof(sd->split), "%s", split_name(d));
+}
+
+static void write_status(struct daemon *d, const char *state)
+{
+        struct status_text t = {0};
+        struct status_ctx sc = {&t, d};
+        struct status_daemon sd;
+        int err;
+
+        status_daemon(d, state, &sd);
+        status_text_daemon(&t, &sd);
         sampler_foreach_target(d->s, status_target, &sc);
-        if (!b.p) {
+        if (t.err) {
                 logm(LOG_WARNING, "status: out of memory");
+                status_text_free(&t);
                 return;
         }
-        err = status_file_write(d->cfg.status_file, b.p, b.len);
+        err = status_file_write(d->cfg.status_file, t.p, t.len);
         if (err)
                 logm(LOG_WARNING, "cannot write status file %s: %s", d->cfg.status_file,
                      strerror(-err));
-        free(b.p);
+        status_text_free(&t);
 }
 
 static void reload(struct daemon *d)
@@ -606,19 +594,12 @@ static void help(FILE *f)
                    "Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE ...; see docs/daemon.md).\n");
 }
 
-static int cmd_daemon(int argc, char **argv)
+/* Parse stage: --help, --no-drop-privileges, --config FILE and --KEY VALUE / --KEY=VALUE
+ * flags (kept for build_config). -1 to go on, else the exit status. */
+static int parse_flags(struct daemon *d, int argc, char **argv)
 {
-        static struct daemon dd; /* large (pending list): not on the stack */
-        struct daemon *d = &dd;
-        struct sampler_opts so = {0};
-        struct sample_sink sink;
-        enum sampler_stage stage;
-        uint64_t last_status = 0, last_retain = 0;
-        struct sigaction sa;
-        int i, err, rc = 1, no_drop = 0;
+        int i;
 
-        memset(d, 0, sizeof(*d));
-        d->dir_lock = -1;
         for (i = 1; i < argc; i++) {
                 const char *a = argv[i];
 
@@ -627,7 +608,7 @@ static int cmd_daemon(int argc, char **argv)
                         return 0;
                 }
                 if (!strcmp(a, "--no-drop-privileges")) {
-                        no_drop = 1;
+                        d->no_drop = 1;
                         continue;
                 }
                 if (strncmp(a, "--", 2) || !a[2]) {
@@ -637,7 +618,7 @@ static int cmd_daemon(int argc, char **argv)
                 }
                 a += 2;
                 const char *eq = strchr(a, '='), *val;
-                static char keys[MAX_FLAGS][64];
+                char *key = d->flag_buf[d->nflags % MAX_FLAGS];
                 size_t kl = eq ? (size_t)(eq - a) : strlen(a);
 
                 if (eq) {
@@ -648,20 +629,27 @@ static int cmd_daemon(int argc, char **argv)
                         fprintf(stderr, "ctxprof daemon: --%s needs a value\n", a);
                         return 2;
                 }
-                if (kl >= sizeof(keys[0]) || d->nflags == MAX_FLAGS) {
+                if (kl >= sizeof(d->flag_buf[0]) || d->nflags == MAX_FLAGS) {
                         fprintf(stderr, "ctxprof daemon: bad option --%s\n", a);
                         return 2;
                 }
-                memcpy(keys[d->nflags], a, kl);
-                keys[d->nflags][kl] = '\0';
-                if (!strcmp(keys[d->nflags], "config")) {
+                memcpy(key, a, kl);
+                key[kl] = '\0';
+                if (!strcmp(key, "config")) {
                         d->config_path = val;
                         continue;
                 }
-                d->flag_key[d->nflags] = keys[d->nflags];
+                d->flag_key[d->nflags] = key;
                 d->flag_val[d->nflags] = val;
                 d->nflags++;
         }
+        return -1;
+}
+
+/* Start stage, part 1: the configuration, the process-wide settings and the selection. 0,
+ * or the exit status (logged). */
+static int start_config(struct daemon *d)
+{
         if (build_config(d, &d->cfg))
                 return 2;
         log_level = d->cfg.log_level;
@@ -677,15 +665,27 @@ static int cmd_daemon(int argc, char **argv)
                 logm(LOG_ERROR, "out of memory");
                 return 1;
         }
+        return 0;
+}
 
-        so.freq = d->cfg.frequency;
-        so.event = d->cfg.event;
-        so.dwarf = d->cfg.dwarf;
-        so.kernel_stacks = 1;
-        so.follow_children = 1;
-        so.exec_filter = exec_filter;
-        so.exec_filter_ctx = d;
-        sink = (struct sample_sink){.ctx = d, .sample = forward_sample};
+/* Start stage, part 2: the sampler, the output directory (recovered), the signals and the
+ * privileges dropped; then the running processes are selected. 0 or -1 (logged). */
+static int start_sampling(struct daemon *d)
+{
+        struct sampler_opts so = {
+            .freq = d->cfg.frequency,
+            .event = d->cfg.event,
+            .dwarf = d->cfg.dwarf,
+            .kernel_stacks = 1,
+            .follow_children = 1,
+            .exec_filter = exec_filter,
+            .exec_filter_ctx = d,
+        };
+        struct sample_sink sink = {.ctx = d, .sample = forward_sample};
+        enum sampler_stage stage;
+        struct sigaction sa;
+        int err;
+
         err = sampler_new(&so, &sink, &d->s, &stage);
         if (err) {
                 logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)stage,
@@ -693,11 +693,11 @@ static int cmd_daemon(int argc, char **argv)
                      err == -EPERM || err == -EACCES
                          ? " (needs root or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE)"
                          : "");
-                goto out;
+                return -1;
         }
         recover(d);
         if (open_output(d))
-                goto out;
+                return -1;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_stop;
         sigemptyset(&sa.sa_mask);
@@ -705,7 +705,7 @@ static int cmd_daemon(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         sa.sa_handler = on_hup;
         sigaction(SIGHUP, &sa, NULL);
-        if (!no_drop) {
+        if (!d->no_drop) {
                 err = privileges_drop();
                 if (err)
                         logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
@@ -717,11 +717,17 @@ static int cmd_daemon(int argc, char **argv)
         write_status(d, "running");
         retain(d);
         logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
-             d->cfg.frequency,
-             d->cfg.mode == TARGET_MODE_ALL       ? "all"
-             : d->cfg.mode == TARGET_MODE_CONTEXT ? "context"
-                                                  : "selectors",
-             d->cfg.directory, d->cfg.split == SPLIT_PROCESS ? "process" : "host");
+             d->cfg.frequency, sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode), d->cfg.directory,
+             split_name(d));
+        return 0;
+}
+
+/* Loop stage: sample until SIGTERM/SIGINT (or a ring error); reloads, pending processes,
+ * file rotation, retention and the status file on the way. */
+static void run(struct daemon *d)
+{
+        uint64_t last_status = 0, last_retain = 0;
+        int err;
 
         while (!stop_requested) {
                 uint64_t now;
@@ -750,6 +756,14 @@ static int cmd_daemon(int argc, char **argv)
                         last_status = now;
                 }
         }
+}
+
+/* Finish stage: drain, write the last chunks, a last retention pass and status. The exit
+ * status: 0, or 1 when finishing a file failed. */
+static int finish(struct daemon *d)
+{
+        int err, rc;
+
         logm(LOG_INFO, "stopping: writing the last chunk");
         err = sampler_stop(d->s);
         if (err < 0)
@@ -758,12 +772,38 @@ static int cmd_daemon(int argc, char **argv)
         retain(d);
         write_status(d, "stopped");
         logm(LOG_INFO, "stopped");
-out:
-        recording_set_free(d->rs); /* finished above, or NULL; a failed start: .part stays */
+        return rc;
+}
+
+static void release(struct daemon *d)
+{
+        recording_set_free(d->rs); /* finished, or NULL; a failed start: .part stays */
         sampler_free(d->s);
         target_select_free(d->sel);
         if (d->dir_lock >= 0)
                 close(d->dir_lock);
+}
+
+static int cmd_daemon(int argc, char **argv)
+{
+        static struct daemon dd; /* large (pending list): not on the stack */
+        struct daemon *d = &dd;
+        int rc = 1;
+
+        memset(d, 0, sizeof(*d));
+        d->dir_lock = -1;
+        rc = parse_flags(d, argc, argv);
+        if (rc >= 0)
+                return rc;
+        rc = start_config(d);
+        if (rc)
+                return rc;
+        rc = 1;
+        if (!start_sampling(d)) {
+                run(d);
+                rc = finish(d);
+        }
+        release(d);
         return rc;
 }
 

@@ -1,10 +1,11 @@
 /*
- * cmd_record.c — `ctxprof record`: parses options, starts or attaches to the targets, drives
- * the sampler until the duration ends, the targets exit or SIGINT/SIGTERM arrives, then
- * drains, writes the output (JFR chunks through jfr_sink, or collapsed stacks) and prints the
- * counters. The only place in the
- * sampler's area that prints; it turns every library error into an actionable message and
- * a non-zero exit status.
+ * cmd_record.c — `ctxprof record`, in four stages: parse (options and the checks that need
+ * no setup), setup (COMMAND started through launch.c, the sampler, the targets, then the
+ * output opened), loop (sample until the duration ends, the targets exit or SIGINT/SIGTERM
+ * arrives) and finish (drain, write the output: JFR chunks through jfr_sink or collapsed
+ * stacks, then the counters through record_stats.c). The only place in the sampler's area
+ * that prints; it turns every library error into an actionable message and a non-zero exit
+ * status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,20 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include "cli/cmd.h"
+#include "cli/launch.h"
+#include "cli/record_stats.h"
 #include "sink/collapsed.h"
 #include "service/config.h"
 #include "sink/engine_stats.h"
-#include "stack/sigbus_guard.h"
 #include "sink/jfr_sink.h"
 #include "engine/sampler.h"
 
@@ -71,6 +70,9 @@ static void help(FILE *f)
                "      --event cpu-clock|cycles  sampling event (cycles needs a hardware PMU)\n"
                "      --span-frames          add a span=ID pseudo-frame after the labels\n"
                "      --no-kernel            user frames only\n"
+               "      --stats-json FILE      at exit, once the recording is written, write its\n"
+               "                             counters (those printed at exit) to FILE as one\n"
+               "                             JSON object (also with -q)\n"
                "  -q, --quiet                no status line, no counters\n"
                "  -h, --help                 this text\n"
                "\n"
@@ -214,63 +216,6 @@ static void print_status(struct sampler *s, uint64_t *last_n, uint64_t *last_ms)
         *last_ms = now;
 }
 
-/* The modules where DWARF unwinding stopped early most often, as one line. */
-static void print_unwind_stops(struct sampler *s)
-{
-        struct module_tally_entry top[5];
-        uint64_t other;
-        unsigned i, n = sampler_unwind_stops(s, top, 5, &other);
-
-        if (!n)
-                return;
-        fputs("ctxprof: dwarf unwinding stopped early in:", stderr);
-        for (i = 0; i < n; i++) {
-                struct module_info mi;
-                const char *name = "[unknown]", *slash;
-
-                if (top[i].module_id != CTXPROF_MODULE_UNKNOWN &&
-                    !modules_info(sampler_modules(s), top[i].module_id, &mi)) {
-                        slash = strrchr(mi.path, '/');
-                        name = slash ? slash + 1 : mi.path;
-                }
-                fprintf(stderr, "%s %s %llu", i ? "," : "", name, (unsigned long long)top[i].count);
-        }
-        if (other)
-                fprintf(stderr, ", other modules %llu", (unsigned long long)other);
-        fputc('\n', stderr);
-}
-
-static void print_counters(struct sampler *s, struct collapsed *c)
-{
-        struct sampler_stats st;
-        char lines[48] = "", bpf[48] = "", bus[64] = "";
-
-        if (c)
-                snprintf(lines, sizeof(lines), ", lines %zu", collapsed_lines(c));
-        sampler_get_stats(s, &st);
-        if (st.bpf_run_cnt && st.samples) /* kernel.bpf_stats_enabled=1 */
-                snprintf(bpf, sizeof(bpf), ", BPF %llu ns/sample",
-                         (unsigned long long)(st.bpf_run_ns / st.samples));
-        if (sigbus_guard_repaired())
-                snprintf(bus, sizeof(bus), ", pages of truncated files read as zeros %llu",
-                         (unsigned long long)sigbus_guard_repaired());
-        fprintf(
-            stderr,
-            "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
-            "torn span reads %llu, label read faults %llu, labels dropped %llu, "
-            "stale TLS locations refused %llu, unwind errors %llu, unwind truncated %llu, "
-            "events lost %llu, threads %llu, processes %llu%s%s%s\n",
-            (unsigned long long)st.samples, (unsigned long long)st.received,
-            (unsigned long long)st.with_context, (unsigned long long)st.lost,
-            (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
-            (unsigned long long)(st.label_faults + st.labelset_faults),
-            (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
-            (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
-            (unsigned long long)st.events_lost, (unsigned long long)st.threads,
-            (unsigned long long)st.processes, lines, bpf, bus);
-        print_unwind_stops(s);
-}
-
 /*
  * Before any setup: can FILE be written, without touching it? An existing regular file is
  * opened for writing (not truncated); a new one needs a writable directory; anything else
@@ -338,17 +283,137 @@ static int check_pid(pid_t pid)
         return -1;
 }
 
-static int cmd_record(int argc, char **argv)
+/* What the command line asked for. */
+struct record_opts {
+        struct sampler_opts o;
+        pid_t pids[MAX_PIDS];
+        int npids;
+        char **cmd; /* -- COMMAND ARGS..., or NULL with -p */
+        uint64_t duration_ms;
+        const char *outpath;
+        const char *format; /* "jfr" or "collapsed" once parsed */
+        const char *stats_path;
+        uint64_t chunk_ms;
+        unsigned max_stacks; /* 0 = the trace table's default */
+        int span_frames, quiet;
+        struct sigaction orig_int, orig_term; /* what ctxprof inherited: the command's */
+};
+
+/* One recording, from setup to cleanup. */
+struct recording {
+        const struct record_opts *ro;
+        struct launch cmd; /* cmd.pid -1 with -p */
+        struct sampler *s;
+        struct collapsed *c;
+        struct jfr_sink *js;
+        struct sample_sink sink, jfr;
+        FILE *out;
+        int started; /* setup succeeded: sampling into the output */
+};
+
+enum {
+        OPT_FORMAT = 256,
+        OPT_CALLGRAPH,
+        OPT_EVENT,
+        OPT_SPAN,
+        OPT_NOKERNEL,
+        OPT_CHUNK,
+        OPT_MAXSTACKS,
+        OPT_STATS_JSON,
+};
+
+/* Parse stage: one option. 0, or the exit status of a usage error (printed). */
+static int parse_option(int opt, char *arg, struct record_opts *ro)
 {
-        enum {
-                OPT_FORMAT = 256,
-                OPT_CALLGRAPH,
-                OPT_EVENT,
-                OPT_SPAN,
-                OPT_NOKERNEL,
-                OPT_CHUNK,
-                OPT_MAXSTACKS
-        };
+        int v;
+
+        switch (opt) {
+        case 'p':
+                if (parse_pids(arg, ro->pids, &ro->npids)) {
+                        fprintf(stderr, "ctxprof record: bad PID list '%s'\n", arg);
+                        return 2;
+                }
+                return 0;
+        case 'F':
+                if (config_parse_count(arg, 1, CONFIG_FREQ_MAX, &ro->o.freq)) {
+                        fprintf(stderr, "ctxprof record: bad frequency '%s' (1..%d)\n", arg,
+                                CONFIG_FREQ_MAX);
+                        return 2;
+                }
+                return 0;
+        case 'd':
+                if (config_parse_duration(arg, 0, CONFIG_DURATION_MAX_MS, &ro->duration_ms)) {
+                        fprintf(stderr, "ctxprof record: bad duration '%s' (at most 3650d)\n", arg);
+                        return 2;
+                }
+                return 0;
+        case 'o':
+                ro->outpath = arg;
+                return 0;
+        case OPT_FORMAT:
+                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr")) {
+                        fprintf(stderr, "ctxprof record: unknown format '%s' (jfr or collapsed)\n",
+                                arg);
+                        return 2;
+                }
+                ro->format = arg;
+                return 0;
+        case OPT_CHUNK:
+                if (config_parse_duration(arg, CONFIG_CHUNK_PERIOD_MIN_MS,
+                                          CONFIG_CHUNK_PERIOD_MAX_MS, &ro->chunk_ms)) {
+                        fprintf(stderr, "ctxprof record: bad chunk period '%s' (100ms to 1h)\n",
+                                arg);
+                        return 2;
+                }
+                return 0;
+        case OPT_MAXSTACKS:
+                if (config_parse_count(arg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
+                                       &ro->max_stacks)) {
+                        fprintf(stderr, "ctxprof record: bad --max-stacks '%s' (%d to %d)\n", arg,
+                                CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX);
+                        return 2;
+                }
+                return 0;
+        case OPT_CALLGRAPH:
+                v = sampling_name_parse(SAMPLING_NAMES_CALLGRAPH, arg);
+                if (v < 0) {
+                        fprintf(stderr, "ctxprof record: --call-graph fp or dwarf\n");
+                        return 2;
+                }
+                ro->o.dwarf = v;
+                return 0;
+        case OPT_EVENT:
+                v = sampling_name_parse(SAMPLING_NAMES_EVENT, arg);
+                if (v < 0) {
+                        fprintf(stderr, "ctxprof record: --event cpu-clock or cycles\n");
+                        return 2;
+                }
+                ro->o.event = v;
+                return 0;
+        case OPT_STATS_JSON:
+                ro->stats_path = arg;
+                return 0;
+        case OPT_SPAN:
+                ro->span_frames = 1;
+                return 0;
+        case OPT_NOKERNEL:
+                ro->o.kernel_stacks = 0;
+                return 0;
+        case 'q':
+                ro->quiet = 1;
+                return 0;
+        default:
+                help(stderr);
+                return 2;
+        }
+}
+
+/* Parse stage: the options, then the checks that need no setup (targets exist, -F within
+ * the kernel's limit, the outputs writable). From the end of the checks on, SIGINT/SIGTERM
+ * stop cleanly: before recording starts they abandon the setup (a started command is
+ * killed, nothing is written), after it they end it. -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct record_opts *ro)
+{
         static const struct option longopts[] = {
             {"pid", required_argument, NULL, 'p'},
             {"freq", required_argument, NULL, 'F'},
@@ -361,420 +426,319 @@ static int cmd_record(int argc, char **argv)
             {"event", required_argument, NULL, OPT_EVENT},
             {"span-frames", no_argument, NULL, OPT_SPAN},
             {"no-kernel", no_argument, NULL, OPT_NOKERNEL},
+            {"stats-json", required_argument, NULL, OPT_STATS_JSON},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        struct sampler_opts o = {.freq = 99, .event = SAMPLER_EV_CPU_CLOCK, .kernel_stacks = 1};
-        pid_t pids[MAX_PIDS], child = -1;
-        int npids = 0, opt, i, err, quiet = 0, span_frames = 0, sync_fd[2] = {-1, -1};
-        int rc = 1, child_status = 0, child_done = 0, child_traced = 0, recording = 0;
-        uint64_t duration_ms = 0, start_ms, last_ms, last_n = 0, last_status = 0;
-        const char *outpath = NULL;
-        enum sampler_stage stage;
-        struct sampler *s = NULL;
-        struct collapsed *c = NULL;
-        struct jfr_sink *js = NULL;
-        const char *format = NULL;
-        uint64_t chunk_ms = 60000;
-        unsigned max_stacks = 0; /* 0 = the trace table's default */
-        struct sample_sink sink, jfr = {0};
-        struct sigaction sa, orig_int, orig_term;
-        FILE *out = NULL;
-        int tty;
+        struct sigaction sa;
+        int opt, i, rc;
 
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+p:F:d:o:qh", longopts, NULL)) != -1) {
-                switch (opt) {
-                case 'p':
-                        if (parse_pids(optarg, pids, &npids)) {
-                                fprintf(stderr, "ctxprof record: bad PID list '%s'\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'F':
-                        if (config_parse_count(optarg, 1, CONFIG_FREQ_MAX, &o.freq)) {
-                                fprintf(stderr, "ctxprof record: bad frequency '%s' (1..%d)\n",
-                                        optarg, CONFIG_FREQ_MAX);
-                                return 2;
-                        }
-                        break;
-                case 'd':
-                        if (config_parse_duration(optarg, 0, CONFIG_DURATION_MAX_MS,
-                                                  &duration_ms)) {
-                                fprintf(stderr,
-                                        "ctxprof record: bad duration '%s' (at most 3650d)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case 'o':
-                        outpath = optarg;
-                        break;
-                case OPT_FORMAT:
-                        if (strcmp(optarg, "collapsed") && strcmp(optarg, "jfr")) {
-                                fprintf(stderr,
-                                        "ctxprof record: unknown format '%s' (jfr or collapsed)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        format = optarg;
-                        break;
-                case OPT_CHUNK:
-                        if (config_parse_duration(optarg, CONFIG_CHUNK_PERIOD_MIN_MS,
-                                                  CONFIG_CHUNK_PERIOD_MAX_MS, &chunk_ms)) {
-                                fprintf(stderr,
-                                        "ctxprof record: bad chunk period '%s' (100ms to 1h)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case OPT_MAXSTACKS:
-                        if (config_parse_count(optarg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
-                                               &max_stacks)) {
-                                fprintf(stderr,
-                                        "ctxprof record: bad --max-stacks '%s' (%d to %d)\n",
-                                        optarg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX);
-                                return 2;
-                        }
-                        break;
-                case OPT_CALLGRAPH:
-                        if (!strcmp(optarg, "fp")) {
-                                o.dwarf = 0;
-                        } else if (!strcmp(optarg, "dwarf")) {
-                                o.dwarf = 1;
-                        } else {
-                                fprintf(stderr, "ctxprof record: --call-graph fp or dwarf\n");
-                                return 2;
-                        }
-                        break;
-                case OPT_EVENT:
-                        if (!strcmp(optarg, "cpu-clock")) {
-                                o.event = SAMPLER_EV_CPU_CLOCK;
-                        } else if (!strcmp(optarg, "cycles")) {
-                                o.event = SAMPLER_EV_CYCLES;
-                        } else {
-                                fprintf(stderr, "ctxprof record: --event cpu-clock or cycles\n");
-                                return 2;
-                        }
-                        break;
-                case OPT_SPAN:
-                        span_frames = 1;
-                        break;
-                case OPT_NOKERNEL:
-                        o.kernel_stacks = 0;
-                        break;
-                case 'q':
-                        quiet = 1;
-                        break;
-                case 'h':
+                if (opt == 'h') {
                         help(stdout);
                         return 0;
-                default:
-                        help(stderr);
-                        return 2;
                 }
+                rc = parse_option(opt, optarg, ro);
+                if (rc)
+                        return rc;
         }
-        if ((optind < argc) == (npids > 0)) {
+        if ((optind < argc) == (ro->npids > 0)) {
                 fprintf(stderr, "ctxprof record: give either -p PID[,PID...] or -- COMMAND\n\n");
                 help(stderr);
                 return 2;
         }
-        for (i = 0; i < npids; i++)
-                if (check_pid(pids[i]))
+        for (i = 0; i < ro->npids; i++)
+                if (check_pid(ro->pids[i]))
                         return 1;
-        if (freq_above_limit(o.freq))
+        if (freq_above_limit(ro->o.freq))
                 return 1;
-        o.follow_children = optind < argc;
+        ro->cmd = optind < argc ? argv + optind : NULL;
+        ro->o.follow_children = ro->cmd != NULL;
 
-        /* From here on SIGINT/SIGTERM stop cleanly: before recording starts they abandon the
-         * setup (a started command is killed, nothing is written), after it they end it. No
-         * SA_RESTART: a blocking setup step (an output FIFO, waiting for the command) returns
-         * EINTR. */
+        /* No SA_RESTART: a blocking setup step (an output FIFO, waiting for the command)
+         * returns EINTR. */
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &orig_int); /* the command gets these back */
-        sigaction(SIGTERM, &sa, &orig_term);
+        sigaction(SIGINT, &sa, &ro->orig_int); /* the command gets these back */
+        sigaction(SIGTERM, &sa, &ro->orig_term);
 
-        if (!format) {
-                size_t n = outpath ? strlen(outpath) : 0;
-                format = n > 4 && !strcmp(outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
+        if (!ro->format) {
+                size_t n = ro->outpath ? strlen(ro->outpath) : 0;
+                ro->format = n > 4 && !strcmp(ro->outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
         }
-        if (!strcmp(format, "jfr") && !outpath) {
+        if (!strcmp(ro->format, "jfr") && !ro->outpath) {
                 fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
                 return 2;
         }
         /* A bad path fails now; an existing file is kept until setup succeeded. */
-        if (outpath && check_output(outpath))
+        if (ro->outpath && check_output(ro->outpath))
                 return 1;
+        if (ro->stats_path && check_output(ro->stats_path))
+                return 1;
+        return -1;
+}
 
-        if (optind < argc) {
-                /* The child waits for the sampler to be ready, so its first instruction is seen.
-                 * A socket, not a pipe: telling a child that died (Ctrl-C reaches the whole
-                 * process group) must be an error, not a SIGPIPE. */
-                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sync_fd)) {
-                        perror("ctxprof: socketpair");
-                        goto out;
-                }
-                child = fork();
-                if (child < 0) {
-                        perror("ctxprof: fork");
-                        goto out;
-                }
-                if (child == 0) {
-                        char b;
+/* Setup stage, the targets: COMMAND released to its exec (where it stops) and added, or the
+ * -p processes. 0 or -1 (printed unless a signal asked to stop). */
+static int add_targets(struct recording *r)
+{
+        const struct record_opts *ro = r->ro;
+        int i, err;
 
-                        /* what ctxprof inherited (SIG_IGN under nohup or `cmd &` in a
-                         * script), not our handlers */
-                        sigaction(SIGINT, &orig_int, NULL);
-                        sigaction(SIGTERM, &orig_term, NULL);
-                        close(sync_fd[1]);
-                        if (read(sync_fd[0], &b, 1) != 1)
-                                _exit(127);
-                        /* Stop at the exec so the parent can locate TLS before main runs. */
-                        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
-                                _exit(127);
-                        execvp(argv[optind], argv + optind);
-                        fprintf(stderr, "ctxprof: cannot run %s: %s\n", argv[optind],
-                                strerror(errno));
-                        _exit(127);
-                }
-                close(sync_fd[0]);
-                sync_fd[0] = -1;
-        }
-
-        libbpf_set_print(libbpf_quiet);
-        if (!strcmp(format, "jfr")) {
-                sink = (struct sample_sink){.ctx = &jfr, .sample = forward_sample};
-        } else {
-                c = collapsed_new(span_frames);
-                if (!c) {
-                        fprintf(stderr, "ctxprof: out of memory\n");
-                        goto out;
-                }
-                sink = collapsed_sink(c);
-        }
-        err = sampler_new(&o, &sink, &s, &stage);
-        if (err) {
-                if (!stop_requested)
-                        report_setup_error(err, stage, &o);
-                goto out;
-        }
-        if (child > 0) {
-                int st;
-                pid_t w;
-
+        if (ro->cmd) {
+                if (launch_exec(&r->cmd, ro->cmd, &stop_requested))
+                        return -1;
+                err = sampler_add_target(r->s, r->cmd.pid);
                 if (stop_requested)
-                        goto out;
-                if (send(sync_fd[1], "g", 1, MSG_NOSIGNAL) != 1) {
-                        if (!stop_requested)
-                                perror("ctxprof: starting the command");
-                        goto out;
-                }
-                close(sync_fd[1]);
-                sync_fd[1] = -1;
-                /* The traced child stops with SIGTRAP right after a successful exec; a signal
-                 * that reaches it first stops it too and is passed on. */
-                for (;;) {
-                        w = waitpid(child, &st, 0);
-                        if (w < 0 && errno == EINTR && !stop_requested)
-                                continue;
-                        if (w != child || !WIFSTOPPED(st))
-                                break;
-                        child_traced = 1;
-                        if (stop_requested || WSTOPSIG(st) == SIGTRAP)
-                                break;
-                        ptrace(PTRACE_CONT, child, NULL, (void *)(long)WSTOPSIG(st));
-                }
-                if (stop_requested)
-                        goto out;
-                if (w != child || !WIFSTOPPED(st)) {
-                        fprintf(stderr, "ctxprof: cannot run %s\n", argv[optind]);
-                        child_done = w == child;
-                        goto out;
-                }
-                err = sampler_add_target(s, child);
-                if (stop_requested)
-                        goto out;
+                        return -1;
                 if (err) {
-                        fprintf(stderr, "ctxprof: cannot sample %s: %s\n", argv[optind],
+                        fprintf(stderr, "ctxprof: cannot sample %s: %s\n", ro->cmd[0],
                                 strerror(-err));
-                        goto out;
+                        return -1;
                 }
         }
-        for (i = 0; i < npids; i++) {
-                err = sampler_add_target(s, pids[i]);
+        for (i = 0; i < ro->npids; i++) {
+                err = sampler_add_target(r->s, ro->pids[i]);
                 if (err == -ESRCH) {
                         fprintf(stderr, "ctxprof: process %d exited before it could be attached\n",
-                                (int)pids[i]);
-                        goto out;
+                                (int)ro->pids[i]);
+                        return -1;
                 } else if (err == -EPERM || err == -EACCES) {
                         fprintf(stderr, "ctxprof: not permitted to read process %d: %s\n",
-                                (int)pids[i], strerror(-err));
-                        goto out;
+                                (int)ro->pids[i], strerror(-err));
+                        return -1;
                 } else if (err) {
-                        fprintf(stderr, "ctxprof: cannot sample process %d: %s\n", (int)pids[i],
+                        fprintf(stderr, "ctxprof: cannot sample process %d: %s\n", (int)ro->pids[i],
                                 strerror(-err));
-                        goto out;
+                        return -1;
                 }
         }
-        if (stop_requested)
-                goto out; /* during setup: abandon it, the output untouched */
+        return 0;
+}
 
-        /* Setup succeeded: only now is the output created or truncated. A signal that
-         * interrupts opening it (a FIFO) still abandons the setup; one after that ends the
-         * recording like any other time. */
-        if (!strcmp(format, "jfr")) {
+/* Setup stage: COMMAND forked (waiting), the sink, the sampler, the targets. 0 or -1
+ * (printed unless a signal asked to stop). */
+static int setup(struct recording *r)
+{
+        const struct record_opts *ro = r->ro;
+        enum sampler_stage stage;
+        int err;
+
+        /* The child waits for the sampler to be ready, so its first instruction is seen. */
+        if (ro->cmd && launch_fork(&r->cmd, ro->cmd, &ro->orig_int, &ro->orig_term))
+                return -1;
+        libbpf_set_print(libbpf_quiet);
+        if (!strcmp(ro->format, "jfr")) {
+                r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = forward_sample};
+        } else {
+                r->c = collapsed_new(ro->span_frames);
+                if (!r->c) {
+                        fprintf(stderr, "ctxprof: out of memory\n");
+                        return -1;
+                }
+                r->sink = collapsed_sink(r->c);
+        }
+        err = sampler_new(&ro->o, &r->sink, &r->s, &stage);
+        if (err) {
+                if (!stop_requested)
+                        report_setup_error(err, stage, &ro->o);
+                return -1;
+        }
+        if (add_targets(r))
+                return -1;
+        return stop_requested ? -1 : 0; /* during setup: abandon it, the output untouched */
+}
+
+/* Setup stage, last step: only now is the output created or truncated. A signal that
+ * interrupts opening it (a FIFO) still abandons the setup; one after that ends the
+ * recording like any other time. Then COMMAND runs: its exec is the first thing sampled.
+ * 0 or -1 (printed). */
+static int open_output(struct recording *r)
+{
+        const struct record_opts *ro = r->ro;
+        int err;
+
+        if (!strcmp(ro->format, "jfr")) {
                 struct jfr_sink_opts jo = {
-                    .path = outpath,
-                    .chunk_period_ns = chunk_ms * 1000000ull,
-                    .table_capacity = max_stacks,
+                    .path = ro->outpath,
+                    .chunk_period_ns = ro->chunk_ms * 1000000ull,
+                    .table_capacity = ro->max_stacks,
                     .info = {.name = "ctxprof",
-                             .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
-                             .frequency_hz = o.freq,
-                             .callgraph = o.dwarf ? "dwarf" : "fp"},
+                             .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
+                             .frequency_hz = ro->o.freq,
+                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf)},
                 };
                 struct timespec ts;
 
                 clock_gettime(CLOCK_REALTIME, &ts);
                 jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-                err = jfr_sink_new(&jo, &js);
+                err = jfr_sink_new(&jo, &r->js);
                 if (err) {
                         if (!stop_requested)
-                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", ro->outpath,
                                         strerror(-err));
-                        goto out;
+                        return -1;
                 }
-                jfr_sink_set_modules(js, sampler_modules(s));
-                jfr = jfr_sink_as_sink(js);
-        } else if (outpath) {
-                out = fopen(outpath, "we");
-                if (!out) {
+                jfr_sink_set_modules(r->js, sampler_modules(r->s));
+                r->jfr = jfr_sink_as_sink(r->js);
+        } else if (ro->outpath) {
+                r->out = fopen(ro->outpath, "we");
+                if (!r->out) {
                         if (!stop_requested)
-                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", outpath,
+                                fprintf(stderr, "ctxprof: cannot write %s: %s\n", ro->outpath,
                                         strerror(errno));
-                        goto out;
+                        return -1;
                 }
         }
-        /* Let the command run: its exec is the first thing sampled. */
-        if (child > 0) {
-                if (ptrace(PTRACE_DETACH, child, NULL, NULL)) {
-                        fprintf(stderr, "ctxprof: cannot start %s: %s\n", argv[optind],
-                                strerror(errno));
-                        goto out;
-                }
-                child_traced = 0;
-        }
-        recording = 1;
-        tty = !quiet && isatty(STDERR_FILENO);
-        start_ms = last_ms = last_status = mono_ms();
+        if (ro->cmd && launch_run(&r->cmd, ro->cmd))
+                return -1;
+        r->started = 1;
+        return 0;
+}
 
+/* Loop stage: sample until the duration ends, the targets exit or a signal arrives; JFR
+ * chunks on the way, a status line on a terminal. */
+static void sample_loop(struct recording *r)
+{
+        const struct record_opts *ro = r->ro;
+        int tty = !ro->quiet && isatty(STDERR_FILENO), err;
+        uint64_t start_ms, last_ms, last_n = 0, last_status;
+
+        start_ms = last_ms = last_status = mono_ms();
         while (!stop_requested) {
                 uint64_t now;
 
-                err = sampler_poll(s, 100);
+                err = sampler_poll(r->s, 100);
                 if (err < 0) {
                         fprintf(stderr, "\nctxprof: reading samples failed: %s\n", strerror(-err));
                         break;
                 }
                 now = mono_ms();
-                if (duration_ms && now - start_ms >= duration_ms)
+                if (ro->duration_ms && now - start_ms >= ro->duration_ms)
                         break;
-                if (child > 0 && !child_done && waitpid(child, &child_status, WNOHANG) == child) {
-                        child_done = 1;
+                if (ro->cmd && launch_ended(&r->cmd))
                         break;
-                }
-                if (child < 0 && !sampler_live_targets(s))
+                if (!ro->cmd && !sampler_live_targets(r->s))
                         break;
-                if (js) {
+                if (r->js) {
                         struct jfr_sink_engine_counters ec;
 
-                        engine_stats_get(s, &ec);
-                        jfr_sink_tick(js, now * 1000000ull, &ec);
+                        engine_stats_get(r->s, &ec);
+                        jfr_sink_tick(r->js, now * 1000000ull, &ec);
                 }
                 if (tty && now - last_status >= 1000) {
-                        print_status(s, &last_n, &last_ms);
+                        print_status(r->s, &last_n, &last_ms);
                         last_status = now;
                 }
         }
         if (tty)
                 fputs("\r\033[K", stderr);
-        err = sampler_stop(s);
+}
+
+/* Finish stage, JFR: the last chunk. 0 or -1 (printed). */
+static int finish_jfr(struct recording *r, struct jfr_sink_counters *jc)
+{
+        struct jfr_sink_engine_counters ec;
+        int err;
+
+        engine_stats_get(r->s, &ec);
+        err = jfr_sink_finish(r->js, &ec);
+        jfr_sink_get_counters(r->js, jc);
+        if (err) {
+                /* Every chunk written before the failure stays readable. */
+                fprintf(stderr,
+                        "ctxprof: writing %s failed: %s (%llu chunks written and readable, %llu "
+                        "samples lost)\n",
+                        r->ro->outpath, strerror(-err), (unsigned long long)jc->chunks_written,
+                        (unsigned long long)jc->samples_dropped);
+                return -1;
+        }
+        if (!r->ro->quiet)
+                fprintf(stderr,
+                        "ctxprof: wrote %s: %llu chunks, %llu bytes, %llu samples (%llu "
+                        "dropped), trace table %llu KiB\n",
+                        r->ro->outpath, (unsigned long long)jc->chunks_written,
+                        (unsigned long long)jc->bytes_written,
+                        (unsigned long long)jc->samples_written,
+                        (unsigned long long)jc->samples_dropped,
+                        (unsigned long long)(jc->table_memory_bytes >> 10));
+        return 0;
+}
+
+/* Finish stage: drain, write the output, the counters (stderr, --stats-json). The exit
+ * status: 0, COMMAND's own when it ended by itself, or 1. */
+static int finish(struct recording *r)
+{
+        const struct record_opts *ro = r->ro;
+        struct jfr_sink_counters jc = {0};
+        int err;
+
+        err = sampler_stop(r->s);
         if (err < 0)
                 fprintf(stderr, "ctxprof: draining samples failed: %s\n", strerror(-err));
-        if (js) {
-                struct jfr_sink_engine_counters ec;
-                struct jfr_sink_counters jc;
-
-                engine_stats_get(s, &ec);
-                err = jfr_sink_finish(js, &ec);
-                jfr_sink_get_counters(js, &jc);
-                if (err) {
-                        /* Every chunk written before the failure stays readable. */
-                        fprintf(stderr,
-                                "ctxprof: writing %s failed: %s (%llu chunks written and "
-                                "readable, %llu samples lost)\n",
-                                outpath, strerror(-err), (unsigned long long)jc.chunks_written,
-                                (unsigned long long)jc.samples_dropped);
-                        goto out;
-                }
-                if (!quiet)
-                        fprintf(stderr,
-                                "ctxprof: wrote %s: %llu chunks, %llu bytes, %llu samples "
-                                "(%llu dropped), trace table %llu KiB\n",
-                                outpath, (unsigned long long)jc.chunks_written,
-                                (unsigned long long)jc.bytes_written,
-                                (unsigned long long)jc.samples_written,
-                                (unsigned long long)jc.samples_dropped,
-                                (unsigned long long)(jc.table_memory_bytes >> 10));
+        if (r->js) {
+                if (finish_jfr(r, &jc))
+                        return 1;
         } else {
-                err = collapsed_write(c, out ? out : stdout, sampler_modules(s));
+                err = collapsed_write(r->c, r->out ? r->out : stdout, sampler_modules(r->s));
                 if (err) {
                         fprintf(stderr, "ctxprof: writing %s failed: %s\n",
-                                outpath ? outpath : "output", strerror(-err));
-                        goto out;
+                                ro->outpath ? ro->outpath : "output", strerror(-err));
+                        return 1;
                 }
         }
-        if (!quiet)
-                print_counters(s, c);
-        rc = 0;
+        if (!ro->quiet)
+                record_stats_print(r->s, r->c);
+        if (ro->stats_path &&
+            record_stats_write_json(ro->stats_path, r->s, r->c, r->js ? &jc : NULL))
+                return 1;
         /* The command ended on its own (not stopped by us): its status is the result, as
          * with time(1) or perf stat. */
-        if (child > 0 && child_done)
-                rc = WIFEXITED(child_status)     ? WEXITSTATUS(child_status)
-                     : WIFSIGNALED(child_status) ? 128 + WTERMSIG(child_status)
-                                                 : 0;
-out:
-        if (!recording && stop_requested) {
+        if (ro->cmd && r->cmd.done)
+                return launch_exit_status(&r->cmd);
+        return 0;
+}
+
+/* Everything released; the command ended. The exit status rc, or what overrides it. */
+static int cleanup(struct recording *r, int rc)
+{
+        if (!r->started && stop_requested) {
                 fprintf(stderr, "ctxprof: %s before recording started: nothing recorded\n",
                         stop_requested == SIGINT ? "interrupted" : "terminated");
                 rc = 128 + stop_requested;
         }
-        if (sync_fd[0] >= 0)
-                close(sync_fd[0]);
-        if (sync_fd[1] >= 0)
-                close(sync_fd[1]); /* an unstarted child sees EOF and exits */
-        if (child > 0 && child_traced) {
-                /* Still stopped under ptrace, the command never ran: a SIGTERM would only
-                 * stop it again, for us to handle. */
-                kill(child, SIGKILL);
-                while (waitpid(child, &child_status, 0) < 0 && errno == EINTR)
-                        ;
-        } else if (child > 0 && !child_done) {
-                /* The recording is over (duration, signal or error): so is the command. */
-                kill(child, SIGTERM);
-                while (waitpid(child, &child_status, 0) < 0 && errno == EINTR)
-                        ;
-        }
-        sampler_free(s);
-        jfr_sink_free(js);
-        collapsed_free(c);
-        if (out && fclose(out) && !rc) {
-                fprintf(stderr, "ctxprof: writing %s failed: %s\n", outpath, strerror(errno));
+        launch_end(&r->cmd);
+        sampler_free(r->s);
+        jfr_sink_free(r->js);
+        collapsed_free(r->c);
+        if (r->out && fclose(r->out) && !rc) {
+                fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,
+                        strerror(errno));
                 rc = 1;
         }
         return rc;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+        struct record_opts ro = {
+            .o = {.freq = 99, .event = SAMPLER_EV_CPU_CLOCK, .kernel_stacks = 1},
+            .chunk_ms = 60000,
+        };
+        struct recording r = {.ro = &ro, .cmd = {.pid = -1, .sync_fd = -1}};
+        int rc = parse_args(argc, argv, &ro);
+
+        if (rc >= 0)
+                return rc;
+        rc = 1;
+        if (!setup(&r) && !open_output(&r)) {
+                sample_loop(&r);
+                rc = finish(&r);
+        }
+        return cleanup(&r, rc);
 }
 
 const struct ctxprof_cmd record_cmd = {"record", "sample processes: stacks + trace context",

@@ -12,43 +12,15 @@
 #include <time.h>
 
 #include "cli/cmd.h"
+#include "cli/json_out.h"
+#include "service/status_file.h"
 
-#define MAX_FIELDS 40
-
-struct rec {
-        char *kind;
-        char *key[MAX_FIELDS], *val[MAX_FIELDS];
-        int n;
-};
-
-static int parse_line(char *line, struct rec *r)
+/* A field for the table: its value, "-" when the record has none. */
+static const char *get(const struct status_record *r, const char *key)
 {
-        char *save = NULL, *tok;
+        const char *v = status_record_get(r, key);
 
-        r->n = 0;
-        r->kind = strtok_r(line, " \n", &save);
-        if (!r->kind)
-                return -1;
-        while ((tok = strtok_r(NULL, " \n", &save)) && r->n < MAX_FIELDS) {
-                char *eq = strchr(tok, '=');
-
-                if (!eq)
-                        continue;
-                *eq = '\0';
-                r->key[r->n] = tok;
-                r->val[r->n++] = eq + 1;
-        }
-        return 0;
-}
-
-static const char *get(const struct rec *r, const char *key)
-{
-        int i;
-
-        for (i = 0; i < r->n; i++)
-                if (!strcmp(r->key[i], key))
-                        return r->val[i];
-        return "-";
+        return v ? v : "-";
 }
 
 static int is_number(const char *s)
@@ -61,23 +33,7 @@ static int is_number(const char *s)
         return 1;
 }
 
-static void json_string(const char *s)
-{
-        putchar('"');
-        for (; *s; s++) {
-                unsigned char c = (unsigned char)*s;
-
-                if (c == '"' || c == '\\')
-                        printf("\\%c", c);
-                else if (c < 0x20)
-                        printf("\\u%04x", c);
-                else
-                        putchar(c);
-        }
-        putchar('"');
-}
-
-static void json_rec(const struct rec *r)
+static void json_rec(const struct status_record *r)
 {
         int i;
 
@@ -85,12 +41,12 @@ static void json_rec(const struct rec *r)
         for (i = 0; i < r->n; i++) {
                 if (i)
                         putchar(',');
-                json_string(r->key[i]);
+                json_string(stdout, r->key[i]);
                 putchar(':');
                 if (is_number(r->val[i]) && (r->val[i][0] != '0' || !r->val[i][1]))
                         fputs(r->val[i], stdout);
                 else
-                        json_string(r->val[i]);
+                        json_string(stdout, r->val[i]);
         }
         putchar('}');
 }
@@ -103,7 +59,7 @@ static int cmd_status(int argc, char **argv)
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        const char *path = "/run/ctxprof/status";
+        const char *path = STATUS_FILE_DEFAULT;
         int opt, json = 0, ntargets = 0;
         char line[4096];
         struct stat st;
@@ -121,7 +77,16 @@ static int cmd_status(int argc, char **argv)
                 case 'h':
                         printf("usage: ctxprof status [--json] [--status-file PATH]\n\n"
                                "Show what the running ctxprof daemon samples: its counters and,\n"
-                               "per target process, samples, samples with context and threads.\n");
+                               "per target process, samples, samples with context and threads.\n"
+                               "\n"
+                               "options:\n"
+                               "      --json             the same as one JSON object:\n"
+                               "                         {\"daemon\": {...}, \"targets\": [{...}, "
+                               "...]}\n"
+                               "                         (keys as in the status file, see\n"
+                               "                         docs/daemon.md)\n"
+                               "      --status-file PATH the daemon's status-file (default\n"
+                               "                         " STATUS_FILE_DEFAULT ")\n");
                         return 0;
                 default:
                         return 2;
@@ -139,9 +104,9 @@ static int cmd_status(int argc, char **argv)
         if (json)
                 fputs("{\"daemon\":", stdout);
         while (fgets(line, sizeof(line), f)) {
-                struct rec r;
+                struct status_record r;
 
-                if (parse_line(line, &r))
+                if (status_record_parse(line, &r))
                         continue;
                 if (!strcmp(r.kind, "daemon")) {
                         if (json) {

@@ -23,7 +23,7 @@ extern const struct ctxprof_cmd report_cmd;
 extern const struct ctxprof_cmd daemon_cmd;
 extern const struct ctxprof_cmd status_cmd;
 
-/* Subcommands. One line per command; each lives in daemon/cmd_NAME.c. */
+/* Subcommands. One line per command; each lives in daemon/cli/cmd_NAME.c. */
 static const struct ctxprof_cmd *const commands[] = {
     &version_cmd, &record_cmd, &report_cmd, &daemon_cmd, &status_cmd,
 };

@@ -19,16 +19,12 @@
 #include "stack/module_tally.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
-
-enum sampler_event {
-        SAMPLER_EV_CPU_CLOCK = 0, /* software cpu-clock: works everywhere (VMs included) */
-        SAMPLER_EV_CYCLES = 1,    /* hardware cycles: needs a PMU */
-};
+#include "engine/sampling_names.h"
 
 struct sampler_opts {
-        unsigned freq;       /* samples per second per CPU (perf freq mode) */
-        int event;           /* enum sampler_event */
-        int dwarf;           /* 1: copy regs + user stack, unwind with libdwfl */
+        unsigned freq; /* samples per second per CPU (perf freq mode) */
+        int event;     /* enum sampler_event */
+        int dwarf;     /* enum sampler_callgraph (1: copy regs + user stack, unwind with libdwfl) */
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
         size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */

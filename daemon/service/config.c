@@ -10,7 +10,8 @@
 #include <strings.h>
 
 #include "service/config.h"
-#include "engine/sampler.h"
+#include "engine/sampling_names.h"
+#include "service/status_file.h"
 
 const char *const config_keys[] = {
     /* [sampling] */
@@ -56,7 +57,7 @@ void config_defaults(struct daemon_config *c)
         c->split = SPLIT_HOST;
         c->split_max_open = 32;
         c->log_level = LOG_INFO;
-        snprintf(c->status_file, sizeof(c->status_file), "/run/ctxprof/status");
+        snprintf(c->status_file, sizeof(c->status_file), "%s", STATUS_FILE_DEFAULT);
 }
 
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
@@ -181,11 +182,19 @@ static int pick(const char *v, const char *const *names, int *out)
         return -EINVAL;
 }
 
+/* A name of the sampling names table (event, call-graph, mode). */
+static int pick_name(const char *v, enum sampling_name_set set, int *out)
+{
+        int i = sampling_name_parse(set, v);
+
+        if (i < 0)
+                return i;
+        *out = i;
+        return 0;
+}
+
 static int set_value(struct daemon_config *c, const char *sec, const char *key, const char *v)
 {
-        static const char *const events[] = {"cpu-clock", "cycles", NULL};
-        static const char *const graphs[] = {"fp", "dwarf", NULL};
-        static const char *const modes[] = {"all", "context", "selectors", NULL};
         static const char *const rotates[] = {"period", "size", NULL};
         static const char *const splits[] = {"host", "process", NULL};
         static const char *const levels[] = {"error", "warning", "info", "debug", NULL};
@@ -196,12 +205,12 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                 if (!strcmp(key, "frequency"))
                         return config_parse_count(v, 1, CONFIG_FREQ_MAX, &c->frequency);
                 if (!strcmp(key, "event"))
-                        return pick(v, events, &c->event);
+                        return pick_name(v, SAMPLING_NAMES_EVENT, &c->event);
                 if (!strcmp(key, "call-graph"))
-                        return pick(v, graphs, &c->dwarf);
+                        return pick_name(v, SAMPLING_NAMES_CALLGRAPH, &c->dwarf);
         } else if (!strcmp(sec, "targets")) {
                 if (!strcmp(key, "mode"))
-                        return pick(v, modes, &c->mode);
+                        return pick_name(v, SAMPLING_NAMES_MODE, &c->mode);
                 if (!strcmp(key, "comm"))
                         return set_str(c->comm, sizeof(c->comm), v);
                 if (!strcmp(key, "exe"))

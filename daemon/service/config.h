@@ -10,7 +10,8 @@
 #include <limits.h>
 #include <stdint.h>
 
-enum target_mode { TARGET_MODE_ALL = 0, TARGET_MODE_CONTEXT, TARGET_MODE_SELECTORS };
+#include "engine/sampling_names.h" /* enum sampler_event, target_mode */
+
 enum rotate_mode { ROTATE_PERIOD = 0, ROTATE_SIZE };
 enum split_mode { SPLIT_HOST = 0, SPLIT_PROCESS };
 enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
@@ -38,7 +39,7 @@ struct daemon_config {
         /* [sampling] */
         unsigned frequency; /* Hz per CPU */
         int event;          /* enum sampler_event */
-        int dwarf;          /* call-graph = dwarf */
+        int dwarf;          /* enum sampler_callgraph */
         /* [targets] */
         int mode;                        /* enum target_mode */
         char comm[CONFIG_LIST_LEN];      /* comma-separated globs */

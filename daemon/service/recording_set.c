@@ -25,7 +25,7 @@
 
 #include "service/output_dir.h"
 #include "service/recording_set.h"
-#include "engine/sampler.h"
+#include "engine/sampling_names.h"
 #include "stack/symbolize.h"
 
 #define PROCESS_TABLE_CAPACITY 4096  /* distinct stacks per chunk of one process */
@@ -179,9 +179,9 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
             .chunk_period_ns = rs->cfg.chunk_period_ms * 1000000ull,
             .table_capacity = rs->cfg.max_stacks, /* host file: 0 = the table's 16384 */
             .info = {.name = "ctxprof",
-                     .event = rs->cfg.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
+                     .event = sampling_name(SAMPLING_NAMES_EVENT, rs->cfg.event),
                      .frequency_hz = rs->cfg.frequency,
-                     .callgraph = rs->cfg.dwarf ? "dwarf" : "fp"},
+                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.dwarf)},
         };
         int err, err2;
 

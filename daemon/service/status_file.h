@@ -1,14 +1,82 @@
 /*
- * status_file.h — the daemon's status file: written atomically (temporary file + rename,
- * mode 0644, parent directory created 0755, never through a symbolic link and never in a
- * directory another user can write) so a reader never sees half a file. Format: one
- * record per line, "KIND key=value key=value ..." (values never contain spaces or '=').
+ * status_file.h — the daemon's status file: its text format, encoded and parsed here, and
+ * its atomic replacement (temporary file + rename, mode 0644, parent directory created 0755,
+ * never through a symbolic link and never in a directory another user can write) so a reader
+ * never sees half a file.
+ *
+ * Format: one record per line, "KIND key=value key=value ...\n"; values never contain
+ * spaces, '=' or control characters (status_file_value), an empty string is "-". The first
+ * line is the daemon record ("daemon pid=... state=... ..."), then one "target ..." line per
+ * sampled process. Readers look fields up by key and ignore keys they do not know.
  * Never prints.
  */
 #ifndef CTXPROF_STATUS_FILE_H
 #define CTXPROF_STATUS_FILE_H
 
+#include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#define STATUS_FILE_DEFAULT "/run/ctxprof/status"
+#define STATUS_NAME_LEN     16  /* state, mode, split */
+#define STATUS_COMM_LEN     64  /* a target's process name */
+#define STATUS_FILE_LEN     256 /* a target's file (base name) */
+#define STATUS_MAX_FIELDS   40  /* most key=value pairs a parsed record keeps */
+
+/* The daemon line. */
+struct status_daemon {
+        int pid;
+        char state[STATUS_NAME_LEN]; /* "running", "stopped" */
+        uint64_t started, updated;   /* wall clock, seconds since the epoch */
+        char mode[STATUS_NAME_LEN];  /* target mode name (sampling_names.h) */
+        uint64_t samples, received, context_samples, lost, torn, threads;
+        unsigned targets, map_entries;
+        uint64_t processes_seen, files_written, files_deleted, chunks_written, bytes_written;
+        char current_file[PATH_MAX + 8]; /* the host file; "" = none open */
+        char split[STATUS_NAME_LEN];     /* "host", "process" */
+        unsigned process_files;
+        uint64_t overflow_samples, no_file_samples;
+        uint64_t cap_eff; /* written in hex, as /proc/PID/status shows CapEff */
+};
+
+/* One "target" line: a sampled process. */
+struct status_target {
+        int pid;
+        char comm[STATUS_COMM_LEN];
+        uint64_t samples, context_samples;
+        unsigned threads;
+        int context_located;        /* "yes" / "no" */
+        char file[STATUS_FILE_LEN]; /* its samples' file (base name); "" = none */
+};
+
+/* The text of a status file, grown as records are appended (free with status_text_free). */
+struct status_text {
+        char *p;
+        size_t len, cap;
+        int err; /* -ENOMEM once an append failed (the text is then incomplete) */
+};
+
+void status_text_daemon(struct status_text *t, const struct status_daemon *d);
+void status_text_target(struct status_text *t, const struct status_target *tg);
+void status_text_free(struct status_text *t);
+
+/* One parsed line: KIND and its key=value pairs, pointing into the line (which it edits). */
+struct status_record {
+        const char *kind;
+        const char *key[STATUS_MAX_FIELDS], *val[STATUS_MAX_FIELDS];
+        int n;
+};
+
+/* Split one line (modified in place) into a record. Tokens without '=' are skipped, pairs
+ * past STATUS_MAX_FIELDS dropped. 0, or -EINVAL for a line with no KIND (blank). */
+int status_record_parse(char *line, struct status_record *r);
+/* The value of key, or NULL when the record has none. */
+const char *status_record_get(const struct status_record *r, const char *key);
+/* A parsed daemon / target record into its struct. 0; -EINVAL when r is another kind or a
+ * value is malformed (a number with other characters, or too large); -ENOENT when a field is
+ * missing (a truncated line). *out is then partly filled. */
+int status_record_daemon(const struct status_record *r, struct status_daemon *out);
+int status_record_target(const struct status_record *r, struct status_target *out);
 
 /* Replace path with text[0..len). Its directory is opened as service/trusted_dir.h says
  * (created 0755; -EPERM when another user could write or redirect it), PATH.tmp is
@@ -18,7 +86,7 @@ int status_file_write(const char *path, const char *text, size_t len);
  * (-EPERM: why says which directory and why). For a clear refusal at start. */
 int status_file_check(const char *path, char *why, size_t why_len);
 /* Copy s into dst (size len) with spaces, '=', control characters and non-ASCII replaced by
- * '_', so it can be a value. */
+ * '_', so it can be a value; an empty s becomes "-". */
 void status_file_value(char *dst, size_t len, const char *s);
 
 #endif

@@ -34,10 +34,11 @@ echo "wl-0: $chain of $w0 work samples show main;long_thread;run_phases;work_X"
 [ "$w0" -gt 0 ] && [ $((chain * 100)) -ge $((w0 * 80)) ] || fail "FP stacks do not reach main"
 
 # Many short-lived threads.
-"$CTXPROF" record -F 999 --span-frames -o "$TMP/short.txt" -- "$WL/wl_attrib" short 8 2 \
+"$CTXPROF" record -F 999 --span-frames --stats-json "$TMP/short.json" -o "$TMP/short.txt" -- \
+	"$WL/wl_attrib" short 8 2 \
 	>/dev/null 2>"$TMP/short.stderr" || { cat "$TMP/short.stderr"; fail "record failed"; }
 cat "$TMP/short.stderr"
 check_attrib "$TMP/short.txt" 150
-threads=$(sed -n 's/.*threads \([0-9]*\),.*/\1/p' "$TMP/short.stderr")
+threads=$(stat_json .threads "$TMP/short.json")
 [ "${threads:-0}" -ge 20 ] || fail "only ${threads:-0} threads seen in short-lived mode"
 echo PASS

@@ -14,18 +14,18 @@ echo "fx_qsort: $total samples, $main reach main, $cb show main;run_sort;...qsor
 [ "$total" -ge 200 ] || fail "too few samples ($total)"
 [ $((main * 100)) -ge $((total * 99)) ] || fail "only $main of $total samples reach main"
 [ "$cb" -ge $((total / 2)) ] || fail "callback chain through qsort missing"
-trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
+trunc=$(stat_json .unwind_truncated)
 [ -n "$trunc" ] || fail "no 'unwind truncated' count at exit"
 [ $((trunc * 100)) -le "$total" ] || fail "$trunc of $total fx_qsort samples stopped early"
 
 record_ok 60 -F 999 --call-graph dwarf -o "$TMP/deep.txt" -- "$WL/wl_deep" 2
 total=$(count "$TMP/deep.txt" '^wl_deep-')
-trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
-top=$(grep -o -E 'dwarf unwinding stopped early in: [^ ]+ [0-9]+' "$TMP/e")
+trunc=$(stat_json .unwind_truncated)
+top=$(stat_json '.unwind_stops[0] | "\(.module) \(.count)"')
 echo "wl_deep: $total samples, ${trunc:-?} truncated; $top"
 [ "$total" -ge 200 ] || fail "too few wl_deep samples ($total)"
 [ $((${trunc:-0} * 10)) -ge $((total * 9)) ] || fail "only ${trunc:-0} of $total counted truncated"
-[[ "$top" =~ ^"dwarf unwinding stopped early in: wl_deep "([0-9]+)$ ]] ||
+[[ "$top" =~ ^"wl_deep "([0-9]+)$ ]] ||
 	fail "wl_deep is not the first module unwinding stopped in"
 [ $((BASH_REMATCH[1] * 10)) -ge $((total * 9)) ] || fail "wl_deep: ${BASH_REMATCH[1]} stops"
 echo PASS

@@ -18,7 +18,7 @@ CTXPROF_TEST_LOCATE_DELAY_MS=40 record_ok 120 -F 999 -o "$TMP/out.txt" -- \
 stale=$(count "$TMP/out.txt" 'img=stale')
 ctx=$(count "$TMP/out.txt" '^wl_exec_ctx-[0-9]+;wl_exec_ctx;img=ctx;')
 plain_ctx=$(count "$TMP/out.txt" '^wl_exec_plain-[0-9]+;wl_exec_plain;[^;]*=')
-refused=$(grep -o -E 'stale TLS locations refused [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
+refused=$(stat_json .stale_tls_locations_refused)
 echo "img=stale: $stale samples; wl_exec_ctx with img=ctx: $ctx; wl_exec_plain samples with" \
 	"labels: $plain_ctx; refused: ${refused:-?}"
 grep 'img=stale' "$TMP/out.txt" | head -3

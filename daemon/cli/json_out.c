@@ -1,0 +1,20 @@
+/*
+ * json_out.c — escaping JSON strings for the CLI's --json outputs (see json_out.h).
+ */
+#include "cli/json_out.h"
+
+void json_string(FILE *f, const char *s)
+{
+        putc('"', f);
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+
+                if (c == '"' || c == '\\')
+                        fprintf(f, "\\%c", c);
+                else if (c < 0x20)
+                        fprintf(f, "\\u%04x", c);
+                else
+                        putc(c, f);
+        }
+        putc('"', f);
+}

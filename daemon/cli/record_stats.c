@@ -1,0 +1,149 @@
+/*
+ * record_stats.c — `record`'s counters at exit, on stderr and as JSON (see record_stats.h).
+ * Reads the sampler's and the outputs' counters; changes nothing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/json_out.h"
+#include "cli/record_stats.h"
+#include "stack/sigbus_guard.h"
+
+#define UNWIND_STOPS_SHOWN 5 /* modules named in the "stopped early" line */
+
+/* The base name of the module an unwind stop tally entry names, or "[unknown]". */
+static const char *stop_module_name(struct sampler *s, const struct module_tally_entry *e)
+{
+        struct module_info mi;
+        const char *slash;
+
+        if (e->module_id == CTXPROF_MODULE_UNKNOWN ||
+            modules_info(sampler_modules(s), e->module_id, &mi))
+                return "[unknown]";
+        slash = strrchr(mi.path, '/');
+        return slash ? slash + 1 : mi.path;
+}
+
+/* The modules where DWARF unwinding stopped early most often, as one line. */
+static void print_unwind_stops(struct sampler *s)
+{
+        struct module_tally_entry top[UNWIND_STOPS_SHOWN];
+        uint64_t other;
+        unsigned i, n = sampler_unwind_stops(s, top, UNWIND_STOPS_SHOWN, &other);
+
+        if (!n)
+                return;
+        fputs("ctxprof: dwarf unwinding stopped early in:", stderr);
+        for (i = 0; i < n; i++)
+                fprintf(stderr, "%s %s %llu", i ? "," : "", stop_module_name(s, &top[i]),
+                        (unsigned long long)top[i].count);
+        if (other)
+                fprintf(stderr, ", other modules %llu", (unsigned long long)other);
+        fputc('\n', stderr);
+}
+
+void record_stats_print(struct sampler *s, struct collapsed *c)
+{
+        struct sampler_stats st;
+        char lines[48] = "", bpf[48] = "", bus[64] = "";
+
+        if (c)
+                snprintf(lines, sizeof(lines), ", lines %zu", collapsed_lines(c));
+        sampler_get_stats(s, &st);
+        if (st.bpf_run_cnt && st.samples) /* kernel.bpf_stats_enabled=1 */
+                snprintf(bpf, sizeof(bpf), ", BPF %llu ns/sample",
+                         (unsigned long long)(st.bpf_run_ns / st.samples));
+        if (sigbus_guard_repaired())
+                snprintf(bus, sizeof(bus), ", pages of truncated files read as zeros %llu",
+                         (unsigned long long)sigbus_guard_repaired());
+        fprintf(
+            stderr,
+            "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
+            "torn span reads %llu, label read faults %llu, labels dropped %llu, "
+            "stale TLS locations refused %llu, unwind errors %llu, unwind truncated %llu, "
+            "events lost %llu, threads %llu, processes %llu%s%s%s\n",
+            (unsigned long long)st.samples, (unsigned long long)st.received,
+            (unsigned long long)st.with_context, (unsigned long long)st.lost,
+            (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
+            (unsigned long long)(st.label_faults + st.labelset_faults),
+            (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
+            (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
+            (unsigned long long)st.events_lost, (unsigned long long)st.threads,
+            (unsigned long long)st.processes, lines, bpf, bus);
+        print_unwind_stops(s);
+}
+
+/* One "key": value pair of the stats object (after the first). */
+static void num(FILE *f, const char *key, uint64_t v)
+{
+        fprintf(f, ",\n  \"%s\": %" PRIu64, key, v);
+}
+
+static void json_unwind_stops(FILE *f, struct sampler *s)
+{
+        struct module_tally_entry top[UNWIND_STOPS_SHOWN];
+        uint64_t other = 0;
+        unsigned i, n = sampler_unwind_stops(s, top, UNWIND_STOPS_SHOWN, &other);
+
+        fputs(",\n  \"unwind_stops\": [", f);
+        for (i = 0; i < n; i++) {
+                fputs(i ? ", {\"module\": " : "{\"module\": ", f);
+                json_string(f, stop_module_name(s, &top[i]));
+                fprintf(f, ", \"count\": %" PRIu64 "}", top[i].count);
+        }
+        fputs("]", f);
+        num(f, "unwind_stops_other_modules", other);
+}
+
+static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
+{
+        fprintf(f,
+                ",\n  \"jfr\": {\"chunks_written\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+                ", \"samples_written\": %" PRIu64 ", \"samples_dropped\": %" PRIu64
+                ", \"trace_table_bytes\": %" PRIu64 "}",
+                jc->chunks_written, jc->bytes_written, jc->samples_written, jc->samples_dropped,
+                jc->table_memory_bytes);
+}
+
+int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,
+                            const struct jfr_sink_counters *jc)
+{
+        struct sampler_stats st;
+        FILE *f = fopen(path, "we");
+
+        if (!f) {
+                fprintf(stderr, "ctxprof: cannot write %s: %s\n", path, strerror(errno));
+                return -1;
+        }
+        sampler_get_stats(s, &st);
+        fprintf(f, "{\n  \"samples\": %" PRIu64, st.samples);
+        num(f, "received", st.received);
+        num(f, "with_context", st.with_context);
+        num(f, "lost", st.lost);
+        num(f, "no_stack", st.no_stack);
+        num(f, "torn_span_reads", st.ctx.torn_spans);
+        num(f, "label_read_faults", st.label_faults + st.labelset_faults);
+        num(f, "labels_dropped", st.ctx.dropped);
+        num(f, "stale_tls_locations_refused", st.tls_stale);
+        num(f, "unwind_errors", st.unwind_errors);
+        num(f, "unwind_truncated", st.unwind_truncated);
+        num(f, "events_lost", st.events_lost);
+        num(f, "threads", st.threads);
+        num(f, "processes", st.processes);
+        /* 0 unless kernel.bpf_stats_enabled=1 */
+        num(f, "bpf_ns_per_sample", st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0);
+        num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
+        json_unwind_stops(f, s);
+        if (c)
+                num(f, "collapsed_lines", collapsed_lines(c));
+        if (jc)
+                json_jfr(f, jc);
+        fputs("\n}\n", f);
+        if (ferror(f) | fclose(f)) {
+                fprintf(stderr, "ctxprof: writing %s failed: %s\n", path, strerror(errno));
+                return -1;
+        }
+        return 0;
+}

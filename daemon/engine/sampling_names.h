@@ -1,0 +1,36 @@
+/*
+ * sampling_names.h — the one table of the user-visible names of how ctxprof samples: the
+ * perf event ("cpu-clock", "cycles"), the call-graph method ("fp", "dwarf") and the target
+ * mode ("all", "context", "selectors"), with their enums. `record`'s options, the daemon's
+ * configuration, its status file and log, and the JFR recording's settings all parse and
+ * print these names here, so a name is spelled once. Pure: never prints, never allocates.
+ */
+#ifndef CTXPROF_SAMPLING_NAMES_H
+#define CTXPROF_SAMPLING_NAMES_H
+
+enum sampler_event {
+        SAMPLER_EV_CPU_CLOCK = 0, /* software cpu-clock: works everywhere (VMs included) */
+        SAMPLER_EV_CYCLES = 1,    /* hardware cycles: needs a PMU */
+};
+
+enum sampler_callgraph {
+        SAMPLER_CG_FP = 0,    /* frame pointers (sampler_opts.dwarf = 0) */
+        SAMPLER_CG_DWARF = 1, /* user stack copy + .eh_frame unwinding (sampler_opts.dwarf = 1) */
+};
+
+/* Which processes the daemon samples (its [targets] mode). */
+enum target_mode { TARGET_MODE_ALL = 0, TARGET_MODE_CONTEXT, TARGET_MODE_SELECTORS };
+
+/* The name sets of the table. */
+enum sampling_name_set {
+        SAMPLING_NAMES_EVENT,     /* enum sampler_event */
+        SAMPLING_NAMES_CALLGRAPH, /* enum sampler_callgraph */
+        SAMPLING_NAMES_MODE,      /* enum target_mode */
+};
+
+/* The value named s in set (exact, case-sensitive match), or -EINVAL. */
+int sampling_name_parse(enum sampling_name_set set, const char *s);
+/* The name of value in set, or NULL when set has no such value. */
+const char *sampling_name(enum sampling_name_set set, int value);
+
+#endif
