@@ -31,6 +31,7 @@
 #include "engine/sampler.h"
 #include "service/status_file.h"
 #include "service/target_select.h"
+#include "util/clock.h"
 
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
@@ -88,14 +89,6 @@ struct daemon {
         struct pending pend[PEND_MAX];
         int npend;
 };
-
-static uint64_t mono_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {

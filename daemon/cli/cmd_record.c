@@ -30,6 +30,7 @@
 #include "stack/sigbus_guard.h"
 #include "sink/jfr_sink.h"
 #include "engine/sampler.h"
+#include "util/clock.h"
 
 #define MAX_PIDS 64
 
@@ -98,14 +99,6 @@ static int parse_pids(char *s, pid_t *pids, int *n)
                 pids[(*n)++] = (pid_t)v;
         }
         return *n ? 0 : -1;
-}
-
-static uint64_t mono_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -631,10 +624,7 @@ static int cmd_record(int argc, char **argv)
                              .frequency_hz = o.freq,
                              .callgraph = o.dwarf ? "dwarf" : "fp"},
                 };
-                struct timespec ts;
-
-                clock_gettime(CLOCK_REALTIME, &ts);
-                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                jo.info.start_wall_ns = wall_ns();
                 err = jfr_sink_new(&jo, &js);
                 if (err) {
                         if (!stop_requested)

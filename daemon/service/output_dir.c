@@ -14,27 +14,20 @@
 
 #include "jfr/jfr_writer.h"
 #include "service/output_dir.h"
+#include "util/fs.h"
 
 #define PREFIX "ctxprof-"
 
+#define OUTPUT_DIR_MODE 0750 /* the output directory itself: owner and group only */
+
 int output_dir_prepare(const char *dir)
 {
-        char tmp[PATH_MAX], *p;
+        int err = mkdir_p(dir, OUTPUT_DIR_MODE);
 
-        if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp))
-                return -ENAMETOOLONG;
-        for (p = tmp + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(tmp, 0755) && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
-        if (mkdir(tmp, 0750) && errno != EEXIST)
-                return -errno;
+        if (err)
+                return err;
         /* mkdir honours the umask; the mode is part of the contract. */
-        if (chmod(tmp, 0750))
+        if (chmod(dir, OUTPUT_DIR_MODE))
                 return -errno;
         return 0;
 }

@@ -10,56 +10,26 @@
 #include <unistd.h>
 
 #include "service/status_file.h"
-
-static int mkdir_parents(const char *path)
-{
-        char tmp[PATH_MAX], *p;
-
-        if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-                return -ENAMETOOLONG;
-        p = strrchr(tmp, '/');
-        if (!p || p == tmp)
-                return 0;
-        *p = '\0';
-        for (p = tmp + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(tmp, 0755) && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
-        if (mkdir(tmp, 0755) && errno != EEXIST)
-                return -errno;
-        return 0;
-}
+#include "util/fs.h"
 
 int status_file_write(const char *path, const char *text, size_t len)
 {
         char tmp[PATH_MAX];
-        size_t off = 0;
         int fd, err;
 
         if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
                 return -ENAMETOOLONG;
-        err = mkdir_parents(path);
+        err = mkdir_parents(path, MKDIR_P_PARENT_MODE);
         if (err)
                 return err;
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return -errno;
-        while (off < len) {
-                ssize_t n = write(fd, text + off, len - off);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        err = -errno;
-                        close(fd);
-                        unlink(tmp);
-                        return err;
-                }
-                off += (size_t)n;
+        err = write_all(fd, text, len);
+        if (err) {
+                close(fd);
+                unlink(tmp);
+                return err;
         }
         if (fchmod(fd, 0644) || close(fd)) {
                 err = -errno;

@@ -5,6 +5,7 @@
  */
 #include "stack/unwind_dwarf.h"
 #include "stack/proc_maps.h"
+#include "util/clock.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -48,13 +49,6 @@ struct dwarf_unwinder {
 /* find_elf has no user pointer of ours: the state being reported/unwound, set around every
  * libdwfl call (the unwinder is single-threaded by contract, this is per thread anyway). */
 static __thread struct pid_state *tl_cur;
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct find_map {
         const char *name;
@@ -247,7 +241,7 @@ static const Dwfl_Thread_Callbacks thread_cb = {
 
 static int report(struct pid_state *st)
 {
-        st->last_report_ns = now_ns();
+        st->last_report_ns = mono_ns();
         dwfl_report_begin(st->dwfl);
         int r = dwfl_linux_proc_report(st->dwfl, st->pid);
         if (dwfl_report_end(st->dwfl, NULL, NULL) != 0 && r == 0)
@@ -416,7 +410,7 @@ int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND
          * Any ip counts, not only the last: without a module libdwfl falls back to a frame
          * pointer step and the bad ip is the one before the garbage. */
         if (ret != 0 && !st->hit_max && has_unknown_ip(st) &&
-            now_ns() - st->last_report_ns >= UNWIND_REREPORT_NS) {
+            mono_ns() - st->last_report_ns >= UNWIND_REREPORT_NS) {
                 if (report(st) == 0)
                         ret = run(st);
         }
