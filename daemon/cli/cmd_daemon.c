@@ -166,13 +166,6 @@ static int rs_alive(void *ctx, pid_t pid)
         return sampler_is_target(d->s, pid);
 }
 
-static int forward_sample(void *ctx, const struct decoded_sample *s)
-{
-        struct daemon *d = ctx;
-
-        return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
-}
-
 /* A recording set for the current output settings; split=host opens its file. 0 or -errno
  * (logged); without memory d->rs stays NULL and samples are dropped. */
 static int open_output(struct daemon *d)
@@ -647,7 +640,7 @@ static int cmd_daemon(int argc, char **argv)
         so.follow_children = 1;
         so.exec_filter = exec_filter;
         so.exec_filter_ctx = d;
-        sink = (struct sample_sink){.ctx = d, .sample = forward_sample};
+        sink = (struct sample_sink){.ctx = &d->cur, .sample = sample_sink_forward};
         err = sampler_new(&so, &sink, &d->s, &stage);
         if (err) {
                 logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)stage,

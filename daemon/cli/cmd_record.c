@@ -304,16 +304,6 @@ fail:
         return -1;
 }
 
-/* The JFR sink is created once setup succeeded (that opens its file), after the sampler it
- * receives samples from: the sampler is handed this forwarder. Samples only flow from
- * sampler_poll, which runs after both exist. */
-static int forward_sample(void *ctx, const struct decoded_sample *ds)
-{
-        const struct sample_sink *to = ctx;
-
-        return to->sample ? to->sample(to->ctx, ds) : -ENODEV;
-}
-
 /* Checks a pid before any setup so the common mistakes get a precise message. */
 static int check_pid(pid_t pid)
 {
@@ -535,7 +525,10 @@ static int cmd_record(int argc, char **argv)
 
         libbpf_set_print(libbpf_quiet);
         if (!strcmp(format, "jfr")) {
-                sink = (struct sample_sink){.ctx = &jfr, .sample = forward_sample};
+                /* The JFR sink is created once setup succeeded (that opens its file),
+                 * after the sampler: samples only flow from sampler_poll, which runs after
+                 * both exist. */
+                sink = (struct sample_sink){.ctx = &jfr, .sample = sample_sink_forward};
         } else {
                 c = collapsed_new(span_frames);
                 if (!c) {
