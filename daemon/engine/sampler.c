@@ -40,7 +40,7 @@
 #define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
 #define TLS_FAST_WINDOW_NS 3000000000ull
 #define TLS_MAX_ERRORS     20
-#define MAX_PROCS          4096
+#define MAX_PROCS          CTXPROF_MAX_TARGETS
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
 
 struct proc {
@@ -503,7 +503,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 } else {
                         s->st.unwind_errors++;
                         if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
-                                count_unwind_stop(s, p, d->regs[16], 0);
+                                count_unwind_stop(s, p, d->regs[CTXPROF_REG_IP], 0);
                         add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
                 }
         } else {

@@ -1,9 +1,9 @@
 /*
  * test_util.c — daemon/util/: the clocks agree with the kernel's, FNV-1a gives the published
- * test vectors, arrays grow by doubling and keep their contents (and are left alone on
- * overflow), `mkdir -p` creates what is missing with the right modes and reports what is in
- * the way, and the write loops finish after short writes (RLIMIT_FSIZE) and signals (EINTR
- * from a timer while a pipe is full).
+ * test vectors, the page size is the kernel's, arrays grow by doubling and keep their contents (and
+ * are left alone on overflow), `mkdir -p` creates what is missing with the right modes and reports
+ * what is in the way, and the write loops finish after short writes (RLIMIT_FSIZE) and signals
+ * (EINTR from a timer while a pipe is full).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -24,6 +24,7 @@
 #include "util/fs.h"
 #include "util/grow.h"
 #include "util/hash.h"
+#include "util/page.h"
 
 /* ---- clock ---- */
 
@@ -57,6 +58,16 @@ Test(util_clock, wall_ns_is_the_epoch_clock)
 
         cr_assert_geq(w / NS_PER_SEC, (uint64_t)before);
         cr_assert_leq(w / NS_PER_SEC, (uint64_t)after);
+}
+
+/* ---- page ---- */
+
+Test(util_page, the_kernel_page_size)
+{
+        uint64_t ps = page_size();
+
+        cr_assert_eq(ps, (uint64_t)getpagesize());
+        cr_assert_eq(ps & (ps - 1), 0, "a power of two");
 }
 
 /* ---- hash ---- */
