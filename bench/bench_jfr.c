@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "jfr/jfr_writer.h"
+#include "util/clock.h"
 
 #define THREADS 8
 #define HZ      99
@@ -37,13 +38,6 @@ static double unif(void)
 static unsigned zipf(unsigned n)
 {
         return (unsigned)(pow(unif(), 3.0) * n);
-}
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static char func_names[NFUNCS][64];
@@ -91,7 +85,7 @@ static struct run_result run_chunk(struct jfr_writer *w, int mode, uint64_t t0)
                 tenants[i] = tbuf[i];
         }
         struct run_result r = {0};
-        uint64_t a = now_ns();
+        uint64_t a = mono_ns();
         jfr_writer_begin_chunk(w, 1700000000000000000ull, t0);
         for (int t = 0; t < THREADS; t++) {
                 char name[32];
@@ -137,9 +131,9 @@ static struct run_result run_chunk(struct jfr_writer *w, int mode, uint64_t t0)
                         r.samples++;
                 }
         }
-        uint64_t b = now_ns();
+        uint64_t b = mono_ns();
         jfr_writer_finish_chunk(w, t0 + SECONDS * 1000000000ull, &r.bytes);
-        uint64_t c = now_ns();
+        uint64_t c = mono_ns();
         r.add_ns = b - a;
         r.finish_ns = c - b;
         return r;

@@ -20,13 +20,7 @@
 
 #include "ctx_read_user.h"
 #include "tls/tls_locate.h"
-
-static double now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+#include "util/clock.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -45,9 +39,9 @@ static double bench_locate(pid_t pid, int n, int *rc_out)
         double *t = calloc((size_t)n, sizeof(*t));
         struct ctxprof_tls_target tt;
         for (int i = 0; i < n; i++) {
-                double t0 = now_ns();
+                double t0 = mono_ns();
                 *rc_out = tls_locate(pid, &tt);
-                t[i] = now_ns() - t0;
+                t[i] = mono_ns() - t0;
         }
         double m = median(t, n);
         free(t);
@@ -112,9 +106,9 @@ int main(int argc, char **argv)
         static double ts[N];
         struct ctx_user_context c;
         for (int i = 0; i < N; i++) {
-                double t0 = now_ns();
+                double t0 = mono_ns();
                 ctx_read_user(mem, &t, regs.fs_base, &c);
-                ts[i] = now_ns() - t0;
+                ts[i] = mono_ns() - t0;
         }
         printf("ctx_read_user (%u labels, span %s):  %8.0f ns median\n", c.nlabels,
                c.span_state == CTX_SPAN_VALID ? "valid" : "none", median(ts, N));

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sink/trace_table.h"
+#include "util/clock.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -20,20 +21,11 @@
 #define HOT    1024 /* distinct stacks on the hit path */
 #define RUNS   7
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* CPU time of the calling thread: on a shared, overloaded machine wall time mostly measures
  * the other tenants. Both are printed. */
 static uint64_t cpu_ns(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+        return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -146,7 +138,7 @@ static void *job_main(void *arg)
         make_stack(miss, FRAMES, 999999 + j->thread);
         uint64_t x = 0x9E3779B97F4A7C15ull * (j->thread + 7);
         pthread_barrier_wait(j->go);
-        uint64_t t0 = now_ns(), c0 = cpu_ns();
+        uint64_t t0 = mono_ns(), c0 = cpu_ns();
         for (uint32_t i = 0; i < j->puts; i++) {
                 const struct ctxprof_frame *f;
                 if (j->miss) {
@@ -161,7 +153,7 @@ static void *job_main(void *arg)
                 j->bad += id == TRACE_DROPPED_ID;
         }
         j->cpu = cpu_ns() - c0;
-        j->ns = now_ns() - t0;
+        j->ns = mono_ns() - t0;
         return NULL;
 }
 

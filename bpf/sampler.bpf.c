@@ -21,6 +21,12 @@
 #include "ctxprof/tls_target.h"
 #include "ctxprof/sample.h"
 
+#if defined(__TARGET_ARCH_x86)
+#include "arch_x86.h"
+#else
+#error "no BPF arch header for this target: see bpf/arch_x86.h"
+#endif
+
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records */
@@ -53,6 +59,9 @@ static __always_inline int cur_ids(__u32 *tgid, __u32 *tid)
         return 0;
 }
 
+/* PID namespace levels looked at (the host is level 0; a sidecar is usually at 1). */
+#define MAX_PIDNS_DEPTH 8
+
 /* A (non-current) task's tgid in the daemon's namespace: walk its group leader's pid
  * numbers for the level whose namespace is ours. 0 = not visible there. */
 static __always_inline __u32 task_tgid_ns(struct task_struct *t)
@@ -65,7 +74,7 @@ static __always_inline __u32 task_tgid_ns(struct task_struct *t)
                 return BPF_CORE_READ(t, tgid);
         pid = BPF_CORE_READ(t, group_leader, thread_pid);
         level = BPF_CORE_READ(pid, level);
-        for (i = 0; i < 8; i++) {
+        for (i = 0; i < MAX_PIDNS_DEPTH; i++) {
                 if ((unsigned)i > level)
                         break;
                 if (BPF_CORE_READ(pid, numbers[i].ns, ns.inum) == (__u32)pidns_ino)
@@ -76,7 +85,7 @@ static __always_inline __u32 task_tgid_ns(struct task_struct *t)
 
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 4096);
+        __uint(max_entries, CTXPROF_MAX_TARGETS);
         __type(key, __u32); /* tgid */
         __type(value, struct ctxprof_tls_target);
 } targets SEC(".maps");
@@ -84,7 +93,7 @@ struct {
 /* Execs per target (see ctxprof/tls_target.h): written here only, no entry = 0. */
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, 4096);
+        __uint(max_entries, CTXPROF_MAX_TARGETS);
         __type(key, __u32); /* tgid */
         __type(value, __u64);
 } exec_gens SEC(".maps");
@@ -285,28 +294,6 @@ static __always_inline void read_labels(struct ctxprof_sample_rec *r,
         }
 }
 
-/* User registers in DWARF order from a pt_regs. */
-static __always_inline void regs_from_ptregs(__u64 *o, const struct pt_regs *p)
-{
-        o[0] = p->ax;
-        o[1] = p->dx;
-        o[2] = p->cx;
-        o[3] = p->bx;
-        o[4] = p->si;
-        o[5] = p->di;
-        o[6] = p->bp;
-        o[7] = p->sp;
-        o[8] = p->r8;
-        o[9] = p->r9;
-        o[10] = p->r10;
-        o[11] = p->r11;
-        o[12] = p->r12;
-        o[13] = p->r13;
-        o[14] = p->r14;
-        o[15] = p->r15;
-        o[16] = p->ip;
-}
-
 /*
  * Dwarf mode: user regs and the user stack from sp, page by page. bpf_probe_read_user is
  * all-or-nothing, and a thread's stack often ends a few KiB above sp (env/auxv on the main
@@ -317,30 +304,12 @@ static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
                                             struct ctxprof_counters *c)
 {
         struct pt_regs kregs;
-        __u64 cs, sp, first, off;
+        __u64 sp, first, off;
         int i;
 
-        /* The ctx allows only 8-byte loads of regs (a 2-byte cs load is rejected). */
-        cs = *(volatile __u64 *)&ctx->regs.cs;
-        if (cs & 3) {
+        if (arch_user_mode(ctx)) {
                 d->base.flags |= CTXPROF_SF_USER_MODE;
-                d->regs[0] = *(volatile __u64 *)&ctx->regs.ax;
-                d->regs[1] = *(volatile __u64 *)&ctx->regs.dx;
-                d->regs[2] = *(volatile __u64 *)&ctx->regs.cx;
-                d->regs[3] = *(volatile __u64 *)&ctx->regs.bx;
-                d->regs[4] = *(volatile __u64 *)&ctx->regs.si;
-                d->regs[5] = *(volatile __u64 *)&ctx->regs.di;
-                d->regs[6] = *(volatile __u64 *)&ctx->regs.bp;
-                d->regs[7] = *(volatile __u64 *)&ctx->regs.sp;
-                d->regs[8] = *(volatile __u64 *)&ctx->regs.r8;
-                d->regs[9] = *(volatile __u64 *)&ctx->regs.r9;
-                d->regs[10] = *(volatile __u64 *)&ctx->regs.r10;
-                d->regs[11] = *(volatile __u64 *)&ctx->regs.r11;
-                d->regs[12] = *(volatile __u64 *)&ctx->regs.r12;
-                d->regs[13] = *(volatile __u64 *)&ctx->regs.r13;
-                d->regs[14] = *(volatile __u64 *)&ctx->regs.r14;
-                d->regs[15] = *(volatile __u64 *)&ctx->regs.r15;
-                d->regs[16] = *(volatile __u64 *)&ctx->regs.ip;
+                arch_regs_from_ctx(d->regs, ctx);
         } else {
                 struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
@@ -348,26 +317,26 @@ static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
                         d->base.errors |= CTXPROF_SE_REGS;
                         return;
                 }
-                regs_from_ptregs(d->regs, &kregs);
+                arch_regs_from_ptregs(d->regs, &kregs);
         }
         d->base.flags |= CTXPROF_SF_REGS;
 
-        sp = d->regs[7];
-        first = 4096 - (sp & 4095);
-        if (first > 4096)
-                first = 4096;
+        sp = d->regs[CTXPROF_REG_SP];
+        first = ARCH_PAGE_SIZE - (sp & (ARCH_PAGE_SIZE - 1));
+        if (first > ARCH_PAGE_SIZE)
+                first = ARCH_PAGE_SIZE;
         if (bpf_probe_read_user(d->stack, first, (void *)sp)) {
                 d->base.errors |= CTXPROF_SE_STACK_COPY;
                 count(c, CTXPROF_CNT_STACK_COPY_ERR);
                 return;
         }
         off = first;
-        for (i = 0; i < CTXPROF_STACK_COPY / 4096 - 1; i++) {
-                if (off > CTXPROF_STACK_COPY - 4096)
+        for (i = 0; i < CTXPROF_STACK_COPY / ARCH_PAGE_SIZE - 1; i++) {
+                if (off > CTXPROF_STACK_COPY - ARCH_PAGE_SIZE)
                         break;
-                if (bpf_probe_read_user(d->stack + off, 4096, (void *)(sp + off)))
+                if (bpf_probe_read_user(d->stack + off, ARCH_PAGE_SIZE, (void *)(sp + off)))
                         break;
-                off += 4096;
+                off += ARCH_PAGE_SIZE;
         }
         d->stack_len = off;
 }
@@ -425,7 +394,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         bpf_get_current_comm(r->comm, sizeof(r->comm));
 
         task = bpf_get_current_task_btf();
-        tp = BPF_CORE_READ(task, thread.fsbase);
+        tp = arch_thread_pointer(task);
         r->tp = tp;
         if (t->exec_gen != exec_gen_of(tgid)) {
                 /* Located in an image the process has exec'ed away from: its offsets mean
@@ -447,7 +416,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 r->errors |= CTXPROF_SE_USTACK;
                 count(c, CTXPROF_CNT_USTACK_ERR);
         } else {
-                r->n_ustack = n / 8;
+                r->n_ustack = n / sizeof(r->ustack[0]);
         }
         if (kernel_stacks) {
                 n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
@@ -455,7 +424,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                         r->errors |= CTXPROF_SE_KSTACK;
                         count(c, CTXPROF_CNT_KSTACK_ERR);
                 } else {
-                        r->n_kstack = n / 8;
+                        r->n_kstack = n / sizeof(r->kstack[0]);
                 }
         }
         if (dwarf_mode && d) {

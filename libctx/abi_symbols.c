@@ -9,7 +9,6 @@
  */
 #include "internal.h"
 
-_Static_assert(sizeof(struct ctx_span_context) == 64, "span context is 64 bytes");
 _Static_assert(_Alignof(struct ctx_span_context) == 64, "span context is 64-byte aligned");
 
 /* Custom Labels ABI v1: NULL = no labels (threads that never wrote one). */

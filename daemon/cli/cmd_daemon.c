@@ -31,6 +31,7 @@
 #include "engine/sampler.h"
 #include "service/status_file.h"
 #include "service/target_select.h"
+#include "util/clock.h"
 
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
@@ -94,14 +95,6 @@ struct daemon {
 static const char *split_name(const struct daemon *d)
 {
         return d->cfg.split == SPLIT_PROCESS ? "process" : "host";
-}
-
-static uint64_t mono_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -186,13 +179,6 @@ static int rs_alive(void *ctx, pid_t pid)
         struct daemon *d = ctx;
 
         return sampler_is_target(d->s, pid);
-}
-
-static int forward_sample(void *ctx, const struct decoded_sample *s)
-{
-        struct daemon *d = ctx;
-
-        return d->cur.sample ? d->cur.sample(d->cur.ctx, s) : 0;
 }
 
 /* The output and status directories of c: refused (logged, -1) when another user could
@@ -681,7 +667,7 @@ static int start_sampling(struct daemon *d)
             .exec_filter = exec_filter,
             .exec_filter_ctx = d,
         };
-        struct sample_sink sink = {.ctx = d, .sample = forward_sample};
+        struct sample_sink sink = {.ctx = &d->cur, .sample = sample_sink_forward};
         enum sampler_stage stage;
         struct sigaction sa;
         int err;

@@ -29,6 +29,7 @@
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
 #include "engine/sampler.h"
+#include "util/clock.h"
 
 #define MAX_PIDS 64
 
@@ -100,14 +101,6 @@ static int parse_pids(char *s, pid_t *pids, int *n)
                 pids[(*n)++] = (pid_t)v;
         }
         return *n ? 0 : -1;
-}
-
-static uint64_t mono_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -254,16 +247,6 @@ static int check_output(const char *path)
 fail:
         fprintf(stderr, "ctxprof: cannot write %s: %s\n", path, strerror(errno));
         return -1;
-}
-
-/* The JFR sink is created once setup succeeded (that opens its file), after the sampler it
- * receives samples from: the sampler is handed this forwarder. Samples only flow from
- * sampler_poll, which runs after both exist. */
-static int forward_sample(void *ctx, const struct decoded_sample *ds)
-{
-        const struct sample_sink *to = ctx;
-
-        return to->sample ? to->sample(to->ctx, ds) : -ENODEV;
 }
 
 /* Checks a pid before any setup so the common mistakes get a precise message. */
@@ -532,7 +515,7 @@ static int setup(struct recording *r)
                 return -1;
         libbpf_set_print(libbpf_quiet);
         if (!strcmp(ro->format, "jfr")) {
-                r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = forward_sample};
+                r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = sample_sink_forward};
         } else {
                 r->c = collapsed_new(ro->span_frames);
                 if (!r->c) {
@@ -571,10 +554,7 @@ static int open_output(struct recording *r)
                              .frequency_hz = ro->o.freq,
                              .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf)},
                 };
-                struct timespec ts;
-
-                clock_gettime(CLOCK_REALTIME, &ts);
-                jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+                jo.info.start_wall_ns = wall_ns();
                 err = jfr_sink_new(&jo, &r->js);
                 if (err) {
                         if (!stop_requested)

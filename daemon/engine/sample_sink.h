@@ -1,12 +1,14 @@
 /*
- * sample_sink.h — the seam between ingestion (daemon/sampler.c: ring record -> decoded
- * sample with (module, offset) frames, tid, span, labels) and output (the collapsed writer
- * now; the trace table + JFR writer later). A sink only sees decoded, validated data; it
- * never sees raw BPF records and never touches the target process. Pure declarations.
+ * sample_sink.h — the seam between ingestion (engine/sampler.c: ring record -> decoded
+ * sample with (module, offset) frames, tid, span, labels) and output (sink/collapsed.c, and
+ * sink/jfr_sink.c through the trace table, alone or per file in service/recording_set.c). A
+ * sink only sees decoded, validated data; it never sees raw BPF records and never touches the
+ * target process. Declarations and one forwarder.
  */
 #ifndef CTXPROF_SAMPLE_SINK_H
 #define CTXPROF_SAMPLE_SINK_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,7 +27,7 @@ struct decoded_label {
 
 /* One sample, valid only for the duration of the sink callback. */
 struct decoded_sample {
-        pid_t pid; /* tgid, init pid namespace */
+        pid_t pid; /* tgid as the daemon sees it (its PID namespace: BPF translates) */
         pid_t tid;
         uint32_t cpu;
         uint64_t time_ns;    /* CLOCK_MONOTONIC */
@@ -47,5 +49,18 @@ struct sample_sink {
         /* 0 or -errno; an error is counted by the caller and never stops ingestion. */
         int (*sample)(void *ctx, const struct decoded_sample *s);
 };
+
+/*
+ * A sink that passes every sample on to the sink ctx points to (a const struct sample_sink
+ * *), read at each sample: for a sampler created before its output exists, or whose output
+ * is replaced while it runs. While that sink has no callback the sample is lost, and it says
+ * so with -ENODEV: the sampler then counts it (sink_errors) instead of taking it as written.
+ */
+static inline int sample_sink_forward(void *ctx, const struct decoded_sample *s)
+{
+        const struct sample_sink *to = ctx;
+
+        return to->sample ? to->sample(to->ctx, s) : -ENODEV;
+}
 
 #endif

@@ -33,13 +33,14 @@
 #include "tls/tls_locate.h"
 #include "stack/proc_maps.h"
 #include "stack/unwind_dwarf.h"
+#include "util/clock.h"
 
 #define DEFAULT_RING_BYTES (8u << 20)
 #define TLS_RETRY_FAST_NS  20000000ull   /* 20 ms: just started or exec'ed (loader running) */
 #define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
 #define TLS_FAST_WINDOW_NS 3000000000ull
 #define TLS_MAX_ERRORS     20
-#define MAX_PROCS          4096
+#define MAX_PROCS          CTXPROF_MAX_TARGETS
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
 
 struct proc {
@@ -86,14 +87,6 @@ struct sampler {
         uint64_t ips[CTXPROF_MAX_FRAMES];
         char comm[CTXPROF_COMM_LEN + 1];
 };
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int tid_set_add(struct tid_set *s, uint32_t tid)
 {
@@ -176,7 +169,7 @@ static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
         memset(p, 0, sizeof(*p));
         p->pid = pid;
         p->alive = 1;
-        p->tls_since_ns = now_ns();
+        p->tls_since_ns = mono_ns();
         if (comm && comm[0])
                 snprintf(p->name, sizeof(p->name), "%s", comm);
         else
@@ -309,7 +302,7 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
             errno != EEXIST) {
                 p->alive = 0;
-                p->dead_since_ns = now_ns();
+                p->dead_since_ns = mono_ns();
                 return errno == E2BIG ? -ENOSPC : -errno;
         }
         /* An exit between the checks above and the insert emitted no event: look again. */
@@ -319,7 +312,7 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         }
         /* Located before sampler_add_target returns (before a started command runs), or
          * retried from sampler_poll: context from the first sample where possible. */
-        proc_locate_tls(s, p, now_ns());
+        proc_locate_tls(s, p, mono_ns());
         return 0;
 }
 
@@ -412,7 +405,7 @@ static void proc_new_image(struct sampler *s, struct proc *p)
         p->tls_state = 0;
         p->tls_errors = 0;
         p->tls_next_ns = 0;
-        p->tls_since_ns = now_ns();
+        p->tls_since_ns = mono_ns();
 }
 
 static int handle_sample(struct sampler *s, const void *data, size_t size)
@@ -448,7 +441,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 snprintf(path, sizeof(path), "/proc/%u", r->tgid);
                 if (p && access(path, F_OK)) { /* a late sample of a process already gone */
                         p->alive = 0;
-                        p->dead_since_ns = now_ns();
+                        p->dead_since_ns = mono_ns();
                 }
         }
         if (!p) {
@@ -510,7 +503,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 } else {
                         s->st.unwind_errors++;
                         if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
-                                count_unwind_stop(s, p, d->regs[16], 0);
+                                count_unwind_stop(s, p, d->regs[CTXPROF_REG_IP], 0);
                         add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
                 }
         } else {
@@ -749,7 +742,7 @@ fail:
 
 static void housekeeping(struct sampler *s)
 {
-        uint64_t now = now_ns();
+        uint64_t now = mono_ns();
         size_t i;
 
         /* Safety net for a missed exit event (events ring full): every 5 s. */
@@ -787,7 +780,7 @@ static void release_dead(struct sampler *s)
  * consumed), keeping the order (newest last) so a reused pid finds its latest process. */
 static void proc_compact(struct sampler *s)
 {
-        uint64_t now = now_ns();
+        uint64_t now = mono_ns();
         size_t i, j = 0;
 
         for (i = 0; i < s->nprocs; i++) {
@@ -815,7 +808,7 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
         if (p && p->alive) {
                 p->alive = 0;
-                p->dead_since_ns = now_ns();
+                p->dead_since_ns = mono_ns();
                 p->forget_pending = 1;
                 return 0;
         }
@@ -867,7 +860,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         int n, m, k, pending_release = 0;
         size_t i;
 
-        uint64_t now = now_ns();
+        uint64_t now = mono_ns();
 
         for (i = 0; i < s->nprocs; i++) {
                 const struct proc *p = &s->procs[i];

@@ -77,7 +77,8 @@ struct sampler;
 int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
                 enum sampler_stage *stage);
 /* Start sampling process pid (and its future threads). -ESRCH no such process, -EPERM/-EACCES
- * not permitted, -ENOSPC too many targets. Locating its TLS happens later, in sampler_poll. */
+ * not permitted, -ENOSPC more than CTXPROF_MAX_TARGETS. Its TLS is located before this
+ * returns where possible; what is not found yet is retried from sampler_poll. */
 int sampler_add_target(struct sampler *, pid_t pid);
 /* Sample every process in these cgroup v2 paths (as in /proc/PID/cgroup, "/a/b") or below
  * them, checked in the kernel at each sample: such a process becomes a target (with

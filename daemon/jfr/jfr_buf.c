@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "jfr/jfr_buf.h"
+#include "util/grow.h"
+
+#define BUF_FIRST_CAP 256 /* bytes at first growth */
 
 void jfr_buf_init(struct jfr_buf *b)
 {
@@ -25,22 +28,10 @@ int jfr_buf_reserve(struct jfr_buf *b, size_t more)
                 return b->err;
         if (more <= b->cap - b->len)
                 return 0;
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < more) {
-                if (cap > SIZE_MAX / 2) {
-                        b->err = -ENOMEM;
-                        return b->err;
-                }
-                cap *= 2;
-        }
-        uint8_t *d = realloc(b->data, cap);
-        if (!d) {
+        if (more > SIZE_MAX - b->len ||
+            grow_array((void **)&b->data, &b->cap, 1, b->len + more, BUF_FIRST_CAP))
                 b->err = -ENOMEM;
-                return b->err;
-        }
-        b->data = d;
-        b->cap = cap;
-        return 0;
+        return b->err;
 }
 
 void jfr_buf_put(struct jfr_buf *b, const void *p, size_t n)

@@ -6,14 +6,12 @@
 #include <string.h>
 
 #include "jfr/jfr_dict.h"
+#include "util/hash.h"
 
 uint64_t jfr_hash_bytes(const void *p, size_t n)
 {
-        const uint8_t *s = p;
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ s[i]) * 0x100000001b3ull;
-        return h ^ (h >> 29);
+        uint64_t h = fnv1a64(p, n);
+        return h ^ (h >> 29); /* slots take the low bits, FNV mixes the high ones better */
 }
 
 static uint64_t mix64(uint64_t x)

@@ -13,11 +13,14 @@
 #include "jfr/jfr_buf.h"
 #include "jfr/jfr_dict.h"
 #include "jfr/jfr_reader.h"
+#include "util/grow.h"
 
 #define MAX_FILE  (1ull << 30)
 #define MAX_ARENA (256ull << 20)
 #define MAX_DEPTH 24
 #define HEADER    68
+
+#define POOL_FIRST_CAP 16 /* constant pool entries at first growth */
 
 enum prim { P_NONE, P_BOOL, P_BYTE, P_SHORT, P_CHAR, P_INT, P_LONG, P_FLOAT, P_DOUBLE, P_STRING };
 
@@ -599,14 +602,10 @@ static int read_checkpoint(struct jfr_reader *r, uint64_t start, uint64_t end)
                         uint32_t slot;
                         if (jfr_u64map_get(&p->index, key, &slot))
                                 continue; /* first definition wins */
-                        if (p->n == p->cap) {
-                                uint32_t nc = p->cap ? p->cap * 2 : 16;
-                                struct jfr_value *nv = realloc(p->vals, nc * sizeof(*nv));
-                                if (!nv)
-                                        return -ENOMEM;
-                                p->vals = nv;
-                                p->cap = nc;
-                        }
+                        err = grow_array_u32((void **)&p->vals, &p->cap, sizeof(*p->vals),
+                                             (size_t)p->n + 1, POOL_FIRST_CAP);
+                        if (err)
+                                return err;
                         /* pool values live in a growing array: store by copy */
                         p->vals[p->n] = v;
                         if (jfr_u64map_put(&p->index, key, p->n))

@@ -19,11 +19,15 @@
 #include "jfr/jfr_metadata.h"
 #include "jfr/jfr_reader.h"
 #include "jfr/jfr_writer.h"
+#include "util/fs.h"
+#include "util/grow.h"
 
 #define TICKS_PER_SECOND   1000000ull /* file ticks are microseconds */
 #define SPAN_ZERO_KEY      1u         /* SpanId pool: key 1 always means 0 (no span) */
 #define STATE_RUNNABLE_KEY 1u
 #define KEY_LIMIT          0x7fffffffu /* keys stay < 2^31 (grafana reads them as uint32) */
+#define FIRST_CAP          64          /* elements of a key-indexed array at first growth */
+#define SAMPLES_FIRST_CAP  1024        /* samples of a chunk at first growth */
 
 struct stored_sample {
         uint64_t ticks, trace_id;
@@ -81,21 +85,10 @@ enum jfr_frame_type jfr_frame_type_for(const char *function, int kernel)
         return function && strstr(function, "::") ? JFR_FRAME_CPP : JFR_FRAME_NATIVE;
 }
 
+/* Arrays indexed by keys never grow past KEY_LIMIT. */
 static int grow(void **p, uint32_t *cap, size_t elem, size_t need)
 {
-        if (need <= *cap)
-                return 0;
-        if (need > KEY_LIMIT)
-                return -EOVERFLOW;
-        size_t nc = *cap ? (size_t)*cap * 2 : 64;
-        while (nc < need)
-                nc *= 2;
-        void *q = realloc(*p, nc * elem);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = (uint32_t)nc;
-        return 0;
+        return need > KEY_LIMIT ? -EOVERFLOW : grow_array_u32(p, cap, elem, need, FIRST_CAP);
 }
 
 static char *xstrdup(const char *s)
@@ -628,16 +621,12 @@ int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
 {
         if (!w->in_chunk)
                 return -EINVAL;
-        if (w->nsamples == w->sample_cap) {
-                size_t nc = w->sample_cap ? w->sample_cap * 2 : 1024;
-                struct stored_sample *p = realloc(w->samples, nc * sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                w->samples = p;
-                w->sample_cap = nc;
-        }
+        int err = grow_array((void **)&w->samples, &w->sample_cap, sizeof(*w->samples),
+                             w->nsamples + 1, SAMPLES_FIRST_CAP);
+        if (err)
+                return err;
         struct stored_sample *o = &w->samples[w->nsamples];
-        int err = span_key(w, s->span_id, &o->span_key);
+        err = span_key(w, s->span_id, &o->span_key);
         if (!err)
                 err = span_key(w, s->root_span_id, &o->root_key);
         if (err)
@@ -933,26 +922,7 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
 
 static int append_chunk(struct jfr_writer *w)
 {
-        const uint8_t *p = w->out.data;
-        size_t left = w->out.len;
-        uint64_t off = w->good_size;
-        int err = 0;
-        while (left) {
-                ssize_t n = pwrite(w->fd, p, left, (off_t)off);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        err = -errno;
-                        break;
-                }
-                if (n == 0) {
-                        err = -EIO;
-                        break;
-                }
-                p += n;
-                off += (uint64_t)n;
-                left -= (size_t)n;
-        }
+        int err = pwrite_all(w->fd, w->out.data, w->out.len, w->good_size);
         if (!err && !(w->flags & JFR_WRITER_NO_FSYNC) && fdatasync(w->fd))
                 err = -errno;
         if (err) {
@@ -962,7 +932,7 @@ static int append_chunk(struct jfr_writer *w)
                         err = -errno;
                 return err;
         }
-        w->good_size = off;
+        w->good_size += w->out.len;
         return 0;
 }
 

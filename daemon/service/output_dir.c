@@ -17,6 +17,7 @@
 #include "jfr/jfr_writer.h"
 #include "service/output_dir.h"
 #include "service/trusted_dir.h"
+#include "util/fs.h"
 
 #define PREFIX          "ctxprof-"
 #define DIR_MODE        0750

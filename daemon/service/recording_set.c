@@ -27,6 +27,7 @@
 #include "service/recording_set.h"
 #include "engine/sampling_names.h"
 #include "stack/symbolize.h"
+#include "util/clock.h"
 
 #define PROCESS_TABLE_CAPACITY 4096  /* distinct stacks per chunk of one process */
 #define GONE_GRACE_MS          1000  /* see the file comment */
@@ -90,14 +91,6 @@ __attribute__((format(printf, 3, 4))) static void logr(struct recording_set *rs,
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
         rs->o.log(rs->o.ctx, level, buf);
-}
-
-static uint64_t mono_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
 static void engine(struct recording_set *rs, struct jfr_sink_engine_counters *ec)

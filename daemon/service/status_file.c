@@ -18,6 +18,7 @@
 
 #include "service/status_file.h"
 #include "service/trusted_dir.h"
+#include "util/fs.h"
 
 #define STATUS_TEXT_MIN 4096 /* first allocation of a status text */
 
@@ -314,22 +315,6 @@ int status_file_check(const char *path, char *why, size_t why_len)
         if (dfd < 0)
                 return dfd;
         close(dfd);
-        return 0;
-}
-
-static int write_all(int fd, const char *text, size_t len)
-{
-        size_t off = 0;
-
-        while (off < len) {
-                ssize_t n = write(fd, text + off, len - off);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                off += (size_t)n;
-        }
         return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include "sink/collapsed.h"
 #include "stack/symbolize.h"
+#include "util/hash.h"
 
 #define KEY_MAX                                                                                    \
         (4 + 2 * (2 + CTXPROF_COMM_LEN + 1) + 1 +                                                  \
@@ -58,15 +59,6 @@ void collapsed_free(struct collapsed *c)
                 free(c->tab[i].key);
         free(c->tab);
         free(c);
-}
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-        uint64_t h = 0xcbf29ce484222325ull;
-
-        while (n--)
-                h = (h ^ *p++) * 0x100000001b3ull;
-        return h;
 }
 
 static int grow(struct collapsed *c)
@@ -154,7 +146,7 @@ int collapsed_add(struct collapsed *c, const struct decoded_sample *s)
         p += nf * sizeof(struct ctxprof_frame);
         len = (size_t)(p - c->scratch);
 
-        h = fnv1a(c->scratch, len);
+        h = fnv1a64(c->scratch, len);
         for (j = h & (c->cap - 1); c->tab[j].key; j = (j + 1) & (c->cap - 1)) {
                 if (c->tab[j].hash == h && c->tab[j].len == len &&
                     !memcmp(c->tab[j].key, c->scratch, len)) {

@@ -31,7 +31,10 @@
 #include "sink/jfr_sink.h"
 #include "stack/symbolize.h"
 #include "sink/trace_table.h"
+#include "util/clock.h"
+#include "util/grow.h"
 
+#define FIRST_CAP           64 /* elements of a growing array at first growth */
 #define JOBS_MAX            4  /* chunks cut but not yet written; more postpones the cut */
 #define SYM_PER_FRAME       16 /* inline chain entries kept per frame */
 #define DEFAULT_PERIOD_NS   (60ull * 1000000000ull)
@@ -102,28 +105,6 @@ struct jfr_sink {
         int first_error;
 };
 
-static uint64_t clock_ns(clockid_t id)
-{
-        struct timespec ts;
-        clock_gettime(id, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int grow(void **p, size_t *cap, size_t elem, size_t need)
-{
-        if (need <= *cap)
-                return 0;
-        size_t n = *cap ? *cap : 64;
-        while (n < need)
-                n *= 2;
-        void *q = realloc(*p, n * elem);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
-}
-
 static void batch_free(struct batch *b)
 {
         free(b->samples);
@@ -144,8 +125,8 @@ static int batch_init(struct batch *b)
                 batch_free(b);
                 return -ENOMEM;
         }
-        b->start_mono = clock_ns(CLOCK_MONOTONIC);
-        b->start_wall = clock_ns(CLOCK_REALTIME);
+        b->start_mono = mono_ns();
+        b->start_wall = wall_ns();
         return 0;
 }
 
@@ -182,7 +163,7 @@ static int batch_thread(struct batch *b, pid_t tid, const char *comm)
 
 static int arena_put(struct batch *b, const void *p, size_t n)
 {
-        int err = grow((void **)&b->arena, &b->arena_cap, 1, b->arena_len + n);
+        int err = grow_array((void **)&b->arena, &b->arena_cap, 1, b->arena_len + n, FIRST_CAP);
         if (err)
                 return err;
         memcpy(b->arena + b->arena_len, p, n);
@@ -288,7 +269,7 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
         int err;
 
         if (b->n >= s->o.max_samples_per_chunk ||
-            grow((void **)&b->samples, &b->cap, sizeof(*b->samples), b->n + 1)) {
+            grow_array((void **)&b->samples, &b->cap, sizeof(*b->samples), b->n + 1, FIRST_CAP)) {
                 pthread_mutex_lock(&s->mu);
                 s->c.samples_dropped++;
                 pthread_mutex_unlock(&s->mu);
@@ -325,8 +306,10 @@ static void collect_stack(void *ctx, uint64_t id, const struct ctxprof_frame *fr
 
         if (!bsearch(&id, j->ids, j->nids, sizeof(*j->ids), cmp_u64))
                 return;
-        if (grow((void **)&j->stacks, &j->stacks_cap, sizeof(*j->stacks), j->nstacks + 1) ||
-            grow((void **)&j->frames, &j->frames_cap, sizeof(*j->frames), j->nframes + n)) {
+        if (grow_array((void **)&j->stacks, &j->stacks_cap, sizeof(*j->stacks), j->nstacks + 1,
+                       FIRST_CAP) ||
+            grow_array((void **)&j->frames, &j->frames_cap, sizeof(*j->frames), j->nframes + n,
+                       FIRST_CAP)) {
                 j->alloc_failed = 1; /* those samples get "[unknown stack]" */
                 return;
         }
@@ -642,7 +625,7 @@ int jfr_sink_tick(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine
 
 int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)
 {
-        int err = cut(s, clock_ns(CLOCK_MONOTONIC), c);
+        int err = cut(s, mono_ns(), c);
 
         pthread_mutex_lock(&s->mu);
         s->stopping = 1;

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "sink/hazard.h"
+#include "util/clock.h"
 
 #define XXH_INLINE_ALL /* header-only use of libxxhash-dev: nothing to link */
 #include <xxhash.h>
@@ -357,19 +358,12 @@ static bool is_live(struct trace_table *tt, uint64_t id)
         return false;
 }
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int trace_table_rotate(struct trace_table *tt, trace_table_processor_fn processor, void *ctx)
 {
         /* Acquire: we see everything the previous rotator wrote before its release. */
         if (atomic_flag_test_and_set_explicit(&tt->rotating, memory_order_acquire))
                 return -EBUSY;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = mono_ns();
 
         /* Relaxed: only rotators store `state`, and the flag orders us after the last one. */
         uint64_t old_state = atomic_load_explicit(&tt->state, memory_order_relaxed);
@@ -456,7 +450,7 @@ int trace_table_rotate(struct trace_table *tt, trace_table_processor_fn processo
         bump(&tt->rotation_waits, waits);
         bump(&tt->preserve_dropped, lost);
         atomic_store_explicit(&tt->last_preserved, kept, memory_order_relaxed);
-        atomic_store_explicit(&tt->last_rotation_ns, now_ns() - t0, memory_order_relaxed);
+        atomic_store_explicit(&tt->last_rotation_ns, mono_ns() - t0, memory_order_relaxed);
         /* Release: hands our plain writes (index_dirty, checker list) to the next rotator. */
         atomic_flag_clear_explicit(&tt->rotating, memory_order_release);
         return 0;

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-/* Reserved module ids; real files get ids >= CTXPROF_MODULE_FIRST from daemon/modules.c. */
+/* Reserved module ids; real files get ids >= CTXPROF_MODULE_FIRST from stack/modules.c. */
 #define CTXPROF_MODULE_KERNEL  0u /* offset = kernel virtual address */
 #define CTXPROF_MODULE_UNKNOWN 1u /* offset = raw user address (no mapping known) */
 #define CTXPROF_MODULE_FIRST   2u

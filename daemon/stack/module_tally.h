@@ -1,5 +1,5 @@
 /*
- * module_tally.h — a count per module id (daemon/modules.c ids, or CTXPROF_MODULE_*), and
+ * module_tally.h — a count per module id (stack/modules.c ids, or CTXPROF_MODULE_*), and
  * the modules counted most: statistics such as "where DWARF unwinding stopped early". Fixed
  * memory: at most MODULE_TALLY_MAX distinct ids, further ids are counted together as
  * `other`. Never allocates, never prints. Not thread-safe (one owner).

@@ -6,6 +6,8 @@
 #include "stack/modules.h"
 #include "stack/frame.h"
 #include "stack/sigbus_guard.h"
+#include "util/grow.h"
+#include "util/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #define NBUCKETS 4096u
+
+#define BYID_FIRST_CAP 64 /* modules at first growth */
 
 struct module_entry {
         struct module_entry *next; /* hash chain */
@@ -41,14 +45,6 @@ struct modules {
         size_t n, cap;
         unsigned nfds;
 };
-
-static uint32_t fnv1a(const char *s)
-{
-        uint32_t h = 2166136261u;
-        for (; *s; s++)
-                h = (h ^ (unsigned char)*s) * 16777619u;
-        return h;
-}
 
 struct modules *modules_new(void)
 {
@@ -126,7 +122,7 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         char *key = make_key(k, hex);
         if (!key)
                 return -ENOMEM;
-        uint32_t h = fnv1a(key);
+        uint32_t h = (uint32_t)fnv1a64(key, strlen(key));
         int ret = 0;
 
         pthread_mutex_lock(&m->lock);
@@ -147,16 +143,9 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
                 ret = -ENOSPC;
                 goto out;
         }
-        if (m->n == m->cap) {
-                size_t ncap = m->cap ? 2 * m->cap : 64;
-                struct module_entry **nv = realloc(m->byid, ncap * sizeof(*nv));
-                if (!nv) {
-                        ret = -ENOMEM;
-                        goto out;
-                }
-                m->byid = nv;
-                m->cap = ncap;
-        }
+        ret = grow_array((void **)&m->byid, &m->cap, sizeof(*m->byid), m->n + 1, BYID_FIRST_CAP);
+        if (ret)
+                goto out;
         struct module_entry *e = calloc(1, sizeof(*e));
         char *path = strdup(k->path);
         if (!e || !path) {

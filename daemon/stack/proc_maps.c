@@ -4,6 +4,8 @@
  * mapping table. Must never print, never read process memory, never block on a dead pid.
  */
 #include "stack/proc_maps.h"
+#include "util/clock.h"
+#include "util/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,8 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+
+#define MAPS_FIRST_CAP 32 /* executable mappings at first growth */
 
 struct pm_map {
         uint64_t start, end, pgoff;
@@ -33,13 +37,6 @@ struct proc_maps {
         uint64_t last_read_ns;
         struct proc_maps_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 int proc_maps_parse(pid_t pid, int (*cb)(const struct proc_map_line *, void *), void *arg)
 {
@@ -153,14 +150,9 @@ static int refresh_cb(const struct proc_map_line *l, void *arg)
                 return 0;
         if (!strcmp(l->path, "[vsyscall]"))
                 return 0; /* fixed legacy page, no file */
-        if (rc->n == rc->cap) {
-                size_t ncap = rc->cap ? 2 * rc->cap : 32;
-                struct pm_map *nv = realloc(rc->v, ncap * sizeof(*nv));
-                if (!nv)
-                        return -ENOMEM;
-                rc->v = nv;
-                rc->cap = ncap;
-        }
+        int err = grow_array((void **)&rc->v, &rc->cap, sizeof(*rc->v), rc->n + 1, MAPS_FIRST_CAP);
+        if (err)
+                return err;
         struct pm_map *m = &rc->v[rc->n];
         m->start = l->start;
         m->end = l->end;
@@ -192,7 +184,7 @@ static int cmp_map(const void *a, const void *b)
 static int refresh(struct proc_maps *pm)
 {
         struct refresh_ctx rc = {.pm = pm};
-        pm->last_read_ns = now_ns();
+        pm->last_read_ns = mono_ns();
         int r = proc_maps_parse(pm->pid, refresh_cb, &rc);
         if (r < 0) {
                 free_table(rc.v, rc.n);
@@ -241,7 +233,7 @@ int proc_maps_resolve(struct proc_maps *pm, uint64_t ip, struct ctxprof_frame *o
         if (!pm || !out)
                 return -EINVAL;
         const struct pm_map *m = lookup(pm, ip);
-        if (!m && now_ns() - pm->last_read_ns >= PROC_MAPS_REFRESH_NS) {
+        if (!m && mono_ns() - pm->last_read_ns >= PROC_MAPS_REFRESH_NS) {
                 if (refresh(pm) == 0) {
                         pm->st.refreshes++;
                         m = lookup(pm, ip);

@@ -5,6 +5,7 @@
  * context: async-signal-safe calls only (mmap, sigaction, raise), no locks, no allocation.
  */
 #include "stack/sigbus_guard.h"
+#include "util/page.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,8 +45,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uctx)
 
 static void install(void)
 {
-        long ps = sysconf(_SC_PAGESIZE);
-        page_mask = ~((uintptr_t)(ps > 0 ? ps : 4096) - 1);
+        page_mask = ~((uintptr_t)page_size() - 1);
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_sigaction = on_sigbus;

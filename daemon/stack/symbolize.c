@@ -5,6 +5,7 @@
  * frame it merely cannot name.
  */
 #include "stack/symbolize.h"
+#include "util/hash.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -81,24 +82,16 @@ struct symbolizer {
         struct symbolizer_stats st;
 };
 
-static uint32_t hash_str(const char *s)
-{
-        uint32_t h = 2166136261u;
-        for (; *s; s++)
-                h = (h ^ (unsigned char)*s) * 16777619u;
-        return h;
-}
-
 static const char *intern(struct symbolizer *s, const char *str)
 {
         if (!str)
                 return NULL;
-        uint32_t h = hash_str(str);
+        size_t len = strlen(str);
+        uint32_t h = (uint32_t)fnv1a64(str, len);
         struct str_ent **b = &s->strs[h % NSTR_BUCKETS];
         for (struct str_ent *e = *b; e; e = e->next)
                 if (e->hash == h && !strcmp(e->s, str))
                         return e->s;
-        size_t len = strlen(str);
         struct str_ent *e = malloc(sizeof(*e) + len + 1);
         if (!e)
                 return NULL;

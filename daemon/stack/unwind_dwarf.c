@@ -5,6 +5,7 @@
  */
 #include "stack/unwind_dwarf.h"
 #include "stack/proc_maps.h"
+#include "util/clock.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -19,10 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NBUCKETS  256u
-#define RED_ZONE  128u
-#define SP_REGNO  7
-#define RIP_REGNO 16
+#define NBUCKETS 256u
+#define RED_ZONE 128u
 
 struct pid_state {
         struct pid_state *next;
@@ -48,13 +47,6 @@ struct dwarf_unwinder {
 /* find_elf has no user pointer of ours: the state being reported/unwound, set around every
  * libdwfl call (the unwinder is single-threaded by contract, this is per thread anyway). */
 static __thread struct pid_state *tl_cur;
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct find_map {
         const char *name;
@@ -167,7 +159,7 @@ static int leaf_frame(Dwfl *dwfl, uint64_t pc, Dwarf_Frame **frame)
 static bool red_zone_read(Dwfl *dwfl, const struct pid_state *st, uint64_t addr, Dwarf_Word *result)
 {
         Dwarf_Frame *frame = NULL;
-        if (leaf_frame(dwfl, st->regs[RIP_REGNO], &frame) != 0)
+        if (leaf_frame(dwfl, st->regs[CTXPROF_REG_IP], &frame) != 0)
                 return false;
         bool ok = false;
         Dwarf_Op *ops;
@@ -185,10 +177,10 @@ static bool red_zone_read(Dwfl *dwfl, const struct pid_state *st, uint64_t addr,
         } else {
                 goto out;
         }
-        if (reg >= RIP_REGNO)
+        if (reg >= CTXPROF_REG_IP)
                 goto out;
         cfa += st->regs[reg];
-        for (int r = 0; r < RIP_REGNO && !ok; r++) {
+        for (int r = 0; r < CTXPROF_REG_IP && !ok; r++) {
                 Dwarf_Op mem[3], *rops;
                 size_t rn;
                 /* offset(N) comes back as the address: call_frame_cfa [plus_uconst N]
@@ -213,7 +205,7 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
         struct pid_state *st = dwfl_arg;
         if (!st->regs)
                 return false;
-        uint64_t sp = st->regs[SP_REGNO];
+        uint64_t sp = st->regs[CTXPROF_REG_SP];
         if (addr >= sp && addr + sizeof(*result) > addr && addr + sizeof(*result) - sp <= st->len) {
                 memcpy(result, st->stack + (addr - sp), sizeof(*result));
                 return true;
@@ -234,7 +226,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
                 r[i] = st->regs[i];
         if (!dwfl_thread_state_registers(thread, 0, UNWIND_NREGS, r))
                 return false;
-        dwfl_thread_state_register_pc(thread, st->regs[RIP_REGNO]);
+        dwfl_thread_state_register_pc(thread, st->regs[CTXPROF_REG_IP]);
         return true;
 }
 
@@ -247,7 +239,7 @@ static const Dwfl_Thread_Callbacks thread_cb = {
 
 static int report(struct pid_state *st)
 {
-        st->last_report_ns = now_ns();
+        st->last_report_ns = mono_ns();
         dwfl_report_begin(st->dwfl);
         int r = dwfl_linux_proc_report(st->dwfl, st->pid);
         if (dwfl_report_end(st->dwfl, NULL, NULL) != 0 && r == 0)
@@ -416,7 +408,7 @@ int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND
          * Any ip counts, not only the last: without a module libdwfl falls back to a frame
          * pointer step and the bad ip is the one before the garbage. */
         if (ret != 0 && !st->hit_max && has_unknown_ip(st) &&
-            now_ns() - st->last_report_ns >= UNWIND_REREPORT_NS) {
+            mono_ns() - st->last_report_ns >= UNWIND_REREPORT_NS) {
                 if (report(st) == 0)
                         ret = run(st);
         }
@@ -425,8 +417,8 @@ int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND
         st->stack = NULL;
         st->ips = NULL;
         int n = st->n;
-        if (n == 0 && regs[RIP_REGNO]) {
-                ips[0] = regs[RIP_REGNO]; /* never lose the leaf */
+        if (n == 0 && regs[CTXPROF_REG_IP]) {
+                ips[0] = regs[CTXPROF_REG_IP]; /* never lose the leaf */
                 n = 1;
         }
         *truncated = ret != 0;

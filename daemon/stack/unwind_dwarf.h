@@ -22,15 +22,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, then rip */
-#define UNWIND_NREGS       17
+#include "ctxprof/sample.h"
+
+/* enum ctxprof_reg order (DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, rip) */
+#define UNWIND_NREGS       CTXPROF_NREGS
 #define UNWIND_MAX_PIDS    1024
 #define UNWIND_REREPORT_NS 50000000ull /* at most one /proc/PID/maps re-read per 50 ms */
 
 struct dwarf_unwinder;
 struct dwarf_unwinder *dwarf_unwinder_new(void);
 void dwarf_unwinder_free(struct dwarf_unwinder *);
-/* regs in the order above (regs[16] = rip); stack = bytes copied from [sp, sp+len).
+/* regs in the order above (regs[CTXPROF_REG_IP] = rip); stack = bytes copied from [sp, sp+len).
  * Writes up to max ips, leaf first; *truncated = 1 when it stopped before the outermost frame.
  * Returns the number of ips (>= 1 when rip is non-zero), or -ESRCH (no such process),
  * -EINVAL, -ENOMEM, -EIO (libdwfl could not attach to the process's modules). */

@@ -6,6 +6,7 @@
  * corrupt file is -ENOEXEC, never a crash. Never prints, never touches a process.
  */
 #include "tls/elf_tls.h"
+#include "util/page.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -299,7 +300,7 @@ int elf_tls_load_bias(const struct elf_tls_info *info, uint64_t start, uint64_t 
 {
         for (size_t i = 0; i < info->nloads; i++) {
                 const struct elf_tls_load *l = &info->loads[i];
-                uint64_t page_off = l->offset & ~(uint64_t)0xfff;
+                uint64_t page_off = l->offset & ~(page_size() - 1); /* where its mapping starts */
                 if (pgoff < page_off || pgoff >= l->offset + (l->filesz ? l->filesz : 1))
                         continue;
                 /* the byte at file offset pgoff has file address l->vaddr + (pgoff - l->offset) */

@@ -41,8 +41,11 @@
 
 #include "ctx/abi.h"
 #include "tls/elf_tls.h"
+#include "util/grow.h"
 
 #define MAX_OBJECTS 4096
+
+#define OBJECTS_FIRST_CAP 64 /* mapped objects at first growth */
 /* static TLS offsets are small negatives (glibc: static TLS size, a few KiB) */
 #define MAX_STATIC_TLS (1LL << 31)
 #define MAX_MODULE_ID  (1u << 20)
@@ -101,7 +104,7 @@ static void free_objects(struct object *objs, int n)
 static int read_objects(pid_t pid, struct object **objsp, int *musl)
 {
         struct object *objs = NULL;
-        int cap = 0;
+        size_t cap = 0;
         char p[64];
         snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
         FILE *f = fopen(p, "re");
@@ -134,16 +137,11 @@ static int read_objects(pid_t pid, struct object **objsp, int *musl)
                 if (i == n) {
                         if (n == MAX_OBJECTS)
                                 continue; /* bounded: ignore the rest */
-                        if (n == cap) {
-                                int ncap = cap ? cap * 2 : 64;
-                                struct object *no = realloc(objs, (size_t)ncap * sizeof(*objs));
-                                if (!no) {
-                                        fclose(f);
-                                        free_objects(objs, n);
-                                        return -ENOMEM;
-                                }
-                                objs = no;
-                                cap = ncap;
+                        if (grow_array((void **)&objs, &cap, sizeof(*objs), (size_t)n + 1,
+                                       OBJECTS_FIRST_CAP)) {
+                                fclose(f);
+                                free_objects(objs, n);
+                                return -ENOMEM;
                         }
                         struct object *o = &objs[n];
                         memset(o, 0, sizeof(*o));

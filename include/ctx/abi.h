@@ -59,6 +59,18 @@ struct ctx_span_context {
         uint32_t tags[CTX_SPAN_TAGS]; /* 0x18 custom u32 tag slots */
 } __attribute__((aligned(64)));
 
+/* The sizes above are the ABI (LP64): a build in which they differ must not compile. */
+#ifdef __cplusplus
+#define CTX_ABI_SIZE(type, n) static_assert(sizeof(type) == (n), #type " is " #n " bytes")
+#else
+#define CTX_ABI_SIZE(type, n) _Static_assert(sizeof(type) == (n), #type " is " #n " bytes")
+#endif
+CTX_ABI_SIZE(custom_labels_string_t, 16);
+CTX_ABI_SIZE(custom_labels_label_t, 32);
+CTX_ABI_SIZE(custom_labels_labelset_t, 24);
+CTX_ABI_SIZE(struct ctx_span_context, 64);
+#undef CTX_ABI_SIZE
+
 #define CTX_SPAN_CHECKSUM_K 0x9E3779B97F4A7C15ULL
 
 /* Knuth multiplicative hash of the two ids; never 0 (0 marks "no valid span"). */

@@ -23,8 +23,36 @@
 #define CTXPROF_MAX_USTACK    127   /* user frames (bpf_get_stack) */
 #define CTXPROF_MAX_KSTACK    48    /* kernel frames */
 #define CTXPROF_STACK_COPY    16384 /* dwarf mode: bytes of user stack copied from sp */
-#define CTXPROF_NREGS         17 /* DWARF x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+#define CTXPROF_NREGS         17    /* dwarf: user registers, enum ctxprof_reg */
 #define CTXPROF_COMM_LEN      16
+
+/*
+ * ctxprof_sample_dwarf_rec.regs[]: the DWARF register numbering of x86-64 (System V psABI),
+ * the order libdwfl takes them in. Filled by BPF in bpf/arch_x86.h; read by the daemon's
+ * unwinder. An arm64 port changes this list (and that header).
+ */
+enum ctxprof_reg {
+        CTXPROF_REG_RAX = 0,
+        CTXPROF_REG_RDX = 1,
+        CTXPROF_REG_RCX = 2,
+        CTXPROF_REG_RBX = 3,
+        CTXPROF_REG_RSI = 4,
+        CTXPROF_REG_RDI = 5,
+        CTXPROF_REG_RBP = 6,
+        CTXPROF_REG_RSP = 7,
+        CTXPROF_REG_R8 = 8,
+        CTXPROF_REG_R9 = 9,
+        CTXPROF_REG_R10 = 10,
+        CTXPROF_REG_R11 = 11,
+        CTXPROF_REG_R12 = 12,
+        CTXPROF_REG_R13 = 13,
+        CTXPROF_REG_R14 = 14,
+        CTXPROF_REG_R15 = 15,
+        CTXPROF_REG_RIP = 16, /* the return-address column: the interrupted pc */
+};
+#define CTXPROF_REG_SP CTXPROF_REG_RSP /* the user stack is copied from here */
+#define CTXPROF_REG_IP CTXPROF_REG_RIP /* the leaf frame */
+_Static_assert(CTXPROF_REG_RIP + 1 == CTXPROF_NREGS, "regs[] holds every register up to rip");
 
 /* First field of every ring record: what follows. */
 enum ctxprof_rec_type {
@@ -65,7 +93,7 @@ enum ctxprof_rec_type {
 #define CTXPROF_LF_VAL_NULL    0x10 /* value.buf == NULL (non-conforming writer) */
 #define CTXPROF_LF_VAL_FAULT   0x20 /* reading the value bytes faulted */
 
-/* One labelset entry as found in the target. 400 bytes. */
+/* One labelset entry as found in the target. 408 bytes. */
 struct ctxprof_label_rec {
         __u64 key_len; /* raw key.len from the target (may be anything) */
         __u64 val_len; /* raw value.len */
@@ -74,6 +102,9 @@ struct ctxprof_label_rec {
         __u8 key[CTXPROF_LABEL_KEY_MAX]; /* min(key_len, cap) bytes valid */
         __u8 val[CTXPROF_LABEL_VAL_MAX]; /* min(val_len, cap) bytes valid */
 };
+_Static_assert(sizeof(struct ctxprof_label_rec) ==
+                   24 + CTXPROF_LABEL_KEY_MAX + CTXPROF_LABEL_VAL_MAX,
+               "label record: 408 bytes, no padding");
 
 /* Raw span record: the first 24 bytes of ctx_span_context_v1, as read in one copy. */
 struct ctxprof_span_raw {
@@ -81,11 +112,12 @@ struct ctxprof_span_raw {
         __u64 root_span_id;
         __u64 checksum; /* validated in user space; 0 or mismatch = no span (torn read) */
 };
+_Static_assert(sizeof(struct ctxprof_span_raw) == 24, "span record: the 3 words of ctx/abi.h");
 
 /* Frame-pointer sample. Fixed size: reserved whole in the ring, stacks cut by n_*. */
 struct ctxprof_sample_rec {
         __u32 type; /* enum ctxprof_rec_type */
-        __u32 tgid; /* init pid namespace */
+        __u32 tgid; /* as the daemon sees it (its PID namespace: see pidns_ino in BPF) */
         __u32 tid;
         __u32 cpu;
         __u64 time_ns;               /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
@@ -104,14 +136,21 @@ struct ctxprof_sample_rec {
         __u64 ustack[CTXPROF_MAX_USTACK];
         __u64 kstack[CTXPROF_MAX_KSTACK];
 };
+_Static_assert(sizeof(struct ctxprof_sample_rec) ==
+                   112 + CTXPROF_MAX_LABELS * sizeof(struct ctxprof_label_rec) +
+                       8 * (CTXPROF_MAX_USTACK + CTXPROF_MAX_KSTACK),
+               "sample record: 112-byte header, no padding (5592 bytes)");
 
 /* DWARF-mode sample: the FP record plus user registers and a copy of the user stack. */
 struct ctxprof_sample_dwarf_rec {
         struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_SAMPLE_DWARF */
-        __u64 regs[CTXPROF_NREGS];      /* DWARF order; regs[16] = rip */
-        __u64 stack_len;                /* bytes valid in stack[] (copied from regs[7] = sp) */
+        __u64 regs[CTXPROF_NREGS];      /* enum ctxprof_reg */
+        __u64 stack_len; /* bytes valid in stack[] (copied from regs[CTXPROF_REG_SP]) */
         __u8 stack[CTXPROF_STACK_COPY];
 };
+_Static_assert(sizeof(struct ctxprof_sample_dwarf_rec) ==
+                   sizeof(struct ctxprof_sample_rec) + 8 * CTXPROF_NREGS + 8 + CTXPROF_STACK_COPY,
+               "dwarf record: no padding (22120 bytes)");
 
 /*
  * Lifecycle events. They travel in the ring `samples`, between the samples, so that the
@@ -136,6 +175,7 @@ struct ctxprof_event_rec {
         __u64 time_ns;
         char comm[CTXPROF_COMM_LEN];
 };
+_Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, no padding");
 
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
@@ -157,5 +197,6 @@ enum ctxprof_counter {
 struct ctxprof_counters {
         __u64 c[CTXPROF_CNT_MAX];
 };
+_Static_assert(sizeof(struct ctxprof_counters) == 8 * CTXPROF_CNT_MAX, "counters: no padding");
 
 #endif /* CTXPROF_SAMPLE_H */

@@ -2,7 +2,8 @@
 /*
  * ctxprof/tls_target.h — wire format between the TLS locator (daemon/tls/tls_locate.c) and the
  * BPF sampler: how, for one process, the BPF program finds the address of a thread-local
- * variable from the sampled thread's pointer (tp = task->thread.fsbase, x86-64 variant II).
+ * variable from the sampled thread's pointer (tp: on x86-64 task->thread.fsbase, TLS variant
+ * II, see bpf/arch_x86.h).
  *
  * Value of the per-process BPF map keyed by tgid. Shared by both sides: only __u/__s types.
  */
@@ -16,8 +17,8 @@
 enum ctxprof_tls_mode {
         CTXPROF_TLS_NONE = 0,   /* variable not present (yet): no read */
         CTXPROF_TLS_STATIC = 1, /* address = tp + tp_offset (tp_offset < 0 on x86-64) */
-        CTXPROF_TLS_DTV = 2,    /* dtv = *(tp + dtv_offset);
-                                 * if dtv_len_index is set, require module < dtv[len] (see below);
+        CTXPROF_TLS_DTV = 2,    /* dtv = *(tp + dtv.dtv_offset);
+                                 * if dtv.has_len, require module <= dtv[dtv.len_index];
                                  * block = *(dtv + module * dtv_stride); block in {0, -1} = none;
                                  * address = block + offset */
 };
@@ -30,6 +31,7 @@ struct ctxprof_tls_var {
         __u64 module;     /* DTV: module id (index into the DTV) */
         __u64 offset;     /* DTV: offset inside the module's TLS block */
 };
+_Static_assert(sizeof(struct ctxprof_tls_var) == 32, "TLS variable: 32 bytes, no padding");
 
 /* How the DTV is laid out for this process's libc. 16 bytes. */
 struct ctxprof_dtv_layout {
@@ -38,9 +40,12 @@ struct ctxprof_dtv_layout {
         __u32 has_len;    /* 1 = bounds-check module against the length entry */
         __u32 pad;
 };
+_Static_assert(sizeof(struct ctxprof_dtv_layout) == 16, "DTV layout: 16 bytes, no padding");
 
 /*
- * Per-process value of the BPF map `targets` (key: __u32 tgid, init pid namespace).
+ * Per-process value of the BPF map `targets` (key: __u32 tgid as the daemon sees it; BPF
+ * translates pids to the daemon's PID namespace). The map, `exec_gens` and the daemon's
+ * process table hold at most CTXPROF_MAX_TARGETS processes.
  *
  * exec_gen: which image of the process the location describes. BPF counts the execs of each
  * target in the map `exec_gens` (key: tgid, value: __u64, no entry = 0) and follows a
@@ -56,5 +61,10 @@ struct ctxprof_tls_target {
         __u64 generation; /* bumped by the daemon on every location it publishes */
         __u64 exec_gen;   /* the exec count (map `exec_gens`) the location was made for */
 };
+_Static_assert(sizeof(struct ctxprof_tls_target) ==
+                   2 * sizeof(struct ctxprof_tls_var) + sizeof(struct ctxprof_dtv_layout) + 16,
+               "TLS target: 96 bytes, no padding");
+
+#define CTXPROF_MAX_TARGETS 4096 /* processes sampled at once (BPF maps, daemon table) */
 
 #endif /* CTXPROF_TLS_TARGET_H */

@@ -106,8 +106,13 @@ static inline int sampler_read(pid_t pid, int memfd, struct sample *s)
         struct user_regs_struct r;
         if (ptrace(PTRACE_GETREGS, pid, 0, &r))
                 return -errno;
-        uint64_t d[UNWIND_NREGS] = {r.rax, r.rdx, r.rcx, r.rbx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8,
-                                    r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rip};
+        uint64_t d[UNWIND_NREGS] = {
+            [CTXPROF_REG_RAX] = r.rax, [CTXPROF_REG_RDX] = r.rdx, [CTXPROF_REG_RCX] = r.rcx,
+            [CTXPROF_REG_RBX] = r.rbx, [CTXPROF_REG_RSI] = r.rsi, [CTXPROF_REG_RDI] = r.rdi,
+            [CTXPROF_REG_RBP] = r.rbp, [CTXPROF_REG_RSP] = r.rsp, [CTXPROF_REG_R8] = r.r8,
+            [CTXPROF_REG_R9] = r.r9,   [CTXPROF_REG_R10] = r.r10, [CTXPROF_REG_R11] = r.r11,
+            [CTXPROF_REG_R12] = r.r12, [CTXPROF_REG_R13] = r.r13, [CTXPROF_REG_R14] = r.r14,
+            [CTXPROF_REG_R15] = r.r15, [CTXPROF_REG_RIP] = r.rip};
         memcpy(s->regs, d, sizeof(d));
         s->len = copy_stack(memfd, r.rsp, s->stack);
         return 0;

@@ -153,7 +153,7 @@ Test(symbolize, inline_frames_and_lines)
                 usleep(1000 + (unsigned)(rand() % 2000));
                 cr_assert_eq(sampler_take(pid, memfd, &s), 0);
                 struct ctxprof_frame f;
-                cr_assert_eq(proc_maps_resolve(pm, s.regs[16], &f), 0);
+                cr_assert_eq(proc_maps_resolve(pm, s.regs[CTXPROF_REG_IP], &f), 0);
                 struct sym_frame sf[SYM_MAX_INLINE];
                 int n = symbolize(sym, &f, sf, SYM_MAX_INLINE);
                 cr_assert_geq(n, 1);
@@ -196,7 +196,7 @@ Test(symbolize, unresolved_frames_keep_module_offset_and_build_id)
         /* most stops are in leaf(); some land in libc's qsort: take one in the executable */
         for (int i = 0; i < 100; i++) {
                 cr_assert_eq(sampler_take(pid, memfd, &s), 0);
-                if (s.regs[16] >= start && s.regs[16] < end)
+                if (s.regs[CTXPROF_REG_IP] >= start && s.regs[CTXPROF_REG_IP] < end)
                         break;
                 usleep(1000);
         }
@@ -206,7 +206,7 @@ Test(symbolize, unresolved_frames_keep_module_offset_and_build_id)
         struct proc_maps *pm = NULL;
         cr_assert_eq(proc_maps_open(mods, pid, &pm), 0);
         /* the leaf is in the executable (leaf/cmp_slow), which has no symbols at all */
-        uint64_t ip = s.regs[16];
+        uint64_t ip = s.regs[CTXPROF_REG_IP];
         cr_assert(ip >= start && ip < end, "leaf %#lx not in the executable", (unsigned long)ip);
         struct ctxprof_frame f;
         cr_assert_eq(proc_maps_resolve(pm, ip, &f), 0);
@@ -322,8 +322,8 @@ Test(symbolize, corrupt_elf_files_stay_unresolved)
                 /* unwinding with the leaf in the corrupt file: no crash, the leaf kept */
                 uint64_t regs[UNWIND_NREGS] = {0}, ips[8];
                 static unsigned char stk[4096];
-                regs[7] = (uint64_t)(uintptr_t)stk;
-                regs[16] = ip;
+                regs[CTXPROF_REG_SP] = (uint64_t)(uintptr_t)stk;
+                regs[CTXPROF_REG_IP] = ip;
                 int tr = 0;
                 int n = dwarf_unwind(u, getpid(), regs, stk, sizeof(stk), ips, 8, &tr);
                 cr_expect_geq(n, 1);

@@ -109,18 +109,18 @@ Test(unwind_dwarf, bad_input_and_dead_pid)
         if (dead == 0)
                 _exit(0);
         waitpid(dead, NULL, 0);
-        regs[16] = 0x401000;
+        regs[CTXPROF_REG_IP] = 0x401000;
         cr_expect_eq(dwarf_unwind(u, dead, regs, NULL, 0, ips, 8, &tr), -ESRCH);
 
         /* garbage registers and a garbage stack for a live process: no crash, the leaf kept */
         unsigned char junk[4096];
         for (size_t i = 0; i < sizeof(junk); i++)
                 junk[i] = (unsigned char)rand();
-        regs[7] = (uint64_t)(uintptr_t)junk;
-        regs[16] = (uint64_t)(uintptr_t)&chain_ok; /* text of ours */
+        regs[CTXPROF_REG_SP] = (uint64_t)(uintptr_t)junk;
+        regs[CTXPROF_REG_IP] = (uint64_t)(uintptr_t)&chain_ok; /* text of ours */
         int n = dwarf_unwind(u, getpid(), regs, junk, sizeof(junk), ips, 8, &tr);
         cr_expect_geq(n, 1);
-        cr_expect_eq(ips[0], regs[16]);
+        cr_expect_eq(ips[0], regs[CTXPROF_REG_IP]);
         dwarf_unwinder_forget(u, getpid());
         dwarf_unwinder_forget(u, 12345678); /* unknown pid: nothing happens */
         dwarf_unwinder_free(u);
@@ -221,7 +221,8 @@ Test(unwind_dwarf, every_instruction_single_stepped, .timeout = 120)
                 if (m >= 0 && (leaf < 0 || caller == leaf + 1) && (caller < 0 || m == caller + 1))
                         ok++;
                 else if (printed++ < 5) {
-                        fprintf(stderr, "step %d rip %#lx: ", i, (unsigned long)s.regs[16]);
+                        fprintf(stderr, "step %d rip %#lx: ", i,
+                                (unsigned long)s.regs[CTXPROF_REG_IP]);
                         chain_print(&c, stderr);
                 }
                 int st;

@@ -1,0 +1,28 @@
+/*
+ * util/hash.h — FNV-1a, 64-bit: the hash of the daemon's in-memory tables (interned strings,
+ * folded stacks, module keys). Header only; includes no daemon header.
+ *
+ * Never used for anything an attacker could aim at a table's worst case and never persisted:
+ * tables may change the hash freely (it is not part of any file format).
+ */
+#ifndef CTXPROF_UTIL_HASH_H
+#define CTXPROF_UTIL_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FNV1A64_OFFSET 0xcbf29ce484222325ull
+#define FNV1A64_PRIME  0x100000001b3ull
+
+/* FNV-1a of n bytes at p (p may be NULL when n == 0). */
+static inline uint64_t fnv1a64(const void *p, size_t n)
+{
+        const unsigned char *s = p;
+        uint64_t h = FNV1A64_OFFSET;
+
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ s[i]) * FNV1A64_PRIME;
+        return h;
+}
+
+#endif
