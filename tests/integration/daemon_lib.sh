@@ -1,30 +1,66 @@
 # daemon_lib.sh — helpers for the `ctxprof daemon` root tests (sourced, not run). On top of
 # sampler_lib.sh: OUT (output dir), ST (status file), start_daemon ARGS..., stop_daemon,
-# dstat KEY (a field of the daemon's status line), jfr_ok FILE (summary, print, print --json).
+# dstat KEY (a field of the daemon's status line), jfr_ok FILE (summary, print, print --json),
+# and this run's own targets: spawn, CG/CGSEL.
 . "$(dirname "$0")/sampler_lib.sh"
 OUT=$TMP/out
 ST=$TMP/status
 DLOG=$TMP/daemon.log
 DPID=
 KIDS=
+# This run's targets live in a cgroup v2 directory the run creates (CG, its path in the
+# hierarchy CGSEL: select them with `--cgroup "$CGSEL"`). A daemon selecting by a process
+# name would also take any other process of that name: another test run on the same host
+# made test_daemon_split.sh see 3 processes instead of its 2.
+CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$CG2" ] && [ -f "$CG2/cgroup.procs" ] || skip "needs a cgroup v2 hierarchy (targets of this run only)"
+CG=$(mktemp -d "$CG2/ctxprof-test.XXXXXX" 2>/dev/null) || skip "cannot create a cgroup in $CG2"
+CGSEL=${CG#"$CG2"}
 cleanup() {
 	[ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
 	for k in $KIDS; do kill -9 "$k" 2>/dev/null; done
+	# whatever else is left in the run's cgroups (targets' children), then the cgroups
+	find "$CG" -name cgroup.kill -exec sh -c 'echo 1 >"$1"' sh {} \; 2>/dev/null
 	wait 2>/dev/null
+	find "$CG" -depth -type d 2>/dev/null | while read -r d; do
+		for _ in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
+	done
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
+# spawn [-g SUBGROUP] CMD ARGS...: runs CMD in the background inside the run's cgroup (or
+# its subgroup SUBGROUP, created on demand) from before its exec, so the daemon sees it
+# there at the exec; its pid in SPAWNED (and in KIDS, killed at exit). Redirections on the
+# call apply to CMD.
+spawn() {
+	local g=$CG
+	if [ "$1" = -g ]; then
+		g=$CG/$2
+		shift 2
+		mkdir -p "$g" || fail "cannot create cgroup $g"
+	fi
+	(echo "$BASHPID" >"$g/cgroup.procs" || fail "cannot move a process into $g"; exec "$@") &
+	SPAWNED=$!
+	KIDS="$KIDS $SPAWNED"
+}
+# printed when a wait_for times out: what the daemon said and reported last
+wait_for_context() {
+	echo "--- daemon log (last 20 lines):"
+	tail -20 "$DLOG" 2>/dev/null
+	echo "--- status file:"
+	cat "$ST" 2>/dev/null
+}
+# the daemon is up (its first status file) or has died (its log printed, the test failed)
+daemon_up() {
+	[ -s "$ST" ] && return 0
+	kill -0 "$DPID" 2>/dev/null || { cat "$DLOG"; fail "daemon exited at start"; }
+	return 1
+}
 start_daemon() {
 	rm -f "$ST"
 	"$CTXPROF" daemon --directory "$OUT" --status-file "$ST" "$@" >>"$DLOG" 2>&1 &
 	DPID=$!
-	for _ in $(seq 300); do
-		[ -s "$ST" ] && return 0
-		kill -0 "$DPID" 2>/dev/null || { cat "$DLOG"; fail "daemon exited at start"; }
-		sleep 0.1
-	done
-	cat "$DLOG"
-	fail "daemon wrote no status file in 30 s"
+	wait_for 30 "the daemon's first status file" daemon_up
 }
 stop_daemon() {
 	kill -TERM "$DPID"
@@ -39,12 +75,20 @@ dstat() { grep '^daemon ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 status_refresh() {
 	local t
 	t=$(dstat updated)
-	for _ in $(seq 600); do
-		[ "$(dstat updated)" != "$t" ] && return 0
-		sleep 0.1
-	done
-	fail "status file not rewritten in 60 s"
+	wait_for 60 "the status file rewritten" eval '[ "$(dstat updated)" != "$t" ]'
 }
+# true once the status file shows PID as a target (with more KEY=VALUE fields on its line
+# matching the extended regex REST, e.g. 'context=yes')
+is_target() { grep -Eq "^target pid=$1 ${2:+(.* )?$2}" "$ST"; }
+# true once the status file shows target PID with more than N samples (of KEY, default
+# samples: e.g. context_samples)
+target_over() { # PID N [KEY]
+	local v
+	v=$(grep "^target pid=$1 " "$ST" | tr ' ' '\n' | sed -n "s/^${3:-samples}=//p")
+	[ "${v:-0}" -gt "$2" ]
+}
+# true once the status file shows no target and an empty targets map
+drained() { [ "$(dstat targets)" = 0 ] && [ "$(dstat map_entries)" = 0 ]; }
 # every JDK view of a file works: summary, print, print --json (and that is valid JSON)
 jfr_ok() {
 	jfr summary "$1" >"$TMP/summary.txt" 2>&1 || { cat "$TMP/summary.txt"; fail "jfr summary $1 failed"; }

@@ -11,13 +11,14 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 [ -x "$CTXPROF" ] || fail "no $CTXPROF (run make)"
 [ "$(id -u)" = 0 ] || skip "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip "needs kernel BTF"
-# ctxprof record ARGS under `timeout SECONDS`, its stderr in $TMP/e (and printed), its
-# counters in $TMP/stats.json (--stats-json; read them with stat_json): fails the test
-# unless it exits 0. Variables set before the call (VAR=x record_ok ...) reach ctxprof.
+# ctxprof record ARGS under `timeout SECONDS`, its stdout (the output of a -- COMMAND) in
+# $TMP/o, its stderr in $TMP/e (and printed), its counters in $TMP/stats.json (--stats-json;
+# read them with stat_json): fails the test unless it exits 0. Variables set before the call
+# (VAR=x record_ok ...) reach ctxprof.
 record_ok() { # SECONDS ARGS...
 	local t=$1 rc
 	shift
-	timeout "$t" "$CTXPROF" record --stats-json "$TMP/stats.json" "$@" >/dev/null 2>"$TMP/e"
+	timeout "$t" "$CTXPROF" record --stats-json "$TMP/stats.json" "$@" >"$TMP/o" 2>"$TMP/e"
 	rc=$?
 	cat "$TMP/e"
 	[ $rc = 0 ] || fail "record $* failed (exit $rc)"
@@ -31,3 +32,51 @@ stat_json() { # FILTER [FILE]
 }
 # samples in collapsed file $1 on lines matching the extended regex $2
 count() { grep -E -- "$2" "$1" | awk '{ n += $NF } END { print n + 0 }'; }
+# Wait for a fact, not for time: runs CMD (a command or a shell function) every 0.1 s until
+# it succeeds, and fails the test naming WHAT if SECONDS pass first. The deadline only bounds
+# a failing run (a loaded machine is slow); a passing one goes on as soon as CMD holds. A
+# test library may define wait_for_context to print what explains a timeout.
+wait_for() { # SECONDS WHAT CMD...
+	local limit=$1 what=$2 t0=$SECONDS
+	shift 2
+	until "$@"; do
+		if [ $((SECONDS - t0)) -ge "$limit" ]; then
+			declare -F wait_for_context >/dev/null && wait_for_context
+			fail "$what: not seen within $limit s"
+		fi
+		sleep 0.1
+	done
+}
+# A test that changes a host-wide kernel setting holds this lock on its /proc/sys file
+# until it has put the value back, so that two runs on one host do not restore it under
+# each other. (flock on the sysctl file itself: no shared path of our own.)
+sysctl_lock() { # FILE
+	exec {SYSCTL_FD}<"$1" && flock "$SYSCTL_FD" || fail "cannot lock $1"
+}
+sysctl_unlock() { exec {SYSCTL_FD}<&-; }
+# complete JFR chunks at the start of FILE (what a reader gets if the writer died now):
+# prints "CHUNKS BYTES"
+complete_chunks() { # FILE
+	python3 -c 'import struct,sys
+d=open(sys.argv[1],"rb").read(); off=n=0
+while off+68 <= len(d) and d[off:off+4] == b"FLR\0":
+    size=struct.unpack(">Q", d[off+8:off+16])[0]
+    if size < 68 or off+size > len(d): break
+    off += size; n += 1
+print(n, off)' "$1"
+}
+# true once FILE holds more than N complete chunks
+chunks_over() { # FILE N
+	local n
+	[ -e "$1" ] && read -r n _ < <(complete_chunks "$1") && [ "$n" -gt "$2" ]
+}
+# true once process PID has execed FILE (its /proc/PID/exe)
+execed() { [ "$(readlink "/proc/$1/exe")" = "$(readlink -f "$2")" ]; }
+# true once ctxprof (PID) has its perf events open, i.e. samples
+sampling() {
+	local f
+	for f in /proc/"$1"/fd/*; do
+		[[ $(readlink "$f") == *perf_event* ]] && return 0
+	done
+	return 1
+}

@@ -7,21 +7,26 @@
 . "$(dirname "$0")/daemon_lib.sh"
 case "$B" in *asan* | *tsan*) skip "memory under churn is measured on the plain build (the sanitizer keeps freed memory; RSS means nothing)" ;; esac
 cp /bin/sleep "$TMP/churnproc"
-start_daemon --mode selectors --comm churnproc --chunk-period 2s
+start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 2s
 wave() {
 	local p=""
 	for _ in $(seq 50); do
-		"$TMP/churnproc" 0.3 &
-		p="$p $!"
+		spawn "$TMP/churnproc" 0.3
+		p="$p $SPAWNED"
 	done
 	wait $p
+	KIDS=
+}
+# every process of the last wave dropped again (the status is rewritten every 2 s)
+settled() {
+	status_refresh
+	wait_for 60 "all targets dropped after a wave" drained
 }
 wave # warm-up: first-time allocations (modules, symbol tables) are not growth
-sleep 1
+settled
 rss0=$(awk '/^VmRSS/ { print $2 }' /proc/$DPID/status)
 for _ in $(seq 19); do wave; done
-sleep 2
-status_refresh
+settled
 rss1=$(awk '/^VmRSS/ { print $2 }' /proc/$DPID/status)
 seen=$(dstat processes_seen)
 echo "1,000 processes: RSS ${rss0} KiB -> ${rss1} KiB (+$(((rss1 - rss0) / 1024)) MiB), targets taken $seen, map entries $(dstat map_entries), targets $(dstat targets)"
@@ -32,7 +37,7 @@ echo "1,000 processes: RSS ${rss0} KiB -> ${rss1} KiB (+$(((rss1 - rss0) / 1024)
 # a second round: the first one includes one-time growth (rings and tables touched for the
 # first time); steady state must not grow with the number of processes seen
 for _ in $(seq 20); do wave; done
-sleep 2
+settled
 rss2=$(awk '/^VmRSS/ { print $2 }' /proc/$DPID/status)
 echo "next 1,000 processes: RSS ${rss1} KiB -> ${rss2} KiB"
 [ $((rss2 - rss1)) -lt $((16 * 1024)) ] || fail "RSS grew by $((rss2 - rss1)) KiB in the second round"

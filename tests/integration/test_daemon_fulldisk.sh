@@ -13,17 +13,13 @@ OUT=$SMALL/out
 # leave about 40 KiB: a few chunks of the busy workload fit, then the disk is full
 head -c $((216 * 1024)) /dev/zero >"$SMALL/filler"
 
-"$WL/wl_attrib" long 0 2 >/dev/null &
-A=$!
-KIDS="$KIDS $A"
-start_daemon --mode selectors --comm wl_attrib --chunk-period 300ms --rotate-period 1h
-for _ in $(seq 100); do
-	grep -q "writing a chunk to .* failed: No space left on device" "$DLOG" && break
-	sleep 0.1
-done
-grep -q "writing a chunk to .* failed: No space left on device" "$DLOG" ||
-	{ cat "$DLOG"; df -k "$SMALL"; fail "the disk never filled (no failed chunk logged)"; }
-sleep 1
+spawn "$WL/wl_attrib" long 0 2 >/dev/null
+A=$SPAWNED
+start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 300ms --rotate-period 1h
+disk_full() { grep -q "writing a chunk to .* failed: No space left on device" "$DLOG"; }
+wait_for 10 "a failed chunk logged (the disk full)" disk_full
+disk_full || { cat "$DLOG"; df -k "$SMALL"; fail "the disk never filled (no failed chunk logged)"; }
+status_refresh # the daemon runs on after the failure
 kill -0 "$DPID" || fail "the daemon died on a full disk"
 P=$(ls "$OUT"/ctxprof-*.jfr.part)
 [ -n "$P" ] || fail "no recording in progress"
@@ -34,12 +30,9 @@ echo "chunks before the disk filled up: $before"
 [ "${before:-0}" -ge 1 ] || fail "no complete chunk before the disk filled up"
 
 rm "$SMALL/filler" # space again
-for _ in $(seq 100); do
-	grep -q "writing to .* again" "$DLOG" && break
-	sleep 0.1
-done
+wait_for 10 "'writing to ... again' logged" grep -q "writing to .* again" "$DLOG"
 grep -q "writing to .* again" "$DLOG" || { cat "$DLOG"; fail "writing did not resume"; }
-sleep 1
+wait_for 10 "a chunk appended after space came back" chunks_over "$P" "$before"
 stop_daemon # exit 0: the last chunk was written; the lost ones were logged when they failed
 F=${P%.part}
 [ -f "$F" ] || fail "$F not finished"

@@ -9,7 +9,7 @@
 cat >"$TMP/c.conf" <<CONF
 [targets]
 mode = selectors
-comm = wl_attrib
+cgroup = $CGSEL/a
 [output]
 directory = $OUT
 chunk-period = 1s
@@ -28,11 +28,11 @@ for bit in 21 38 39 24 12; do
 done
 [ $(((0x$eff >> 19) & 1)) = 1 ] || fail "CAP_SYS_PTRACE dropped ($eff)"
 # a process started after the drop is sampled with context
-"$WL/wl_attrib" long 0 2 >/dev/null &
-A=$!
-KIDS="$KIDS $A"
-sleep 3
-status_refresh
+spawn -g a "$WL/wl_attrib" long 0 2 >/dev/null
+A=$SPAWNED
+# located with samples with context (the status is rewritten every 2 s)
+with_context() { is_target $A 'context=yes' && target_over $A 0 context_samples; }
+wait_for 30 "wl_attrib $A a located target with samples with context" with_context
 grep -q "^target pid=$A .*context=yes" "$ST" || { cat "$ST"; fail "wl_attrib not located after the drop"; }
 s=$(grep "^target pid=$A " "$ST" | tr ' ' '\n' | sed -n 's/^context_samples=//p')
 [ "$s" -gt 0 ] || fail "no samples with context after the drop"
@@ -52,24 +52,22 @@ assert t and t[0]["samples"]>0 and t[0]["threads"]==2, t
 "$CTXPROF" status --status-file "$TMP/none" 2>/dev/null && fail "status of a missing file succeeded"
 
 # 3. SIGHUP: bad file -> logged, old configuration kept
-cp /bin/bash "$TMP/hupspin"
-"$TMP/hupspin" -c 'while :; do :; done' &
-H=$!
-KIDS="$KIDS $H"
+spawn -g b bash -c 'while :; do :; done'
+H=$SPAWNED
 cp "$TMP/c.conf" "$TMP/good.conf"
 printf '[targets]\nmode = sometimes\n' >"$TMP/c.conf"
 kill -HUP $DPID
-sleep 1
+wait_for 10 "the bad configuration logged" grep -q 'c.conf:2: bad value' "$DLOG"
 kill -0 $DPID || fail "daemon died on a bad config"
 grep -q '^<3>.*c.conf:2: bad value: targets.mode' "$DLOG" || { cat "$DLOG"; fail "bad config not logged as an error with its line"; }
 status_refresh
 grep -q "^target pid=$A " "$ST" || fail "old selection lost after a bad reload"
-# good new file: comm = hupspin (a copy of bash spinning) -> selected, wl_attrib dropped
-sed 's/^comm = .*/comm = hupspin/' "$TMP/good.conf" >"$TMP/c.conf"
+# good new file: the cgroup of a spinning bash (H) -> selected, wl_attrib dropped
+sed "s|^cgroup = .*|cgroup = $CGSEL/b|" "$TMP/good.conf" >"$TMP/c.conf"
 nfiles=$(ls "$OUT"/*.jfr 2>/dev/null | wc -l)
 kill -HUP $DPID
-sleep 1
-status_refresh
+wait_for 10 "the reload logged" grep -q 'configuration reloaded' "$DLOG"
+wait_for 30 "the new selector selects $H" is_target $H
 grep -q 'configuration reloaded' "$DLOG" || fail "reload not logged"
 grep -q "^target pid=$H " "$ST" || { cat "$ST"; fail "reload: new selector did not select $H"; }
 grep -q "^target pid=$A " "$ST" && fail "reload: wl_attrib still a target"

@@ -5,9 +5,8 @@
 # retention by total size deletes the oldest finished files; SIGTERM writes the last chunk,
 # exits 0 and leaves no .part behind; every file passes `jfr summary` and `ctxprof report`.
 . "$(dirname "$0")/daemon_lib.sh"
-"$WL/wl_attrib" long 0 2 >/dev/null &
-A=$!
-KIDS="$KIDS $A"
+spawn "$WL/wl_attrib" long 0 2 >/dev/null
+A=$SPAWNED
 cat >"$TMP/ctxprof.conf" <<CONF
 [sampling]
 frequency = 199           ; Hz per CPU
@@ -15,7 +14,7 @@ event = cpu-clock         ; or cycles
 call-graph = fp           ; or dwarf
 [targets]
 mode = selectors
-comm = nomatch*, wl_attrib ; two globs
+cgroup = $CGSEL/nomatch, $CGSEL ; two prefixes
 [output]
 directory = $OUT
 chunk-period = 1s
@@ -29,13 +28,14 @@ log-level = debug
 status-file = $ST
 CONF
 start_daemon --config "$TMP/ctxprof.conf"
-sleep 2.5
 # while the first file is open: a .part with finished chunks only
-P=$(ls "$OUT"/*.jfr.part 2>/dev/null | head -1)
+part_with_chunk() { P=$(ls "$OUT"/*.jfr.part 2>/dev/null | head -1) && chunks_over "$P" 0; }
+wait_for 20 "a .jfr.part with a finished chunk" part_with_chunk
 [ -n "$P" ] || fail "no .jfr.part while recording: $(ls -la "$OUT")"
 cp "$P" "$TMP/snapshot.jfr"
 jfr_ok "$TMP/snapshot.jfr"
-sleep 7
+# two files rotated (rotate-period 3s); the one open now is finished at SIGTERM
+wait_for 30 "two files rotated" eval '[ "$(ls "$OUT"/*.jfr 2>/dev/null | wc -l)" -ge 2 ]'
 stop_daemon
 ls -la "$OUT"
 [ "$(stat -c %a "$OUT")" = 750 ] || fail "directory mode $(stat -c %a "$OUT")"
@@ -59,12 +59,9 @@ echo "period rotation: $n files"
 
 # 2. size rotation + retention by size: 64K files, keep at most 160K
 rm -rf "$OUT"
-start_daemon --mode selectors --comm wl_attrib --chunk-period 200ms --rotate size \
+start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 200ms --rotate size \
 	--rotate-size 64K --retain-size 160K --frequency 999
-for _ in $(seq 120); do
-	[ "$(dstat files_deleted)" -ge 2 ] 2>/dev/null && break
-	sleep 0.25
-done
+wait_for 60 "retention deleted 2 files" eval '[ "$(dstat files_deleted)" -ge 2 ] 2>/dev/null'
 stop_daemon
 ls -la "$OUT"
 del=$(grep -c 'retention: deleted' "$DLOG")

@@ -6,25 +6,19 @@
 # chunk, and leaves files whose names it did not make alone; a daemon started on a directory
 # another daemon writes to (the directory lock is taken) recovers nothing.
 . "$(dirname "$0")/daemon_lib.sh"
-"$WL/wl_attrib" long 0 2 >/dev/null &
-A=$!
-KIDS="$KIDS $A"
+spawn "$WL/wl_attrib" long 0 2 >/dev/null
+A=$SPAWNED
 
-start_daemon --mode selectors --comm wl_attrib --chunk-period 300ms
-sleep 2.5
+start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 300ms
+part_with_chunks() { P=$(ls "$OUT"/ctxprof-*.jfr.part 2>/dev/null | head -1) && chunks_over "$P" 1; }
+wait_for 20 "a .jfr.part with 2 complete chunks" part_with_chunks
 kill -KILL "$DPID"
 wait "$DPID" 2>/dev/null
 DPID=
 P=$(ls "$OUT"/ctxprof-*.jfr.part)
 [ -n "$P" ] && [ "$(echo "$P" | wc -l)" = 1 ] || fail "want one .part after SIGKILL, got: $(ls "$OUT")"
 # the complete chunks (the kill itself may have landed inside an append)
-good=$(python3 -c 'import struct,sys
-d=open(sys.argv[1],"rb").read(); off=0
-while off+68 <= len(d) and d[off:off+4] == b"FLR\0":
-    n=struct.unpack(">Q", d[off+8:off+16])[0]
-    if n < 68 or off+n > len(d): break
-    off += n
-print(off)' "$P")
+read -r _ good < <(complete_chunks "$P")
 [ "$good" -gt 0 ] || fail "the killed daemon wrote no chunk"
 # a partial chunk: what a kill inside the append leaves (a chunk's first 3000 bytes)
 head -c 3000 "$P" >>"$P"
@@ -37,8 +31,8 @@ E="$OUT/ctxprof-vm-20200101T000000Z.jfr.part"
 head -c 40 "$P" >"$E"
 echo keep >"$OUT/notours.jfr.part"
 
-start_daemon --mode selectors --comm wl_attrib --chunk-period 300ms
-sleep 1
+start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 300ms
+wait_for 10 "the recovery logged" grep -q 'recovered 1 recordings left in progress' "$DLOG"
 stop_daemon
 F=${P%.part}
 [ -f "$F" ] || { ls -l "$OUT"; fail "$P was not renamed to $F"; }
@@ -56,14 +50,14 @@ for f in "$OUT"/ctxprof-*.jfr; do jfr_ok "$f"; done
 echo "recovered $F: $good bytes, $n samples; partial chunk cut, empty .part removed"
 
 # a second daemon on a directory another daemon writes to leaves that one's file alone
-start_daemon --mode selectors --comm wl_attrib --chunk-period 300ms
-sleep 1
+start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 300ms
+wait_for 10 "the first daemon's .jfr.part" eval 'ls "$OUT"/ctxprof-*.jfr.part >/dev/null 2>&1'
 L=$(ls "$OUT"/ctxprof-*.jfr.part)
-"$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st2" --mode selectors --comm nomatch \
-	>"$TMP/d2.log" 2>&1 &
+"$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st2" --mode selectors \
+	--cgroup "$CGSEL/none" >"$TMP/d2.log" 2>&1 &
 D2=$!
 KIDS="$KIDS $D2"
-for _ in $(seq 100); do [ -s "$TMP/st2" ] && break; sleep 0.1; done
+wait_for 10 "the second daemon's status file" test -s "$TMP/st2"
 grep -q "another ctxprof daemon writes to" "$TMP/d2.log" || { cat "$TMP/d2.log"; fail "no lock warning"; }
 kill -TERM $D2
 wait $D2

@@ -4,29 +4,34 @@
 # (first sample < 1 s after exec), mode=context picks the process that publishes context
 # (wl_attrib, libctx) and not a plain busy loop, and a target that exits leaves the targets map.
 . "$(dirname "$0")/daemon_lib.sh"
-WLA=$(readlink -f "$WL/wl_attrib")
+# The comm and exe selectors are what this test is about: they select copies of wl_attrib
+# under a name and a path unique to this run, so that no other process on the host matches.
+NAME=$(basename "$(mktemp -u wlXXXXXXXXXX)")
+mkdir "$TMP/bin" && chmod 755 "$TMP" "$TMP/bin"
+cp "$WL/wl_attrib" "$TMP/bin/$NAME"
+WLA=$TMP/bin/$NAME
 
 # busy process that never publishes context and does not match the selectors
 spin() { exec -a "$1" bash -c 'while :; do :; done'; }
 
 # 1. selectors: comm glob. A running process is picked by the /proc scan; one started later
 # by its exec; a non-matching busy shell is not sampled.
-start_daemon --mode selectors --comm 'wl_att*' --chunk-period 1s --rotate-period 1h
+start_daemon --mode selectors --comm "${NAME:0:8}*" --chunk-period 1s --rotate-period 1h
 # runs until SIGUSR1: a fixed duration would race the status refresh (every 2 s, later
 # under load) and the process could exit before the daemon reports it as a target
-"$WL/wl_attrib" long 0 2 >"$TMP/a1.out" &
+"$WLA" long 0 2 >"$TMP/a1.out" &
 A1=$!
 KIDS="$KIDS $A1"
 bash -c 'while :; do :; done' &
 SP=$!
 KIDS="$KIDS $SP"
-sleep 3
-status_refresh
+# a target, sampled enough for the file's checks below
+wait_for 30 "$NAME $A1 (exec after start) a target with > 100 samples" target_over $A1 100
 grep -q "^target pid=$A1 " "$ST" || { cat "$ST"; fail "wl_attrib $A1 (exec after start) is not a target"; }
-grep -q "^target pid=$SP " "$ST" && fail "busy shell $SP matched comm=wl_att*"
+grep -q "^target pid=$SP " "$ST" && fail "busy shell $SP matched comm=${NAME:0:8}*"
 kill -USR1 $A1
 wait $A1
-sleep 1.5
+wait_for 30 "exited process $A1 dropped" eval '! is_target $A1'
 status_refresh
 grep -q "^target pid=$A1 " "$ST" && fail "exited process $A1 still a target"
 [ "$(dstat map_entries)" = 0 ] || { cat "$ST"; tail -20 "$DLOG"; fail "targets map not drained: $(dstat map_entries)"; }
@@ -45,7 +50,7 @@ echo "selectors comm: wl_attrib $n samples, unselected shell 0"
 rm -rf "$OUT"
 start_daemon --mode selectors --exe "$WLA" --chunk-period 1s
 T0=$(date +%s%N)
-"$WL/wl_attrib" long 3 1 >"$TMP/a2.out"
+"$WLA" long 3 1 >"$TMP/a2.out"
 stop_daemon
 F=$(ls "$OUT"/*.jfr | head -1)
 jfr print --json --events ctxprof.ExecutionSample "$F" >"$TMP/a2.json"
@@ -64,35 +69,29 @@ echo "exec pickup: first sample $lat ms after the command started"
 
 # 3. cgroup prefix: a process moved into a cgroup of its own is selected, its twin outside
 # is not (needs a writable cgroup v2 hierarchy)
-CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
-CGD=$CG2/ctxprof-test-$$
-if [ -n "$CG2" ] && [ -f "$CG2/cgroup.procs" ] && mkdir "$CGD" 2>/dev/null; then
-	spin cgin &
-	C1=$!
-	spin cgout &
-	C2=$!
-	KIDS="$KIDS $C1 $C2"
-	echo $C1 >"$CGD/cgroup.procs" || fail "cannot move $C1 into $CGD"
-	rm -rf "$OUT"
-	start_daemon --mode selectors --cgroup "/ctxprof-test-$$" --chunk-period 1s
-	sleep 1
-	status_refresh
-	grep -q "^target pid=$C1 " "$ST" || { cat "$ST"; fail "cgroup /ctxprof-test-$$ did not select $C1"; }
-	grep -q "^target pid=$C2 " "$ST" && fail "process $C2 outside the cgroup selected"
-	# a process that moves into the cgroup long after its exec: the kernel checks the
-	# cgroup at each sample, so it is sampled (and becomes a target) all the same
-	echo $C2 >"$CGD/cgroup.procs" || fail "cannot move $C2 into $CGD"
-	sleep 1
-	status_refresh
-	grep -q "^target pid=$C2 " "$ST" || { cat "$ST"; fail "$C2, moved into the cgroup, not selected"; }
-	kill $C1 $C2
-	wait $C1 $C2 2>/dev/null
-	stop_daemon
-	rmdir "$CGD"
-	echo "cgroup prefix: selected the process in /ctxprof-test-$$ only, and one moved in later"
-else
-	echo "cgroup part skipped: no writable cgroup v2 hierarchy"
-fi
+# (daemon_lib.sh made this run's cgroup, CG)
+CGD=$CG/in
+mkdir "$CGD" || fail "cannot create $CGD"
+spin cgin &
+C1=$!
+spin cgout &
+C2=$!
+KIDS="$KIDS $C1 $C2"
+echo $C1 >"$CGD/cgroup.procs" || fail "cannot move $C1 into $CGD"
+rm -rf "$OUT"
+start_daemon --mode selectors --cgroup "$CGSEL/in" --chunk-period 1s
+wait_for 30 "cgroup $CGSEL/in selects $C1" is_target $C1
+grep -q "^target pid=$C1 " "$ST" || { cat "$ST"; fail "cgroup $CGSEL/in did not select $C1"; }
+grep -q "^target pid=$C2 " "$ST" && fail "process $C2 outside the cgroup selected"
+# a process that moves into the cgroup long after its exec: the kernel checks the
+# cgroup at each sample, so it is sampled (and becomes a target) all the same
+echo $C2 >"$CGD/cgroup.procs" || fail "cannot move $C2 into $CGD"
+wait_for 30 "$C2, moved into the cgroup, selected" is_target $C2
+grep -q "^target pid=$C2 " "$ST" || { cat "$ST"; fail "$C2, moved into the cgroup, not selected"; }
+kill $C1 $C2
+wait $C1 $C2 2>/dev/null
+stop_daemon
+echo "cgroup prefix: selected the process in $CGSEL/in only, and one moved in later"
 
 # 3b. container id prefix: when this test runs in a container (a hex id of >= 12 digits in
 # /proc/self/cgroup), its first 8 digits select a process of ours
@@ -103,14 +102,12 @@ if [ -n "$CID" ]; then
 	C3=$!
 	KIDS="$KIDS $C3"
 	start_daemon --mode selectors --container "${CID:0:8}" --chunk-period 1s
-	sleep 1
-	status_refresh
+	wait_for 30 "container ${CID:0:8} selects $C3" is_target $C3
 	grep -q "^target pid=$C3 " "$ST" || { cat "$ST"; fail "container ${CID:0:8} did not select $C3"; }
 	kill $C3
 	stop_daemon
 	start_daemon --mode selectors --container "ffff${CID:4:8}" --chunk-period 1s
-	sleep 1
-	status_refresh
+	status_refresh # a status written after the start-up scan
 	[ "$(dstat targets)" = 0 ] || fail "a wrong container prefix selected $(dstat targets) processes"
 	stop_daemon
 	echo "container prefix ${CID:0:8}: selected"
@@ -118,7 +115,8 @@ else
 	echo "container part skipped: no container id in /proc/self/cgroup"
 fi
 
-# 4. mode context: wl_attrib (libctx) yes, busy shell no, within the exec window
+# 4. mode context: wl_attrib (libctx) yes, busy shell no, within the exec window (host-wide
+# by design: other processes with context may be targets too, the checks are about these two)
 rm -rf "$OUT"
 start_daemon --mode context --chunk-period 1s
 "$WL/wl_attrib" long 0 1 >/dev/null &
@@ -127,8 +125,7 @@ KIDS="$KIDS $A3"
 spin ctxtest &
 S3=$!
 KIDS="$KIDS $S3"
-sleep 2
-status_refresh
+wait_for 30 "context mode: wl_attrib $A3 a located target" is_target $A3 'context=yes'
 grep -q "^target pid=$A3 .*context=yes" "$ST" || { cat "$ST"; fail "context mode: wl_attrib $A3 not a located target"; }
 grep -q "^target pid=$S3 " "$ST" && fail "context mode: busy shell $S3 selected"
 kill $A3 $S3

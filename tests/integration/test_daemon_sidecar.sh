@@ -6,7 +6,8 @@
 # started inside the namespace after the daemon (exec pickup) is sampled too, with symbols
 # and context although its executable lives on a tmpfs of its own mount namespace that the
 # daemon cannot see by path; host processes matching the selector outside the namespace are
-# not.
+# not. (By name on purpose: the daemon's view is the namespace, which only this run's
+# processes are in; HOSTP shares the name outside it and must not be selected.)
 . "$(dirname "$0")/daemon_lib.sh"
 command -v unshare >/dev/null || skip "no unshare"
 CTX=$(readlink -f "$CTXPROF")
@@ -16,13 +17,15 @@ mkdir -p "$OUT"
 "$WL/wl_attrib" long 0 1 >/dev/null &
 HOSTP=$!
 KIDS="$KIDS $HOSTP"
+# (the shell in the namespace waits for facts with this file's wait_for)
 unshare --pid --fork --mount-proc bash -c "
+	$(declare -f fail wait_for execed)
 	'$WLD/wl_attrib' long 6 2 >'$TMP/wl1.out' &
-	sleep 0.3
+	wait_for 10 'the first workload execed' execed \$! '$WLD/wl_attrib'
 	'$CTX' daemon --mode selectors --comm wl_attrib --directory '$OUT' --status-file '$ST' \
 		--chunk-period 1s 2>'$DLOG' &
 	D=\$!
-	sleep 2
+	wait_for 30 'the daemon status file' test -s '$ST'
 	# the second workload in a mount namespace of its own, run from a tmpfs that only it
 	# sees: the daemon reaches its file through /proc/PID/root or map_files, not by path
 	mkdir -p '$TMP/priv'

@@ -25,21 +25,16 @@ HOSTFILE="^ctxprof-$H-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.jfr\$"
 
 # 1. two processes, rotate-period 6s: each its own files (a rotated process's next .part
 # appears at its next sample)
-"$WL/wl_attrib" long 0 2 >"$TMP/a.out" &
-A=$!
-"$WL/wl_attrib" long 0 2 >"$TMP/b.out" &
-B=$!
-KIDS="$KIDS $A $B"
-start_daemon --mode selectors --comm wl_attrib --split process --chunk-period 1s \
+spawn "$WL/wl_attrib" long 0 2 >"$TMP/a.out"
+A=$SPAWNED
+spawn "$WL/wl_attrib" long 0 2 >"$TMP/b.out"
+B=$SPAWNED
+start_daemon --mode selectors --cgroup "$CGSEL" --split process --chunk-period 1s \
 	--rotate-period 6s --log-level debug
 T0=$SECONDS
+part_open() { ls "$OUT"/ctxprof-*-"$1"-wl_attrib-*.jfr.part >/dev/null 2>&1; }
 for p in $A $B; do
-	for _ in $(seq 30); do
-		ls "$OUT"/ctxprof-*-"$p"-wl_attrib-*.jfr.part >/dev/null 2>&1 && break
-		sleep 0.1
-	done
-	ls "$OUT"/ctxprof-*-"$p"-wl_attrib-*.jfr.part >/dev/null 2>&1 ||
-		fail "no open ctxprof-*-$p-wl_attrib-*.jfr.part: $(ls "$OUT")"
+	wait_for 10 "an open ctxprof-*-$p-wl_attrib-*.jfr.part" part_open "$p"
 done
 status_refresh
 ls -la "$OUT"
@@ -58,30 +53,21 @@ echo "daemon RSS with 2 per-process recordings: $(rss_kb "$DPID") kB"
 # rotate-period 6s: wait (up to 30 s, the machine may be busy) until each process has a
 # finished file, so that with the file finished at its exit it has at least two
 rotated() { ls "$OUT"/ctxprof-*-"$1"-wl_attrib-*.jfr >/dev/null 2>&1; }
-for _ in $(seq 300); do
-	rotated $A && rotated $B && break
-	sleep 0.1
-done
 for p in $A $B; do
-	rotated $p || fail "pid $p: no file rotated $((SECONDS - T0)) s after the start: $(ls "$OUT")"
+	wait_for 30 "pid $p: a file rotated (rotate-period 6s)" rotated $p
 done
 echo "both processes' first files rotated $((SECONDS - T0)) s after the start"
 # A exits: its last file is finished (renamed) about a second later, B's stays open
 kill -USR1 $A
 wait $A
-for _ in $(seq 50); do
-	ls "$OUT"/ctxprof-*-"$A"-*.jfr.part >/dev/null 2>&1 || break
-	sleep 0.1
-done
+wait_for 5 "process $A exited: its .part finished" eval '! ls "$OUT"/ctxprof-*-"$A"-*.jfr.part >/dev/null 2>&1'
 ls "$OUT"/ctxprof-*-"$A"-*.jfr.part 2>/dev/null && fail "process $A exited 5 s ago, its .part is still open"
 ls "$OUT"/ctxprof-*-"$B"-*.jfr.part >/dev/null 2>&1 || fail "process $B lost its open file"
 kill -USR1 $B
 wait $B
 # no per-process file open any more: the shared symbolizer's names are freed
-for _ in $(seq 300); do
-	grep -q 'no per-process file open: freeing' "$DLOG" && break
-	sleep 0.1
-done
+wait_for 30 "the log line 'no per-process file open: freeing'" \
+	grep -q 'no per-process file open: freeing' "$DLOG"
 grep 'no per-process file open: freeing' "$DLOG" ||
 	fail "the shared symbolizer was not renewed once both processes' files were finished"
 stop_daemon
@@ -117,12 +103,11 @@ echo "split per process: 2 processes, own files only"
 
 # 2. split-max-open = 1: the second process's samples go to the shared host file, counted
 rm -rf "$OUT"
-"$WL/wl_attrib" long 0 1 >"$TMP/c.out" &
-C=$!
-"$WL/wl_attrib" long 0 1 >"$TMP/d.out" &
-D=$!
-KIDS="$KIDS $C $D"
-start_daemon --mode selectors --comm wl_attrib --split process --split-max-open 1 \
+spawn "$WL/wl_attrib" long 0 1 >"$TMP/c.out"
+C=$SPAWNED
+spawn "$WL/wl_attrib" long 0 1 >"$TMP/d.out"
+D=$SPAWNED
+start_daemon --mode selectors --cgroup "$CGSEL" --split process --split-max-open 1 \
 	--chunk-period 1s --rotate-period 1h
 # until the shared file has enough samples for the checks below (status every 2 s, up to ~30 s)
 for _ in $(seq 15); do

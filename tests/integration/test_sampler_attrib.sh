@@ -22,9 +22,7 @@ check_attrib() { # file min_samples
 }
 
 # Long-lived threads.
-"$CTXPROF" record -F 999 --span-frames -o "$TMP/long.txt" -- "$WL/wl_attrib" long 10 2 \
-	>"$TMP/long.stdout" 2>"$TMP/long.stderr" || { cat "$TMP/long.stderr"; fail "record failed"; }
-cat "$TMP/long.stderr"
+record_ok 60 -F 999 --span-frames -o "$TMP/long.txt" -- "$WL/wl_attrib" long 10 2
 check_attrib "$TMP/long.txt" 300
 
 # FP: the main thread's chain with names.
@@ -34,11 +32,8 @@ echo "wl-0: $chain of $w0 work samples show main;long_thread;run_phases;work_X"
 [ "$w0" -gt 0 ] && [ $((chain * 100)) -ge $((w0 * 80)) ] || fail "FP stacks do not reach main"
 
 # Many short-lived threads.
-"$CTXPROF" record -F 999 --span-frames --stats-json "$TMP/short.json" -o "$TMP/short.txt" -- \
-	"$WL/wl_attrib" short 8 2 \
-	>/dev/null 2>"$TMP/short.stderr" || { cat "$TMP/short.stderr"; fail "record failed"; }
-cat "$TMP/short.stderr"
+record_ok 60 -F 999 --span-frames -o "$TMP/short.txt" -- "$WL/wl_attrib" short 8 2
 check_attrib "$TMP/short.txt" 150
-threads=$(stat_json .threads "$TMP/short.json")
+threads=$(stat_json .threads)
 [ "${threads:-0}" -ge 20 ] || fail "only ${threads:-0} threads seen in short-lived mode"
 echo PASS

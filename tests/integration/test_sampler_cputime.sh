@@ -4,9 +4,8 @@
 # workload's life, so the CPU time and the sampling window are the same.
 . "$(dirname "$0")/sampler_lib.sh"
 F=999
-"$CTXPROF" record -F $F -o "$TMP/out.txt" -- "$WL/wl_attrib" long 10 2 \
-	>"$TMP/stdout" 2>"$TMP/stderr" || { cat "$TMP/stderr"; fail "record failed"; }
-cat "$TMP/stderr" "$TMP/stdout"
+record_ok 60 -F $F -o "$TMP/out.txt" -- "$WL/wl_attrib" long 10 2
+cat "$TMP/o"
 n=0
 while read -r _ tid name ns; do
 	got=$(count "$TMP/out.txt" "^wl_attrib-[0-9]+;$name;")
@@ -16,6 +15,6 @@ while read -r _ tid name ns; do
 	awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= 0.10 * w) }' ||
 		fail "thread $name: $got samples vs $want expected (more than 10% off)"
 	n=$((n + 1))
-done < <(grep '^cpu ' "$TMP/stdout")
+done < <(grep '^cpu ' "$TMP/o")
 [ $n = 2 ] || fail "expected 2 thread reports, got $n"
 echo PASS

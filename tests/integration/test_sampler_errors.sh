@@ -54,11 +54,9 @@ done
 # 4. Target exits mid-run: recording ends by itself, output complete, exit 0.
 "$WL/wl_attrib" long 3 2 >/dev/null &
 target=$!
-sleep 0.2
-timeout 50 "$CTXPROF" record -F 999 -p $target -d 45 -o "$TMP/mid.txt" 2>"$TMP/e" ||
-	{ cat "$TMP/e"; fail "record of an exiting target failed (exit $?)"; }
+wait_for 10 "wl_attrib $target execed" execed $target "$WL/wl_attrib"
+record_ok 50 -F 999 -p $target -d 45 -o "$TMP/mid.txt"
 wait $target
-cat "$TMP/e"
 n=$(count "$TMP/mid.txt" ';work_(A|B) ')
 echo "samples in work_A/B after the target exited: $n"
 [ "$n" -ge 50 ] || fail "output incomplete ($n work samples)"
@@ -69,9 +67,11 @@ bad=$(grep -c -v -E '^[^ ]+(.*[^ ])? [0-9]+$' "$TMP/mid.txt")
 for sig in TERM INT; do
 	"$WL/wl_attrib" long 30 2 >/dev/null &
 	target=$!
+	wait_for 10 "wl_attrib $target execed" execed $target "$WL/wl_attrib"
 	"$CTXPROF" record -F 999 -p $target -d 60 -o "$TMP/sig.txt" 2>"$TMP/e" &
 	rec=$!
-	sleep 3
+	wait_for 20 "record sampling (its perf events open)" sampling $rec
+	sleep 1 # the workload's purpose: samples to write when the signal comes
 	kill -$sig $rec
 	wait $rec
 	rc=$?
@@ -98,6 +98,7 @@ done
 # accepts up to 100000, the kernel's default limit: at that limit, lower it by one for the
 # duration of the check (a limit of 99999 changes nothing for anyone sampling below it).
 rate=/proc/sys/kernel/perf_event_max_sample_rate
+sysctl_lock $rate
 max=$(cat $rate)
 if [ "$max" -ge 100000 ]; then
 	trap 'echo '"$max"' >'"$rate"'; rm -rf "$TMP"' EXIT
@@ -111,6 +112,7 @@ if [ "$max" -ge 100000 ]; then
 	echo "$max" >$rate
 	trap 'rm -rf "$TMP"' EXIT
 fi
+sysctl_unlock
 
 # 8. SIGINT/SIGTERM before recording starts (here while opening the output, a FIFO nobody
 # reads): a clear message, exit 128+N, nothing left running (the command never ran).
@@ -118,7 +120,7 @@ mkfifo "$TMP/fifo"
 for sig in INT TERM; do
 	"$CTXPROF" record -o "$TMP/fifo" -- "$WL/wl_attrib" long 30 1 >/dev/null 2>"$TMP/e" &
 	rec=$!
-	sleep 1
+	wait_for 20 "record blocked opening the FIFO" eval 'grep -qx wait_for_partner /proc/$rec/task/*/wchan'
 	kid=$(pgrep -P $rec)
 	kill -$sig $rec
 	wait $rec

@@ -3,9 +3,7 @@
 # count = 2^63, NULL keys, duplicates, invalid UTF-8) never crashes ctxprof and never yields
 # a wrong label: the only labels allowed are the ones wl_garbage documents.
 . "$(dirname "$0")/sampler_lib.sh"
-"$CTXPROF" record -F 999 -o "$TMP/out.txt" -- "$WL/wl_garbage" 6 \
-	>/dev/null 2>"$TMP/stderr" || { cat "$TMP/stderr"; fail "record failed (exit $?)"; }
-cat "$TMP/stderr"
+record_ok 60 -F 999 -o "$TMP/out.txt" -- "$WL/wl_garbage" 6
 total=$(count "$TMP/out.txt" 'garbage_loop')
 [ "$total" -ge 200 ] || fail "only $total samples in garbage_loop"
 # Every pseudo-frame with '=' between the thread name and the first real frame.

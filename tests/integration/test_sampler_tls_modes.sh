@@ -11,9 +11,10 @@
 run_mode() { # name VAR=value|- workload args...
 	local name=$1 envspec=$2 f=$TMP/$1.txt a b good wrong noctx nolab
 	shift 2
-	[ "$envspec" = - ] && envspec=
-	env $envspec "$CTXPROF" record -F 999 --span-frames -o "$f" -- "$@" >/dev/null 2>"$TMP/$name.err"
-	[ $? = 0 ] || { cat "$TMP/$name.err"; fail "$name: record failed"; }
+	# VAR=value for ctxprof and the workload, for this call only
+	[ "$envspec" = - ] || local -x "$envspec"
+	record_ok 60 -F 999 --span-frames -o "$f" -- "$@"
+	cp "$TMP/e" "$TMP/$name.err"
 	a=$(count "$f" ';work_A ')
 	b=$(count "$f" ';work_B ')
 	good=$(grep -E ';phase=A;(.*;)?span=000000000000000a;.*;work_A |;phase=B;(.*;)?span=000000000000000b;.*;work_B ' "$f" |
