@@ -160,7 +160,7 @@ int main(void)
                         if (mode && fs)
                                 continue;
                         struct jfr_writer *w;
-                        struct jfr_recording_info info = {"bench", "cpu-clock", HZ, "fp", 0};
+                        struct jfr_recording_info info = {"bench", "cpu-clock", HZ, "fp", 0, NULL};
                         int err = jfr_writer_open(&w, path, fs ? 0 : JFR_WRITER_NO_FSYNC, &info);
                         if (err) {
                                 fprintf(stderr, "open: %s\n", strerror(-err));

@@ -27,6 +27,7 @@
 #define XXH_INLINE_ALL /* header-only use of libxxhash-dev */
 #include <xxhash.h>
 
+#include "sink/host_facts.h"
 #include "sink/jfr_sink.h"
 #include "stack/symbolize.h"
 #include "sink/trace_table.h"
@@ -533,7 +534,13 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
                 err = errno ? -errno : -ENOMEM;
                 goto fail;
         }
-        err = jfr_writer_open(&s->w, o->path, 0, &o->info);
+        struct host_facts host;
+        struct jfr_recording_info info = o->info;
+        if (!info.host) {
+                host_facts_probe(&host);
+                info.host = &host.info;
+        }
+        err = jfr_writer_open(&s->w, o->path, (int)o->file_flags, &info);
         if (err)
                 goto fail;
         err = batch_init(&s->cur);
