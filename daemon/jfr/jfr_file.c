@@ -74,6 +74,34 @@ int jfr_file_complete_prefix(int fd, uint64_t *len)
         return 0;
 }
 
+int jfr_file_inspect(int fd, uint64_t *good, uint64_t *size, enum jfr_file_tail *tail)
+{
+        struct stat st;
+        uint8_t h[JFR_CHUNK_HEADER_SIZE];
+        int err = jfr_file_complete_prefix(fd, good);
+        if (!err && fstat(fd, &st))
+                err = -errno;
+        if (err)
+                return err;
+        *size = (uint64_t)st.st_size;
+        *tail = JFR_TAIL_NONE;
+        if (*size == *good)
+                return 0;
+        uint64_t rest = *size - *good;
+        size_t want = rest < sizeof(h) ? (size_t)rest : sizeof(h);
+        ssize_t n = pread(fd, h, want, (off_t)*good);
+        if (n < 0)
+                return -errno;
+        /* a torn chunk starts like a chunk: the magic (or as much of it as there is), a
+         * known version, and a size that runs past the end of the file */
+        size_t magic = (size_t)n < 4 ? (size_t)n : 4;
+        int partial = (size_t)n == want && !memcmp(h, JFR_MAGIC, magic);
+        if (partial && (size_t)n == sizeof(h))
+                partial = (h[5] == 1 || h[5] == 2) && !h[4] && be64_at(h + SIZE_OFFSET) > rest;
+        *tail = partial ? JFR_TAIL_PARTIAL : JFR_TAIL_GARBAGE;
+        return 0;
+}
+
 /* Largest constant-pool key or metadata id in the file's (complete) chunks. */
 static int key_floor_of(int fd, uint64_t *floor)
 {

@@ -55,4 +55,15 @@ int jfr_file_close(struct jfr_file *f);
  * (magic, version, finished state, size within the file). 0 or -errno. */
 int jfr_file_complete_prefix(int fd, uint64_t *len);
 
+/* What follows the complete chunks of a file (jfr_file_inspect). */
+enum jfr_file_tail {
+        JFR_TAIL_NONE,    /* the file is exactly its complete chunks (an empty file too) */
+        JFR_TAIL_PARTIAL, /* the start of a chunk cut short: a writer stopped inside it */
+        JFR_TAIL_GARBAGE, /* bytes that are not the start of a chunk */
+};
+
+/* The complete prefix of `fd` (*good), its size, and what follows the prefix. A file with
+ * good == 0 and a garbage tail is not a JFR file. 0 or -errno. */
+int jfr_file_inspect(int fd, uint64_t *good, uint64_t *size, enum jfr_file_tail *tail);
+
 #endif
