@@ -348,6 +348,13 @@ static int append_replace(struct jfr_file *f, const void *chunk, size_t len)
 int jfr_file_append(struct jfr_file *f, const void *chunk, size_t len)
 {
         int err = f->replace ? append_replace(f, chunk, len) : append_in_place(f, chunk, len);
+        if (f->replace && (err == -EACCES || err == -EPERM)) {
+                /* a file we may write in a directory we may not: nothing was changed, and
+                 * appending in place beats writing nothing */
+                f->replace = 0;
+                f->c.replace_fallbacks++;
+                err = append_in_place(f, chunk, len);
+        }
         if (err)
                 f->c.append_errors++;
         return err;

@@ -21,16 +21,18 @@
  * the new one appended) to an unnamed file in the same directory, and renames it over the
  * path: a reader, or a SIGKILL at any instant, only ever sees complete chunks. Costs a copy
  * of the file per chunk where the filesystem cannot clone (ext4); free of copies on
- * xfs/btrfs. Only for regular files (anything else is appended in place). */
+ * xfs/btrfs. Only for regular files in a writable directory (else appended in place). */
 #define JFR_FILE_REPLACE 0x4
 
 struct jfr_file_counters {
-        uint64_t trimmed_bytes; /* torn tail cut off at open (JFR_FILE_APPEND) */
-        uint64_t append_errors; /* appends that failed (the file kept its complete chunks) */
-        uint64_t trim_errors;   /* in place: a failed append's bytes could not be cut off at
-                                 * once; retried before the next append and at close */
-        uint64_t replaces;      /* appends done by rename (JFR_FILE_REPLACE) */
-        uint64_t copied_bytes;  /* bytes copied (not cloned) into replacement files */
+        uint64_t trimmed_bytes;     /* torn tail cut off at open (JFR_FILE_APPEND) */
+        uint64_t append_errors;     /* appends that failed (the file kept its complete chunks) */
+        uint64_t trim_errors;       /* in place: a failed append's bytes could not be cut off at
+                                     * once; retried before the next append and at close */
+        uint64_t replaces;          /* appends done by rename (JFR_FILE_REPLACE) */
+        uint64_t copied_bytes;      /* bytes copied (not cloned) into replacement files */
+        uint64_t replace_fallbacks; /* JFR_FILE_REPLACE given up: the directory is not
+                                     * writable (EACCES/EPERM), appends go in place */
 };
 
 struct jfr_file;

@@ -273,3 +273,39 @@ Test(jfr_file, replace_survives_sigkill_at_any_instant, .timeout = 120)
         cr_assert_eq(torn_replace, 0);
         rm_dir(dir);
 }
+
+/* A writable file in a directory its writer may not write: the replacement cannot be
+ * created, so the chunks go in place instead of nowhere. */
+Test(jfr_file, replace_falls_back_in_place_in_a_read_only_directory)
+{
+        char dir[64], path[128];
+        tmp_dir(dir, sizeof(dir));
+        snprintf(path, sizeof(path), "%s/t.jfr", dir);
+        int fd = open(path, O_CREAT | O_WRONLY, 0666);
+        cr_assert(fd >= 0);
+        close(fd);
+        cr_assert_eq(chmod(path, 0666), 0);
+        cr_assert_eq(chmod(dir, 0555), 0);
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                struct jfr_file *f;
+                struct jfr_file_counters c;
+                uint8_t *a = fake_chunk(2000, 1);
+                if (getuid() == 0 && (setgid(65534) || setuid(65534))) /* root writes anywhere */
+                        _exit(10);
+                if (jfr_file_open(&f, path, JFR_FILE_REPLACE | JFR_FILE_NO_FSYNC, NULL))
+                        _exit(11);
+                if (jfr_file_append(f, a, 2000) || jfr_file_append(f, a, 2000))
+                        _exit(12);
+                jfr_file_counters(f, &c);
+                _exit(c.replace_fallbacks == 1 && c.replaces == 0 ? 0 : 13);
+        }
+        int status;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+        uint64_t size;
+        cr_assert_eq(prefix_of(path, &size), 4000);
+        cr_assert_eq(chmod(dir, 0755), 0);
+        rm_dir(dir);
+}
