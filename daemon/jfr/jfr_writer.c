@@ -1,9 +1,9 @@
 /*
- * jfr_writer.c — builds JFR chunks in memory and appends each one, complete, with a single
- * write (see jfr_writer.h for the contract and docs/jfr.md for the event design). Owns the
- * output fd and the per-file key spaces. Must never: print, write a partial chunk and leave
- * it there, reuse a constant-pool key for another value within a file, or emit a varint
- * longer than 9 bytes.
+ * jfr_writer.c — builds JFR chunks in memory and hands each one, complete, to jfr_file
+ * (see jfr_writer.h for the contract and docs/jfr.md for the event design). Owns the
+ * encoding and the per-file key spaces. Must never: print, touch the file other than
+ * through jfr_file, probe the host, reuse a constant-pool key for another value within a
+ * file, or emit a varint longer than 9 bytes.
  */
 #include <errno.h>
 #include <stdio.h>
