@@ -3,7 +3,9 @@
  * one 60 s chunk at 99 Hz x 8 threads: ~400 distinct stacks (Zipf), 3 label keys, requests
  * of ~80 ms with a root span and child spans every ~20 ms, 15% of samples outside any
  * request. Prints events/s, bytes per sample (pools and metadata included), and chunk
- * latency (encode + write, with and without fsync). Prints numbers; asserts nothing.
+ * latency (encode + write, with and without fsync), and what JFR_WRITER_REPLACE (record's
+ * rename per chunk) costs per chunk on files of 10 and 100 MB in this directory's
+ * filesystem against appending in place. Prints numbers; asserts nothing.
  */
 #include <math.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jfr/jfr_file.h"
 #include "jfr/jfr_writer.h"
 #include "util/clock.h"
 
@@ -139,6 +142,63 @@ static struct run_result run_chunk(struct jfr_writer *w, int mode, uint64_t t0)
         return r;
 }
 
+#define COST_CHUNK (200u << 10) /* a chunk of a busy 60 s period */
+#define COST_MB    (1u << 20)
+
+/* A synthetic chunk jfr_file accepts (valid header, patterned body). */
+static uint8_t *fake_chunk(size_t len)
+{
+        uint8_t *c = malloc(len);
+        if (!c)
+                return NULL;
+        memset(c, 0x5a, len);
+        memset(c, 0, 68);
+        memcpy(c, "FLR\0", 4);
+        c[5] = 2;
+        c[7] = 1;
+        for (int i = 0; i < 8; i++) {
+                c[8 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+                c[24 + i] = (uint8_t)(68ull >> (56 - 8 * i));
+        }
+        return c;
+}
+
+/* Mean time of appending a COST_CHUNK chunk to a file of `mb` MB, with `flags`. */
+static double append_cost_ms(const char *path, unsigned mb, int flags)
+{
+        struct jfr_file *f;
+        uint8_t *big = fake_chunk(COST_MB), *c = fake_chunk(COST_CHUNK);
+        double ms = -1;
+        if (!big || !c || jfr_file_open(&f, path, JFR_FILE_NO_FSYNC, NULL))
+                goto out;
+        for (unsigned i = 0; i < mb; i++)
+                jfr_file_append(f, big, COST_MB);
+        jfr_file_close(f);
+        sync();
+        if (jfr_file_open(&f, path, JFR_FILE_APPEND | flags, NULL))
+                goto out;
+        const int reps = 5;
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < reps; i++)
+                jfr_file_append(f, c, COST_CHUNK);
+        ms = (double)(now_ns() - t0) / reps / 1e6;
+        jfr_file_close(f);
+out:
+        free(big);
+        free(c);
+        return ms;
+}
+
+static void replace_cost(const char *path)
+{
+        static const unsigned sizes[] = {10, 100};
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                printf("jfr file of %3u MB, %u KiB chunk, fsync: in place %.1f ms, "
+                       "JFR_WRITER_REPLACE %.1f ms per chunk\n",
+                       sizes[i], COST_CHUNK >> 10, append_cost_ms(path, sizes[i], 0),
+                       append_cost_ms(path, sizes[i], JFR_FILE_REPLACE));
+}
+
 int main(void)
 {
         char path[] = "/tmp/ctxprof-bench-jfr-XXXXXX";
@@ -154,7 +214,7 @@ int main(void)
                         if (mode && fs)
                                 continue;
                         struct jfr_writer *w;
-                        struct jfr_recording_info info = {"bench", "cpu-clock", HZ, "fp", 0};
+                        struct jfr_recording_info info = {"bench", "cpu-clock", HZ, "fp", 0, NULL};
                         int err = jfr_writer_open(&w, path, fs ? 0 : JFR_WRITER_NO_FSYNC, &info);
                         if (err) {
                                 fprintf(stderr, "open: %s\n", strerror(-err));
@@ -187,6 +247,7 @@ int main(void)
                                (double)tot.bytes / reps / 1024);
                 }
         }
+        replace_cost(path);
         unlink(path);
         return 0;
 }

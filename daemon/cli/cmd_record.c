@@ -549,6 +549,7 @@ static int open_output(struct recording *r)
                     .path = ro->outpath,
                     .chunk_period_ns = ro->chunk_ms * 1000000ull,
                     .table_capacity = ro->max_stacks,
+                    .file_flags = JFR_WRITER_REPLACE, /* a SIGKILL leaves no torn chunk */
                     .info = {.name = "ctxprof",
                              .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
                              .frequency_hz = ro->o.freq,

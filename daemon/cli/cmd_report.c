@@ -2,17 +2,23 @@
  * cmd_report.c — `ctxprof report FILE.jfr`: what is inside a JFR file, for a user without a
  * JDK: chunks, time range, event counts per type, threads, the top stacks, and the top
  * stacks per label value (from ctxprof.ExecutionSample). Reads through jfr_reader, so any
- * JFR file works; a corrupt file reports what was readable and exits 1. Never writes.
+ * JFR file works. A file that is not JFR (or has no complete chunk) is an error only; a
+ * chunk cut short at the end (a writer killed inside it) is ignored with a warning and the
+ * complete chunks are reported (exit 0); a corrupt file reports what was readable and exits
+ * 1. Never writes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cmd.h"
 #include "jfr/jfr_dict.h"
+#include "jfr/jfr_file.h"
 #include "jfr/jfr_reader.h"
 
 struct counter {
@@ -242,12 +248,74 @@ static void print_report(struct report *rep, int top)
         free(px);
 }
 
+static void print_summary(struct report *rep, const struct jfr_reader *r, const char *path,
+                          uint64_t chunks, uint64_t first_ns, uint64_t last_ns,
+                          uint64_t bad_framing, int top)
+{
+        char a[64], b[64];
+        printf("file:     %s\n", path);
+        printf("chunks:   %llu", (unsigned long long)chunks);
+        if (jfr_reader_trailing_bytes(r))
+                printf(" (then %llu bytes that are not a complete chunk: ignored)",
+                       (unsigned long long)jfr_reader_trailing_bytes(r));
+        printf("\n");
+        fmt_time(first_ns, a, sizeof(a));
+        fmt_time(last_ns, b, sizeof(b));
+        printf("time:     %s .. %s (%.1f s)\n", a, b, (double)(last_ns - first_ns) / 1e9);
+        if (jfr_reader_bad_events(r) || bad_framing)
+                printf("damaged:  %llu events skipped, %llu chunks with broken event framing\n",
+                       (unsigned long long)jfr_reader_bad_events(r),
+                       (unsigned long long)bad_framing);
+        print_report(rep, top);
+}
+
 static int usage(FILE *f)
 {
         fprintf(f, "usage: ctxprof report [--top N] [--depth N] FILE.jfr\n"
                    "Summarize a JFR file: chunks, time range, events per type, threads, top\n"
                    "stacks, and top stacks per label value. No JDK needed.\n");
         return f == stdout ? 0 : 2;
+}
+
+/* Before any output: is the file JFR with at least one complete chunk? Prints the error
+ * and returns 1 if not; warns about a torn tail (*torn = its bytes) and returns 0. */
+static int check_file(const char *path, uint64_t *torn)
+{
+        uint64_t good = 0, size = 0;
+        enum jfr_file_tail tail = JFR_TAIL_NONE;
+        int fd = open(path, O_RDONLY | O_CLOEXEC), err = fd < 0 ? -errno : 0;
+
+        *torn = 0;
+        if (!err)
+                err = jfr_file_inspect(fd, &good, &size, &tail);
+        if (fd >= 0)
+                close(fd);
+        if (err) {
+                fprintf(stderr, "ctxprof report: %s: %s\n", path, strerror(-err));
+                return 1;
+        }
+        if (!good) {
+                if (!size)
+                        fprintf(stderr, "ctxprof report: %s: empty file, not a JFR recording\n",
+                                path);
+                else if (tail == JFR_TAIL_PARTIAL)
+                        fprintf(stderr,
+                                "ctxprof report: %s: no complete chunk (%llu bytes of a chunk "
+                                "cut short)\n",
+                                path, (unsigned long long)size);
+                else
+                        fprintf(stderr, "ctxprof report: %s: not a JFR file\n", path);
+                return 1;
+        }
+        if (tail == JFR_TAIL_PARTIAL) {
+                *torn = size - good;
+                fprintf(stderr,
+                        "ctxprof report: warning: %s: the last %llu bytes are a chunk cut short "
+                        "(its writer stopped inside it): ignored, reporting the first %llu "
+                        "bytes\n",
+                        path, (unsigned long long)*torn, (unsigned long long)good);
+        }
+        return 0;
 }
 
 static int cmd_report(int argc, char **argv)
@@ -278,6 +346,9 @@ static int cmd_report(int argc, char **argv)
                 return usage(stderr);
         const char *path = argv[optind];
         struct jfr_reader *r;
+        uint64_t torn;
+        if (check_file(path, &torn))
+                return 1;
         int err = jfr_reader_open(path, &r);
         if (err) {
                 fprintf(stderr, "ctxprof report: %s: %s\n", path, strerror(-err));
@@ -308,24 +379,13 @@ static int cmd_report(int argc, char **argv)
                 }
                 bad_framing += e < 0;
         }
-        printf("file:     %s\n", path);
-        printf("chunks:   %llu", (unsigned long long)chunks);
-        if (jfr_reader_trailing_bytes(r))
-                printf(" (then %llu bytes that are not a complete chunk: ignored)",
-                       (unsigned long long)jfr_reader_trailing_bytes(r));
-        printf("\n");
-        if (chunks) {
-                char a[64], b[64];
-                fmt_time(first_ns, a, sizeof(a));
-                fmt_time(last_ns, b, sizeof(b));
-                printf("time:     %s .. %s (%.1f s)\n", a, b, (double)(last_ns - first_ns) / 1e9);
-        }
-        if (jfr_reader_bad_events(r) || bad_framing)
-                printf("damaged:  %llu events skipped, %llu chunks with broken event framing\n",
-                       (unsigned long long)jfr_reader_bad_events(r),
-                       (unsigned long long)bad_framing);
-        print_report(&rep, top);
+        /* nothing readable (the first chunk is corrupt): the error alone, no empty report */
+        if (chunks)
+                print_summary(&rep, r, path, chunks, first_ns, last_ns, bad_framing, top);
         int status = 0;
+        /* a torn tail (already warned about) is where a reader of the complete chunks stops */
+        if (rc < 0 && !err && torn && jfr_reader_trailing_bytes(r) == torn)
+                rc = 0;
         if (rc < 0 || err) {
                 fprintf(stderr, "ctxprof report: %s: %s after %llu complete chunks\n", path,
                         rc < 0 ? "corrupt or incomplete chunk" : strerror(-err),

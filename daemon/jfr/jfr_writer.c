@@ -1,25 +1,21 @@
 /*
- * jfr_writer.c — builds JFR chunks in memory and appends each one, complete, with a single
- * write (see jfr_writer.h for the contract and docs/jfr.md for the event design). Owns the
- * output fd and the per-file key spaces. Must never: print, write a partial chunk and leave
- * it there, reuse a constant-pool key for another value within a file, or emit a varint
- * longer than 9 bytes.
+ * jfr_writer.c — builds JFR chunks in memory and hands each one, complete, to jfr_file
+ * (see jfr_writer.h for the contract and docs/jfr.md for the event design). Owns the
+ * encoding and the per-file key spaces. Must never: print, touch the file other than
+ * through jfr_file, probe the host, reuse a constant-pool key for another value within a
+ * file, or emit a varint longer than 9 bytes.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "jfr/jfr_buf.h"
 #include "jfr/jfr_dict.h"
+#include "jfr/jfr_file.h"
 #include "jfr/jfr_metadata.h"
-#include "jfr/jfr_reader.h"
 #include "jfr/jfr_writer.h"
-#include "util/fs.h"
 #include "util/grow.h"
 
 #define TICKS_PER_SECOND   1000000ull /* file ticks are microseconds */
@@ -44,8 +40,7 @@ struct label_pair {
 };
 
 struct jfr_writer {
-        int fd, flags;
-        uint64_t good_size; /* file length made of complete chunks */
+        struct jfr_file *file;
         char *rec_name, *rec_event, *rec_callgraph, *destination, *os_version, *cpu_name, *cpu_desc;
         uint32_t freq_hz, sockets, cores, hw_threads;
         uint64_t rec_start_wall_ns;
@@ -98,191 +93,39 @@ static char *xstrdup(const char *s)
         return strdup(t);
 }
 
-/* ---- host description (jdk.OSInformation / jdk.CPUInformation) ---- */
-
-static void read_os(struct jfr_writer *w)
+/* A writer on a file already opened by jfr_file (taken over, closed on failure). */
+static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t floor,
+                      const char *path, const struct jfr_recording_info *info)
 {
-        char buf[512] = "", pretty[256] = "";
-        struct utsname u;
-        FILE *f = fopen("/etc/os-release", "re");
-        if (f) {
-                char line[256];
-                while (fgets(line, sizeof(line), f))
-                        if (!strncmp(line, "PRETTY_NAME=", 12)) {
-                                char *v = line + 12, *e;
-                                if (*v == '"')
-                                        v++;
-                                if ((e = strpbrk(v, "\"\n")))
-                                        *e = 0;
-                                snprintf(pretty, sizeof(pretty), "%s\n", v);
-                        }
-                fclose(f);
-        }
-        if (!uname(&u))
-                snprintf(buf, sizeof(buf), "%suname: %s %s %s %s", pretty, u.sysname, u.release,
-                         u.version, u.machine);
-        w->os_version = xstrdup(buf);
-}
-
-static void read_cpu(struct jfr_writer *w)
-{
-        char model[256] = "unknown", line[512];
-        uint64_t sock_mask = 0;
-        unsigned cores_seen = 0, hw = 0;
-        uint32_t core_keys[256];
-        int phys = 0;
-        FILE *f = fopen("/proc/cpuinfo", "re");
-        if (f) {
-                while (fgets(line, sizeof(line), f)) {
-                        char *v = strchr(line, ':');
-                        if (!v)
-                                continue;
-                        v += v[1] == ' ' ? 2 : 1;
-                        v[strcspn(v, "\n")] = 0;
-                        if (!strncmp(line, "processor", 9))
-                                hw++;
-                        else if (!strncmp(line, "model name", 10))
-                                snprintf(model, sizeof(model), "%s", v);
-                        else if (!strncmp(line, "physical id", 11)) {
-                                phys = atoi(v);
-                                sock_mask |= 1ull << (phys & 63);
-                        } else if (!strncmp(line, "core id", 7)) {
-                                uint32_t k = ((uint32_t)phys << 16) | ((uint32_t)atoi(v) & 0xffff);
-                                unsigned i;
-                                for (i = 0; i < cores_seen && core_keys[i] != k; i++)
-                                        ;
-                                if (i == cores_seen && cores_seen < 256)
-                                        core_keys[cores_seen++] = k;
-                        }
-                }
-                fclose(f);
-        }
-        w->cpu_name = xstrdup(model);
-        char desc[320];
-        snprintf(desc, sizeof(desc), "%s (%u hardware threads)", model, hw);
-        w->cpu_desc = xstrdup(desc);
-        w->hw_threads = hw ? hw : (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
-        w->sockets = (uint32_t)__builtin_popcountll(sock_mask);
-        if (!w->sockets)
-                w->sockets = 1;
-        w->cores = cores_seen ? cores_seen : w->hw_threads;
-}
-
-/* ---- file ---- */
-
-int jfr_file_complete_prefix(int fd, uint64_t *len)
-{
-        struct stat st;
-        if (fstat(fd, &st))
-                return -errno;
-        uint64_t size = (uint64_t)st.st_size, off = 0;
-        while (size - off >= 68) {
-                uint8_t h[68];
-                ssize_t r = pread(fd, h, sizeof(h), (off_t)off);
-                if (r < 0)
-                        return -errno;
-                if (r != 68 || memcmp(h, "FLR\0", 4))
-                        break;
-                uint16_t major = (uint16_t)(h[4] << 8 | h[5]);
-                uint64_t csize = 0, md = 0;
-                for (int i = 0; i < 8; i++) {
-                        csize = csize << 8 | h[8 + i];
-                        md = md << 8 | h[24 + i];
-                }
-                if ((major != 1 && major != 2) || h[64] != 0 || csize < 68 || csize > size - off ||
-                    md < 68 || md >= csize)
-                        break;
-                off += csize;
-        }
-        *len = off;
-        return 0;
-}
-
-/* JFR_WRITER_APPEND: keep the complete chunks, cut a partial tail, and find the largest
- * constant-pool key and metadata id in use so this writer's keys never collide with them
- * (the JDK keeps a key's first value for the whole file). */
-static int continue_file(struct jfr_writer *w)
-{
-        struct stat st;
-        int err = jfr_file_complete_prefix(w->fd, &w->good_size);
-        if (!err && fstat(w->fd, &st))
-                err = -errno;
-        if (!err && (uint64_t)st.st_size > w->good_size) {
-                w->c.trimmed_bytes = (uint64_t)st.st_size - w->good_size;
-                if (ftruncate(w->fd, (off_t)w->good_size))
-                        err = -errno;
-        }
-        if (err || !w->good_size)
-                return err;
-        char path[64];
-        struct jfr_reader *r;
-        uint64_t floor = 0;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", w->fd);
-        if ((err = jfr_reader_open(path, &r)))
-                return err;
-        while ((err = jfr_reader_next_chunk(r)) == 1) {
-                const struct jfr_chunk_info *ci = jfr_reader_chunk(r);
-                floor = ci->max_pool_key > floor ? ci->max_pool_key : floor;
-                floor = ci->metadata_id > floor ? ci->metadata_id : floor;
-        }
-        jfr_reader_close(r);
-        if (err < 0)
-                return err;
-        if (floor > KEY_LIMIT / 4)
-                return -EFBIG; /* keys would not stay below 2^31: start a new file */
-        w->key_floor = (uint32_t)floor;
-        return 0;
-}
-
-int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
-                    const struct jfr_recording_info *info)
-{
-        *out = NULL;
-        if (!path || !info)
-                return -EINVAL;
-        int fd = open(
-            path, O_RDWR | O_CREAT | O_CLOEXEC | ((flags & JFR_WRITER_APPEND) ? 0 : O_TRUNC), 0644);
-        if (fd < 0)
-                return -errno;
-        return jfr_writer_open_fd(out, fd, path, flags, info);
-}
-
-int jfr_writer_open_fd(struct jfr_writer **out, int fd, const char *path, int flags,
-                       const struct jfr_recording_info *info)
-{
-        *out = NULL;
-        if (!path || !info) {
-                close(fd);
-                return -EINVAL;
-        }
         struct jfr_writer *w = calloc(1, sizeof(*w));
         if (!w) {
-                close(fd);
+                jfr_file_close(file);
                 return -ENOMEM;
         }
-        w->flags = flags;
-        w->fd = fd;
-        if (flags & JFR_WRITER_APPEND) {
-                int err = continue_file(w);
-                if (err) {
-                        close(w->fd);
-                        free(w);
-                        return err;
-                }
+        w->file = file;
+        if (floor > KEY_LIMIT / 4) {
+                jfr_writer_close(w);
+                return -EFBIG; /* keys would not stay below 2^31: start a new file */
         }
+        const struct jfr_host_info *h = info->host ? info->host : &(struct jfr_host_info){0};
         w->rec_name = xstrdup(info->name ? info->name : "ctxprof");
         w->rec_event = xstrdup(info->event ? info->event : "cpu-clock");
         w->rec_callgraph = xstrdup(info->callgraph ? info->callgraph : "fp");
         w->destination = xstrdup(path);
         w->freq_hz = info->frequency_hz;
         w->rec_start_wall_ns = info->start_wall_ns;
-        read_os(w);
-        read_cpu(w);
-        uint32_t floor = w->key_floor;
-        w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value = floor + 1;
-        w->next_span = floor + SPAN_ZERO_KEY + 1;
-        w->thread_base = floor;
-        w->seq = floor;
+        w->os_version = xstrdup(h->os_version ? h->os_version : "unknown");
+        w->cpu_name = xstrdup(h->cpu_name ? h->cpu_name : "unknown");
+        w->cpu_desc = xstrdup(h->cpu_description ? h->cpu_description : "unknown");
+        w->sockets = h->sockets;
+        w->cores = h->cores;
+        w->hw_threads = h->hw_threads;
+        w->key_floor = (uint32_t)floor;
+        w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value =
+            w->key_floor + 1;
+        w->next_span = w->key_floor + SPAN_ZERO_KEY + 1;
+        w->thread_base = w->key_floor;
+        w->seq = w->key_floor;
         jfr_strtab_init(&w->thread_ids);
         jfr_strtab_init(&w->syms);
         jfr_strtab_init(&w->label_keys);
@@ -296,13 +139,42 @@ int jfr_writer_open_fd(struct jfr_writer **out, int fd, const char *path, int fl
         return 0;
 }
 
+int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
+                    const struct jfr_recording_info *info)
+{
+        struct jfr_file *file;
+        uint64_t floor;
+        int err;
+
+        *out = NULL;
+        if (!path || !info)
+                return -EINVAL;
+        err = jfr_file_open(&file, path, flags, &floor);
+        return err ? err : writer_new(out, file, floor, path, info);
+}
+
+int jfr_writer_open_fd(struct jfr_writer **out, int fd, const char *path, int flags,
+                       const struct jfr_recording_info *info)
+{
+        struct jfr_file *file;
+        uint64_t floor;
+        int err;
+
+        *out = NULL;
+        if (!info) {
+                close(fd);
+                return -EINVAL;
+        }
+        err = jfr_file_open_fd(&file, fd, path, flags, &floor);
+        return err ? err : writer_new(out, file, floor, path, info);
+}
+
 void jfr_writer_close(struct jfr_writer *w)
 {
         if (!w)
                 return;
         jfr_writer_abort_chunk(w);
-        if (w->fd >= 0)
-                close(w->fd);
+        jfr_file_close(w->file);
         free(w->rec_name);
         free(w->rec_event);
         free(w->rec_callgraph);
@@ -331,7 +203,13 @@ void jfr_writer_close(struct jfr_writer *w)
 
 void jfr_writer_counters(const struct jfr_writer *w, struct jfr_writer_counters *out)
 {
+        struct jfr_file_counters fc = {0};
+        if (w->file)
+                jfr_file_counters(w->file, &fc);
         *out = w->c;
+        out->append_errors = fc.append_errors;
+        out->trimmed_bytes = fc.trimmed_bytes;
+        out->trim_errors = fc.trim_errors;
 }
 
 /* ---- chunk state ---- */
@@ -920,22 +798,6 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
         jfr_buf_patch_varint(o, szoff, o->len - start, 5);
 }
 
-static int append_chunk(struct jfr_writer *w)
-{
-        int err = pwrite_all(w->fd, w->out.data, w->out.len, w->good_size);
-        if (!err && !(w->flags & JFR_WRITER_NO_FSYNC) && fdatasync(w->fd))
-                err = -errno;
-        if (err) {
-                /* cut the partial chunk off; the file keeps its complete chunks */
-                w->c.append_errors++;
-                if (ftruncate(w->fd, (off_t)w->good_size) && !err)
-                        err = -errno;
-                return err;
-        }
-        w->good_size += w->out.len;
-        return 0;
-}
-
 int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *chunk_bytes)
 {
         if (chunk_bytes)
@@ -981,7 +843,7 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
         jfr_buf_patch_be64(o, 40, end_ticks > w->start_ticks ? end_ticks - w->start_ticks : 0);
         jfr_buf_patch_be64(o, 48, t0);
         jfr_buf_patch_be64(o, 56, TICKS_PER_SECOND);
-        if ((err = append_chunk(w)))
+        if ((err = jfr_file_append(w->file, o->data, o->len)))
                 goto out;
         if (chunk_bytes)
                 *chunk_bytes = o->len;

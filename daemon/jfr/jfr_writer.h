@@ -1,8 +1,9 @@
 /*
  * jfr_writer.h — JFR (chunk format 2.1) writer: builds one chunk at a time in memory and
- * appends it to the output file in a single write, so the file only ever grows by whole
- * chunks. Owns the output file descriptor and the per-file constant-pool key spaces.
- * Never prints; returns negative errno. Not thread-safe: one owner calls everything.
+ * hands it, complete, to jfr_file (which appends it so the file only ever grows by whole
+ * chunks). Owns the encoding and the per-file constant-pool key spaces; never probes the
+ * host (the caller passes its facts in). Never prints; returns negative errno. Not
+ * thread-safe: one owner calls everything.
  *
  * Lifecycle, per file:      jfr_writer_open
  *   per chunk:              jfr_writer_begin_chunk
@@ -29,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "jfr/jfr_file.h"
 
 #define JFR_TICK_SLACK_NS 10000000000ull /* 10 s */
 /* Bounds (hostile labels must not make chunks unbounded). Excess is dropped and counted. */
@@ -73,6 +76,14 @@ struct jfr_stats {
         uint64_t bpf_ns_per_sample;
 };
 
+/* Facts about the host, written as jdk.OSInformation / jdk.CPUInformation in every chunk.
+ * The caller probes them (sink/host_facts.h); NULL strings are written as "unknown". */
+struct jfr_host_info {
+        const char *os_version; /* e.g. "Debian GNU/Linux 12 (bookworm)\nuname: Linux ..." */
+        const char *cpu_name, *cpu_description;
+        uint32_t sockets, cores, hw_threads;
+};
+
 /* Written as jdk.ActiveRecording / jdk.ActiveSetting in every chunk. */
 struct jfr_recording_info {
         const char *name;      /* recording name, e.g. "ctxprof" */
@@ -80,25 +91,28 @@ struct jfr_recording_info {
         uint32_t frequency_hz; /* sampling frequency */
         const char *callgraph; /* call-graph mode, e.g. "fp" or "dwarf" */
         uint64_t start_wall_ns;
+        const struct jfr_host_info *host; /* NULL = unknown; copied at open */
 };
 
-#define JFR_WRITER_APPEND   0x1 /* keep an existing file (trailing partial chunk trimmed) */
-#define JFR_WRITER_NO_FSYNC 0x2 /* skip fsync after each chunk (benchmarks) */
+#define JFR_WRITER_APPEND   JFR_FILE_APPEND   /* keep an existing file (torn tail trimmed) */
+#define JFR_WRITER_NO_FSYNC JFR_FILE_NO_FSYNC /* skip fsync after each chunk (benchmarks) */
+#define JFR_WRITER_REPLACE  JFR_FILE_REPLACE  /* no instant with a partial chunk visible */
 
 /* Writer-side counters (cumulative over the file). */
 struct jfr_writer_counters {
         uint64_t chunks, bytes, samples, context_samples;
         uint64_t unknown_stacks, unknown_threads, dropped_label_keys, append_errors;
         uint64_t trimmed_bytes; /* partial tail removed at open */
+        uint64_t trim_errors;   /* a failed append's bytes could not be cut at once */
 };
 
 struct jfr_writer;
 
-/* Open (create, mode 0644) `path`. Without JFR_WRITER_APPEND an existing file is truncated.
- * With it, complete chunks are kept, a trailing partial chunk (a writer killed inside its
- * append) is cut off, and the file is read once so that this writer's constant-pool keys
- * and metadata ids start above every one already in it (-EFBIG: too many, start a new
- * file). info is copied. */
+/* Open (create, mode 0644) `path` (flags: JFR_WRITER_*, see jfr_file_open). Without
+ * JFR_WRITER_APPEND an existing file is truncated. With it, complete chunks are kept, a
+ * trailing partial chunk (a writer killed inside its append) is cut off, and this writer's
+ * constant-pool keys and metadata ids start above every one already in the file (-EFBIG:
+ * too many, start a new file). info (and info->host) is copied. */
 int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
                     const struct jfr_recording_info *info);
 /* The same on a file the caller opened (O_RDWR; taken over: closed by jfr_writer_close, or
@@ -126,18 +140,14 @@ int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struc
                           size_t n);
 int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s);
 void jfr_writer_set_stats(struct jfr_writer *w, const struct jfr_stats *st);
-/* Encode the chunk and append it (one write, then fsync). On failure (-ENOSPC, -EFBIG,
- * -EIO, ...) the file is truncated back to its last complete chunk, the chunk is
- * discarded (its keys are reused), and the writer stays usable. *chunk_bytes (may be NULL) = bytes
- * appended. */
+/* Encode the chunk and append it (jfr_file_append: one write then fsync, or a rename with
+ * JFR_WRITER_REPLACE). On failure (-ENOSPC, -EFBIG, -EIO, ...) the file keeps its complete
+ * chunks, the chunk is discarded (its keys are reused), and the writer stays usable. *chunk_bytes
+ * (may be NULL) = bytes appended. */
 int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *chunk_bytes);
 /* Drop the chunk in progress without writing it. */
 void jfr_writer_abort_chunk(struct jfr_writer *w);
 
 void jfr_writer_counters(const struct jfr_writer *w, struct jfr_writer_counters *out);
-
-/* Scan `fd` from offset 0 and return the length of its prefix made of complete chunks
- * (magic, version, finished state, size within the file). 0 or -errno. */
-int jfr_file_complete_prefix(int fd, uint64_t *len);
 
 #endif

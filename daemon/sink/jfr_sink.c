@@ -28,6 +28,7 @@
 #define XXH_INLINE_ALL /* header-only use of libxxhash-dev */
 #include <xxhash.h>
 
+#include "sink/host_facts.h"
 #include "sink/jfr_sink.h"
 #include "stack/symbolize.h"
 #include "sink/trace_table.h"
@@ -515,8 +516,14 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
         pthread_cond_init(&s->cv, NULL);
 
         /* the file first: it owns the descriptor from here on, whatever fails later */
-        err = o->fd > 0 ? jfr_writer_open_fd(&s->w, o->fd, o->path, 0, &o->info)
-                        : jfr_writer_open(&s->w, o->path, 0, &o->info);
+        struct host_facts host;
+        struct jfr_recording_info info = o->info;
+        if (!info.host) {
+                host_facts_probe(&host);
+                info.host = &host.info;
+        }
+        err = o->fd > 0 ? jfr_writer_open_fd(&s->w, o->fd, o->path, (int)o->file_flags, &info)
+                        : jfr_writer_open(&s->w, o->path, (int)o->file_flags, &info);
         if (err)
                 goto fail;
         struct trace_table_config tc = {.capacity = o->table_capacity};

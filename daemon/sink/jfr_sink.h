@@ -26,7 +26,12 @@ struct jfr_sink_opts {
         uint64_t chunk_period_ns;     /* 0 = 60 s */
         uint32_t table_capacity;      /* traces per trace table; 0 = the table's default */
         size_t max_samples_per_chunk; /* 0 = 1,000,000; excess samples are dropped and counted */
+        /* info.host NULL: the sink probes the host (sink/host_facts.h) */
         struct jfr_recording_info info;
+        /* JFR_WRITER_REPLACE: readers (and a SIGKILL) never see a partial chunk, at the cost
+         * of a copy of the file per chunk where the filesystem cannot clone it. 0: chunks
+         * are appended in place (a torn tail is possible until jfr_file recovers it). */
+        unsigned file_flags;
         /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
          * the sink); NULL = the writer thread makes its own from the modules. */
         struct symbolizer *symbolizer;

@@ -27,7 +27,7 @@ static const struct jfr_frame frames[] = {
 static void write_file(const char *path)
 {
         struct jfr_writer *w;
-        struct jfr_recording_info info = {"report", "cpu-clock", 99, "fp", WALL0};
+        struct jfr_recording_info info = {"report", "cpu-clock", 99, "fp", WALL0, NULL};
         cr_assert_eq(jfr_writer_open(&w, path, JFR_WRITER_NO_FSYNC, &info), 0);
         for (int c = 0; c < 3; c++) {
                 uint64_t t = T0 + (uint64_t)c * 1000000000;
@@ -179,12 +179,66 @@ Test(jfr_report, command_on_writer_file_and_partial_tail)
         cr_assert(f);
         cr_assert_eq(fwrite(img, 1, len / 5, f), len / 5);
         fclose(f);
-        cr_assert_eq(run_capture(argv, &out, &err), 1);
+        /* the complete chunks are reported, the torn tail is a warning with its size */
+        cr_assert_eq(run_capture(argv, &out, &err), 0, "%s", err);
         cr_assert(strstr(out, "chunks:   3 (then"), "%s", out);
+        cr_assert(strstr(out, "/a = 60 samples"), "%s", out);
+        char want[320];
+        snprintf(want, sizeof(want), "warning: %s: the last %zu bytes are a chunk cut short", path,
+                 len / 5);
+        cr_assert(strstr(err, want), "want '%s' in:\n%s", want, err);
+        free(out);
+        free(err);
+
+        /* bytes after the complete chunks that are not a chunk: corrupt, exit 1 */
+        f = fopen(path, "wb");
+        cr_assert(f && fwrite(img, 1, len, f) == len && fwrite("garbage!", 1, 8, f) == 8);
+        fclose(f);
+        cr_assert_eq(run_capture(argv, &out, &err), 1);
         cr_assert(strstr(out, "/a = 60 samples"), "%s", out);
         cr_assert(strstr(err, "corrupt or incomplete chunk after 3 complete chunks"), "%s", err);
         free(out);
         free(err);
+        free(img);
+        unlink(path);
+}
+
+/* `report` on what is not a readable recording: the error alone (no empty report), exit 1. */
+static void report_fails_quietly(const char *path, const void *data, size_t len, const char *msg)
+{
+        char cmd[256], *out, *err;
+        FILE *f = fopen(path, "wb");
+        cr_assert(f && fwrite(data, 1, len, f) == len);
+        fclose(f);
+        snprintf(cmd, sizeof(cmd), "%s/ctxprof", test_build());
+        char *argv[] = {cmd, "report", (char *)path, NULL};
+        cr_assert_eq(run_capture(argv, &out, &err), 1, "%s", err);
+        cr_assert_str_empty(out, "printed a report for a file with no chunk:\n%s", out);
+        cr_assert(strstr(err, msg), "want '%s' in: %s", msg, err);
+        free(out);
+        free(err);
+}
+
+Test(jfr_report, command_on_non_jfr_prints_only_an_error)
+{
+        char path[128];
+        snprintf(path, sizeof(path), "/tmp/ctxprof-report-bad-%d.jfr", (int)getpid());
+        write_file(path);
+        size_t len;
+        char *img = slurp(path, &len);
+        const char text[] = "#!/bin/sh\necho this is a shell script, not a flight recording\n";
+        report_fails_quietly(path, text, sizeof(text) - 1, "not a JFR file");
+        report_fails_quietly(path, "", 0, "empty file");
+        report_fails_quietly(path, img, len / 5, "no complete chunk");
+        /* a first chunk whose header is right but whose metadata is not */
+        size_t first = 0;
+        for (int i = 8; i < 16; i++)
+                first = first << 8 | (unsigned char)img[i];
+        size_t md = 0;
+        for (int i = 24; i < 32; i++)
+                md = md << 8 | (unsigned char)img[i];
+        memset(img + md, 0xff, first - md);
+        report_fails_quietly(path, img, first, "corrupt or incomplete chunk after 0 complete");
         free(img);
         unlink(path);
 }

@@ -1,0 +1,63 @@
+#!/bin/bash
+# ctxprof record killed with SIGKILL the moment its output file changes (new size or new
+# inode, polled by a tight loop): every file must still open in the JDK (`jfr summary`) and
+# in `ctxprof report` (exit 0, no warning about a torn tail). Appending chunks in place
+# left a partial chunk in about a third of such kills; JFR_WRITER_REPLACE must leave none.
+# The target is a workload this script starts, selected by its PID. KILL_ROUNDS=N to change
+# the number of kills (default 30).
+. "$(dirname "$0")/sampler_lib.sh"
+command -v jfr >/dev/null || skip "no JDK jfr tool"
+ROUNDS=${KILL_ROUNDS:-30}
+
+"$WL/wl_attrib" long 600 8 >/dev/null 2>&1 &
+wl=$!
+trap 'kill -KILL $wl 2>/dev/null; wait $wl 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# record_then_kill FILE CHANGES: start record, SIGKILL it right after the file's CHANGES-th
+# change once it is non-empty; prints the number of changes seen. Fails after 30 s.
+record_then_kill() {
+	python3 - "$CTXPROF" "$wl" "$1" "$2" <<'PY'
+import os, signal, subprocess, sys, time
+ctxprof, pid, path, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rec = subprocess.Popen([ctxprof, "record", "-q", "-F", "20000", "--chunk-period", "3s",
+                        "-p", pid, "-d", "60s", "-o", path],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+last, seen, deadline = None, 0, time.monotonic() + 30
+while seen < want:
+    try:
+        st = os.stat(path)
+        key = (st.st_ino, st.st_size)
+        if st.st_size and key != last:
+            last, seen = key, seen + 1
+    except FileNotFoundError:
+        pass
+    if rec.poll() is not None or time.monotonic() > deadline:
+        rec.kill()
+        sys.exit("record exited or the file did not change within 30 s (seen %d)" % seen)
+rec.send_signal(signal.SIGKILL)
+rec.wait()
+print(seen)
+PY
+}
+
+bad=0 bytes=0
+for i in $(seq "$ROUNDS"); do
+	f=$TMP/k$i.jfr
+	record_then_kill "$f" $((1 + i % 4 / 3)) >/dev/null || fail "round $i: record_then_kill"
+	bytes=$((bytes + $(stat -c %s "$f")))
+	if ! jfr summary "$f" >"$TMP/sum.out" 2>&1; then
+		echo "round $i: jfr summary rejects the file ($(stat -c %s "$f") bytes):"
+		tail -2 "$TMP/sum.out"
+		bad=$((bad + 1))
+		continue
+	fi
+	if ! "$CTXPROF" report "$f" >"$TMP/rep.out" 2>"$TMP/rep.err" || [ -s "$TMP/rep.err" ]; then
+		echo "round $i: ctxprof report: $(cat "$TMP/rep.err")"
+		bad=$((bad + 1))
+	fi
+done
+left=$(find "$TMP" -maxdepth 1 -name '.*.tmp' | wc -l)
+echo "killed $ROUNDS recordings right after a file change (files of $((bytes / ROUNDS / 1024)) KiB on average): $bad unreadable, $left temporary files left"
+[ "$bad" = 0 ] || fail "$bad of $ROUNDS killed recordings are unreadable"
+[ "$left" = 0 ] || fail "temporary files left in the output directory"
+echo PASS
