@@ -83,7 +83,6 @@ static const struct fdesc f_stacktrace[] = {
 };
 static const struct fdesc f_frametype[] = {{"description", JFR_T_STRING, 0, 0, NULL, NULL}};
 static const struct fdesc f_threadstate[] = {{"name", JFR_T_STRING, 0, 0, NULL, NULL}};
-static const struct fdesc f_spanid[] = {{"value", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, NULL}};
 static const struct fdesc f_execution_sample[] = {
     START_TIME,
     {"sampledThread", JFR_T_THREAD, F_CP, 0, NULL, "Thread"},
@@ -94,8 +93,8 @@ static const struct fdesc f_context_sample[] = {
     START_TIME,
     {"sampledThread", JFR_T_THREAD, F_CP, 0, NULL, "Thread"},
     {"stackTrace", JFR_T_STACKTRACE, F_CP, 0, NULL, "Stack Trace"},
-    {"spanId", JFR_T_SPANID, F_CP, JFR_A_UNSIGNED, NULL, "Span Id"},
-    {"localRootSpanId", JFR_T_SPANID, F_CP, JFR_A_UNSIGNED, NULL, "Local Root Span Id"},
+    {"spanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Span Id"},
+    {"localRootSpanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Local Root Span Id"},
 };
 static const struct fdesc f_active_recording[] = {
     START_TIME,
@@ -191,7 +190,6 @@ static const struct tdesc types[] = {
     TYPE(JFR_T_STACKTRACE, "jdk.types.StackTrace", 0, "Stack Trace", f_stacktrace),
     TYPE(JFR_T_FRAMETYPE, "jdk.types.FrameType", 1, "Frame type", f_frametype),
     TYPE(JFR_T_THREADSTATE, "jdk.types.ThreadState", 1, "Java Thread State", f_threadstate),
-    TYPE(JFR_T_SPANID, "ctxprof.types.SpanId", 1, "Span Id", f_spanid),
     TYPE(JFR_T_LABELVALUE, "ctxprof.types.LabelValue", 1, "Label Value", f_value_str),
     EVENT(JFR_E_EXECUTION_SAMPLE, "jdk.ExecutionSample", "Method Profiling Sample",
           "Java Virtual Machine", "Profiling", f_execution_sample),

@@ -31,8 +31,8 @@ enum jfr_type_id {
         JFR_T_STACKTRACE,
         JFR_T_FRAMETYPE,
         JFR_T_THREADSTATE,
-        JFR_T_SPANID,     /* ctxprof.types.SpanId: simple {long value} */
-        JFR_T_LABELVALUE, /* ctxprof.types.LabelValue: simple {String value} */
+        JFR_T_LABELVALUE =
+            JFR_T_THREADSTATE + 2, /* ctxprof.types.LabelValue: simple {String value} */
         JFR_E_EXECUTION_SAMPLE = 101,
         JFR_E_CONTEXT_SAMPLE,
         JFR_E_ACTIVE_RECORDING,

@@ -21,13 +21,13 @@
 #include "jfr/jfr_writer.h"
 
 #define TICKS_PER_SECOND   1000000ull /* file ticks are microseconds */
-#define SPAN_ZERO_KEY      1u         /* SpanId pool: key 1 always means 0 (no span) */
 #define STATE_RUNNABLE_KEY 1u
 #define KEY_LIMIT          0x7fffffffu /* keys stay < 2^31 (grafana reads them as uint32) */
 
 struct stored_sample {
         uint64_t ticks, trace_id;
-        uint32_t span_key, root_key, context_id, thread_key; /* thread_key 0: resolve by tid */
+        uint64_t span_id, root_span_id;
+        uint32_t context_id, thread_key; /* thread_key 0: resolve by tid */
         pid_t tid;
 };
 
@@ -48,17 +48,17 @@ struct jfr_writer {
         struct jfr_writer_counters c;
 
         /* per file: next fresh key of each per-chunk pool, and thread identities */
-        uint32_t next_sym, next_class, next_method, next_stack, next_value, next_span;
+        uint32_t next_sym, next_class, next_method, next_stack, next_value;
         struct jfr_strtab thread_ids; /* identity bytes -> file-wide thread key - 1 */
 
         /* per chunk */
         int in_chunk;
         uint64_t seq, start_wall_ns, start_ticks;
-        uint32_t sym_base, class_base, method_base, stack_base, value_base, span_base;
+        uint32_t sym_base, class_base, method_base, stack_base, value_base;
         struct jfr_strtab syms, label_keys, label_values;
-        struct jfr_u64map classes, methods, stacks, spans, sets, tids, chunk_threads;
-        uint32_t nclasses, nmethods, nstacks, nspans;
-        struct jfr_buf class_pool, method_pool, stack_pool, span_pool, scratch, out;
+        struct jfr_u64map classes, methods, stacks, sets, tids, chunk_threads;
+        uint32_t nclasses, nmethods, nstacks;
+        struct jfr_buf class_pool, method_pool, stack_pool, scratch, out;
         uint32_t *thread_list, nthreads, thread_cap; /* thread keys used in this chunk */
         struct stored_sample *samples;
         size_t nsamples, sample_cap;
@@ -276,7 +276,6 @@ int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
         read_cpu(w);
         uint32_t floor = w->key_floor;
         w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value = floor + 1;
-        w->next_span = floor + SPAN_ZERO_KEY + 1;
         w->thread_base = floor;
         w->seq = floor;
         jfr_strtab_init(&w->thread_ids);
@@ -310,12 +309,12 @@ void jfr_writer_close(struct jfr_writer *w)
         jfr_strtab_free(&w->syms);
         jfr_strtab_free(&w->label_keys);
         jfr_strtab_free(&w->label_values);
-        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,       &w->spans,
+        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
                 jfr_u64map_free(maps[i]);
-        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool,
-                                  &w->span_pool,  &w->scratch,     &w->out};
+        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool, &w->scratch,
+                                  &w->out};
         for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
                 jfr_buf_free(bufs[i]);
         free(w->thread_list);
@@ -340,14 +339,14 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         jfr_strtab_clear(&w->syms);
         jfr_strtab_clear(&w->label_keys);
         jfr_strtab_clear(&w->label_values);
-        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,       &w->spans,
+        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
                 jfr_u64map_clear(maps[i]);
-        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool, &w->span_pool};
+        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool};
         for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
                 jfr_buf_reset(bufs[i]);
-        w->nclasses = w->nmethods = w->nstacks = w->nspans = 0;
+        w->nclasses = w->nmethods = w->nstacks = 0;
         w->nthreads = w->nsets = w->npairs = 0;
         w->nsamples = 0;
         w->unknown_stack_key = 0;
@@ -360,7 +359,7 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
                 return -EBUSY;
         if (w->next_sym > KEY_LIMIT / 2 || w->next_stack > KEY_LIMIT / 2 ||
             w->next_method > KEY_LIMIT / 2 || w->next_value > KEY_LIMIT / 2 ||
-            w->next_span > KEY_LIMIT / 2 || w->next_class > KEY_LIMIT / 2)
+            w->next_class > KEY_LIMIT / 2)
                 return -EOVERFLOW; /* start a new file */
         w->in_chunk = 1;
         w->seq++;
@@ -371,7 +370,6 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
         w->method_base = w->next_method;
         w->stack_base = w->next_stack;
         w->value_base = w->next_value;
-        w->span_base = w->next_span;
         memset(&w->stats, 0, sizeof(w->stats));
         return 0;
 }
@@ -499,6 +497,11 @@ static int put_stack(struct jfr_writer *w, const struct jfr_frame *frames, size_
                 n = 1024;
                 truncated = 1;
         }
+        /* An empty stack gets one frame: readers that skip empty stacks (async-profiler's
+         * converter) would otherwise lose the sample from their totals. */
+        static const struct jfr_frame no_stack = {"[no stack]", "", -1, JFR_FRAME_NATIVE};
+        if (!n)
+                frames = &no_stack, n = 1;
         struct jfr_buf *b = &w->scratch;
         jfr_buf_reset(b);
         jfr_buf_varint(b, w->stack_base + w->nstacks);
@@ -589,30 +592,6 @@ int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struc
         return 0;
 }
 
-static int span_key(struct jfr_writer *w, uint64_t span, uint32_t *key)
-{
-        uint32_t idx;
-        if (!span) {
-                *key = SPAN_ZERO_KEY;
-                return 0;
-        }
-        if (jfr_u64map_get(&w->spans, span, &idx)) {
-                *key = w->span_base + idx;
-                return 0;
-        }
-        if (w->span_base + w->nspans >= KEY_LIMIT)
-                return -EOVERFLOW;
-        idx = w->nspans;
-        int err = jfr_u64map_put(&w->spans, span, idx);
-        if (err)
-                return err;
-        w->nspans++;
-        jfr_buf_varint(&w->span_pool, w->span_base + idx);
-        jfr_buf_varint(&w->span_pool, span);
-        *key = w->span_base + idx;
-        return w->span_pool.err;
-}
-
 int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
 {
         if (!w->in_chunk)
@@ -626,11 +605,8 @@ int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
                 w->sample_cap = nc;
         }
         struct stored_sample *o = &w->samples[w->nsamples];
-        int err = span_key(w, s->span_id, &o->span_key);
-        if (!err)
-                err = span_key(w, s->root_span_id, &o->root_key);
-        if (err)
-                return err;
+        o->span_id = s->span_id;
+        o->root_span_id = s->root_span_id;
         o->ticks = s->ticks;
         o->trace_id = s->trace_id;
         o->context_id = s->context_id;
@@ -821,7 +797,7 @@ static int put_samples(struct jfr_writer *w, unsigned nfields)
 
                 int has_set = s->context_id && jfr_u64map_get(&w->sets, s->context_id, &set) &&
                               w->setv[set].n;
-                if (!has_set && s->span_key == SPAN_ZERO_KEY && s->root_key == SPAN_ZERO_KEY)
+                if (!has_set && !s->span_id && !s->root_span_id)
                         continue;
                 memset(vals, 0, nfields * sizeof(vals[0]));
                 if (has_set)
@@ -832,8 +808,8 @@ static int put_samples(struct jfr_writer *w, unsigned nfields)
                 ev_begin(b, JFR_E_CONTEXT_SAMPLE, t);
                 jfr_buf_varint(b, th);
                 jfr_buf_varint(b, st);
-                jfr_buf_varint(b, s->span_key);
-                jfr_buf_varint(b, s->root_key);
+                jfr_buf_varint(b, s->span_id);
+                jfr_buf_varint(b, s->root_span_id);
                 for (unsigned j = 0; j < nfields; j++)
                         jfr_buf_varint(b, vals[j]);
                 put_event(&w->out, b);
@@ -860,7 +836,7 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
         jfr_buf_varint(o, 0); /* delta to previous checkpoint: none */
         jfr_buf_u8(o, 1);     /* FLUSH */
         unsigned npools =
-            4 + !!w->nthreads + !!w->nclasses + !!w->nmethods + !!w->nstacks + !!w->label_values.n;
+            3 + !!w->nthreads + !!w->nclasses + !!w->nmethods + !!w->nstacks + !!w->label_values.n;
         jfr_buf_varint(o, npools);
 
         pool_head(o, JFR_T_FRAMETYPE, 3);
@@ -905,10 +881,6 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
                 jfr_buf_varint(o, w->sym_base + i);
                 jfr_buf_string(o, jfr_strtab_str(&w->syms, i), w->syms.len[i]);
         }
-        pool_head(o, JFR_T_SPANID, 1 + w->nspans);
-        jfr_buf_varint(o, SPAN_ZERO_KEY);
-        jfr_buf_varint(o, 0);
-        jfr_buf_put(o, w->span_pool.data, w->span_pool.len);
         if (w->label_values.n) {
                 pool_head(o, JFR_T_LABELVALUE, w->label_values.n);
                 for (uint32_t i = 0; i < w->label_values.n; i++) {
@@ -1017,7 +989,6 @@ out:
         w->next_method = w->method_base + w->nmethods;
         w->next_stack = w->stack_base + w->nstacks;
         w->next_value = w->value_base + w->label_values.n;
-        w->next_span = w->span_base + w->nspans;
         jfr_writer_abort_chunk(w);
         return err;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,62 @@ static char *jdk_check(const char *path)
         cr_assert_eq(rc, 0, "JfrCheck %s failed (%d): %s", path, rc, err);
         free(err);
         return out;
+}
+
+/* async-profiler's converter (a positional reader): ../shared/tools unless CTXPROF_TOOLS
+ * says where the tools are. NULL (and a note) when it is not there. */
+__attribute__((unused)) static const char *apconv_jar(void)
+{
+        static char jar[512];
+        const char *t = getenv("CTXPROF_TOOLS");
+        snprintf(jar, sizeof(jar), "%s/async-profiler-converter/jfr-converter.jar",
+                 t && *t ? t : "../shared/tools");
+        if (access(jar, R_OK)) {
+                printf("note: %s missing, async-profiler converter not checked\n", jar);
+                return NULL;
+        }
+        return jar;
+}
+
+/* The converter must turn `path` into collapsed stacks, a flame graph (html) and pprof
+ * without an error, and its collapsed sample total must be `samples`. */
+__attribute__((unused)) static void apconv_check(const char *path, long samples)
+{
+        const char *jar = apconv_jar();
+        if (!jar)
+                return;
+        static const char *const fmts[] = {"collapsed", "html", "pprof"};
+        for (int i = 0; i < 3; i++) {
+                char dst[300], *out, *err;
+                snprintf(dst, sizeof(dst), "%s.%s", path, fmts[i]);
+                char *argv[] = {"java", "-XX:TieredStopAtLevel=1", "-jar",       (char *)jar,
+                                "-o",   (char *)fmts[i],           (char *)path, dst,
+                                NULL};
+                int rc = run_capture(argv, &out, &err);
+                cr_assert_eq(rc, 0, "jfr-converter -o %s %s failed (%d): %s", fmts[i], path, rc,
+                             err);
+                cr_assert(!strstr(err, "xception"), "jfr-converter -o %s %s: %s", fmts[i], path,
+                          err);
+                struct stat sb;
+                cr_assert(stat(dst, &sb) == 0 && (sb.st_size > 0 || !samples), "%s empty", dst);
+                if (i == 0) {
+                        FILE *f = fopen(dst, "r");
+                        char line[8192];
+                        long total = 0;
+                        while (f && fgets(line, sizeof(line), f)) {
+                                char *sp = strrchr(line, ' ');
+                                total += sp ? atol(sp + 1) : 0;
+                        }
+                        if (f)
+                                fclose(f);
+                        cr_assert_eq(total, samples,
+                                     "jfr-converter collapsed %s: %ld samples, want %ld", path,
+                                     total, samples);
+                }
+                unlink(dst);
+                free(out);
+                free(err);
+        }
 }
 
 #endif
