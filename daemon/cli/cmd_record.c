@@ -626,6 +626,7 @@ static int cmd_record(int argc, char **argv)
                     .path = outpath,
                     .chunk_period_ns = chunk_ms * 1000000ull,
                     .table_capacity = max_stacks,
+                    .labels_snapshot = 1,
                     .info = {.name = "ctxprof",
                              .event = o.event == SAMPLER_EV_CYCLES ? "cycles" : "cpu-clock",
                              .frequency_hz = o.freq,

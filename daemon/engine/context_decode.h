@@ -38,6 +38,12 @@ int context_decode_span(const struct ctxprof_sample_rec *r, uint64_t *span, uint
 unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decoded_label *out,
                                struct context_decode_stats *st);
 
+/* 1 if l is one of libctx's span mirror labels (span-id / root-span-id, decimal) and says
+ * exactly what ds's validated span record says. Outputs drop those: they carry the span
+ * already, and a per-request label would make every request's context distinct. A mirror
+ * without a valid span, or one that disagrees with it, is not a mirror (0). */
+int context_is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l);
+
 /* Length of the longest valid UTF-8 prefix of s[0..len). */
 size_t utf8_valid_prefix(const unsigned char *s, size_t len);
 

@@ -32,7 +32,6 @@
 
 #define JFR_TICK_SLACK_NS 10000000000ull /* 10 s */
 /* Bounds (hostile labels must not make chunks unbounded). Excess is dropped and counted. */
-#define JFR_MAX_LABEL_KEYS     64   /* distinct label keys (= event fields) per chunk */
 #define JFR_MAX_STRING         1024 /* bytes kept of any one string (names, labels) */
 #define JFR_MAX_LABELS_PER_SET 16
 
@@ -131,6 +130,11 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
 void jfr_writer_abort_chunk(struct jfr_writer *w);
 
 void jfr_writer_counters(const struct jfr_writer *w, struct jfr_writer_counters *out);
+
+/* The label sets of the last chunk written, as Pyroscope's LabelsSnapshot protobuf
+ * (contextId -> labels): append it to FILE.labels.pb beside the file (protobuf messages
+ * concatenate into one). Valid until the next finish_chunk; *len 0 when the chunk had none. */
+const void *jfr_writer_labels_snapshot(const struct jfr_writer *w, size_t *len);
 
 /* Scan `fd` from offset 0 and return the length of its prefix made of complete chunks
  * (magic, version, finished state, size within the file). 0 or -errno. */

@@ -25,6 +25,9 @@ struct jfr_sink_opts {
         uint32_t table_capacity;      /* traces per trace table; 0 = the table's default */
         size_t max_samples_per_chunk; /* 0 = 1,000,000; excess samples are dropped and counted */
         struct jfr_recording_info info;
+        /* Also write PATH.labels.pb: every chunk's label sets as Pyroscope's LabelsSnapshot
+         * (contextId -> labels), appended after each chunk (truncated at open). */
+        int labels_snapshot;
         /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
          * the sink); NULL = the writer thread makes its own from the modules. */
         struct symbolizer *symbolizer;

@@ -142,4 +142,36 @@ __attribute__((unused)) static void apconv_check(const char *path, long samples)
         }
 }
 
+/* What Pyroscope gets: grafana's parser (pyrojfr, in the tools) must see `ctx` samples with
+ * a contextId and `span` with a spanId, and PyroCheck must find each contextId's labels in
+ * the snapshot `pb` equal to the sample's labels. */
+__attribute__((unused)) static void pyro_check(const char *path, const char *pb, long ctx,
+                                               long span)
+{
+        const char *t = getenv("CTXPROF_TOOLS");
+        char tool[512], *out, *err, cp[512];
+        snprintf(tool, sizeof(tool), "%s/pyroscope-jfr/pyrojfr", t && *t ? t : "../shared/tools");
+        if (access(tool, X_OK)) {
+                printf("note: %s missing, Pyroscope's parser not checked\n", tool);
+        } else {
+                char *argv[] = {tool, (char *)path, NULL};
+                cr_assert_eq(run_capture(argv, &out, &err), 0, "pyrojfr %s: %s%s", path, out, err);
+                const char *c = strstr(out, "with contextId != 0 (Pyroscope labels): ");
+                const char *s = strstr(out, "with spanId != 0 on jdk.ExecutionSample");
+                cr_assert(c && s, "pyrojfr output: %s", out);
+                long nc = atol(strchr(c, ':') + 1), ns = atol(strchr(s, ':') + 1);
+                cr_assert(nc == ctx && ns == span, "pyrojfr: %ld with contextId (want %ld), %ld "
+                          "with spanId (want %ld)\n%s", nc, ctx, ns, span, out);
+                free(out);
+                free(err);
+        }
+        snprintf(cp, sizeof(cp), "%s/java", test_build());
+        char *check[] = {"java", "-XX:TieredStopAtLevel=1", "-cp", cp, "PyroCheck", (char *)path,
+                         (char *)pb, NULL};
+        int rc = run_capture(check, &out, &err);
+        cr_assert_eq(rc, 0, "PyroCheck %s failed (%d): %s%s", path, rc, out, err);
+        free(out);
+        free(err);
+}
+
 #endif
