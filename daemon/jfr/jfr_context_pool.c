@@ -97,8 +97,8 @@ static struct node node_at(const struct jfr_context_pool *p, uint32_t idx)
 }
 
 /* Key of the node (k, v, next), appending it to the pool when new. */
-static int intern_node(struct jfr_context_pool *p, const struct jfr_context_label *l,
-                       uint32_t next, uint32_t *key)
+static int intern_node(struct jfr_context_pool *p, const struct jfr_context_label *l, uint32_t next,
+                       uint32_t *key)
 {
         struct node nd = {0, 0, next};
         uint32_t idx;

@@ -304,8 +304,8 @@ void jfr_writer_close(struct jfr_writer *w)
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
                 jfr_u64map_free(maps[i]);
-        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool, &w->scratch, &w->tail,
-                                  &w->out};
+        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool,
+                                  &w->scratch,    &w->tail,        &w->out};
         for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
                 jfr_buf_free(bufs[i]);
         free(w->thread_list);
@@ -562,9 +562,9 @@ int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struc
                         w->chunk_dropped_keys++;
                         continue;
                 }
-                size_t vn = jfr_utf8_sanitize(l[i].value ? l[i].value : "",
-                                              l[i].value ? l[i].value_len : 0, text[ns][1],
-                                              JFR_MAX_STRING);
+                size_t vn =
+                    jfr_utf8_sanitize(l[i].value ? l[i].value : "", l[i].value ? l[i].value_len : 0,
+                                      text[ns][1], JFR_MAX_STRING);
                 set[ns] = (struct jfr_context_label){text[ns][0], text[ns][1], kn, vn};
                 ns++;
         }
@@ -829,8 +829,8 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
                 jfr_buf_string(o, jfr_strtab_str(&w->syms, i), w->syms.len[i]);
         }
         if (ctx_entries->len) {
-                uint32_t first = w->next_context < JFR_CONTEXT_KEY_MIN ? JFR_CONTEXT_KEY_MIN
-                                                                       : w->next_context;
+                uint32_t first =
+                    w->next_context < JFR_CONTEXT_KEY_MIN ? JFR_CONTEXT_KEY_MIN : w->next_context;
                 pool_head(o, JFR_T_CONTEXT, jfr_context_pool_nodes(w->contexts) - first);
                 jfr_buf_put(o, ctx_entries->data, ctx_entries->len);
         }

@@ -160,14 +160,17 @@ __attribute__((unused)) static void pyro_check(const char *path, const char *pb,
                 const char *s = strstr(out, "with spanId != 0 on jdk.ExecutionSample");
                 cr_assert(c && s, "pyrojfr output: %s", out);
                 long nc = atol(strchr(c, ':') + 1), ns = atol(strchr(s, ':') + 1);
-                cr_assert(nc == ctx && ns == span, "pyrojfr: %ld with contextId (want %ld), %ld "
-                          "with spanId (want %ld)\n%s", nc, ctx, ns, span, out);
+                cr_assert(nc == ctx && ns == span,
+                          "pyrojfr: %ld with contextId (want %ld), %ld "
+                          "with spanId (want %ld)\n%s",
+                          nc, ctx, ns, span, out);
                 free(out);
                 free(err);
         }
         snprintf(cp, sizeof(cp), "%s/java", test_build());
-        char *check[] = {"java", "-XX:TieredStopAtLevel=1", "-cp", cp, "PyroCheck", (char *)path,
-                         (char *)pb, NULL};
+        char *check[] = {
+            "java", "-XX:TieredStopAtLevel=1", "-cp", cp, "PyroCheck", (char *)path, (char *)pb,
+            NULL};
         int rc = run_capture(check, &out, &err);
         cr_assert_eq(rc, 0, "PyroCheck %s failed (%d): %s%s", path, rc, out, err);
         free(out);

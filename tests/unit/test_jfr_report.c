@@ -133,15 +133,14 @@ Test(jfr_reader, reads_back_writer_output)
                                 cr_assert_eq(root, 1ull << 63);
                                 spans += span;
                                 /* the labels: a chain of ctxprof.types.Context nodes */
-                                const struct jfr_value *c = jfr_value_resolve(
-                                    r, jfr_value_field(r, ev.value, "context"));
+                                const struct jfr_value *c =
+                                    jfr_value_resolve(r, jfr_value_field(r, ev.value, "context"));
                                 const char *key = jfr_value_str(r, jfr_value_field(r, c, "key"));
                                 const char *route =
                                     jfr_value_str(r, jfr_value_field(r, c, "value"));
                                 cr_assert(key && !strcmp(key, "http.route"));
                                 cr_assert(route && (!strcmp(route, "/a") || !strcmp(route, "/b")));
-                                cr_assert_null(
-                                    jfr_value_resolve(r, jfr_value_field(r, c, "next")));
+                                cr_assert_null(jfr_value_resolve(r, jfr_value_field(r, c, "next")));
                         }
                 }
         }

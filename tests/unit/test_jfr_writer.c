@@ -228,8 +228,7 @@ Test(jfr_writer, edge_values_read_back_by_jdk)
         uint64_t t = T0 + 1000;
         for (size_t i = 0; i < 5; i++, t += 10000000)
                 sample(w, t, 11, "worker", 1, STACK_A, spans[i], spans[4 - i], 0, "");
-        sample(w, t += 1000, 11, "worker", 1, STACK_A, 0, 0, 7,
-               " http.route=/api/v1 tenant=");
+        sample(w, t += 1000, 11, "worker", 1, STACK_A, 0, 0, 7, " http.route=/api/v1 tenant=");
         /* labels sorted by key bytes; the first of duplicate keys wins */
         sample(w, t += 1000, 12, "", 2, STACK_B, 0, 42, 8,
                " 1st=x class=\xc3\xa9t\xc3\xa9 spanId=clash tenant=first ten\xef\xbf\xbd"
