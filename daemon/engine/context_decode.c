@@ -37,6 +37,8 @@ size_t utf8_valid_prefix(const unsigned char *s, size_t len)
                 size_t n, k;
                 uint32_t cp;
 
+                if (!c)
+                        break; /* NUL ends the text (a C writer's terminator) */
                 if (c < 0x80) {
                         i++;
                         continue;
@@ -109,7 +111,7 @@ unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decode
                         continue;
                 }
                 klen = (size_t)l->key_len;
-                if (utf8_valid_prefix(l->key, klen) != klen) {
+                if (!klen || utf8_valid_prefix(l->key, klen) != klen) {
                         st->dropped++;
                         continue;
                 }
