@@ -21,9 +21,13 @@
 #include "jfr/jfr_reader.h"
 #include "jfr/jfr_writer.h"
 
-#define TICKS_PER_SECOND   1000000ull /* file ticks are microseconds */
-#define STATE_RUNNABLE_KEY 1u
-#define KEY_LIMIT          0x7fffffffu /* keys stay < 2^31 (grafana reads them as uint32) */
+#define TICKS_PER_SECOND 1000000ull /* file ticks are microseconds */
+/* CPU samples are STATE_DEFAULT, as async-profiler writes them: its converter's --cpu keeps
+ * exactly those (STATE_RUNNABLE counted as wall clock); Pyroscope counts any state but
+ * STATE_SLEEPING as CPU. */
+#define STATE_CPU_KEY 1u
+#define PID_MAX_LIMIT 4194304u    /* no tid reaches it (Linux's 2^22): synthetic keys start there */
+#define KEY_LIMIT     0x7fffffffu /* keys stay < 2^31 (grafana reads them as uint32) */
 
 struct stored_sample {
         uint64_t ticks, trace_id;
@@ -42,7 +46,9 @@ struct jfr_writer {
 
         /* per file: next fresh key of each per-chunk pool, and thread identities */
         uint32_t next_sym, next_class, next_method, next_stack, next_value, next_context;
-        struct jfr_strtab thread_ids; /* identity bytes -> file-wide thread key - 1 */
+        struct jfr_strtab thread_ids;    /* identity bytes -> identity index */
+        struct jfr_u64map thread_idx_of; /* thread key -> identity index */
+        struct jfr_u64map thread_key_of; /* identity index -> thread key */
 
         /* per chunk */
         int in_chunk;
@@ -60,7 +66,7 @@ struct jfr_writer {
         uint32_t unknown_stack_key; /* 0 = not created yet */
         uint64_t chunk_dropped_keys, chunk_unknown_stacks;
         struct jfr_stats stats;
-        uint32_t thread_base; /* thread key = thread_base + identity index + 1 */
+        uint32_t thread_base; /* synthetic thread keys: thread_base + identity index + 1 */
         uint32_t key_floor;   /* APPEND: every key and metadata id of the old chunks is <= */
 };
 
@@ -267,7 +273,7 @@ int jfr_writer_open(struct jfr_writer **out, const char *path, int flags,
         uint32_t floor = w->key_floor;
         w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value = floor + 1;
         w->next_context = floor + 1;
-        w->thread_base = floor;
+        w->thread_base = floor > PID_MAX_LIMIT ? floor : PID_MAX_LIMIT;
         w->seq = floor;
         jfr_strtab_init(&w->thread_ids);
         jfr_strtab_init(&w->syms);
@@ -297,6 +303,8 @@ void jfr_writer_close(struct jfr_writer *w)
         free(w->cpu_name);
         free(w->cpu_desc);
         jfr_strtab_free(&w->thread_ids);
+        jfr_u64map_free(&w->thread_idx_of);
+        jfr_u64map_free(&w->thread_key_of);
         jfr_strtab_free(&w->syms);
         jfr_context_pool_free(w->contexts);
         jfr_buf_free(&w->snapshot);
@@ -401,6 +409,26 @@ static int mark_thread(struct jfr_writer *w, uint32_t key)
         return err;
 }
 
+/* The pool key of thread identity idx: the OS tid itself for the first identity of a tid in
+ * the file (readers that show the key as the thread id, like async-profiler's converter
+ * with -t, then show the tid); a renamed thread or a reused tid, and every thread of a file
+ * continued by APPEND (whose old keys are unknown), gets a key above every tid, because a
+ * key never changes meaning within a file. */
+static int thread_key(struct jfr_writer *w, uint32_t tid, uint32_t idx, uint32_t *key)
+{
+        uint32_t other;
+        if (jfr_u64map_get(&w->thread_key_of, idx, key))
+                return 0;
+        *key = !w->key_floor && tid && tid < PID_MAX_LIMIT &&
+                       !jfr_u64map_get(&w->thread_idx_of, tid, &other)
+                   ? tid
+                   : w->thread_base + idx + 1;
+        if (*key > KEY_LIMIT)
+                return -EOVERFLOW;
+        int err = jfr_u64map_put(&w->thread_key_of, idx, *key);
+        return err ? err : jfr_u64map_put(&w->thread_idx_of, *key, idx);
+}
+
 /* Identity bytes: 4-byte tid, os name, NUL, java name (names sanitized: no NUL inside). */
 int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
                           const char *java_name)
@@ -415,11 +443,10 @@ int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
         id[n++] = 0;
         const char *jn = java_name ? java_name : os_name;
         n += jfr_utf8_sanitize(jn ? jn : "", jn ? strlen(jn) : 0, id + n, 256);
-        uint32_t idx;
+        uint32_t idx, key;
         int err = jfr_strtab_intern(&w->thread_ids, id, n, &idx, NULL);
-        uint32_t key = w->thread_base + idx + 1;
-        if (!err && key > KEY_LIMIT)
-                err = -EOVERFLOW;
+        if (!err)
+                err = thread_key(w, t, idx, &key);
         if (!err)
                 err = jfr_u64map_put(&w->tids, t, key);
         if (!err)
@@ -749,7 +776,7 @@ static int put_samples(struct jfr_writer *w)
                 ev_begin(b, JFR_E_EXECUTION_SAMPLE, file_ticks(w, s->ticks));
                 jfr_buf_varint(b, th);
                 jfr_buf_varint(b, st);
-                jfr_buf_varint(b, STATE_RUNNABLE_KEY);
+                jfr_buf_varint(b, STATE_CPU_KEY);
                 jfr_buf_reset(tail);
                 jfr_buf_varint(tail, ctx); /* contextId */
                 jfr_buf_varint(tail, s->span_id);
@@ -793,14 +820,16 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
                 jfr_buf_cstring(o, ft[i]);
         }
         pool_head(o, JFR_T_THREADSTATE, 1);
-        jfr_buf_varint(o, STATE_RUNNABLE_KEY);
-        jfr_buf_cstring(o, "STATE_RUNNABLE");
+        jfr_buf_varint(o, STATE_CPU_KEY);
+        jfr_buf_cstring(o, "STATE_DEFAULT");
 
         if (w->nthreads) {
                 pool_head(o, JFR_T_THREAD, w->nthreads);
                 for (uint32_t i = 0; i < w->nthreads; i++) {
                         uint32_t k = w->thread_list[i], tid;
-                        const char *id = jfr_strtab_str(&w->thread_ids, k - w->thread_base - 1);
+                        uint32_t idx = 0;
+                        jfr_u64map_get(&w->thread_idx_of, k, &idx);
+                        const char *id = jfr_strtab_str(&w->thread_ids, idx);
                         memcpy(&tid, id, 4);
                         const char *os = id + 4, *jn = os + strlen(os) + 1;
                         jfr_buf_varint(o, k);

@@ -101,20 +101,25 @@ __attribute__((unused)) static const char *apconv_jar(void)
         return jar;
 }
 
+/* The converter's -t collapsed output of the last apconv_check (truncated to fit). */
+static char apconv_threads[1 << 16];
+
 /* The converter must turn `path` into collapsed stacks, a flame graph (html) and pprof
  * without an error, and its collapsed sample total must be `samples`. */
 __attribute__((unused)) static void apconv_check(const char *path, long samples)
 {
         const char *jar = apconv_jar();
+        apconv_threads[0] = 0;
         if (!jar)
                 return;
-        static const char *const fmts[] = {"collapsed", "html", "pprof"};
-        for (int i = 0; i < 3; i++) {
+        /* collapsed twice: split by thread (-t), and --cpu (only STATE_DEFAULT samples) */
+        static const char *const fmts[] = {"collapsed", "collapsed", "html", "pprof"};
+        for (int i = 0; i < 4; i++) {
                 char dst[300], *out, *err;
-                snprintf(dst, sizeof(dst), "%s.%s", path, fmts[i]);
-                char *argv[] = {"java", "-XX:TieredStopAtLevel=1", "-jar",       (char *)jar,
-                                "-o",   (char *)fmts[i],           (char *)path, dst,
-                                NULL};
+                snprintf(dst, sizeof(dst), "%s.%d.%s", path, i, fmts[i]);
+                char *argv[] = {
+                    "java",          "-XX:TieredStopAtLevel=1", "-jar",       (char *)jar, "-o",
+                    (char *)fmts[i], i == 1 ? "--cpu" : "-t",   (char *)path, dst,         NULL};
                 int rc = run_capture(argv, &out, &err);
                 cr_assert_eq(rc, 0, "jfr-converter -o %s %s failed (%d): %s", fmts[i], path, rc,
                              err);
@@ -122,13 +127,17 @@ __attribute__((unused)) static void apconv_check(const char *path, long samples)
                           err);
                 struct stat sb;
                 cr_assert(stat(dst, &sb) == 0 && (sb.st_size > 0 || !samples), "%s empty", dst);
-                if (i == 0) {
+                if (i < 2) {
                         FILE *f = fopen(dst, "r");
                         char line[8192];
                         long total = 0;
+                        size_t kept = 0;
                         while (f && fgets(line, sizeof(line), f)) {
                                 char *sp = strrchr(line, ' ');
                                 total += sp ? atol(sp + 1) : 0;
+                                size_t l = strlen(line);
+                                if (i == 0 && kept + l < sizeof(apconv_threads))
+                                        memcpy(apconv_threads + kept, line, l + 1), kept += l;
                         }
                         if (f)
                                 fclose(f);

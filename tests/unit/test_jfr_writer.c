@@ -88,7 +88,7 @@ static void sample(struct jfr_writer *w, uint64_t t, pid_t tid, const char *tnam
 {
         struct jfr_sample s = {t, trace, span, root, ctx, tid};
         cr_assert_eq(jfr_writer_add_sample(w, &s), 0);
-        exp_add("S thread=%s/%d state=STATE_RUNNABLE stack=%s\n", tname, (int)tid, stack);
+        exp_add("S thread=%s/%d state=STATE_DEFAULT stack=%s\n", tname, (int)tid, stack);
         if (span || root || labels[0])
                 exp_add("C thread=%s/%d span=%llu root=%llu%s stack=%s\n", tname, (int)tid,
                         (unsigned long long)span, (unsigned long long)root, labels, stack);
@@ -287,6 +287,13 @@ Test(jfr_writer, thread_renamed_and_tid_reused)
         cr_assert_eq(jfr_writer_finish_chunk(w, t + 1000, NULL), 0);
         jfr_writer_close(w);
         check_file(path, 5);
+        /* thread pool keys are the OS tids (a reader that shows the key shows the tid); the
+         * second identity of tid 100 gets a key above every tid */
+        if (apconv_threads[0]) {
+                cr_assert(strstr(apconv_threads, "[alpha tid=100]"), "%s", apconv_threads);
+                cr_assert(strstr(apconv_threads, "[alpha tid=200]"), "%s", apconv_threads);
+                cr_assert(!strstr(apconv_threads, "[beta tid=100]"), "%s", apconv_threads);
+        }
         unlink(path);
 }
 
