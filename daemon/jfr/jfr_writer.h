@@ -11,13 +11,12 @@
  *                           jfr_writer_finish_chunk   (encode + append + fsync)
  *                           jfr_writer_close
  *
- * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per sample (exactly
- * the JDK's four fields); for each sample that carries context (span != 0 or >= 1 label) a
- * ctxprof.ExecutionSample {startTime, sampledThread, stackTrace, spanId, localRootSpanId,
- * one field per label key}; jdk.ActiveRecording, jdk.ActiveSetting, jdk.OSInformation,
- * jdk.CPUInformation and ctxprof.Statistics. Metadata id = chunk sequence number; pool keys
- * never change meaning within a file (threads: per-file identity; everything else: fresh
- * keys per chunk from per-file counters).
+ * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per sample (the
+ * JDK's four fields, then contextBytes, contextId, spanId, localRootSpanId and context, the
+ * label set as a ctxprof.types.Context chain); jdk.ActiveRecording, jdk.ActiveSetting,
+ * jdk.OSInformation, jdk.CPUInformation and ctxprof.Statistics. Metadata id = chunk sequence
+ * number; pool keys never change meaning within a file (threads: the tid, or a per-file
+ * identity key; everything else: fresh keys per chunk from per-file counters).
  *
  * Time: callers pass ticks as CLOCK_MONOTONIC nanoseconds. The file stores microsecond
  * ticks relative to a per-chunk base (4-byte varints instead of 8); a sample more than

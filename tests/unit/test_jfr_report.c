@@ -88,7 +88,7 @@ static long walk(const void *data, size_t len, uint64_t *span_sum)
                         const struct jfr_value *th = jfr_value_field(r, ev.value, "sampledThread");
                         (void)jfr_value_str(r, jfr_value_field(r, th, "osName"));
                         uint64_t v;
-                        if (span_sum && !strcmp(ev.type->name, "ctxprof.ExecutionSample") &&
+                        if (span_sum && !strcmp(ev.type->name, "jdk.ExecutionSample") &&
                             !jfr_value_u64(r, jfr_value_field(r, ev.value, "spanId"), &v))
                                 *span_sum += v;
                         for (uint32_t i = 0; i < ev.type->nfields && i < ev.value->n; i++)
