@@ -2,7 +2,7 @@
 # JFR size on the labelled demo workload: `ctxprof record` of demo_app (2 worker threads,
 # spans + route/tier labels) for BENCH_SECONDS (default 60) at 99 Hz, one chunk per 60 s.
 # Prints bytes per sample (pools and metadata included) and the writer's totals. The budget
-# in the issue is <= 40 bytes per sample on average; printed, not asserted.
+# in issue 11 is <= 20 bytes per sample with context; printed, not asserted.
 set -u
 B=${BENCH_BUILD:-build}
 secs=${BENCH_SECONDS:-60}
@@ -17,8 +17,8 @@ sleep 0.5
 kill $app; wait $app 2>/dev/null
 size=$(stat -c %s "$tmp/demo.jfr")
 samples=$("$B/ctxprof" report "$tmp/demo.jfr" | awk '$1 == "jdk.ExecutionSample" { print $2 }')
-ctx=$("$B/ctxprof" report "$tmp/demo.jfr" | awk '$1 == "ctxprof.ExecutionSample" { print $2 }')
+ctx=$("$B/ctxprof" report "$tmp/demo.jfr" | sed -n 's/^samples: .*with context (labels or a span) //p')
 echo "record -> JFR, demo_app ${secs}s at 99 Hz: $size bytes, ${samples:-0} samples (${ctx:-0} with context)"
 if [ "${samples:-0}" -gt 0 ]; then
-	awk -v s="$size" -v n="$samples" 'BEGIN { printf "bytes per sample: %.1f (budget 40)\n", s / n }'
+	awk -v s="$size" -v n="$samples" 'BEGIN { printf "bytes per sample: %.1f (budget 20)\n", s / n }'
 fi

@@ -550,6 +550,7 @@ static int open_output(struct recording *r)
                     .chunk_period_ns = ro->chunk_ms * 1000000ull,
                     .table_capacity = ro->max_stacks,
                     .file_flags = JFR_WRITER_REPLACE, /* a SIGKILL leaves no torn chunk */
+                    .labels_snapshot = 1,
                     .info = {.name = "ctxprof",
                              .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
                              .frequency_hz = ro->o.freq,

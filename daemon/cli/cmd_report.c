@@ -1,7 +1,7 @@
 /*
  * cmd_report.c — `ctxprof report FILE.jfr`: what is inside a JFR file, for a user without a
  * JDK: chunks, time range, event counts per type, threads, the top stacks, and the top
- * stacks per label value (from ctxprof.ExecutionSample). Reads through jfr_reader, so any
+ * stacks per label value (from jdk.ExecutionSample's context). Reads through jfr_reader, so any
  * JFR file works. A file that is not JFR (or has no complete chunk) is an error only; a
  * chunk cut short at the end (a writer killed inside it) is ignored with a warning and the
  * complete chunks are reported (exit 0); a corrupt file reports what was readable and exits
@@ -121,40 +121,30 @@ static void fmt_time(uint64_t ns, char *buf, size_t cap)
         snprintf(buf + n, cap - n, ".%03u UTC", (unsigned)(ns / 1000000 % 1000));
 }
 
+#define MAX_CHAIN 4096 /* labels followed in one context (a hostile file may loop) */
+
 struct report {
         struct counter types, threads, stacks, labels, pairs;
         uint64_t samples, context_samples;
 };
 
-#define FIXED_CTX_FIELDS 5 /* startTime sampledThread stackTrace spanId localRootSpanId */
-
-static int sample_event(struct report *rep, const struct jfr_reader *r, const struct jfr_event *ev,
-                        int context, int depth)
+/* Labels of a sample: jdk.ExecutionSample's `context`, a chain of ctxprof.types.Context
+ * {key, value, next} nodes (docs/jfr.md). */
+static int count_labels(struct report *rep, const struct jfr_reader *r, const struct jfr_value *v,
+                        const char *stack)
 {
-        static char stack[2048];
-        char key[4096], tname[200];
-        const struct jfr_value *v = ev->value;
-        render_stack(r, jfr_value_field(r, v, "stackTrace"), depth, stack, sizeof(stack));
-        if (!context) {
-                const struct jfr_value *th = jfr_value_field(r, v, "sampledThread");
-                const char *name = jfr_value_str(r, jfr_value_field(r, th, "osName"));
-                uint64_t tid = 0;
-                jfr_value_u64(r, jfr_value_field(r, th, "osThreadId"), &tid);
-                clean(tname, sizeof(tname), name ? name : "?");
-                snprintf(key, sizeof(key), "%s (tid %llu)", tname, (unsigned long long)tid);
-                rep->samples++;
-                int err = count(&rep->threads, key, 1, NULL);
-                return err ? err : count(&rep->stacks, stack, 1, NULL);
-        }
-        rep->context_samples++;
-        for (uint32_t i = FIXED_CTX_FIELDS; i < ev->type->nfields && i < v->n; i++) {
-                const struct jfr_field *f = &ev->type->fields[i];
-                const char *val = jfr_value_str(r, &v->items[i]);
+        char key[4096];
+        int n = 0;
+        for (const struct jfr_value *c = jfr_value_resolve(r, jfr_value_field(r, v, "context"));
+             c && c->kind == JFR_V_OBJECT && n < MAX_CHAIN;
+             c = jfr_value_resolve(r, jfr_value_field(r, c, "next")), n++) {
+                const char *k = jfr_value_str(r, jfr_value_field(r, c, "key"));
+                const char *val = jfr_value_str(r, jfr_value_field(r, c, "value"));
                 char cv[512], cl[256];
-                if (!val)
-                        continue;
+                if (!k || !val)
+                        break;
                 clean(cv, sizeof(cv), val);
-                clean(cl, sizeof(cl), f->label ? f->label : f->name);
+                clean(cl, sizeof(cl), k);
                 /* label key \x01 value, and label key \x01 value \x01 stack */
                 snprintf(key, sizeof(key), "%s\x01%s", cl, cv);
                 int err = count(&rep->labels, key, 1, NULL);
@@ -167,8 +157,36 @@ static int sample_event(struct report *rep, const struct jfr_reader *r, const st
         return 0;
 }
 
+static int sample_event(struct report *rep, const struct jfr_reader *r, const struct jfr_event *ev,
+                        int depth)
+{
+        static char stack[2048];
+        char key[4096], tname[200];
+        const struct jfr_value *v = ev->value;
+        render_stack(r, jfr_value_field(r, v, "stackTrace"), depth, stack, sizeof(stack));
+        const struct jfr_value *th = jfr_value_field(r, v, "sampledThread");
+        const char *name = jfr_value_str(r, jfr_value_field(r, th, "osName"));
+        uint64_t tid = 0, ctx = 0, span = 0, root = 0;
+        jfr_value_u64(r, jfr_value_field(r, th, "osThreadId"), &tid);
+        clean(tname, sizeof(tname), name ? name : "?");
+        snprintf(key, sizeof(key), "%s (tid %llu)", tname, (unsigned long long)tid);
+        rep->samples++;
+        int err = count(&rep->threads, key, 1, NULL);
+        if (!err)
+                err = count(&rep->stacks, stack, 1, NULL);
+        if (err)
+                return err;
+        jfr_value_u64(r, jfr_value_field(r, v, "contextId"), &ctx);
+        jfr_value_u64(r, jfr_value_field(r, v, "spanId"), &span);
+        jfr_value_u64(r, jfr_value_field(r, v, "localRootSpanId"), &root);
+        rep->context_samples += ctx || span || root;
+        return ctx ? count_labels(rep, r, v, stack) : 0;
+}
+
 static void print_report(struct report *rep, int top)
 {
+        printf("\nsamples:  %llu, with context (labels or a span) %llu\n",
+               (unsigned long long)rep->samples, (unsigned long long)rep->context_samples);
         uint32_t *ix = sorted(&rep->types);
         printf("\nevents:\n");
         for (uint32_t i = 0; ix && i < rep->types.names.n; i++)
@@ -194,7 +212,7 @@ static void print_report(struct report *rep, int top)
         free(ix);
 
         if (!rep->labels.names.n) {
-                printf("\nno labelled samples (ctxprof.ExecutionSample with labels)\n");
+                printf("\nno labelled samples (jdk.ExecutionSample with a context)\n");
                 return;
         }
         printf("\ntop stacks per label value (%llu samples with context):\n",
@@ -373,9 +391,7 @@ static int cmd_report(int argc, char **argv)
                 while ((e = jfr_reader_next_event(r, &ev)) == 1 && !err) {
                         err = count(&rep.types, ev.type->name, 1, NULL);
                         if (!err && !strcmp(ev.type->name, "jdk.ExecutionSample"))
-                                err = sample_event(&rep, r, &ev, 0, depth);
-                        else if (!err && !strcmp(ev.type->name, "ctxprof.ExecutionSample"))
-                                err = sample_event(&rep, r, &ev, 1, depth);
+                                err = sample_event(&rep, r, &ev, depth);
                 }
                 bad_framing += e < 0;
         }

@@ -3,6 +3,7 @@
  * bpf/sampler.bpf.c (rules in context_decode.h). Must never trust a length from the record
  * beyond the caps of ctxprof/sample.h, never read outside the record, never print.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "ctx/abi.h"
@@ -36,6 +37,8 @@ size_t utf8_valid_prefix(const unsigned char *s, size_t len)
                 size_t n, k;
                 uint32_t cp;
 
+                if (!c)
+                        break; /* NUL ends the text (a C writer's terminator) */
                 if (c < 0x80) {
                         i++;
                         continue;
@@ -108,7 +111,7 @@ unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decode
                         continue;
                 }
                 klen = (size_t)l->key_len;
-                if (utf8_valid_prefix(l->key, klen) != klen) {
+                if (!klen || utf8_valid_prefix(l->key, klen) != klen) {
                         st->dropped++;
                         continue;
                 }
@@ -145,4 +148,22 @@ unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decode
                 n++;
         }
         return n;
+}
+
+int context_is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l)
+{
+        char dec[24];
+        uint64_t v;
+        int n;
+
+        if (!ds->has_span)
+                return 0;
+        if (l->key_len == 7 && !memcmp(l->key, "span-id", 7))
+                v = ds->span_id;
+        else if (l->key_len == 12 && !memcmp(l->key, "root-span-id", 12))
+                v = ds->root_span_id;
+        else
+                return 0;
+        n = snprintf(dec, sizeof(dec), "%llu", (unsigned long long)v);
+        return (size_t)n == l->value_len && !memcmp(dec, l->value, (size_t)n);
 }

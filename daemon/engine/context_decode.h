@@ -5,10 +5,12 @@
  *   span:   accepted only when checksum != 0 and checksum == ctx_span_checksum(span, root);
  *           all-zero = never set (not torn); anything else = torn read (no span, counted).
  *   labels: NULL key skipped; first duplicate key wins (keys compared as full byte strings);
- *           a key longer than CTXPROF_LABEL_KEY_MAX or not valid UTF-8 is dropped (a cut key
- *           would be a different key); a value longer than CTXPROF_LABEL_VAL_MAX, or with
- *           invalid UTF-8, is cut to its longest valid UTF-8 prefix; NULL value buffers and
- *           read faults drop the label. Everything dropped is counted.
+ *           the label-bytes rule of every output (docs/jfr.md, "Label bytes"): a key that is
+ *           empty, longer than CTXPROF_LABEL_KEY_MAX, not valid UTF-8 or holds a NUL is
+ *           dropped (a cut or repaired key would be a different key); a value is cut at
+ *           CTXPROF_LABEL_VAL_MAX and at its first byte that is not valid UTF-8 or is NUL
+ *           (longest valid prefix, on a character boundary); NULL value buffers and read
+ *           faults drop the label. Everything dropped or cut is counted.
  * Pure functions: never reads the target, never allocates, never prints.
  */
 #ifndef CTXPROF_CONTEXT_DECODE_H
@@ -38,7 +40,13 @@ int context_decode_span(const struct ctxprof_sample_rec *r, uint64_t *span, uint
 unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decoded_label *out,
                                struct context_decode_stats *st);
 
-/* Length of the longest valid UTF-8 prefix of s[0..len). */
+/* 1 if l is one of libctx's span mirror labels (span-id / root-span-id, decimal) and says
+ * exactly what ds's validated span record says. Outputs drop those: they carry the span
+ * already, and a per-request label would make every request's context distinct. A mirror
+ * without a valid span, or one that disagrees with it, is not a mirror (0). */
+int context_is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l);
+
+/* Length of the longest prefix of s[0..len) that is valid UTF-8 without NUL. */
 size_t utf8_valid_prefix(const unsigned char *s, size_t len);
 
 #endif

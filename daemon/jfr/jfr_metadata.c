@@ -83,19 +83,24 @@ static const struct fdesc f_stacktrace[] = {
 };
 static const struct fdesc f_frametype[] = {{"description", JFR_T_STRING, 0, 0, NULL, NULL}};
 static const struct fdesc f_threadstate[] = {{"name", JFR_T_STRING, 0, 0, NULL, NULL}};
-static const struct fdesc f_spanid[] = {{"value", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, NULL}};
+/* The JDK's four fields first (positional readers stop there), then the context fields as
+ * plain longs where Pyroscope binds them by name; contextBytes lets positional readers skip
+ * the rest as one event of an unknown type (docs/jfr.md, "Event layout"). */
 static const struct fdesc f_execution_sample[] = {
     START_TIME,
     {"sampledThread", JFR_T_THREAD, F_CP, 0, NULL, "Thread"},
     {"stackTrace", JFR_T_STACKTRACE, F_CP, 0, NULL, "Stack Trace"},
     {"state", JFR_T_THREADSTATE, F_CP, 0, NULL, "Thread State"},
+    {"contextBytes", JFR_T_INT, 0, 0, NULL, "Context Bytes"},
+    {"contextId", JFR_T_LONG, 0, 0, NULL, "Context Id"},
+    {"spanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Span Id"},
+    {"localRootSpanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Local Root Span Id"},
+    {"context", JFR_T_CONTEXT, F_CP, 0, NULL, "Context"},
 };
-static const struct fdesc f_context_sample[] = {
-    START_TIME,
-    {"sampledThread", JFR_T_THREAD, F_CP, 0, NULL, "Thread"},
-    {"stackTrace", JFR_T_STACKTRACE, F_CP, 0, NULL, "Stack Trace"},
-    {"spanId", JFR_T_SPANID, F_CP, JFR_A_UNSIGNED, NULL, "Span Id"},
-    {"localRootSpanId", JFR_T_SPANID, F_CP, JFR_A_UNSIGNED, NULL, "Local Root Span Id"},
+static const struct fdesc f_context[] = {
+    {"key", JFR_T_STRING, 0, 0, NULL, "Key"},
+    {"value", JFR_T_STRING, 0, 0, NULL, "Value"},
+    {"next", JFR_T_CONTEXT, F_CP, 0, NULL, "Next Label"},
 };
 static const struct fdesc f_active_recording[] = {
     START_TIME,
@@ -191,12 +196,9 @@ static const struct tdesc types[] = {
     TYPE(JFR_T_STACKTRACE, "jdk.types.StackTrace", 0, "Stack Trace", f_stacktrace),
     TYPE(JFR_T_FRAMETYPE, "jdk.types.FrameType", 1, "Frame type", f_frametype),
     TYPE(JFR_T_THREADSTATE, "jdk.types.ThreadState", 1, "Java Thread State", f_threadstate),
-    TYPE(JFR_T_SPANID, "ctxprof.types.SpanId", 1, "Span Id", f_spanid),
-    TYPE(JFR_T_LABELVALUE, "ctxprof.types.LabelValue", 1, "Label Value", f_value_str),
+    TYPE(JFR_T_CONTEXT, "ctxprof.types.Context", 0, "Context Label", f_context),
     EVENT(JFR_E_EXECUTION_SAMPLE, "jdk.ExecutionSample", "Method Profiling Sample",
           "Java Virtual Machine", "Profiling", f_execution_sample),
-    EVENT(JFR_E_CONTEXT_SAMPLE, "ctxprof.ExecutionSample", "Execution Sample with Context",
-          "ctxprof", "Profiling", f_context_sample),
     EVENT(JFR_E_ACTIVE_RECORDING, "jdk.ActiveRecording", "Flight Recording", "Flight Recorder",
           NULL, f_active_recording),
     EVENT(JFR_E_ACTIVE_SETTING, "jdk.ActiveSetting", "Recording Setting", "Flight Recorder", NULL,
@@ -275,8 +277,7 @@ static void field(struct md *m, const struct fdesc *f)
                 annotation(m, f->ann, f->ann_val);
 }
 
-static void class(struct md *m, const struct tdesc *t, const struct jfr_label_field *extra,
-                  unsigned nextra)
+static void class(struct md *m, const struct tdesc *t)
 {
         head(m, "class", 2 + !!t->super + !!t->simple);
         attr(m, "name", t->name);
@@ -285,13 +286,9 @@ static void class(struct md *m, const struct tdesc *t, const struct jfr_label_fi
                 attr(m, "superType", t->super);
         if (t->simple)
                 attr(m, "simpleType", "true");
-        children(m, (unsigned)t->nf + nextra + !!t->label + !!t->cat0 + !!t->content_type);
+        children(m, (unsigned)t->nf + !!t->label + !!t->cat0 + !!t->content_type);
         for (int i = 0; i < t->nf; i++)
                 field(m, &t->f[i]);
-        for (unsigned i = 0; i < nextra; i++) {
-                struct fdesc f = {extra[i].name, JFR_T_LABELVALUE, F_CP, 0, NULL, extra[i].label};
-                field(m, &f);
-        }
         if (t->label)
                 annotation(m, JFR_A_LABEL, t->label);
         if (t->cat0) {
@@ -306,8 +303,7 @@ static void class(struct md *m, const struct tdesc *t, const struct jfr_label_fi
                 annotation(m, JFR_A_CONTENT_TYPE, NULL);
 }
 
-int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id,
-                       const struct jfr_label_field *labels, unsigned nlabels)
+int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id)
 {
         struct md m = {.err = 0};
         jfr_strtab_init(&m.s);
@@ -317,10 +313,8 @@ int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metad
         children(&m, 2);
         head(&m, "metadata", 0);
         children(&m, (unsigned)N(types));
-        for (int i = 0; i < N(types); i++) {
-                int ctx = types[i].id == JFR_E_CONTEXT_SAMPLE;
-                class(&m, &types[i], ctx ? labels : NULL, ctx ? nlabels : 0);
-        }
+        for (int i = 0; i < N(types); i++)
+                class(&m, &types[i]);
         head(&m, "region", 2);
         attr(&m, "locale", "en_US");
         attr(&m, "gmtOffset", "0");
@@ -344,92 +338,4 @@ int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metad
         jfr_strtab_free(&m.s);
         jfr_buf_free(&m.el);
         return err;
-}
-
-static const char *const java_keywords[] = {
-    "abstract",
-    "assert",
-    "boolean",
-    "break",
-    "byte",
-    "case",
-    "catch",
-    "char",
-    "class",
-    "const",
-    "continue",
-    "default",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extends",
-    "final",
-    "finally",
-    "float",
-    "for",
-    "goto",
-    "if",
-    "implements",
-    "import",
-    "instanceof",
-    "int",
-    "interface",
-    "long",
-    "native",
-    "new",
-    "package",
-    "private",
-    "protected",
-    "public",
-    "return",
-    "short",
-    "static",
-    "strictfp",
-    "super",
-    "switch",
-    "synchronized",
-    "this",
-    "throw",
-    "throws",
-    "transient",
-    "try",
-    "void",
-    "volatile",
-    "while",
-    "true",
-    "false",
-    "null",
-    "_",
-    "var",
-    "record",
-    "yield",
-    /* the fixed fields of ctxprof.ExecutionSample */
-    "startTime",
-    "sampledThread",
-    "stackTrace",
-    "spanId",
-    "localRootSpanId",
-};
-
-void jfr_label_field_name(const char *key, char *out, size_t cap)
-{
-        size_t o = 0;
-        if (cap < 4)
-                return;
-        if (!key[0] || (key[0] >= '0' && key[0] <= '9'))
-                out[o++] = '_';
-        for (const char *p = key; *p && o + 2 < cap; p++) {
-                char c = *p;
-                int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                         (c >= '0' && c <= '9') || c == '_' || c == '$';
-                out[o++] = ok ? c : '_';
-        }
-        out[o] = 0;
-        for (size_t i = 0; i < sizeof(java_keywords) / sizeof(java_keywords[0]); i++)
-                if (!strcmp(out, java_keywords[i])) {
-                        out[o++] = '_';
-                        out[o] = 0;
-                        break;
-                }
 }

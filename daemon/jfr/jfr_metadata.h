@@ -1,7 +1,7 @@
 /*
  * jfr_metadata.h — the JFR type system ctxprof writes: type ids, and the metadata event
  * (class/field/annotation tree + the required `region` element) for one chunk, including
- * the per-chunk label fields of ctxprof.ExecutionSample. Pure encoding; never prints.
+ * the context fields of jdk.ExecutionSample. Pure encoding; never prints.
  */
 #ifndef CTXPROF_JFR_METADATA_H
 #define CTXPROF_JFR_METADATA_H
@@ -31,10 +31,9 @@ enum jfr_type_id {
         JFR_T_STACKTRACE,
         JFR_T_FRAMETYPE,
         JFR_T_THREADSTATE,
-        JFR_T_SPANID,     /* ctxprof.types.SpanId: simple {long value} */
-        JFR_T_LABELVALUE, /* ctxprof.types.LabelValue: simple {String value} */
+        JFR_T_CONTEXT = JFR_T_THREADSTATE + 3, /* ctxprof.types.Context {key, value, next} */
         JFR_E_EXECUTION_SAMPLE = 101,
-        JFR_E_CONTEXT_SAMPLE,
+        JFR_E_CONTEXT_SAMPLE_UNUSED, /* was ctxprof.ExecutionSample: ids stay stable */
         JFR_E_ACTIVE_RECORDING,
         JFR_E_ACTIVE_SETTING,
         JFR_E_OS_INFORMATION,
@@ -50,20 +49,8 @@ enum jfr_type_id {
         JFR_A_UNSIGNED,
 };
 
-/* One label field of ctxprof.ExecutionSample: Java-identifier name + original key. */
-struct jfr_label_field {
-        const char *name;  /* sanitized, unique, valid Java identifier */
-        const char *label; /* original key (valid UTF-8) */
-};
-
 /* Append the complete metadata event (size, type 0, ..., root element) to out.
  * 0 or -ENOMEM. */
-int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id,
-                       const struct jfr_label_field *labels, unsigned nlabels);
-
-/* Build the field name for label key `key` (valid UTF-8) into out[cap]: [A-Za-z0-9_$]
- * kept, anything else '_', no leading digit, Java keywords and the event's fixed field
- * names get a trailing '_'. Uniqueness is the caller's job. */
-void jfr_label_field_name(const char *key, char *out, size_t cap);
+int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id);
 
 #endif

@@ -12,31 +12,28 @@
 #include <unistd.h>
 
 #include "jfr/jfr_buf.h"
+#include "jfr/jfr_context_pool.h"
 #include "jfr/jfr_dict.h"
 #include "jfr/jfr_file.h"
 #include "jfr/jfr_metadata.h"
 #include "jfr/jfr_writer.h"
 #include "util/grow.h"
 
-#define TICKS_PER_SECOND   1000000ull /* file ticks are microseconds */
-#define SPAN_ZERO_KEY      1u         /* SpanId pool: key 1 always means 0 (no span) */
-#define STATE_RUNNABLE_KEY 1u
-#define KEY_LIMIT          0x7fffffffu /* keys stay < 2^31 (grafana reads them as uint32) */
-#define FIRST_CAP          64          /* elements of a key-indexed array at first growth */
-#define SAMPLES_FIRST_CAP  1024        /* samples of a chunk at first growth */
+#define TICKS_PER_SECOND 1000000ull /* file ticks are microseconds */
+/* CPU samples are STATE_DEFAULT, as async-profiler writes them: its converter's --cpu keeps
+ * exactly those (STATE_RUNNABLE counted as wall clock); Pyroscope counts any state but
+ * STATE_SLEEPING as CPU. */
+#define STATE_CPU_KEY     1u
+#define PID_MAX_LIMIT     4194304u /* no tid reaches it (Linux's 2^22): synthetic keys start there */
+#define KEY_LIMIT         0x7fffffffu /* keys stay < 2^31 (grafana reads them as uint32) */
+#define FIRST_CAP         64          /* elements of a key-indexed array at first growth */
+#define SAMPLES_FIRST_CAP 1024        /* samples of a chunk at first growth */
 
 struct stored_sample {
         uint64_t ticks, trace_id;
-        uint32_t span_key, root_key, context_id, thread_key; /* thread_key 0: resolve by tid */
+        uint64_t span_id, root_span_id;
+        uint32_t context_id, thread_key; /* thread_key 0: resolve by tid */
         pid_t tid;
-};
-
-struct label_set {
-        uint32_t first, n; /* into w->set_pairs */
-};
-
-struct label_pair {
-        uint32_t field, value; /* label key index, LabelValue index */
 };
 
 struct jfr_writer {
@@ -47,29 +44,28 @@ struct jfr_writer {
         struct jfr_writer_counters c;
 
         /* per file: next fresh key of each per-chunk pool, and thread identities */
-        uint32_t next_sym, next_class, next_method, next_stack, next_value, next_span;
-        struct jfr_strtab thread_ids; /* identity bytes -> file-wide thread key - 1 */
+        uint32_t next_sym, next_class, next_method, next_stack, next_value, next_context;
+        struct jfr_strtab thread_ids;    /* identity bytes -> identity index */
+        struct jfr_u64map thread_idx_of; /* thread key -> identity index */
+        struct jfr_u64map thread_key_of; /* identity index -> thread key */
 
         /* per chunk */
         int in_chunk;
         uint64_t seq, start_wall_ns, start_ticks;
-        uint32_t sym_base, class_base, method_base, stack_base, value_base, span_base;
-        struct jfr_strtab syms, label_keys, label_values;
-        struct jfr_u64map classes, methods, stacks, spans, sets, tids, chunk_threads;
-        uint32_t nclasses, nmethods, nstacks, nspans;
-        struct jfr_buf class_pool, method_pool, stack_pool, span_pool, scratch, out;
+        uint32_t sym_base, class_base, method_base, stack_base, value_base;
+        struct jfr_strtab syms;
+        struct jfr_context_pool *contexts; /* label sets; value_base: snapshot string ids */
+        struct jfr_buf snapshot;           /* the last finished chunk's LabelsSnapshot */
+        struct jfr_u64map classes, methods, stacks, sets, tids, chunk_threads;
+        uint32_t nclasses, nmethods, nstacks;
+        struct jfr_buf class_pool, method_pool, stack_pool, scratch, tail, out;
         uint32_t *thread_list, nthreads, thread_cap; /* thread keys used in this chunk */
         struct stored_sample *samples;
         size_t nsamples, sample_cap;
-        struct label_set *setv;
-        uint32_t nsets, set_cap;
-        struct label_pair *pairs;
-        uint32_t npairs, pair_cap;
         uint32_t unknown_stack_key; /* 0 = not created yet */
         uint64_t chunk_dropped_keys, chunk_unknown_stacks;
         struct jfr_stats stats;
-        char field_names[JFR_MAX_LABEL_KEYS][128];
-        uint32_t thread_base; /* thread key = thread_base + identity index + 1 */
+        uint32_t thread_base; /* synthetic thread keys: thread_base + identity index + 1 */
         uint32_t key_floor;   /* APPEND: every key and metadata id of the old chunks is <= */
 };
 
@@ -121,16 +117,16 @@ static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t f
         w->cores = h->cores;
         w->hw_threads = h->hw_threads;
         w->key_floor = (uint32_t)floor;
-        w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value =
-            w->key_floor + 1;
-        w->next_span = w->key_floor + SPAN_ZERO_KEY + 1;
-        w->thread_base = w->key_floor;
-        w->seq = w->key_floor;
+        uint32_t kf = w->key_floor;
+        w->next_sym = w->next_class = w->next_method = w->next_stack = w->next_value = kf + 1;
+        w->next_context = kf + 1;
+        w->thread_base = kf > PID_MAX_LIMIT ? kf : PID_MAX_LIMIT;
+        w->seq = kf;
         jfr_strtab_init(&w->thread_ids);
         jfr_strtab_init(&w->syms);
-        jfr_strtab_init(&w->label_keys);
-        jfr_strtab_init(&w->label_values);
-        if (!w->rec_name || !w->rec_event || !w->rec_callgraph || !w->destination ||
+        w->contexts = jfr_context_pool_new();
+        jfr_buf_init(&w->snapshot);
+        if (!w->contexts || !w->rec_name || !w->rec_event || !w->rec_callgraph || !w->destination ||
             !w->os_version || !w->cpu_name || !w->cpu_desc) {
                 jfr_writer_close(w);
                 return -ENOMEM;
@@ -183,22 +179,28 @@ void jfr_writer_close(struct jfr_writer *w)
         free(w->cpu_name);
         free(w->cpu_desc);
         jfr_strtab_free(&w->thread_ids);
+        jfr_u64map_free(&w->thread_idx_of);
+        jfr_u64map_free(&w->thread_key_of);
         jfr_strtab_free(&w->syms);
-        jfr_strtab_free(&w->label_keys);
-        jfr_strtab_free(&w->label_values);
-        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,       &w->spans,
+        jfr_context_pool_free(w->contexts);
+        jfr_buf_free(&w->snapshot);
+        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
                 jfr_u64map_free(maps[i]);
         struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool,
-                                  &w->span_pool,  &w->scratch,     &w->out};
+                                  &w->scratch,    &w->tail,        &w->out};
         for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
                 jfr_buf_free(bufs[i]);
         free(w->thread_list);
         free(w->samples);
-        free(w->setv);
-        free(w->pairs);
         free(w);
+}
+
+const void *jfr_writer_labels_snapshot(const struct jfr_writer *w, size_t *len)
+{
+        *len = w->snapshot.len;
+        return w->snapshot.data;
 }
 
 void jfr_writer_counters(const struct jfr_writer *w, struct jfr_writer_counters *out)
@@ -220,17 +222,15 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
                 return;
         w->in_chunk = 0;
         jfr_strtab_clear(&w->syms);
-        jfr_strtab_clear(&w->label_keys);
-        jfr_strtab_clear(&w->label_values);
-        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,       &w->spans,
+        struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
                 jfr_u64map_clear(maps[i]);
-        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool, &w->span_pool};
+        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool};
         for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
                 jfr_buf_reset(bufs[i]);
-        w->nclasses = w->nmethods = w->nstacks = w->nspans = 0;
-        w->nthreads = w->nsets = w->npairs = 0;
+        w->nclasses = w->nmethods = w->nstacks = 0;
+        w->nthreads = 0;
         w->nsamples = 0;
         w->unknown_stack_key = 0;
         w->chunk_dropped_keys = w->chunk_unknown_stacks = 0;
@@ -242,7 +242,7 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
                 return -EBUSY;
         if (w->next_sym > KEY_LIMIT / 2 || w->next_stack > KEY_LIMIT / 2 ||
             w->next_method > KEY_LIMIT / 2 || w->next_value > KEY_LIMIT / 2 ||
-            w->next_span > KEY_LIMIT / 2 || w->next_class > KEY_LIMIT / 2)
+            w->next_class > KEY_LIMIT / 2 || w->next_context > KEY_LIMIT / 2)
                 return -EOVERFLOW; /* start a new file */
         w->in_chunk = 1;
         w->seq++;
@@ -253,7 +253,7 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
         w->method_base = w->next_method;
         w->stack_base = w->next_stack;
         w->value_base = w->next_value;
-        w->span_base = w->next_span;
+        jfr_context_pool_begin(w->contexts, w->next_context, w->next_value);
         memset(&w->stats, 0, sizeof(w->stats));
         return 0;
 }
@@ -291,6 +291,26 @@ static int mark_thread(struct jfr_writer *w, uint32_t key)
         return err;
 }
 
+/* The pool key of thread identity idx: the OS tid itself for the first identity of a tid in
+ * the file (readers that show the key as the thread id, like async-profiler's converter
+ * with -t, then show the tid); a renamed thread or a reused tid, and every thread of a file
+ * continued by APPEND (whose old keys are unknown), gets a key above every tid, because a
+ * key never changes meaning within a file. */
+static int thread_key(struct jfr_writer *w, uint32_t tid, uint32_t idx, uint32_t *key)
+{
+        uint32_t other;
+        if (jfr_u64map_get(&w->thread_key_of, idx, key))
+                return 0;
+        *key = !w->key_floor && tid && tid < PID_MAX_LIMIT &&
+                       !jfr_u64map_get(&w->thread_idx_of, tid, &other)
+                   ? tid
+                   : w->thread_base + idx + 1;
+        if (*key > KEY_LIMIT)
+                return -EOVERFLOW;
+        int err = jfr_u64map_put(&w->thread_key_of, idx, *key);
+        return err ? err : jfr_u64map_put(&w->thread_idx_of, *key, idx);
+}
+
 /* Identity bytes: 4-byte tid, os name, NUL, java name (names sanitized: no NUL inside). */
 int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
                           const char *java_name)
@@ -305,11 +325,10 @@ int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
         id[n++] = 0;
         const char *jn = java_name ? java_name : os_name;
         n += jfr_utf8_sanitize(jn ? jn : "", jn ? strlen(jn) : 0, id + n, 256);
-        uint32_t idx;
+        uint32_t idx, key;
         int err = jfr_strtab_intern(&w->thread_ids, id, n, &idx, NULL);
-        uint32_t key = w->thread_base + idx + 1;
-        if (!err && key > KEY_LIMIT)
-                err = -EOVERFLOW;
+        if (!err)
+                err = thread_key(w, t, idx, &key);
         if (!err)
                 err = jfr_u64map_put(&w->tids, t, key);
         if (!err)
@@ -381,6 +400,11 @@ static int put_stack(struct jfr_writer *w, const struct jfr_frame *frames, size_
                 n = 1024;
                 truncated = 1;
         }
+        /* An empty stack gets one frame: readers that skip empty stacks (async-profiler's
+         * converter) would otherwise lose the sample from their totals. */
+        static const struct jfr_frame no_stack = {"[no stack]", "", -1, JFR_FRAME_NATIVE};
+        if (!n)
+                frames = &no_stack, n = 1;
         struct jfr_buf *b = &w->scratch;
         jfr_buf_reset(b);
         jfr_buf_varint(b, w->stack_base + w->nstacks);
@@ -430,69 +454,32 @@ int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struc
                 return -EINVAL;
         if (jfr_u64map_get(&w->sets, context_id, &v))
                 return -EEXIST;
-        int err = grow((void **)&w->setv, &w->set_cap, sizeof(*w->setv), w->nsets + 1);
-        if (!err)
-                err = grow((void **)&w->pairs, &w->pair_cap, sizeof(*w->pairs),
-                           (size_t)w->npairs + JFR_MAX_LABELS_PER_SET);
-        if (err)
-                return err;
-        struct label_set *s = &w->setv[w->nsets];
-        s->first = w->npairs;
-        s->n = 0;
-        for (size_t i = 0; i < n && s->n < JFR_MAX_LABELS_PER_SET; i++) {
-                char t[JFR_MAX_STRING];
-                uint32_t k, val;
-                int added;
+        struct jfr_context_label set[JFR_MAX_LABELS_PER_SET];
+        char text[JFR_MAX_LABELS_PER_SET][2][JFR_MAX_STRING];
+        size_t ns = 0;
+        for (size_t i = 0; i < n; i++) {
                 if (!l[i].key || !l[i].key_len)
                         continue;
-                size_t tn = jfr_utf8_sanitize(l[i].key, l[i].key_len, t, 256);
-                if ((err = jfr_strtab_intern(&w->label_keys, t, tn, &k, &added)))
-                        return err;
-                if (k >= JFR_MAX_LABEL_KEYS) {
-                        w->c.dropped_label_keys += added;
-                        w->chunk_dropped_keys += added;
+                size_t kn = jfr_utf8_sanitize(l[i].key, l[i].key_len, text[ns][0], 256);
+                int dup = 0;
+                for (size_t j = 0; j < ns && !dup; j++)
+                        dup = set[j].key_len == kn && !memcmp(set[j].key, text[ns][0], kn);
+                if (dup)
+                        continue; /* the first of duplicate keys wins */
+                if (ns == JFR_MAX_LABELS_PER_SET) {
+                        w->c.dropped_label_keys++;
+                        w->chunk_dropped_keys++;
                         continue;
                 }
-                int dup = 0;
-                for (uint32_t j = 0; j < s->n; j++)
-                        dup |= w->pairs[s->first + j].field == k;
-                if (dup)
-                        continue;
-                tn = jfr_utf8_sanitize(l[i].value ? l[i].value : "",
-                                       l[i].value ? l[i].value_len : 0, t, sizeof(t));
-                if ((err = jfr_strtab_intern(&w->label_values, t, tn, &val, NULL)))
-                        return err;
-                w->pairs[s->first + s->n++] = (struct label_pair){k, val};
+                size_t vn =
+                    jfr_utf8_sanitize(l[i].value ? l[i].value : "", l[i].value ? l[i].value_len : 0,
+                                      text[ns][1], JFR_MAX_STRING);
+                set[ns] = (struct jfr_context_label){text[ns][0], text[ns][1], kn, vn};
+                ns++;
         }
-        if ((err = jfr_u64map_put(&w->sets, context_id, w->nsets)))
-                return err;
-        w->npairs += s->n;
-        w->nsets++;
-        return 0;
-}
-
-static int span_key(struct jfr_writer *w, uint64_t span, uint32_t *key)
-{
-        uint32_t idx;
-        if (!span) {
-                *key = SPAN_ZERO_KEY;
-                return 0;
-        }
-        if (jfr_u64map_get(&w->spans, span, &idx)) {
-                *key = w->span_base + idx;
-                return 0;
-        }
-        if (w->span_base + w->nspans >= KEY_LIMIT)
-                return -EOVERFLOW;
-        idx = w->nspans;
-        int err = jfr_u64map_put(&w->spans, span, idx);
-        if (err)
-                return err;
-        w->nspans++;
-        jfr_buf_varint(&w->span_pool, w->span_base + idx);
-        jfr_buf_varint(&w->span_pool, span);
-        *key = w->span_base + idx;
-        return w->span_pool.err;
+        uint32_t key;
+        int err = jfr_context_pool_add(w->contexts, set, ns, &key);
+        return err ? err : jfr_u64map_put(&w->sets, context_id, key);
 }
 
 int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
@@ -504,11 +491,8 @@ int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
         if (err)
                 return err;
         struct stored_sample *o = &w->samples[w->nsamples];
-        err = span_key(w, s->span_id, &o->span_key);
-        if (!err)
-                err = span_key(w, s->root_span_id, &o->root_key);
-        if (err)
-                return err;
+        o->span_id = s->span_id;
+        o->root_span_id = s->root_span_id;
         o->ticks = s->ticks;
         o->trace_id = s->trace_id;
         o->context_id = s->context_id;
@@ -584,7 +568,6 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
         }
         put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "event", w->rec_event);
         put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "callgraph", w->rec_callgraph);
-        put_setting(w, t0, JFR_E_CONTEXT_SAMPLE, "enabled", "true");
 
         ev_begin(b, JFR_E_OS_INFORMATION, t0);
         jfr_buf_cstring(b, w->os_version);
@@ -653,72 +636,38 @@ static int sample_stack(struct jfr_writer *w, uint64_t trace_id, uint32_t *key)
         return 0;
 }
 
-/* Label fields: one per label key seen, named for Java. Returns 0 or -ENOMEM. */
-static int label_fields(struct jfr_writer *w, struct jfr_label_field *f, char (*names)[128])
+/* One jdk.ExecutionSample per sample: the JDK's four fields, then the context fields
+ * (layout and why in docs/jfr.md, "Event layout"). */
+static int put_samples(struct jfr_writer *w)
 {
-        struct jfr_strtab used;
-        int err = 0;
-        jfr_strtab_init(&used);
-        for (uint32_t i = 0; i < w->label_keys.n && i < JFR_MAX_LABEL_KEYS && !err; i++) {
-                char base[112];
-                jfr_label_field_name(jfr_strtab_str(&w->label_keys, i), base, sizeof(base));
-                snprintf(names[i], 128, "%s", base);
-                for (int n = 2;; n++) {
-                        uint32_t idx;
-                        int added;
-                        err = jfr_strtab_intern(&used, names[i], strlen(names[i]), &idx, &added);
-                        if (err || added)
-                                break;
-                        snprintf(names[i], 128, "%s_%d", base, n);
-                }
-                f[i].name = names[i];
-                f[i].label = jfr_strtab_str(&w->label_keys, i);
-        }
-        jfr_strtab_free(&used);
-        return err;
-}
-
-static int put_samples(struct jfr_writer *w, unsigned nfields)
-{
-        struct jfr_buf *b = &w->scratch;
-        uint32_t vals[JFR_MAX_LABEL_KEYS];
+        struct jfr_buf *b = &w->scratch, *tail = &w->tail;
         for (size_t i = 0; i < w->nsamples; i++) {
                 struct stored_sample *s = &w->samples[i];
-                uint32_t th, st, set = 0;
+                uint32_t th, st, ctx = 0;
                 int err = sample_thread(w, s, &th);
                 if (!err)
                         err = sample_stack(w, s->trace_id, &st);
                 if (err)
                         return err;
-                uint64_t t = file_ticks(w, s->ticks);
-                ev_begin(b, JFR_E_EXECUTION_SAMPLE, t);
+                if (s->context_id)
+                        jfr_u64map_get(&w->sets, s->context_id, &ctx);
+                ev_begin(b, JFR_E_EXECUTION_SAMPLE, file_ticks(w, s->ticks));
                 jfr_buf_varint(b, th);
                 jfr_buf_varint(b, st);
-                jfr_buf_varint(b, STATE_RUNNABLE_KEY);
+                jfr_buf_varint(b, STATE_CPU_KEY);
+                jfr_buf_reset(tail);
+                jfr_buf_varint(tail, ctx); /* contextId */
+                jfr_buf_varint(tail, s->span_id);
+                jfr_buf_varint(tail, s->root_span_id);
+                jfr_buf_varint(tail, ctx); /* context: the same key, as a pool reference */
+                /* contextBytes counts itself: always < 128, so one byte */
+                jfr_buf_varint(b, tail->len + 1);
+                jfr_buf_put(b, tail->data, tail->len);
                 put_event(&w->out, b);
-
-                int has_set = s->context_id && jfr_u64map_get(&w->sets, s->context_id, &set) &&
-                              w->setv[set].n;
-                if (!has_set && s->span_key == SPAN_ZERO_KEY && s->root_key == SPAN_ZERO_KEY)
-                        continue;
-                memset(vals, 0, nfields * sizeof(vals[0]));
-                if (has_set)
-                        for (uint32_t j = 0; j < w->setv[set].n; j++) {
-                                struct label_pair *p = &w->pairs[w->setv[set].first + j];
-                                vals[p->field] = w->value_base + p->value;
-                        }
-                ev_begin(b, JFR_E_CONTEXT_SAMPLE, t);
-                jfr_buf_varint(b, th);
-                jfr_buf_varint(b, st);
-                jfr_buf_varint(b, s->span_key);
-                jfr_buf_varint(b, s->root_key);
-                for (unsigned j = 0; j < nfields; j++)
-                        jfr_buf_varint(b, vals[j]);
-                put_event(&w->out, b);
-                w->c.context_samples++;
+                w->c.context_samples += ctx || s->span_id || s->root_span_id;
         }
         w->c.samples += w->nsamples;
-        return w->out.err;
+        return w->out.err ? w->out.err : tail->err;
 }
 
 static void pool_head(struct jfr_buf *b, int type, uint32_t count)
@@ -737,8 +686,9 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
         jfr_buf_varint(o, 0); /* duration */
         jfr_buf_varint(o, 0); /* delta to previous checkpoint: none */
         jfr_buf_u8(o, 1);     /* FLUSH */
+        const struct jfr_buf *ctx_entries = jfr_context_pool_entries(w->contexts);
         unsigned npools =
-            4 + !!w->nthreads + !!w->nclasses + !!w->nmethods + !!w->nstacks + !!w->label_values.n;
+            3 + !!w->nthreads + !!w->nclasses + !!w->nmethods + !!w->nstacks + !!ctx_entries->len;
         jfr_buf_varint(o, npools);
 
         pool_head(o, JFR_T_FRAMETYPE, 3);
@@ -748,14 +698,16 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
                 jfr_buf_cstring(o, ft[i]);
         }
         pool_head(o, JFR_T_THREADSTATE, 1);
-        jfr_buf_varint(o, STATE_RUNNABLE_KEY);
-        jfr_buf_cstring(o, "STATE_RUNNABLE");
+        jfr_buf_varint(o, STATE_CPU_KEY);
+        jfr_buf_cstring(o, "STATE_DEFAULT");
 
         if (w->nthreads) {
                 pool_head(o, JFR_T_THREAD, w->nthreads);
                 for (uint32_t i = 0; i < w->nthreads; i++) {
                         uint32_t k = w->thread_list[i], tid;
-                        const char *id = jfr_strtab_str(&w->thread_ids, k - w->thread_base - 1);
+                        uint32_t idx = 0;
+                        jfr_u64map_get(&w->thread_idx_of, k, &idx);
+                        const char *id = jfr_strtab_str(&w->thread_ids, idx);
                         memcpy(&tid, id, 4);
                         const char *os = id + 4, *jn = os + strlen(os) + 1;
                         jfr_buf_varint(o, k);
@@ -783,17 +735,11 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
                 jfr_buf_varint(o, w->sym_base + i);
                 jfr_buf_string(o, jfr_strtab_str(&w->syms, i), w->syms.len[i]);
         }
-        pool_head(o, JFR_T_SPANID, 1 + w->nspans);
-        jfr_buf_varint(o, SPAN_ZERO_KEY);
-        jfr_buf_varint(o, 0);
-        jfr_buf_put(o, w->span_pool.data, w->span_pool.len);
-        if (w->label_values.n) {
-                pool_head(o, JFR_T_LABELVALUE, w->label_values.n);
-                for (uint32_t i = 0; i < w->label_values.n; i++) {
-                        jfr_buf_varint(o, w->value_base + i);
-                        jfr_buf_string(o, jfr_strtab_str(&w->label_values, i),
-                                       w->label_values.len[i]);
-                }
+        if (ctx_entries->len) {
+                uint32_t first =
+                    w->next_context < JFR_CONTEXT_KEY_MIN ? JFR_CONTEXT_KEY_MIN : w->next_context;
+                pool_head(o, JFR_T_CONTEXT, jfr_context_pool_nodes(w->contexts) - first);
+                jfr_buf_put(o, ctx_entries->data, ctx_entries->len);
         }
         jfr_buf_patch_varint(o, szoff, o->len - start, 5);
 }
@@ -804,16 +750,11 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
                 *chunk_bytes = 0;
         if (!w->in_chunk)
                 return -EINVAL;
-        struct jfr_label_field fields[JFR_MAX_LABEL_KEYS];
         uint32_t empty;
         uint64_t t0 = file_ticks(w, w->start_ticks), t1 = file_ticks(w, end_ticks);
         if (t1 < t0)
                 t1 = t0;
-        unsigned nfields =
-            w->label_keys.n < JFR_MAX_LABEL_KEYS ? w->label_keys.n : JFR_MAX_LABEL_KEYS;
         int err = symbol(w, "", 0, &empty);
-        if (!err)
-                err = label_fields(w, fields, w->field_names);
         if (err)
                 goto out;
 
@@ -826,11 +767,11 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
                 jfr_buf_be64(o, 0); /* patched below */
         jfr_buf_be32(o, 1);         /* state 0 (finished), flags: compressed integers */
 
-        if ((err = put_samples(w, nfields)))
+        if ((err = put_samples(w)))
                 goto out;
         put_info_events(w, t0, t1, end_ticks);
         size_t md_off = o->len;
-        if ((err = jfr_metadata_write(o, t0, w->seq, fields, nfields)))
+        if ((err = jfr_metadata_write(o, t0, w->seq)))
                 goto out;
         size_t cp_off = o->len;
         put_checkpoint(w, t0);
@@ -859,8 +800,10 @@ out:
         w->next_class = w->class_base + w->nclasses;
         w->next_method = w->method_base + w->nmethods;
         w->next_stack = w->stack_base + w->nstacks;
-        w->next_value = w->value_base + w->label_values.n;
-        w->next_span = w->span_base + w->nspans;
+        w->next_value = jfr_context_pool_strings(w->contexts);
+        w->next_context = jfr_context_pool_nodes(w->contexts);
+        jfr_buf_reset(&w->snapshot);
+        err = jfr_context_pool_snapshot(w->contexts, &w->snapshot);
         jfr_writer_abort_chunk(w);
         return err;
 }

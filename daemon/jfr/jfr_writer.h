@@ -12,13 +12,12 @@
  *                           jfr_writer_finish_chunk   (encode + append + fsync)
  *                           jfr_writer_close
  *
- * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per sample (exactly
- * the JDK's four fields); for each sample that carries context (span != 0 or >= 1 label) a
- * ctxprof.ExecutionSample {startTime, sampledThread, stackTrace, spanId, localRootSpanId,
- * one field per label key}; jdk.ActiveRecording, jdk.ActiveSetting, jdk.OSInformation,
- * jdk.CPUInformation and ctxprof.Statistics. Metadata id = chunk sequence number; pool keys
- * never change meaning within a file (threads: per-file identity; everything else: fresh
- * keys per chunk from per-file counters).
+ * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per sample (the
+ * JDK's four fields, then contextBytes, contextId, spanId, localRootSpanId and context, the
+ * label set as a ctxprof.types.Context chain); jdk.ActiveRecording, jdk.ActiveSetting,
+ * jdk.OSInformation, jdk.CPUInformation and ctxprof.Statistics. Metadata id = chunk sequence
+ * number; pool keys never change meaning within a file (threads: the tid, or a per-file
+ * identity key; everything else: fresh keys per chunk from per-file counters).
  *
  * Time: callers pass ticks as CLOCK_MONOTONIC nanoseconds. The file stores microsecond
  * ticks relative to a per-chunk base (4-byte varints instead of 8); a sample more than
@@ -35,7 +34,6 @@
 
 #define JFR_TICK_SLACK_NS 10000000000ull /* 10 s */
 /* Bounds (hostile labels must not make chunks unbounded). Excess is dropped and counted. */
-#define JFR_MAX_LABEL_KEYS     64   /* distinct label keys (= event fields) per chunk */
 #define JFR_MAX_STRING         1024 /* bytes kept of any one string (names, labels) */
 #define JFR_MAX_LABELS_PER_SET 16
 
@@ -149,5 +147,10 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
 void jfr_writer_abort_chunk(struct jfr_writer *w);
 
 void jfr_writer_counters(const struct jfr_writer *w, struct jfr_writer_counters *out);
+
+/* The label sets of the last chunk written, as Pyroscope's LabelsSnapshot protobuf
+ * (contextId -> labels): append it to FILE.labels.pb beside the file (protobuf messages
+ * concatenate into one). Valid until the next finish_chunk; *len 0 when the chunk had none. */
+const void *jfr_writer_labels_snapshot(const struct jfr_writer *w, size_t *len);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/context_decode.h"
 #include "sink/collapsed.h"
 #include "stack/symbolize.h"
 #include "util/hash.h"
@@ -121,8 +122,10 @@ int collapsed_add(struct collapsed *c, const struct decoded_sample *s)
         p += 4;
         p = put_str(p, proc, strnlen(proc, CTXPROF_COMM_LEN));
         p = put_str(p, comm, strnlen(comm, CTXPROF_COMM_LEN));
-        for (i = 0; i < nl; i++)
-                sorted[i] = &s->labels[i];
+        for (i = j = 0; i < nl; i++)
+                if (!context_is_span_mirror(s, &s->labels[i]))
+                        sorted[j++] = &s->labels[i];
+        nl = (unsigned)j;
         qsort(sorted, nl, sizeof(sorted[0]), label_cmp);
         *p++ = (unsigned char)nl;
         for (i = 0; i < nl; i++) {
@@ -193,6 +196,21 @@ size_t collapsed_lines(const struct collapsed *c)
 uint64_t collapsed_samples(const struct collapsed *c)
 {
         return c->samples;
+}
+
+/* A label key or value as part of a `key=value` frame: '%', ';', control bytes, and in keys
+ * '=', become %XX (two hex digits), so the first '=' always ends the key and a label never
+ * splits the frame (README, "Folded output"). */
+static void put_label(FILE *f, const char *s, size_t n, int key)
+{
+        for (size_t i = 0; i < n; i++) {
+                unsigned char ch = (unsigned char)s[i];
+
+                if (ch == '%' || ch == ';' || ch < 0x20 || ch == 0x7f || (key && ch == '='))
+                        fprintf(f, "%%%02X", ch);
+                else
+                        fputc(ch, f);
+        }
 }
 
 /* Writes n bytes as one frame: ';' and control bytes become '_'. */
@@ -284,10 +302,10 @@ int collapsed_write(struct collapsed *c, FILE *f, struct modules *mods)
                 for (k = 0; k < nl; k++) {
                         fputc(';', f);
                         p = get_str(p, &s, &n);
-                        put_clean(f, s, n);
+                        put_label(f, s, n, 1);
                         fputc('=', f);
                         p = get_str(p, &s, &n);
-                        put_clean(f, s, n);
+                        put_label(f, s, n, 0);
                 }
                 if (*p++) {
                         uint64_t span;

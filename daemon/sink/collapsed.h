@@ -5,11 +5,14 @@
  *
  *   PROCESS-PID;THREAD;key=value;...;[span=HEX;]root_fn;...;leaf_fn COUNT
  *
- * Labels are pseudo-frames at the root, sorted by key, so a flame graph splits by label.
- * `span=` (span id, hex) is added only when asked (it makes most lines unique). Frames are
+ * Labels are pseudo-frames at the root, sorted by key, so a flame graph splits by label and
+ * equal label sets fold into one line; libctx's span mirror labels (span-id, root-span-id)
+ * are left out when they repeat the span record. In keys '%', '=', ';' and control bytes,
+ * in values '%', ';' and control bytes, are written as %XX. `span=` (span id, hex) is added
+ * only when asked (it makes most lines unique). Frames are
  * named at write time with the symbolizer: `function` (inline frames expanded), kernel frames
  * suffixed `_[k]`, unknown ones `module+0xOFFSET`; `[truncated]` marks a stack the unwinder
- * could not finish, `[no stack]` an empty one. ';' and control characters in names and labels
+ * could not finish, `[no stack]` an empty one. ';' and control characters in frame names
  * become '_'. Never prints except to the FILE given to collapsed_write.
  */
 #ifndef CTXPROF_COLLAPSED_H

@@ -18,6 +18,7 @@
  * max_samples_per_chunk samples per chunk, or more than JOBS_MAX chunks waiting.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +30,12 @@
 #include <xxhash.h>
 
 #include "sink/host_facts.h"
+#include "engine/context_decode.h"
 #include "sink/jfr_sink.h"
 #include "stack/symbolize.h"
 #include "sink/trace_table.h"
 #include "util/clock.h"
+#include "util/fs.h"
 #include "util/grow.h"
 
 #define FIRST_CAP           64 /* elements of a growing array at first growth */
@@ -90,6 +93,7 @@ struct jfr_sink {
         struct jfr_sink_opts o;
         struct trace_table *tt;
         struct jfr_writer *w;
+        int snapshot_fd; /* PATH.labels.pb, -1 = none */
         struct modules *modules;
         struct batch cur;
         struct jfr_sink_engine_counters last; /* engine counters at the previous cut */
@@ -172,28 +176,6 @@ static int arena_put(struct batch *b, const void *p, size_t n)
         return 0;
 }
 
-/* libctx mirrors the span ids as the labels span-id / root-span-id (decimal) so that
- * third-party label readers see them. The JFR event carries the validated ids as fields
- * already; keeping the mirrors would make every request's label set distinct. Drop a mirror
- * only when it says exactly what the validated span record says. */
-static int is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l)
-{
-        char dec[24];
-        uint64_t v;
-        int n;
-
-        if (!ds->has_span)
-                return 0;
-        if (l->key_len == 7 && !memcmp(l->key, "span-id", 7))
-                v = ds->span_id;
-        else if (l->key_len == 12 && !memcmp(l->key, "root-span-id", 12))
-                v = ds->root_span_id;
-        else
-                return 0;
-        n = snprintf(dec, sizeof(dec), "%llu", (unsigned long long)v);
-        return (size_t)n == l->value_len && !memcmp(dec, l->value, (size_t)n);
-}
-
 /* Context id of the sample's label set in this chunk (0 = no labels). */
 static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32_t *id)
 {
@@ -202,7 +184,7 @@ static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32
 
         *id = 0;
         for (unsigned i = 0; i < ds->n_labels && !err; i++) {
-                if (is_span_mirror(ds, &ds->labels[i]))
+                if (context_is_span_mirror(ds, &ds->labels[i]))
                         continue;
                 uint32_t kl = (uint32_t)ds->labels[i].key_len,
                          vl = (uint32_t)ds->labels[i].value_len;
@@ -404,6 +386,14 @@ static int write_labels(struct jfr_writer *w, const struct batch *b, const struc
         return jfr_writer_add_labels(w, e->id, l, n);
 }
 
+/* The chunk's label sets, appended to PATH.labels.pb (messages concatenate into one). */
+static int append_snapshot(struct jfr_sink *s)
+{
+        size_t len;
+        const char *p = jfr_writer_labels_snapshot(s->w, &len);
+        return s->snapshot_fd >= 0 && len ? write_all(s->snapshot_fd, p, len) : 0;
+}
+
 static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_t *bytes)
 {
         struct batch *b = &j->b;
@@ -425,7 +415,8 @@ static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_
                 return err;
         }
         jfr_writer_set_stats(s->w, &j->stats);
-        return jfr_writer_finish_chunk(s->w, j->end_mono, bytes);
+        err = jfr_writer_finish_chunk(s->w, j->end_mono, bytes);
+        return err ? err : append_snapshot(s);
 }
 
 static void job_free(struct job *j)
@@ -508,6 +499,7 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
                 return -ENOMEM;
         }
         s->o = *o;
+        s->snapshot_fd = -1;
         if (!s->o.chunk_period_ns)
                 s->o.chunk_period_ns = DEFAULT_PERIOD_NS;
         if (!s->o.max_samples_per_chunk)
@@ -531,6 +523,18 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
         if (!s->tt) {
                 err = errno ? -errno : -ENOMEM;
                 goto fail;
+        }
+        if (o->labels_snapshot) {
+                char sp[4096];
+                if (snprintf(sp, sizeof(sp), "%s.labels.pb", o->path) >= (int)sizeof(sp)) {
+                        err = -ENAMETOOLONG;
+                        goto fail;
+                }
+                s->snapshot_fd = open(sp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (s->snapshot_fd < 0) {
+                        err = -errno;
+                        goto fail;
+                }
         }
         err = batch_init(&s->cur);
         if (err)
@@ -676,6 +680,8 @@ void jfr_sink_free(struct jfr_sink *s)
         batch_free(&s->cur);
         if (s->w)
                 jfr_writer_close(s->w);
+        if (s->snapshot_fd >= 0)
+                close(s->snapshot_fd);
         trace_table_free(s->tt);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);

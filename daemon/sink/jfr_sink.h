@@ -32,6 +32,9 @@ struct jfr_sink_opts {
          * of a copy of the file per chunk where the filesystem cannot clone it. 0: chunks
          * are appended in place (a torn tail is possible until jfr_file recovers it). */
         unsigned file_flags;
+        /* Also write PATH.labels.pb: every chunk's label sets as Pyroscope's LabelsSnapshot
+         * (contextId -> labels), appended after each chunk (truncated at open). */
+        int labels_snapshot;
         /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
          * the sink); NULL = the writer thread makes its own from the modules. */
         struct symbolizer *symbolizer;

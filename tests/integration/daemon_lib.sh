@@ -100,14 +100,15 @@ jfr_ok() {
 		fail "jfr print --json $1 is not valid JSON"
 	return 0
 }
-# ctxprof.ExecutionSample events per pid in a set of files: prints "PID COUNT" lines (osThreadId
-# is the tid; samples of a process are told apart by the tids it printed)
+# samples with context (a contextId or a span) of the given tids in a file: prints the count
+# (osThreadId is the tid; samples of a process are told apart by the tids it printed)
 samples_of_tids() { # FILE TID...
 	local f=$1
 	shift
-	jfr print --json --events ctxprof.ExecutionSample "$f" |
+	jfr print --json --events jdk.ExecutionSample "$f" |
 		python3 -c 'import json,sys
 tids=set(int(t) for t in sys.argv[1:])
 d=json.load(sys.stdin)
-print(sum(1 for e in d["recording"]["events"] if e["values"]["sampledThread"]["osThreadId"] in tids))' "$@"
+print(sum(1 for e in d["recording"]["events"] if e["values"]["sampledThread"]["osThreadId"] in tids
+          and (e["values"]["contextId"] or e["values"]["spanId"])))' "$@"
 }

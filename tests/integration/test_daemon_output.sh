@@ -54,7 +54,7 @@ jfr_ok "$(ls "$OUT"/*.jfr | tail -1)"
 [ "$n" -ge 3 ] || fail "$n files after ~10 s with rotate-period 3s (want >= 3)"
 # names sort by start time and the last file has the end of the recording
 first=$(ls "$OUT"/*.jfr | head -1)
-grep -q 'phase' <(jfr print --events ctxprof.ExecutionSample "$first") || fail "no context in $first"
+grep -q 'key = "phase"' <(jfr print --events jdk.ExecutionSample "$first") || fail "no context in $first"
 echo "period rotation: $n files"
 
 # 2. size rotation + retention by size: 64K files, keep at most 160K

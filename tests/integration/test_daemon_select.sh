@@ -53,10 +53,10 @@ T0=$(date +%s%N)
 "$WLA" long 3 1 >"$TMP/a2.out"
 stop_daemon
 F=$(ls "$OUT"/*.jfr | head -1)
-jfr print --json --events ctxprof.ExecutionSample "$F" >"$TMP/a2.json"
+jfr print --json --events jdk.ExecutionSample "$F" >"$TMP/a2.json"
 lat=$(python3 -c 'import json,sys,datetime
 d=json.load(open(sys.argv[1]))
-ts=[e["values"]["startTime"] for e in d["recording"]["events"]]
+ts=[e["values"]["startTime"] for e in d["recording"]["events"] if e["values"]["contextId"]]
 if not ts: print(-1); sys.exit()
 def ns(s):
     s=s.rstrip("Z"); base,frac=(s.split(".")+["0"])[:2]

@@ -49,7 +49,7 @@ T1=$(awk '/^cpu/ { print $2 }' "$TMP/wl1.out")
 T2=$(awk '/^cpu/ { print $2 }' "$TMP/wl2.out")
 echo "namespace tids: first workload $T1, second $T2 (host pid of the outside one: $HOSTP)"
 for t in $T1 $T2; do [ "$t" -lt 100 ] || fail "tid $t does not look namespace-local"; done
-jfr print --json --events ctxprof.ExecutionSample "$F" >"$TMP/s.json"
+jfr print --json --events jdk.ExecutionSample "$F" >"$TMP/s.json"
 python3 - "$TMP/s.json" "$T1" "$T2" <<'PY' || fail "recording content"
 import json, sys
 d = json.load(open(sys.argv[1]))["recording"]["events"]
@@ -67,7 +67,11 @@ for e in d:
     w = 1 if th["osThreadId"] in t1 else 2
     for f in (v.get("stackTrace") or {}).get("frames", []):
         funcs[w].add(f["method"]["name"])
-    if v.get("phase") in ("A", "B"):
+    c, phase = v.get("context"), None
+    while c:  # the labels: a chain of {key, value, next}
+        phase = c["value"] if c["key"] == "phase" else phase
+        c = c.get("next")
+    if phase in ("A", "B"):
         ctx[w] += 1
 print("samples per tid:", tids, "names:", sorted(names), "with context:", ctx)
 assert set(tids) <= t1 | t2, "samples of tids outside the namespace: %s" % (set(tids) - t1 - t2)

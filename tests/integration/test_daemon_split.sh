@@ -10,7 +10,7 @@
 
 # samples per tid set in one file, both event types, one JDK launch: prints "OWN OTHER"
 own_other() { # FILE "OWN TIDS" "OTHER TIDS"
-	jfr print --json --events jdk.ExecutionSample,ctxprof.ExecutionSample "$1" >"$TMP/print.json" ||
+	jfr print --json --events jdk.ExecutionSample "$1" >"$TMP/print.json" ||
 		fail "jfr print --json $1 failed"
 	python3 -c 'import json,sys
 own=set(map(int,sys.argv[2].split())); other=set(map(int,sys.argv[3].split()))

@@ -35,9 +35,37 @@ n=$(chunks "$TMP/attrib.jfr")
 echo "chunks: $n"
 [ "${n:-0}" -ge 3 ] || fail "expected >= 3 chunks with --chunk-period 2s over 7 s, got ${n:-0}"
 java -cp "$JAVA_CP" RecordCheck "$TMP/attrib.jfr" 300 || fail "RecordCheck failed"
-# the context is visible by field name in jfr print
-jfr print --events ctxprof.ExecutionSample "$TMP/attrib.jfr" | grep -q 'phase = "A"' ||
-	fail "jfr print does not show phase = \"A\""
+# the context is visible in jfr print: the labels are a chain of {key, value, next}
+jfr print --events jdk.ExecutionSample "$TMP/attrib.jfr" | grep -A1 'key = "phase"' |
+	grep -q 'value = "A"' || fail "jfr print does not show the label phase = A"
+# the other readers: async-profiler's converter (positional) reads every sample; Pyroscope's
+# parser binds contextId/spanId by name, and the labels snapshot beside the file names each
+# sample's labels (PyroCheck joins them as Pyroscope does)
+total=$("$CTXPROF" report "$TMP/attrib.jfr" | awk '$1 == "jdk.ExecutionSample" { print $2 }')
+ctxn=$(jfr print --json --events jdk.ExecutionSample "$TMP/attrib.jfr" | python3 -c 'import json,sys
+ev=json.load(sys.stdin)["recording"]["events"]
+print(sum(1 for e in ev if e["values"]["contextId"]), sum(1 for e in ev if e["values"]["spanId"]))')
+T=${CTXPROF_TOOLS:-../shared/tools}
+if [ -f "$T/async-profiler-converter/jfr-converter.jar" ]; then
+	for o in collapsed html pprof; do
+		java -jar "$T/async-profiler-converter/jfr-converter.jar" -o $o "$TMP/attrib.jfr" "$TMP/ap.$o" \
+			>"$TMP/ap.err" 2>&1 || { cat "$TMP/ap.err"; fail "jfr-converter -o $o failed"; }
+		[ -s "$TMP/ap.$o" ] || fail "jfr-converter -o $o wrote nothing"
+	done
+	ap=$(awk '{ s += $NF } END { print s }' "$TMP/ap.collapsed")
+	echo "async-profiler converter: $ap samples, ctxprof report: $total"
+	[ "$ap" = "$total" ] || fail "converter counts $ap samples, report $total"
+	"$T/pyroscope-jfr/pyrojfr" "$TMP/attrib.jfr" >"$TMP/pyro.out" || fail "pyrojfr failed"
+	pc=$(sed -n 's/.*with contextId != 0 (Pyroscope labels): //p' "$TMP/pyro.out")
+	ps=$(sed -n 's/.*with spanId != 0 on jdk.ExecutionSample (label profile_id): //p' "$TMP/pyro.out")
+	echo "pyroscope: $pc samples with contextId, $ps with spanId (JDK: $ctxn)"
+	[ "$pc $ps" = "$ctxn" ] || fail "Pyroscope sees $pc/$ps context/span samples, the JDK $ctxn"
+	[ "${pc:-0}" -gt 100 ] || fail "Pyroscope sees only ${pc:-0} samples with context"
+else
+	echo "note: $T missing: async-profiler converter and Pyroscope parser not run"
+fi
+java -cp "$JAVA_CP" PyroCheck "$TMP/attrib.jfr" "$TMP/attrib.jfr.labels.pb" ||
+	fail "the labels snapshot does not match the samples"
 # ctxprof.Statistics: one per chunk, its sample counts add up to the samples in the file,
 # the trace table is reported, and the BPF cost per sample is a plausible number
 jfr print --json --events jdk.ExecutionSample,ctxprof.Statistics "$TMP/attrib.jfr" >"$TMP/st.json"

@@ -3,7 +3,8 @@
  * prints a canonical dump of what ctxprof wrote, for the C tests to compare against what they
  * put in. It must read context by field name, the way users do:
  *   S thread=NAME/TID state=S stack=T|F then |class.method:line:type per frame (leaf first)
- *   C thread=... span=U root=U field(label)=value ... stack=...   (ctxprof.ExecutionSample)
+ *   C thread=... span=U root=U key=value ... stack=...   (the same sample, when it has context:
+ *                                                          labels from the `context` chain)
  *   N type count                                                  (event counts, sorted)
  * Exit 1 (with a message) on any exception or on a sample that breaks an invariant.
  *   java -cp build/java JfrCheck FILE.jfr
@@ -13,7 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.TreeMap;
-import jdk.jfr.ValueDescriptor;
+import jdk.jfr.consumer.RecordedObject;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordedStackTrace;
@@ -21,8 +22,8 @@ import jdk.jfr.consumer.RecordedThread;
 import jdk.jfr.consumer.RecordingFile;
 
 public class JfrCheck {
-    static final List<String> FIXED = List.of("startTime", "sampledThread", "stackTrace", "spanId",
-            "localRootSpanId");
+    static final List<String> FIELDS = List.of("startTime", "sampledThread", "stackTrace", "state",
+            "contextBytes", "contextId", "spanId", "localRootSpanId", "context");
 
     static String thread(RecordedThread t) {
         return t == null ? "null" : t.getOSName() + "/" + t.getOSThreadId();
@@ -42,6 +43,25 @@ public class JfrCheck {
         return b.toString();
     }
 
+    /* " key=value" per label of the context chain, keys strictly ascending. */
+    static String labels(RecordedObject c) {
+        StringBuilder b = new StringBuilder();
+        String last = null;
+        for (; c != null; c = c.getValue("next")) {
+            String k = c.getString("key");
+            if (last != null && last.compareTo(k) >= 0 && !sortedBytes(last, k))
+                throw new IllegalStateException("labels not sorted: " + last + ", " + k);
+            last = k;
+            b.append(' ').append(k).append('=').append(c.getString("value"));
+        }
+        return b.toString();
+    }
+
+    static boolean sortedBytes(String a, String b) {
+        return java.util.Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8),
+                b.getBytes(StandardCharsets.UTF_8)) < 0;
+    }
+
     public static void main(String[] args) throws Exception {
         PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         TreeMap<String, Integer> counts = new TreeMap<>();
@@ -50,28 +70,24 @@ public class JfrCheck {
                 RecordedEvent e = rf.readEvent();
                 String type = e.getEventType().getName();
                 counts.merge(type, 1, Integer::sum);
-                if (type.equals("jdk.ExecutionSample")) {
-                    if (e.getFields().size() != 4)
-                        throw new IllegalStateException("jdk.ExecutionSample has " + e.getFields().size() + " fields");
-                    RecordedThread t = e.getValue("sampledThread");
-                    out.println("S thread=" + thread(t) + " state=" + e.getString("state") + " stack="
-                            + stack(e.getStackTrace()));
-                } else if (type.equals("ctxprof.ExecutionSample")) {
-                    RecordedThread t = e.getValue("sampledThread");
-                    StringBuilder b = new StringBuilder("C thread=" + thread(t));
-                    b.append(" span=").append(Long.toUnsignedString(e.getLong("spanId")));
-                    b.append(" root=").append(Long.toUnsignedString(e.getLong("localRootSpanId")));
-                    for (ValueDescriptor d : e.getFields()) {
-                        if (FIXED.contains(d.getName()))
-                            continue;
-                        String v = e.getString(d.getName());
-                        if (v != null)
-                            b.append(' ').append(d.getName()).append('(').append(d.getLabel())
-                                    .append(")=").append(v);
-                    }
-                    b.append(" stack=").append(stack(e.getStackTrace()));
-                    out.println(b);
-                }
+                if (!type.equals("jdk.ExecutionSample"))
+                    continue;
+                List<String> names = e.getFields().stream().map(d -> d.getName()).toList();
+                if (!names.equals(FIELDS))
+                    throw new IllegalStateException("jdk.ExecutionSample fields " + names);
+                RecordedThread t = e.getValue("sampledThread");
+                out.println("S thread=" + thread(t) + " state=" + e.getString("state") + " stack="
+                        + stack(e.getStackTrace()));
+                long ctx = e.getLong("contextId"), span = e.getLong("spanId"),
+                        root = e.getLong("localRootSpanId");
+                RecordedObject c = e.getValue("context");
+                if ((ctx != 0) != (c != null))
+                    throw new IllegalStateException("contextId " + ctx + " but context " + c);
+                if (ctx == 0 && span == 0 && root == 0)
+                    continue;
+                out.println("C thread=" + thread(t) + " span=" + Long.toUnsignedString(span)
+                        + " root=" + Long.toUnsignedString(root) + labels(c) + " stack="
+                        + stack(e.getStackTrace()));
             }
         }
         for (var c : counts.entrySet())

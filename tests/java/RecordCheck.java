@@ -1,7 +1,7 @@
 // RecordCheck — reads a JFR file written by `ctxprof record` with the JDK's own parser
 // (jdk.jfr.consumer.RecordingFile) and checks the attribution workload (wl_attrib): every
 // sample whose stack holds work_A carries label phase=A, spanId 0xA and localRootSpanId 0xA0
-// (B likewise); jdk.ExecutionSample and ctxprof.ExecutionSample agree; threads have names;
+// (B likewise), labels read from the sample's `context` chain; threads have names;
 // frames are native frames named after their module.
 //   java -cp BUILD/java RecordCheck FILE.jfr MIN_WORK_SAMPLES
 // Prints the counts; exits 1 on any mismatch.
@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.Map;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedObject;
 import jdk.jfr.consumer.RecordedStackTrace;
 import jdk.jfr.consumer.RecordedThread;
 import jdk.jfr.consumer.RecordingFile;
@@ -29,6 +30,12 @@ public class RecordCheck {
         for (RecordedFrame f : st.getFrames())
             if (f.getMethod().getName().equals(name)) return true;
         return false;
+    }
+
+    static String label(RecordedEvent e, String key) {
+        for (RecordedObject c = e.getValue("context"); c != null; c = c.getValue("next"))
+            if (c.getString("key").equals(key)) return c.getString("value");
+        return null;
     }
 
     public static void main(String[] a) throws Exception {
@@ -55,13 +62,13 @@ public class RecordCheck {
                             badFrames++;
                         if (cls.equals("wl_attrib")) wlFrames++;
                     }
-                } else if (type.equals("ctxprof.ExecutionSample")) {
+                    if (e.getLong("contextId") == 0 && e.getLong("spanId") == 0) continue;
                     ctxSamples++;
                     String w = workOf(e.getStackTrace());
                     if (w == null) continue;
                     work++;
                     long span = e.getLong("spanId"), root = e.getLong("localRootSpanId");
-                    String phase = e.getString("phase");
+                    String phase = label(e, "phase");
                     long wantSpan = w.equals("A") ? 0xA : 0xB;
                     if (!w.equals(phase) || span != wantSpan || root != wantSpan * 16) {
                         if (bad < 5)
@@ -72,7 +79,6 @@ public class RecordCheck {
                     // frame pointers: run_phases calls work_X on every thread, and the
                     // main thread (wl-0) reaches main
                     if (has(e.getStackTrace(), "run_phases")) withCaller++;
-                    RecordedThread t = e.getValue("sampledThread");
                     if (t != null && "wl-0".equals(t.getJavaName())) {
                         mainWork++;
                         if (has(e.getStackTrace(), "main")) withMain++;
@@ -80,7 +86,7 @@ public class RecordCheck {
                 }
             }
         }
-        System.out.printf("jdk.ExecutionSample %d, ctxprof.ExecutionSample %d, work samples %d, "
+        System.out.printf("jdk.ExecutionSample %d, with context %d, work samples %d, "
                 + "mismatches %d, with run_phases %d, main-thread work %d reaching main %d, "
                 + "frames in wl_attrib %d, bad frames/threads %d, threads %s%n",
                 jdkSamples, ctxSamples, work, bad, withCaller, mainWork, withMain, wlFrames,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,6 +84,106 @@ static char *jdk_check(const char *path)
         cr_assert_eq(rc, 0, "JfrCheck %s failed (%d): %s", path, rc, err);
         free(err);
         return out;
+}
+
+/* async-profiler's converter (a positional reader): ../shared/tools unless CTXPROF_TOOLS
+ * says where the tools are. NULL (and a note) when it is not there. */
+__attribute__((unused)) static const char *apconv_jar(void)
+{
+        static char jar[512];
+        const char *t = getenv("CTXPROF_TOOLS");
+        snprintf(jar, sizeof(jar), "%s/async-profiler-converter/jfr-converter.jar",
+                 t && *t ? t : "../shared/tools");
+        if (access(jar, R_OK)) {
+                printf("note: %s missing, async-profiler converter not checked\n", jar);
+                return NULL;
+        }
+        return jar;
+}
+
+/* The converter's -t collapsed output of the last apconv_check (truncated to fit). */
+static char apconv_threads[1 << 16];
+
+/* The converter must turn `path` into collapsed stacks, a flame graph (html) and pprof
+ * without an error, and its collapsed sample total must be `samples`. */
+__attribute__((unused)) static void apconv_check(const char *path, long samples)
+{
+        const char *jar = apconv_jar();
+        apconv_threads[0] = 0;
+        if (!jar)
+                return;
+        /* collapsed twice: split by thread (-t), and --cpu (only STATE_DEFAULT samples) */
+        static const char *const fmts[] = {"collapsed", "collapsed", "html", "pprof"};
+        for (int i = 0; i < 4; i++) {
+                char dst[300], *out, *err;
+                snprintf(dst, sizeof(dst), "%s.%d.%s", path, i, fmts[i]);
+                char *argv[] = {
+                    "java",          "-XX:TieredStopAtLevel=1", "-jar",       (char *)jar, "-o",
+                    (char *)fmts[i], i == 1 ? "--cpu" : "-t",   (char *)path, dst,         NULL};
+                int rc = run_capture(argv, &out, &err);
+                cr_assert_eq(rc, 0, "jfr-converter -o %s %s failed (%d): %s", fmts[i], path, rc,
+                             err);
+                cr_assert(!strstr(err, "xception"), "jfr-converter -o %s %s: %s", fmts[i], path,
+                          err);
+                struct stat sb;
+                cr_assert(stat(dst, &sb) == 0 && (sb.st_size > 0 || !samples), "%s empty", dst);
+                if (i < 2) {
+                        FILE *f = fopen(dst, "r");
+                        char line[8192];
+                        long total = 0;
+                        size_t kept = 0;
+                        while (f && fgets(line, sizeof(line), f)) {
+                                char *sp = strrchr(line, ' ');
+                                total += sp ? atol(sp + 1) : 0;
+                                size_t l = strlen(line);
+                                if (i == 0 && kept + l < sizeof(apconv_threads))
+                                        memcpy(apconv_threads + kept, line, l + 1), kept += l;
+                        }
+                        if (f)
+                                fclose(f);
+                        cr_assert_eq(total, samples,
+                                     "jfr-converter collapsed %s: %ld samples, want %ld", path,
+                                     total, samples);
+                }
+                unlink(dst);
+                free(out);
+                free(err);
+        }
+}
+
+/* What Pyroscope gets: grafana's parser (pyrojfr, in the tools) must see `ctx` samples with
+ * a contextId and `span` with a spanId, and PyroCheck must find each contextId's labels in
+ * the snapshot `pb` equal to the sample's labels. */
+__attribute__((unused)) static void pyro_check(const char *path, const char *pb, long ctx,
+                                               long span)
+{
+        const char *t = getenv("CTXPROF_TOOLS");
+        char tool[512], *out, *err, cp[512];
+        snprintf(tool, sizeof(tool), "%s/pyroscope-jfr/pyrojfr", t && *t ? t : "../shared/tools");
+        if (access(tool, X_OK)) {
+                printf("note: %s missing, Pyroscope's parser not checked\n", tool);
+        } else {
+                char *argv[] = {tool, (char *)path, NULL};
+                cr_assert_eq(run_capture(argv, &out, &err), 0, "pyrojfr %s: %s%s", path, out, err);
+                const char *c = strstr(out, "with contextId != 0 (Pyroscope labels): ");
+                const char *s = strstr(out, "with spanId != 0 on jdk.ExecutionSample");
+                cr_assert(c && s, "pyrojfr output: %s", out);
+                long nc = atol(strchr(c, ':') + 1), ns = atol(strchr(s, ':') + 1);
+                cr_assert(nc == ctx && ns == span,
+                          "pyrojfr: %ld with contextId (want %ld), %ld "
+                          "with spanId (want %ld)\n%s",
+                          nc, ctx, ns, span, out);
+                free(out);
+                free(err);
+        }
+        snprintf(cp, sizeof(cp), "%s/java", test_build());
+        char *check[] = {
+            "java", "-XX:TieredStopAtLevel=1", "-cp", cp, "PyroCheck", (char *)path, (char *)pb,
+            NULL};
+        int rc = run_capture(check, &out, &err);
+        cr_assert_eq(rc, 0, "PyroCheck %s failed (%d): %s%s", path, rc, out, err);
+        free(out);
+        free(err);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * test_collapsed.c — the collapsed-stack writer: aggregation by (process, thread, labels,
- * span, stack), labels sorted by key at the root, ';' and control bytes sanitized, kernel
+ * span, stack), labels sorted by key at the root and escaped (%XX), libctx's span mirror
+ * labels dropped, ';' and control bytes in frame names sanitized, kernel
  * and unknown frames named without a symbolizer, [truncated] / [no stack] markers, and one
  * "frames count" line per key that flamegraph.pl's /^(.*)\s+(\d+)$/ accepts.
  */
@@ -81,10 +82,12 @@ Test(collapsed, labels_sorted_sanitized_and_split)
         cr_assert_eq(collapsed_lines(c), 2);
         out = write_all(c);
         cr_assert(
-            strstr(out, "app-42;worker;alpha=1;zeta=a_b_;span=000000000000000a;[unknown]+0x10 1\n"),
+            strstr(out,
+                   "app-42;worker;alpha=1;zeta=a%3Bb%0A;span=000000000000000a;[unknown]+0x10 1\n"),
             "got: %s", out);
         cr_assert(
-            strstr(out, "app-42;worker;alpha=2;zeta=a_b_;span=000000000000000a;[unknown]+0x10 1\n"),
+            strstr(out,
+                   "app-42;worker;alpha=2;zeta=a%3Bb%0A;span=000000000000000a;[unknown]+0x10 1\n"),
             "got: %s", out);
         free(out);
         collapsed_free(c);
@@ -135,4 +138,44 @@ Test(collapsed, unresolved_frame_keeps_module_and_build_id)
         free(out);
         collapsed_free(c);
         modules_free(mods);
+}
+
+/* libctx mirrors the span as labels span-id / root-span-id: they would make every request's
+ * line distinct (and show the span twice with --span-frames). Dropped when they repeat the
+ * validated span; equal label sets in any order fold into one line; a key with '=' or ';'
+ * stays unambiguous. */
+Test(collapsed, span_mirrors_dropped_and_keys_escaped)
+{
+        struct ctxprof_frame fr[1] = {{0x10, CTXPROF_MODULE_UNKNOWN, 0}};
+        struct collapsed *c = collapsed_new(0);
+        struct decoded_sample s = sample(fr, 1);
+        char *out;
+
+        s.has_span = 1;
+        for (uint64_t req = 1; req <= 50; req++) {
+                char span[24], root[24];
+                snprintf(span, sizeof(span), "%llu", (unsigned long long)(req * 16 + 1));
+                snprintf(root, sizeof(root), "%llu", (unsigned long long)req);
+                s.span_id = req * 16 + 1;
+                s.root_span_id = req;
+                s.n_labels = 4;
+                /* the order the writer happened to use alternates */
+                s.labels[req & 1 ? 0 : 3] =
+                    (struct decoded_label){"span-id", 7, span, strlen(span), 0};
+                s.labels[1] = (struct decoded_label){"root-span-id", 12, root, strlen(root), 0};
+                s.labels[2] = (struct decoded_label){"route", 5, "/a", 2, 0};
+                s.labels[req & 1 ? 3 : 0] = (struct decoded_label){"a=b;c", 5, "x=y%", 4, 0};
+                cr_assert_eq(collapsed_add(c, &s), 0);
+        }
+        /* a mirror that disagrees with the span record is the target's own label: kept */
+        s.labels[0] = (struct decoded_label){"span-id", 7, "99", 2, 0};
+        s.n_labels = 1;
+        cr_assert_eq(collapsed_add(c, &s), 0);
+        cr_assert_eq(collapsed_lines(c), 2);
+        out = write_all(c);
+        cr_assert(strstr(out, "app-42;worker;a%3Db%3Bc=x=y%25;route=/a;[unknown]+0x10 50\n"),
+                  "got: %s", out);
+        cr_assert(strstr(out, "app-42;worker;span-id=99;[unknown]+0x10 1\n"), "got: %s", out);
+        free(out);
+        collapsed_free(c);
 }

@@ -145,3 +145,35 @@ Test(context_decode, utf8_prefix)
         cr_assert_eq(utf8_valid_prefix((const unsigned char *)"\xed\xa0\x80", 3),
                      0); /* surrogate */
 }
+
+/* The label-bytes rule (docs/jfr.md): keys that are empty, too long, not UTF-8 or hold a NUL
+ * are dropped, never repaired; values are cut at the cap, at the first invalid byte and at
+ * the first NUL, on a character boundary. */
+Test(context_decode, label_bytes_rule)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        char longkey[CTXPROF_LABEL_KEY_MAX + 1], longval[CTXPROF_LABEL_VAL_MAX + 8];
+        unsigned n;
+
+        memset(longkey, 'k', sizeof(longkey));
+        memset(longval, 'v', sizeof(longval));
+        memcpy(longval + CTXPROF_LABEL_VAL_MAX - 1, "\xc3\xa9", 2); /* splits at the cap */
+        reset();
+        put(0, "", 0, "empty key", 9, 0);
+        put(1, longkey, sizeof(longkey), "x", 1, 0);
+        put(2, "k\xff", 2, "bad key", 7, 0);
+        put(3, "k\0ey", 4, "nul key", 7, 0);
+        put(4, "nul", 3, "ab\0cd", 5, 0);
+        put(5, "bad", 3, "ab\xc3(", 4, 0);
+        put(6, "long", 4, longval, sizeof(longval), 0);
+        put(7, "ok", 2, "\xc3\xa9t\xc3\xa9", 5, 0);
+        n = context_decode_labels(&rec, out, &st);
+        cr_assert_eq(n, 4);
+        cr_assert_eq(st.dropped, 4);
+        cr_assert_eq(st.values_truncated, 3);
+        cr_assert(out[0].key_len == 3 && !memcmp(out[0].key, "nul", 3));
+        cr_assert(out[0].value_len == 2 && !memcmp(out[0].value, "ab", 2));
+        cr_assert(out[1].value_len == 2 && !memcmp(out[1].value, "ab", 2));
+        cr_assert_eq(out[2].value_len, CTXPROF_LABEL_VAL_MAX - 1);
+        cr_assert(out[3].value_len == 5 && out[3].value_truncated == 0);
+}

@@ -38,10 +38,10 @@ static void exp_add(const char *fmt, ...)
 static char *sample_lines(const char *dump)
 {
         char *s = strdup(dump), *n = strstr(s, "\nN ");
-        if (n)
-                n[1] = 0;
-        else if (!strncmp(s, "N ", 2))
+        if (!strncmp(s, "N ", 2))
                 s[0] = 0;
+        else if (n)
+                n[1] = 0;
         return s;
 }
 
@@ -88,10 +88,32 @@ static void sample(struct jfr_writer *w, uint64_t t, pid_t tid, const char *tnam
 {
         struct jfr_sample s = {t, trace, span, root, ctx, tid};
         cr_assert_eq(jfr_writer_add_sample(w, &s), 0);
-        exp_add("S thread=%s/%d state=STATE_RUNNABLE stack=%s\n", tname, (int)tid, stack);
+        exp_add("S thread=%s/%d state=STATE_DEFAULT stack=%s\n", tname, (int)tid, stack);
         if (span || root || labels[0])
                 exp_add("C thread=%s/%d span=%llu root=%llu%s stack=%s\n", tname, (int)tid,
                         (unsigned long long)span, (unsigned long long)root, labels, stack);
+}
+
+/* Finish the chunk and append its labels snapshot to PATH.labels.pb, as `record` does. */
+static void finish(struct jfr_writer *w, const char *path, uint64_t end)
+{
+        char pb[300];
+        size_t len;
+        cr_assert_eq(jfr_writer_finish_chunk(w, end, NULL), 0);
+        const void *snap = jfr_writer_labels_snapshot(w, &len);
+        snprintf(pb, sizeof(pb), "%s.labels.pb", path);
+        FILE *f = fopen(pb, "a");
+        cr_assert(f && fwrite(snap, 1, len, f) == len && !fclose(f));
+}
+
+/* Pyroscope's view: `labelled` samples with a contextId (labels in the snapshot), `spans`
+ * with a spanId. */
+static void check_pyroscope(const char *path, long labelled, long spans)
+{
+        char pb[300];
+        snprintf(pb, sizeof(pb), "%s.labels.pb", path);
+        pyro_check(path, pb, labelled, spans);
+        unlink(pb);
 }
 
 static void check_file(const char *path, int samples)
@@ -100,6 +122,7 @@ static void check_file(const char *path, int samples)
         char *lines = sample_lines(dump);
         cr_assert_str_eq(lines, expect, "JfrCheck read back:\n%s\nexpected:\n%s", lines, expect);
         cr_assert_eq(count_of(dump, "jdk.ExecutionSample"), samples);
+        apconv_check(path, samples);
         free(lines);
         free(dump);
 }
@@ -205,27 +228,27 @@ Test(jfr_writer, edge_values_read_back_by_jdk)
         uint64_t t = T0 + 1000;
         for (size_t i = 0; i < 5; i++, t += 10000000)
                 sample(w, t, 11, "worker", 1, STACK_A, spans[i], spans[4 - i], 0, "");
-        sample(w, t += 1000, 11, "worker", 1, STACK_A, 0, 0, 7,
-               " http_route(http.route)=/api/v1 tenant(tenant)=");
-        /* field order = order keys were first seen in the chunk */
+        sample(w, t += 1000, 11, "worker", 1, STACK_A, 0, 0, 7, " http.route=/api/v1 tenant=");
+        /* labels sorted by key bytes; the first of duplicate keys wins */
         sample(w, t += 1000, 12, "", 2, STACK_B, 0, 42, 8,
-               " tenant(tenant)=first ten___ant(ten\xef\xbf\xbd"
-               "ant)=acme\xef\xbf\xbdx\xef\xbf\xbd"
-               " class_(class)=\xc3\xa9t\xc3\xa9 _1st(1st)=x spanId_(spanId)=clash");
+               " 1st=x class=\xc3\xa9t\xc3\xa9 spanId=clash tenant=first ten\xef\xbf\xbd"
+               "ant=acme\xef\xbf\xbdx\xef\xbf\xbd");
         sample(w, t += 1000, 13, "bad\xef\xbf\xbd\xef\xbf\xbd", 3,
                "F|.:-1:Native|.[unknown]:-1:Native", 0, 0, 0, "");
-        sample(w, t += 1000, 13, "bad\xef\xbf\xbd\xef\xbf\xbd", 4, "F", 0, 0, 99, "");
+        /* an empty stack gets a frame, so that readers that drop empty stacks count it */
+        sample(w, t += 1000, 13, "bad\xef\xbf\xbd\xef\xbf\xbd", 4, "F|.[no stack]:-1:Native", 0, 0,
+               99, "");
         /* an unknown trace id and an undeclared tid still make a readable sample */
         sample(w, t += 1000, 14, "tid-14", 12345, "T|.[unknown stack]:-1:Native", 0, 0, 0, "");
-        size_t bytes;
-        cr_assert_eq(jfr_writer_finish_chunk(w, t + 1000, &bytes), 0);
-        cr_assert_gt(bytes, 68);
+        finish(w, path, t + 1000);
         struct jfr_writer_counters c;
         jfr_writer_counters(w, &c);
+        cr_assert_gt(c.bytes, 68);
         cr_assert_eq(c.unknown_stacks, 1);
         cr_assert_eq(c.unknown_threads, 1);
         jfr_writer_close(w);
         check_file(path, 10);
+        check_pyroscope(path, 2, 5); /* context 99 was never added: no labels */
         unlink(path);
 }
 
@@ -264,10 +287,18 @@ Test(jfr_writer, thread_renamed_and_tid_reused)
         cr_assert_eq(jfr_writer_finish_chunk(w, t + 1000, NULL), 0);
         jfr_writer_close(w);
         check_file(path, 5);
+        /* thread pool keys are the OS tids (a reader that shows the key shows the tid); the
+         * second identity of tid 100 gets a key above every tid */
+        if (apconv_threads[0]) {
+                cr_assert(strstr(apconv_threads, "[alpha tid=100]"), "%s", apconv_threads);
+                cr_assert(strstr(apconv_threads, "[alpha tid=200]"), "%s", apconv_threads);
+                cr_assert(!strstr(apconv_threads, "[beta tid=100]"), "%s", apconv_threads);
+        }
         unlink(path);
 }
 
 /* Chunks with different label keys: each chunk's metadata must be read (new metadata id). */
+static const char *path_of_chunks; /* where finish() puts the labels snapshot */
 static void write_chunks(struct jfr_writer *w, int first, int n, int per_chunk)
 {
         for (int c = first; c < first + n; c++) {
@@ -285,12 +316,12 @@ static void write_chunks(struct jfr_writer *w, int first, int n, int per_chunk)
                         struct jfr_label l = {key, val, strlen(key), strlen(val)};
                         if (i < 4)
                                 cr_assert_eq(jfr_writer_add_labels(w, (uint32_t)(i + 1), &l, 1), 0);
-                        snprintf(lab, sizeof(lab), " %s(%s)=%s", key, key, val);
+                        snprintf(lab, sizeof(lab), " %s=%s", key, val);
                         sample(w, t + (uint64_t)i * 1000, 1000 + c % 3, tname, 5,
                                (c & 1) ? STACK_A : STACK_B, (uint64_t)(i / 3 + 1) << 60, 77,
                                (uint32_t)(i % 4 + 1), lab);
                 }
-                cr_assert_eq(jfr_writer_finish_chunk(w, t + 999000000, NULL), 0);
+                finish(w, path_of_chunks, t + 999000000);
         }
 }
 
@@ -301,9 +332,11 @@ Test(jfr_writer, multi_chunk_read_back_completely)
         tmp_path(path, sizeof(path), "multi");
         explen = 0;
         struct jfr_writer *w = open_writer(path, 0);
+        path_of_chunks = path;
         write_chunks(w, 0, 6, 40);
         jfr_writer_close(w);
         check_file(path, 240);
+        check_pyroscope(path, 240, 240);
         unlink(path);
 }
 
@@ -314,6 +347,7 @@ Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
         skip_without_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "kill");
+        path_of_chunks = path;
         int trimmed_runs = 0;
         for (int run = 0; run < 3; run++) {
                 int pfd[2];
@@ -389,6 +423,8 @@ Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
                "of 2 (run 3 gets a synthetic half-written chunk)\n",
                trimmed_runs);
         unlink(path);
+        strcat(path, ".labels.pb");
+        unlink(path);
 }
 
 static int write_until_error(const char *path, int *chunks_ok)
@@ -429,6 +465,7 @@ static void check_full_file(const char *path, int chunks_ok)
         cr_assert_eq((uint64_t)sb.st_size, good, "partial chunk left behind");
         char *dump = jdk_check(path);
         cr_assert_eq(count_of(dump, "jdk.ExecutionSample"), chunks_ok * 500);
+        apconv_check(path, chunks_ok * 500);
         free(dump);
 }
 
@@ -475,34 +512,52 @@ Test(jfr_writer, file_size_limit_efbig, .timeout = 120)
         unlink(path);
 }
 
-/* A target inventing label keys cannot grow the event type without bound. */
-Test(jfr_writer, label_keys_capped_per_chunk)
+/* A recording with no sample at all (the target was idle): every reader still opens it. */
+Test(jfr_writer, empty_recording_reads_everywhere)
+{
+        skip_without_jdk();
+        char path[256];
+        tmp_path(path, sizeof(path), "empty");
+        explen = 0;
+        struct jfr_writer *w = open_writer(path, 0);
+        cr_assert_eq(jfr_writer_begin_chunk(w, WALL0, T0), 0);
+        cr_assert_eq(jfr_writer_finish_chunk(w, T0 + 1000000, NULL), 0);
+        jfr_writer_close(w);
+        check_file(path, 0);
+        unlink(path);
+}
+
+/* Label sets live in a constant pool, not in event fields: a chunk with hundreds of distinct
+ * keys keeps every label of every sample (the old one-field-per-key layout capped a chunk at
+ * 64 keys and dropped the rest). */
+#define MANY_KEYS 300
+Test(jfr_writer, many_label_keys_all_kept)
 {
         skip_without_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "manykeys");
+        explen = 0;
         struct jfr_writer *w = open_writer(path, 0);
         cr_assert_eq(jfr_writer_begin_chunk(w, WALL0, T0), 0);
+        cr_assert_eq(jfr_writer_add_thread(w, 5, "w", NULL), 0);
         cr_assert_eq(jfr_writer_add_stack(w, 1, stack_b, 1, 1), 0);
-        for (uint32_t i = 0; i < JFR_MAX_LABEL_KEYS + 6; i++) {
-                char key[16];
-                snprintf(key, sizeof(key), "key%u", i);
-                struct jfr_label l = {key, "v", strlen(key), 1};
-                cr_assert_eq(jfr_writer_add_labels(w, i + 1, &l, 1), 0);
-                struct jfr_sample s = {T0 + i * 1000ull, 1, 0, 0, i + 1, 5};
-                cr_assert_eq(jfr_writer_add_sample(w, &s), 0);
+        for (uint32_t i = 0; i < MANY_KEYS; i++) {
+                char key[16], val[16], lab[48];
+                snprintf(key, sizeof(key), "key%03u", i);
+                snprintf(val, sizeof(val), "v%u", i % 7);
+                struct jfr_label l[2] = {{key, val, strlen(key), strlen(val)},
+                                         {"route", "/a", 5, 2}};
+                cr_assert_eq(jfr_writer_add_labels(w, i + 1, l, 2), 0);
+                snprintf(lab, sizeof(lab), " %s=%s route=/a", key, val);
+                sample(w, T0 + i * 1000ull, 5, "w", 1, STACK_B, 0, 0, i + 1, lab);
         }
-        cr_assert_eq(jfr_writer_finish_chunk(w, T0 + 1000000, NULL), 0);
+        finish(w, path, T0 + 1000000);
         struct jfr_writer_counters c;
         jfr_writer_counters(w, &c);
-        cr_assert_eq(c.dropped_label_keys, 6);
-        cr_assert_eq(c.context_samples, JFR_MAX_LABEL_KEYS);
+        cr_assert_eq(c.dropped_label_keys, 0);
+        cr_assert_eq(c.context_samples, MANY_KEYS);
         jfr_writer_close(w);
-        char *dump = jdk_check(path);
-        cr_assert(strstr(dump, " key63(key63)=v "), "%s", dump);
-        cr_assert(!strstr(dump, "key64"), "%s", dump);
-        cr_assert_eq(count_of(dump, "ctxprof.ExecutionSample"), JFR_MAX_LABEL_KEYS);
-        cr_assert_eq(count_of(dump, "jdk.ExecutionSample"), JFR_MAX_LABEL_KEYS + 6);
-        free(dump);
+        check_file(path, MANY_KEYS);
+        check_pyroscope(path, MANY_KEYS, 0);
         unlink(path);
 }

@@ -1,7 +1,8 @@
 /*
  * wl_garbage.c — a hostile Custom Labels writer for the sampler's robustness test. It cycles
  * custom_labels_current_set through garbage (wild pointers, huge lengths, count = 2^63, NULL
- * keys, duplicates, unreadable first keys, invalid UTF-8) while burning CPU in
+ * keys, duplicates, unreadable first keys, invalid UTF-8, NUL bytes, empty and over-long
+ * keys) while burning CPU in
  * garbage_loop(). The only labels a correct reader may ever report are:
  *   ok=1   dup=first   big=x...x (1..256 x's)   v=ab
  *   wl_garbage SECONDS
@@ -76,6 +77,14 @@ static void scenario(int k)
                 arr[0] = (custom_labels_label_t){S("ok"), S("1")};
                 set.count = (size_t)-5;
                 break;
+        case 10: /* label bytes: NUL in a key (dropped) and a value (cut), an empty key and
+                  * a 129-byte key (dropped) */
+                arr[0] = (custom_labels_label_t){S("k\0z"), S("WRONG")};
+                arr[1] = (custom_labels_label_t){S("v"), S("ab\0cd")};
+                arr[2] = (custom_labels_label_t){S(""), S("WRONG")};
+                arr[3] = (custom_labels_label_t){RAW(129, xs), S("WRONG")};
+                set.count = 4;
+                break;
         }
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         custom_labels_current_set = &set;
@@ -100,7 +109,7 @@ int main(int argc, char **argv)
         while (time(NULL) < end) {
                 scenario(k);
                 garbage_loop();
-                k = (k + 1) % 10;
+                k = (k + 1) % 11;
         }
         return 0;
 }
