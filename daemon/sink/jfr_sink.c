@@ -519,7 +519,7 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
 
         *out = NULL;
         if (!s) {
-                if (o->fd > 0)
+                if (o->use_fd)
                         close(o->fd);
                 return -ENOMEM;
         }
@@ -532,7 +532,7 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
         pthread_cond_init(&s->cv, NULL);
 
         /* the file first: it owns the descriptor from here on, whatever fails later */
-        err = o->fd > 0 ? jfr_writer_open_fd(&s->w, o->fd, o->path, 0, &o->info)
+        err = o->use_fd ? jfr_writer_open_fd(&s->w, o->fd, o->path, 0, &o->info)
                         : jfr_writer_open(&s->w, o->path, 0, &o->info);
         if (err)
                 goto fail;
