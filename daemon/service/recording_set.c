@@ -205,6 +205,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                 jo.symbolizer = rs->sym;
         }
         jo.path = r->file.part;
+        jo.use_fd = 1;
         jo.fd = r->file.fd; /* the sink's from here on */
         jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         err = jfr_sink_new(&jo, &r->js);

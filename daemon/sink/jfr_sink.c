@@ -494,7 +494,7 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
 
         *out = NULL;
         if (!s) {
-                if (o->fd > 0)
+                if (o->use_fd)
                         close(o->fd);
                 return -ENOMEM;
         }
@@ -514,7 +514,7 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
                 host_facts_probe(&host);
                 info.host = &host.info;
         }
-        err = o->fd > 0 ? jfr_writer_open_fd(&s->w, o->fd, o->path, (int)o->file_flags, &info)
+        err = o->use_fd ? jfr_writer_open_fd(&s->w, o->fd, o->path, (int)o->file_flags, &info)
                         : jfr_writer_open(&s->w, o->path, (int)o->file_flags, &info);
         if (err)
                 goto fail;

@@ -20,9 +20,10 @@
 struct symbolizer;
 
 struct jfr_sink_opts {
-        const char *path; /* output file (created or truncated), unless fd: */
-        int fd;           /* > 0: write this open file instead (O_RDWR; taken over, closed even when
-                           * jfr_sink_new fails); path then only names it */
+        const char *path; /* output file (created or truncated), unless use_fd: */
+        /* use_fd: write fd instead (O_RDWR; taken over, closed even when jfr_sink_new fails);
+         * path then only names it */
+        int use_fd, fd;
         uint64_t chunk_period_ns;     /* 0 = 60 s */
         uint32_t table_capacity;      /* traces per trace table; 0 = the table's default */
         size_t max_samples_per_chunk; /* 0 = 1,000,000; excess samples are dropped and counted */

@@ -2,7 +2,9 @@
 # ctxprof daemon on a full disk: the output directory is a small tmpfs that fills up while
 # the daemon records. Chunks that cannot be appended are lost and logged, the daemon keeps
 # running and sampling, the file keeps every complete chunk (the JDK reads it), writing
-# resumes once there is space again, and SIGTERM still finishes the file and exits 0.
+# resumes once there is space again, and SIGTERM still finishes the file and exits 0. On a
+# disk where not even one chunk fits, rotations leave no empty .jfr behind; and a
+# retain-size below one file's size keeps the newest recording.
 . "$(dirname "$0")/daemon_lib.sh"
 command -v mount >/dev/null || skip "no mount"
 SMALL=$TMP/small
@@ -43,4 +45,43 @@ echo "chunks in the finished file: $after"
 lost=$(grep -o '([0-9]* chunks lost so far' "$DLOG" | tail -1)
 echo "daemon log: $lost"
 kill $A
+
+# A disk so full that not one chunk fits, across rotations: a file without a complete chunk
+# is removed, never left as a 0-byte NAME.jfr the JDK rejects (14 of 26 files were).
+NOCG=/ctxprof-fulldisk-none-$$ # no targets: the chunks still carry metadata and statistics
+head -c $((256 * 1024)) /dev/zero >"$SMALL/filler" 2>/dev/null
+OUT=$SMALL/out2
+: >"$DLOG"
+start_daemon --mode selectors --cgroup "$NOCG" --chunk-period 300ms --rotate-period 1s
+rotations() { grep -cE 'has no complete chunk|wrote .*: 0 chunks' "$DLOG"; }
+for _ in $(seq 150); do
+	[ "$(rotations)" -ge 3 ] && break
+	sleep 0.1
+done
+rm -f "$SMALL/filler" # the last chunk fits: SIGTERM exits 0
+stop_daemon
+empty=$(find "$OUT" -name 'ctxprof-*.jfr' -size 0 | wc -l)
+echo "rotations on a full disk: $(rotations), $empty empty .jfr left," \
+	"$(grep -c 'has no complete chunk' "$DLOG") files without a chunk removed"
+[ "$empty" = 0 ] || { ls -la "$OUT"; fail "$empty empty .jfr files left on the full disk"; }
+[ "$(rotations)" -ge 3 ] || { cat "$DLOG"; fail "fewer than 3 rotations on the full disk"; }
+
+# retain-size smaller than one recording: the size limit deletes older files, never the one
+# just finished (it used to delete every file, leaving no recording at all)
+OUT=$SMALL/out3
+: >"$DLOG"
+start_daemon --mode selectors --cgroup "$NOCG" --chunk-period 300ms --rotate-period 1s \
+	--retain-size 1K
+for _ in $(seq 150); do
+	[ "$(grep -c 'retention: deleted' "$DLOG")" -ge 2 ] && break
+	sleep 0.1
+done
+grep -q 'retention: deleted' "$DLOG" || { cat "$DLOG"; fail "retention never deleted a file"; }
+n=$(find "$OUT" -name 'ctxprof-*.jfr' | wc -l)
+stop_daemon
+left=$(find "$OUT" -name 'ctxprof-*.jfr')
+echo "retain-size 1K: $n finished file(s) while running, after the stop: $(echo $left)"
+[ "$n" -ge 1 ] || fail "retention left no finished recording while running"
+[ "$(echo "$left" | wc -w)" = 1 ] || fail "want exactly the newest recording after the stop: $left"
+jfr_ok $left
 echo "PASS: daemon on a full disk"
