@@ -269,6 +269,17 @@ static void print_counters(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        fprintf(stderr,
+                "ctxprof: samples without context: taken before the location (not recorded) "
+                "%llu, stale location %llu, not located %llu, no thread pointer %llu, "
+                "no storage for the thread %llu, read faults %llu, nothing set %llu\n",
+                (unsigned long long)st.ctx_missing.pending,
+                (unsigned long long)st.ctx_missing.stale,
+                (unsigned long long)st.ctx_missing.not_located,
+                (unsigned long long)st.ctx_missing.no_tp,
+                (unsigned long long)st.ctx_missing.unreachable,
+                (unsigned long long)st.ctx_missing.read_fault,
+                (unsigned long long)st.ctx_missing.not_set);
 }
 
 /*

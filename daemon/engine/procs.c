@@ -8,8 +8,23 @@
  * States (enum proc_tls_state): SEARCHING → LOCATED when both variables were found;
  * SEARCHING → SEARCHING with a retry time while something is missing (fast while the loader
  * may still be running, slow later: a dlopen may come); any → GAVE_UP when the process is
- * gone, its map entry is, or it failed TLS_MAX_ERRORS times; an exec puts it back to
- * SEARCHING (proc_new_image).
+ * gone, its map entry is, or it failed TLS_MAX_ERRORS times; an exec (proc_new_image) or a
+ * file mapped by the process (proc_location_pending, woken by BPF at the mmap/mprotect) puts
+ * it back to SEARCHING with a retry due at once.
+ *
+ * Context from the first sample. While a location is being made (the target was just added,
+ * exec'ed, or mapped a library), its map entry is marked pending and every sample BPF takes
+ * meanwhile says so; the sampler records such a sample only if it carries context anyway,
+ * and counts the others (sampler_stats.ctx_missing.pending). In other words: the TLS
+ * location is resolved before the target's samples count. The other choice, holding those
+ * samples and completing their context once the location is known, cannot be done right:
+ * the context is in the target's memory at the instant of the sample, and read later it is
+ * whatever the thread set since, so a held sample would be completed with another request's
+ * span. A sample with no context is better than a wrong one, and one not recorded (counted)
+ * is better than one shown without the request it belonged to. The window is short: the
+ * daemon locates synchronously at attach, and at once when BPF reports the mapping; a
+ * pending mark that cannot be resolved (ld.so has not relocated, for longer than
+ * TLS_PENDING_MAX_NS) is dropped, and its samples are then counted under their own reason.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +45,7 @@
 #define TLS_MAX_ERRORS     20
 #define PROC_KEEP_DEAD_NS  1000000000ull /* a dead entry's slot is reused after this */
 #define NS_PER_MS          1000000ull
+#define TLS_PENDING_MAX_NS 200000000ull /* 200 ms: a pending mark outlives no longer */
 
 int procs_init(struct procs *t, struct modules *modules)
 {
@@ -148,6 +164,45 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
         p->tls_errors = 0;
         p->tls_next_ns = 0;
         p->tls_since_ns = now;
+        memset(&p->published, 0, sizeof(p->published));
+        proc_location_pending(p, now); /* BPF marked the entry at the exec */
+}
+
+void proc_location_pending(struct proc *p, uint64_t now)
+{
+        /* Even after giving up: one more attempt clears the mark (with TLS_MAX_ERRORS
+         * reached, the next error gives up again at once). */
+        if (!p->alive)
+                return;
+        p->tls_state = PROC_TLS_SEARCHING;
+        p->tls_next_ns = 0;
+        if (!p->pending_since_ns)
+                p->pending_since_ns = now;
+}
+
+/* Write loc into the map (clearing the pending mark). 0, or -errno (the entry is gone). */
+static int proc_publish(struct procs *t, struct proc *p, struct ctxprof_tls_target *loc)
+{
+        __u32 key = (__u32)p->pid;
+
+        loc->generation = ++p->generation;
+        loc->flags = 0;
+        if (bpf_map_update_elem(t->targets_fd, &key, loc, BPF_EXIST))
+                return -errno;
+        p->published = *loc;
+        p->pending_since_ns = 0;
+        return 0;
+}
+
+/* Nothing new to publish, but the pending mark must not outlive the attempt: the last
+ * location again (the entry may have changed since only by BPF's exec reset, which its
+ * exec_gen check covers). */
+static void proc_end_pending(struct procs *t, struct proc *p)
+{
+        struct ctxprof_tls_target loc = p->published;
+
+        if (p->pending_since_ns && proc_publish(t, p, &loc))
+                p->tls_state = PROC_TLS_GAVE_UP;
 }
 
 /* The process's exec count as BPF keeps it (see ctxprof/tls_target.h): no entry = 0. */
@@ -170,7 +225,6 @@ static uint64_t proc_exec_gen(const struct procs *t, pid_t pid)
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
 {
         struct ctxprof_tls_target loc;
-        __u32 key = (__u32)p->pid;
         uint64_t exec_gen;
         int err;
 
@@ -183,7 +237,10 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 return;
         }
         if (err == -EAGAIN) {
+                /* ld.so has not relocated yet: its RELRO mprotect will wake us again. */
                 p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                if (p->pending_since_ns && now - p->pending_since_ns > TLS_PENDING_MAX_NS)
+                        proc_end_pending(t, p);
                 return;
         }
         if (err) {
@@ -193,10 +250,10 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                         p->tls_state = PROC_TLS_GAVE_UP;
                 if (loc.labels.mode == CTXPROF_TLS_NONE && loc.span.mode == CTXPROF_TLS_NONE) {
                         p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+                        proc_end_pending(t, p);
                         return;
                 }
         }
-        loc.generation = ++p->generation;
         loc.exec_gen = exec_gen;
         if (t->locate_delay_ns) {
                 /* Tests: the daemon preempted between reading the image and publishing. */
@@ -205,7 +262,7 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
 
                 nanosleep(&d, NULL);
         }
-        if (bpf_map_update_elem(t->targets_fd, &key, &loc, BPF_EXIST)) {
+        if (proc_publish(t, p, &loc)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;
@@ -227,7 +284,9 @@ void procs_locate_due(struct procs *t, uint64_t now)
         for (i = 0; i < t->n; i++) {
                 struct proc *p = &t->v[i];
 
-                if (p->alive && p->tls_state != PROC_TLS_GAVE_UP)
+                /* A located process is located again only when it changes: exec, or a file
+                 * mapped (proc_location_pending). */
+                if (p->alive && p->tls_state == PROC_TLS_SEARCHING)
                         proc_locate_tls(t, p, now);
         }
 }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "ctxprof/sample.h"
+#include "ctxprof/tls_target.h"
 #include "stack/modules.h"
 #include "stack/proc_maps.h"
 
@@ -31,9 +32,11 @@ struct proc {
         int forget_pending; /* exit seen: release unwinder state after the next drain */
         enum proc_tls_state tls_state;
         int tls_errors;
-        uint64_t tls_next_ns;   /* next attempt */
-        uint64_t tls_since_ns;  /* start of the current location round (add/exec) */
-        uint64_t generation;    /* locations published (ctxprof_tls_target.generation) */
+        uint64_t tls_next_ns;      /* next attempt */
+        uint64_t tls_since_ns;     /* start of the current location round (add/exec) */
+        uint64_t generation;       /* locations published (ctxprof_tls_target.generation) */
+        uint64_t pending_since_ns; /* the map entry is marked pending since; 0 = not */
+        struct ctxprof_tls_target published; /* the last location published */
         uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
         uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
@@ -69,6 +72,9 @@ void procs_compact(struct procs *t, uint64_t now);
 
 /* p exec'ed: its mappings are read again and its TLS is located from scratch. */
 void proc_new_image(struct procs *t, struct proc *p, uint64_t now);
+/* The map entry of p was marked pending at now (attach, exec, or BPF saw a file mapped):
+ * locate at the next chance, whatever the state. */
+void proc_location_pending(struct proc *p, uint64_t now);
 /* Locate p's TLS variables now if a retry is due, and publish them into `targets`. */
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now);
 /* Run every due retry. */

@@ -110,7 +110,8 @@ static int tid_set_add(struct tid_set *s, uint32_t tid)
 
 int sampler_add_target(struct sampler *s, pid_t pid)
 {
-        struct ctxprof_tls_target none = {0};
+        struct ctxprof_tls_target pending = {.flags = CTXPROF_TLS_F_PENDING};
+        uint64_t now = now_ns();
         __u32 key = (__u32)pid;
         struct proc *p;
         char path[64];
@@ -135,8 +136,9 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         if (!p)
                 return -ENOSPC;
         /* A target before it is located: an exec from now on is counted (and reported), so
-         * the location below is checked against it. Stacks are sampled at once. */
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
+         * the location below is checked against it. Until it is published, the entry says
+         * pending: samples count only with context (engine/procs.c says why). */
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &pending, BPF_NOEXIST) &&
             errno != EEXIST) {
                 proc_mark_dead(p, 0, now_ns());
                 return errno == E2BIG ? -ENOSPC : -errno;
@@ -148,7 +150,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         }
         /* Located before sampler_add_target returns (before a started command runs), or
          * retried from sampler_poll: context from the first sample where possible. */
-        proc_locate_tls(&s->procs, p, now_ns());
+        proc_location_pending(p, now);
+        proc_locate_tls(&s->procs, p, now);
         return 0;
 }
 
@@ -230,6 +233,33 @@ static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *i
         }
 }
 
+/* A sample without context: counts why. 1 = the sample is not to be recorded. */
+static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof_sample_rec *r,
+                             const struct proc *p)
+{
+        const uint32_t addr = CTXPROF_SE_SPAN_ADDR | CTXPROF_SE_LABELS_ADDR;
+        const uint32_t read = CTXPROF_SE_SPAN_READ | CTXPROF_SE_LABELS_READ;
+
+        if (r->flags & CTXPROF_SF_PENDING) {
+                m->pending++;
+                return 1;
+        }
+        if (r->flags & CTXPROF_SF_TLS_STALE)
+                m->stale++;
+        else if (!r->tls_generation || (p->published.labels.mode == CTXPROF_TLS_NONE &&
+                                        p->published.span.mode == CTXPROF_TLS_NONE))
+                m->not_located++;
+        else if (!(r->flags & CTXPROF_SF_TP))
+                m->no_tp++;
+        else if (r->errors & read)
+                m->read_fault++;
+        else if (r->errors & addr)
+                m->unreachable++;
+        else
+                m->not_set++;
+        return 0;
+}
+
 /* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
 static void sampler_new_image(struct sampler *s, struct proc *p)
 {
@@ -283,6 +313,9 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
          * rings full), nothing else would ever locate the new image. */
         if ((r->flags & CTXPROF_SF_TLS_STALE) && p->alive && p->tls_state != PROC_TLS_SEARCHING)
                 sampler_new_image(s, p);
+        /* Pending in BPF but not here: the event that said so was lost (rings full). */
+        if ((r->flags & CTXPROF_SF_PENDING) && !p->pending_since_ns && p->alive)
+                proc_location_pending(p, now_ns());
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
         if (tid_set_add(&s->tids, r->tid) > 0)
@@ -304,6 +337,9 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
                 p->with_context++;
+        } else if (count_ctx_missing(&s->st.ctx_missing, r, p)) {
+                p->samples--;
+                return 0; /* taken before the location: not recorded (engine/procs.c) */
         }
 
         nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
@@ -385,6 +421,11 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 }
                 snprintf(p->name, sizeof(p->name), "%s", comm);
                 sampler_new_image(s, p);
+                break;
+        case CTXPROF_EV_MAP:
+                /* BPF marked the location pending: locate again at the end of this poll. */
+                if (p && p->alive)
+                        proc_location_pending(p, now_ns());
                 break;
         case CTXPROF_EV_EXIT:
                 if (p && p->alive)

@@ -40,7 +40,7 @@ struct ctxprof_dtv_layout {
 };
 
 /*
- * Per-process value of the BPF map `targets` (key: __u32 tgid, init pid namespace).
+ * Per-process value of the BPF map `targets` (key: __u32 tgid as the daemon sees it).
  *
  * exec_gen: which image of the process the location describes. BPF counts the execs of each
  * target in the map `exec_gens` (key: tgid, value: __u64, no entry = 0) and follows a
@@ -55,6 +55,17 @@ struct ctxprof_tls_target {
         struct ctxprof_dtv_layout dtv;
         __u64 generation; /* bumped by the daemon on every location it publishes */
         __u64 exec_gen;   /* the exec count (map `exec_gens`) the location was made for */
+        __u64 flags;      /* CTXPROF_TLS_F_* */
 };
+
+/*
+ * flags: CTXPROF_TLS_F_PENDING = a location is being made and this one may be incomplete:
+ * the target was just added (attach), exec'ed, or mapped a file that may hold a TLS variable
+ * (a dlopen). Set by the daemon when it inserts a target and by BPF (exec, file mmap/mprotect
+ * of a target); cleared by the daemon's next published location. BPF marks every sample taken
+ * meanwhile CTXPROF_SF_PENDING, and the daemon does not record such a sample unless it
+ * carries context (see daemon/engine/procs.c for why it is not held and completed later).
+ */
+#define CTXPROF_TLS_F_PENDING 0x1
 
 #endif /* CTXPROF_TLS_TARGET_H */
