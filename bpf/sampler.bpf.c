@@ -361,7 +361,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 if (!ncgroups || !in_selected_cgroup())
                         return 0;
                 t = &no_location; /* stacks now, context once the daemon located it */
-                flags = CTXPROF_SF_CGROUP;
+                flags = CTXPROF_SF_CGROUP | CTXPROF_SF_PENDING;
         }
         c = bpf_map_lookup_elem(&counters, &zero);
         count(c, CTXPROF_CNT_SAMPLES);
@@ -385,6 +385,8 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         r->flags = (__u32)flags;
         r->errors = 0;
         r->tls_generation = t->generation;
+        if (t->flags & CTXPROF_TLS_F_PENDING)
+                r->flags |= CTXPROF_SF_PENDING;
         r->label_count = 0;
         r->n_labels = 0;
         r->n_ustack = 0;
@@ -475,7 +477,8 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child)
 {
         __u32 ptgid, ctgid;
-        struct ctxprof_tls_target none = {};
+        struct ctxprof_tls_target child_loc = {};
+        const struct ctxprof_tls_target *pt;
 
         if (parent->tgid == child->tgid || !follow_children)
                 return 0; /* a new thread: already covered by the tgid filter */
@@ -483,13 +486,17 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
         ctgid = task_tgid_ns(child);
         if (!ptgid || !ctgid)
                 return 0;
-        if (!bpf_map_lookup_elem(&targets, &ptgid))
+        pt = bpf_map_lookup_elem(&targets, &ptgid);
+        if (!pt)
                 return 0;
-        /* Sample the child at once (stacks); the daemon locates its TLS after the event. A
-         * new process has exec'ed 0 times (an entry left by an earlier one with this pid
-         * would only make its first location look stale). */
+        /* Sample the child at once, with context: it runs the parent's image, so the parent's
+         * location is the child's until the daemon locates it (after the event). A new
+         * process has exec'ed 0 times (an entry left by an earlier one with this pid would
+         * only make its first location look stale). */
+        child_loc = *pt;
+        child_loc.exec_gen = 0;
         bpf_map_delete_elem(&exec_gens, &ctgid);
-        bpf_map_update_elem(&targets, &ctgid, &none, BPF_NOEXIST);
+        bpf_map_update_elem(&targets, &ctgid, &child_loc, BPF_NOEXIST);
         emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
         return 0;
 }
@@ -516,6 +523,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
         gen = exec_gen_of(tgid) + 1;
         bpf_map_update_elem(&exec_gens, &tgid, &gen, BPF_ANY);
         none.exec_gen = gen;
+        none.flags = CTXPROF_TLS_F_PENDING; /* until the daemon located the new image */
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
         emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
         return 0;
@@ -533,5 +541,64 @@ int BPF_PROG(ctxprof_exit, struct task_struct *p)
         if (BPF_CORE_READ(p, signal, live.counter) != 0)
                 return 0; /* other threads remain */
         emit_event(CTXPROF_EV_EXIT, tgid, tid, 0, p);
+        return 0;
+}
+
+/* bpf_find_vma callback: is the mapping at the address backed by a file? */
+static long vma_has_file(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+        *(int *)data = BPF_CORE_READ(vma, vm_file) != 0;
+        return 0;
+}
+
+#define SYS_MMAP        9 /* x86-64 syscall numbers */
+#define SYS_MPROTECT    10
+#define MMAP_PROT_READ  0x1
+#define MMAP_PROT_EXEC  0x4
+#define MMAP_ANONYMOUS  0x20
+#define SYSCALL_ERR_MAX 4095 /* a return value in [-4095, -1] is -errno */
+
+/*
+ * A target mapped a file that may hold a TLS variable: the executable part of a library
+ * (mmap of a file with PROT_EXEC: ld.so loading it), or made a file mapping read-only
+ * (mprotect to PROT_READ: ld.so's RELRO step, which comes right after the library's
+ * relocations, TLS descriptors included, are done). The location is marked pending, so the
+ * samples taken until the daemon located again are known to be taken without it, and the
+ * daemon is woken at once (CTXPROF_EV_MAP). Runs at every syscall exit of every task (this
+ * kernel has no kprobes, and fentry/LSM programs do not load here): the syscall number is
+ * checked first, the targets map only for those two.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ctxprof_sys_exit, struct pt_regs *regs, long ret)
+{
+        struct ctxprof_tls_target *t;
+        __u64 nr, prot;
+        __u32 tgid, tid;
+        int file = 0;
+
+        nr = BPF_CORE_READ(regs, orig_ax);
+        if (nr != SYS_MMAP && nr != SYS_MPROTECT)
+                return 0;
+        if ((unsigned long)ret >= (unsigned long)-SYSCALL_ERR_MAX)
+                return 0;
+        if (cur_ids(&tgid, &tid))
+                return 0;
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (!t)
+                return 0;
+        prot = BPF_CORE_READ(regs, dx);
+        if (nr == SYS_MMAP) {
+                if (!(prot & MMAP_PROT_EXEC) || (BPF_CORE_READ(regs, r10) & MMAP_ANONYMOUS))
+                        return 0;
+        } else {
+                if (prot != MMAP_PROT_READ)
+                        return 0;
+                bpf_find_vma(bpf_get_current_task_btf(), BPF_CORE_READ(regs, di), vma_has_file,
+                             &file, 0);
+                if (!file)
+                        return 0;
+        }
+        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
+        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf());
         return 0;
 }

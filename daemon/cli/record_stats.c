@@ -73,6 +73,30 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        fprintf(stderr,
+                "ctxprof: samples without context: taken before the location (not recorded) "
+                "%llu, stale location %llu, not located %llu, no thread pointer %llu, "
+                "no storage for the thread %llu, read faults %llu, nothing set %llu\n",
+                (unsigned long long)st.ctx_missing.pending,
+                (unsigned long long)st.ctx_missing.stale,
+                (unsigned long long)st.ctx_missing.not_located,
+                (unsigned long long)st.ctx_missing.no_tp,
+                (unsigned long long)st.ctx_missing.unreachable,
+                (unsigned long long)st.ctx_missing.read_fault,
+                (unsigned long long)st.ctx_missing.not_set);
+}
+
+/* Samples without context, by why (sampler_stats.ctx_missing), as one JSON object. */
+static void json_ctx_missing(FILE *f, const struct sampler_stats *st)
+{
+        fprintf(f,
+                ",\n  \"ctx_missing\": {\"before_location\": %" PRIu64 ", \"stale\": %" PRIu64
+                ", \"not_located\": %" PRIu64 ", \"no_thread_pointer\": %" PRIu64
+                ", \"no_storage\": %" PRIu64 ", \"read_fault\": %" PRIu64 ", \"not_set\": %" PRIu64
+                "}",
+                st->ctx_missing.pending, st->ctx_missing.stale, st->ctx_missing.not_located,
+                st->ctx_missing.no_tp, st->ctx_missing.unreachable, st->ctx_missing.read_fault,
+                st->ctx_missing.not_set);
 }
 
 /* One "key": value pair of the stats object (after the first). */
@@ -136,6 +160,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "bpf_ns_per_sample", st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0);
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
         json_unwind_stops(f, s);
+        json_ctx_missing(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

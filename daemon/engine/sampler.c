@@ -11,7 +11,7 @@
  * every sample it took before it exited is still DWARF-unwound; none taken after is handled
  * before the event. Only events that found the sample ring full come through the `events`
  * ring, consumed after the sample ring; for those, a process's unwinder state is released
- * one poll after its exit, and its mappings stay cached a second longer (proc_compact).
+ * one poll after its exit, and its mappings stay cached a second longer (procs_compact).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +28,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "engine/procs.h"
 #include "engine/sampler.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
@@ -36,27 +37,7 @@
 #include "util/clock.h"
 
 #define DEFAULT_RING_BYTES (8u << 20)
-#define TLS_RETRY_FAST_NS  20000000ull   /* 20 ms: just started or exec'ed (loader running) */
-#define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
-#define TLS_FAST_WINDOW_NS 3000000000ull
-#define TLS_MAX_ERRORS     20
-#define MAX_PROCS          CTXPROF_MAX_TARGETS
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
-
-struct proc {
-        pid_t pid;
-        int alive;
-        int forget_pending; /* exit seen: release unwinder state after the next drain */
-        int tls_state;      /* 0 = to locate, 1 = located (maybe partially), 2 = gave up */
-        int tls_errors;
-        uint64_t tls_next_ns;   /* next attempt */
-        uint64_t tls_since_ns;  /* start of the current location round (add/exec) */
-        uint64_t generation;    /* locations published (ctxprof_tls_target.generation) */
-        uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
-        uint64_t samples, with_context;
-        char name[CTXPROF_COMM_LEN + 1];
-        struct proc_maps *maps; /* NULL until opened */
-};
 
 struct tid_set {
         uint32_t *slots; /* 0 = empty */
@@ -74,14 +55,12 @@ struct sampler {
         struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder;
-        struct proc *procs;
-        size_t nprocs;
+        struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
         struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
         int stopped;
         uint64_t last_sweep_ns;
-        uint64_t locate_delay_ns; /* CTXPROF_TEST_LOCATE_DELAY_MS, see proc_locate_tls */
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -122,158 +101,10 @@ static int tid_set_add(struct tid_set *s, uint32_t tid)
         return 1;
 }
 
-static struct proc *proc_find(struct sampler *s, pid_t pid)
-{
-        size_t i;
-
-        /* Newest first: a reused pid maps to the latest process. */
-        for (i = s->nprocs; i-- > 0;)
-                if (s->procs[i].pid == pid)
-                        return &s->procs[i];
-        return NULL;
-}
-
-static void read_comm(pid_t pid, char *buf, size_t len)
-{
-        char path[64];
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-        buf[0] = '\0';
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return;
-        n = read(fd, buf, len - 1);
-        close(fd);
-        if (n <= 0) {
-                buf[0] = '\0';
-                return;
-        }
-        buf[n] = '\0';
-        if (buf[n - 1] == '\n')
-                buf[n - 1] = '\0';
-}
-
-static void proc_compact(struct sampler *s);
-
-static struct proc *proc_new(struct sampler *s, pid_t pid, const char *comm)
-{
-        struct proc *p;
-
-        if (s->nprocs == MAX_PROCS)
-                proc_compact(s);
-        if (s->nprocs == MAX_PROCS)
-                return NULL;
-        p = &s->procs[s->nprocs++];
-        memset(p, 0, sizeof(*p));
-        p->pid = pid;
-        p->alive = 1;
-        p->tls_since_ns = mono_ns();
-        if (comm && comm[0])
-                snprintf(p->name, sizeof(p->name), "%s", comm);
-        else
-                read_comm(pid, p->name, sizeof(p->name));
-        if (!p->name[0])
-                snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
-        proc_maps_open(s->modules, pid, &p->maps); /* may fail: retried on first sample */
-        s->st.processes++;
-        return p;
-}
-
-/* The process's exec count as BPF keeps it (see ctxprof/tls_target.h): no entry = 0. */
-static uint64_t proc_exec_gen(struct sampler *s, pid_t pid)
-{
-        __u32 key = (__u32)pid;
-        __u64 gen;
-
-        if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.exec_gens), &key, &gen))
-                return 0;
-        return gen;
-}
-
-/*
- * Locate the TLS variables of a target already in the map and publish the result. An exec
- * can come at any point: the location is tagged with the exec count read before anything of
- * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
- * (and the exec event brings a new location).
- */
-static void proc_locate_tls(struct sampler *s, struct proc *p, uint64_t now)
-{
-        struct ctxprof_tls_target t;
-        __u32 key = (__u32)p->pid;
-        uint64_t exec_gen;
-        int err;
-
-        if (!p->alive || p->tls_state == 2 || now < p->tls_next_ns)
-                return;
-        exec_gen = proc_exec_gen(s, p->pid);
-        err = tls_locate(p->pid, &t);
-        if (err == -ESRCH) {
-                p->tls_state = 2;
-                return;
-        }
-        if (err == -EAGAIN) {
-                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
-                return;
-        }
-        if (err) {
-                /* One variable may still be usable (tls_locate leaves the failed one NONE). */
-                s->st.tls_errors++;
-                if (++p->tls_errors >= TLS_MAX_ERRORS)
-                        p->tls_state = 2;
-                if (t.labels.mode == CTXPROF_TLS_NONE && t.span.mode == CTXPROF_TLS_NONE) {
-                        p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
-                        return;
-                }
-        }
-        t.generation = ++p->generation;
-        t.exec_gen = exec_gen;
-        if (s->locate_delay_ns) {
-                /* Tests: the daemon preempted between reading the image and publishing. */
-                struct timespec d = {.tv_sec = (time_t)(s->locate_delay_ns / 1000000000ull),
-                                     .tv_nsec = (long)(s->locate_delay_ns % 1000000000ull)};
-
-                nanosleep(&d, NULL);
-        }
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &t, BPF_EXIST)) {
-                /* The process is gone (or never made it into the map): nothing to sample. */
-                p->tls_state = 2;
-                return;
-        }
-        s->st.tls_located++;
-        if (t.labels.mode != CTXPROF_TLS_NONE && t.span.mode != CTXPROF_TLS_NONE) {
-                p->tls_state = 1;
-                return;
-        }
-        /* Something is missing: a library may still be loading or be dlopen'ed later. */
-        p->tls_next_ns = now + (now - p->tls_since_ns < TLS_FAST_WINDOW_NS ? TLS_RETRY_FAST_NS
-                                                                           : TLS_RETRY_SLOW_NS);
-}
-
-/* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
-static int proc_gone(pid_t pid)
-{
-        char path[64], buf[512], *rp;
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT || errno == ESRCH;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return 1;
-        buf[n] = '\0';
-        rp = strrchr(buf, ')');
-        return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x');
-}
-
 int sampler_add_target(struct sampler *s, pid_t pid)
 {
-        struct ctxprof_tls_target none = {0};
+        struct ctxprof_tls_target pending = {.flags = CTXPROF_TLS_F_PENDING};
+        uint64_t now = mono_ns();
         __u32 key = (__u32)pid;
         struct proc *p;
         char path[64];
@@ -292,17 +123,17 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                         return errno == ENOENT ? -ESRCH : -errno;
                 close(fd);
         }
-        p = proc_find(s, pid);
+        p = procs_find(&s->procs, pid);
         if (!p || !p->alive)
-                p = proc_new(s, pid, NULL);
+                p = procs_new(&s->procs, pid, NULL, mono_ns());
         if (!p)
                 return -ENOSPC;
         /* A target before it is located: an exec from now on is counted (and reported), so
-         * the location below is checked against it. Stacks are sampled at once. */
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &none, BPF_NOEXIST) &&
+         * the location below is checked against it. Until it is published, the entry says
+         * pending: samples count only with context (engine/procs.c says why). */
+        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &pending, BPF_NOEXIST) &&
             errno != EEXIST) {
-                p->alive = 0;
-                p->dead_since_ns = mono_ns();
+                proc_mark_dead(p, 0, mono_ns());
                 return errno == E2BIG ? -ENOSPC : -errno;
         }
         /* An exit between the checks above and the insert emitted no event: look again. */
@@ -312,7 +143,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         }
         /* Located before sampler_add_target returns (before a started command runs), or
          * retried from sampler_poll: context from the first sample where possible. */
-        proc_locate_tls(s, p, mono_ns());
+        proc_location_pending(p, now);
+        proc_locate_tls(&s->procs, p, now);
         return 0;
 }
 
@@ -394,18 +226,39 @@ static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *i
         }
 }
 
-/* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
-static void proc_new_image(struct sampler *s, struct proc *p)
+/* A sample without context: counts why. 1 = the sample is not to be recorded. */
+static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof_sample_rec *r,
+                             const struct proc *p)
 {
-        proc_maps_free(p->maps);
-        p->maps = NULL;
-        proc_maps_open(s->modules, p->pid, &p->maps);
+        const uint32_t addr = CTXPROF_SE_SPAN_ADDR | CTXPROF_SE_LABELS_ADDR;
+        const uint32_t read = CTXPROF_SE_SPAN_READ | CTXPROF_SE_LABELS_READ;
+
+        if (r->flags & CTXPROF_SF_PENDING) {
+                m->pending++;
+                return 1;
+        }
+        if (r->flags & CTXPROF_SF_TLS_STALE)
+                m->stale++;
+        else if (!r->tls_generation || (p->published.labels.mode == CTXPROF_TLS_NONE &&
+                                        p->published.span.mode == CTXPROF_TLS_NONE))
+                m->not_located++;
+        else if (!(r->flags & CTXPROF_SF_TP))
+                m->no_tp++;
+        else if (r->errors & read)
+                m->read_fault++;
+        else if (r->errors & addr)
+                m->unreachable++;
+        else
+                m->not_set++;
+        return 0;
+}
+
+/* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
+static void sampler_new_image(struct sampler *s, struct proc *p)
+{
+        proc_new_image(&s->procs, p, mono_ns());
         if (s->unwinder)
                 dwarf_unwinder_forget(s->unwinder, p->pid);
-        p->tls_state = 0;
-        p->tls_errors = 0;
-        p->tls_next_ns = 0;
-        p->tls_since_ns = mono_ns();
 }
 
 static int handle_sample(struct sampler *s, const void *data, size_t size)
@@ -430,19 +283,18 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 d = data;
         }
         s->st.received++;
-        p = proc_find(s, (pid_t)r->tgid);
+        p = procs_find(&s->procs, (pid_t)r->tgid);
         if ((!p || !p->alive) && (r->flags & CTXPROF_SF_CGROUP) &&
             !sampler_add_target(s, (pid_t)r->tgid))
-                p = proc_find(s, (pid_t)r->tgid); /* in a selected cgroup: a target now */
+                p = procs_find(&s->procs, (pid_t)r->tgid); /* in a selected cgroup: a target now */
         if (!p) {
                 char path[32];
 
-                p = proc_new(s, (pid_t)r->tgid, NULL); /* forked child seen before its event */
+                /* a forked child seen before its event */
+                p = procs_new(&s->procs, (pid_t)r->tgid, NULL, mono_ns());
                 snprintf(path, sizeof(path), "/proc/%u", r->tgid);
-                if (p && access(path, F_OK)) { /* a late sample of a process already gone */
-                        p->alive = 0;
-                        p->dead_since_ns = mono_ns();
-                }
+                if (p && access(path, F_OK)) /* a late sample of a process already gone */
+                        proc_mark_dead(p, 0, mono_ns());
         }
         if (!p) {
                 s->st.sink_errors++;
@@ -452,8 +304,11 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         /* BPF refused a location made before an exec we have not handled. The EXEC event is
          * normally right behind in the ring and does this; should it have been lost (both
          * rings full), nothing else would ever locate the new image. */
-        if ((r->flags & CTXPROF_SF_TLS_STALE) && p->alive && p->tls_state != 0)
-                proc_new_image(s, p);
+        if ((r->flags & CTXPROF_SF_TLS_STALE) && p->alive && p->tls_state != PROC_TLS_SEARCHING)
+                sampler_new_image(s, p);
+        /* Pending in BPF but not here: the event that said so was lost (rings full). */
+        if ((r->flags & CTXPROF_SF_PENDING) && !p->pending_since_ns && p->alive)
+                proc_location_pending(p, mono_ns());
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
         if (tid_set_add(&s->tids, r->tid) > 0)
@@ -475,6 +330,9 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
                 p->with_context++;
+        } else if (count_ctx_missing(&s->st.ctx_missing, r, p)) {
+                p->samples--;
+                return 0; /* taken before the location: not recorded (engine/procs.c) */
         }
 
         nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
@@ -531,11 +389,11 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         }
         memcpy(comm, e->comm, CTXPROF_COMM_LEN);
         comm[CTXPROF_COMM_LEN] = '\0';
-        p = proc_find(s, (pid_t)e->tgid);
+        p = procs_find(&s->procs, (pid_t)e->tgid);
         switch (e->event) {
         case CTXPROF_EV_FORK:
                 if (!p || !p->alive)
-                        proc_new(s, (pid_t)e->tgid, comm);
+                        procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
                 break;
         case CTXPROF_EV_EXEC_OTHER:
                 /* Not a target (exec_filter mode): the filter decides. */
@@ -549,13 +407,18 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                         sampler_remove_target(s, (pid_t)e->tgid);
                         break;
                 }
-                p = proc_find(s, (pid_t)e->tgid);
+                p = procs_find(&s->procs, (pid_t)e->tgid);
                 if (!p || !p->alive) {
-                        proc_new(s, (pid_t)e->tgid, comm);
+                        procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
                         break;
                 }
                 snprintf(p->name, sizeof(p->name), "%s", comm);
-                proc_new_image(s, p);
+                sampler_new_image(s, p);
+                break;
+        case CTXPROF_EV_MAP:
+                /* BPF marked the location pending: locate again at the end of this poll. */
+                if (p && p->alive)
+                        proc_location_pending(p, mono_ns());
                 break;
         case CTXPROF_EV_EXIT:
                 if (p && p->alive)
@@ -599,12 +462,126 @@ static int open_perf_event(const struct sampler_opts *o, int cpu)
         return (int)syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+#define DWARF_RING_BYTES    (32u << 20) /* dwarf records carry a 16 KiB stack copy each */
+#define NS_PER_MS           1000000ull
+#define LOCATE_DELAY_MAX_MS 1000
+
+/* Stage BTF: the state that needs no kernel object (tables, caches, unwinder). */
+static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink *sink,
+                         struct sampler *s)
+{
+        /* Fault injection for tests/integration/test_sampler_exec_tls.sh only: a delay (ms, at
+         * most LOCATE_DELAY_MAX_MS) between locating a process's TLS and publishing it. */
+        const char *d = getenv("CTXPROF_TEST_LOCATE_DELAY_MS");
+        long ms = d ? strtol(d, NULL, 10) : 0;
+
+        s->opts = *o;
+        if (sink)
+                s->sink = *sink;
+        s->modules = modules_new();
+        if (!s->modules || procs_init(&s->procs, s->modules))
+                return -ENOMEM;
+        if (ms > 0)
+                s->procs.locate_delay_ns =
+                    (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;
+        if (o->dwarf) {
+                s->unwinder = dwarf_unwinder_new();
+                if (!s->unwinder)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Stage OPEN: the BPF object, configured (read-only data, ring size) before load. */
+static int sampler_open_bpf(struct sampler *s)
+{
+        const struct sampler_opts *o = &s->opts;
+        struct stat ns;
+        size_t ring;
+
+        s->skel = sampler_bpf__open();
+        if (!s->skel)
+                return -errno ? -errno : -EINVAL;
+        s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
+        s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
+        s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
+        s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
+        s->skel->rodata->self_tgid = (__u32)getpid();
+        /* In a PID namespace other than the host's (a sidecar), BPF translates every pid to
+         * the ones this process sees in /proc. */
+        if (!stat("/proc/self/ns/pid", &ns) && ns.st_ino != PROC_PID_INIT_INO) {
+                s->skel->rodata->pidns_dev = (__u64)ns.st_dev;
+                s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
+        }
+        ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
+        if (o->dwarf && !o->ring_bytes)
+                ring = DWARF_RING_BYTES;
+        s->skel->rodata->wakeup_bytes = ring / 4;
+        return bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
+}
+
+/* Stage PERF: one sampling event per possible CPU (an offline one is skipped). */
+static int sampler_open_perf(struct sampler *s)
+{
+        int i;
+
+        s->ncpu = libbpf_num_possible_cpus();
+        if (s->ncpu <= 0)
+                return s->ncpu ? s->ncpu : -EINVAL;
+        s->perf_fds = calloc((size_t)s->ncpu, sizeof(int));
+        s->links = calloc((size_t)s->ncpu, sizeof(*s->links));
+        if (!s->perf_fds || !s->links)
+                return -ENOMEM;
+        for (i = 0; i < s->ncpu; i++)
+                s->perf_fds[i] = -1;
+        for (i = 0; i < s->ncpu; i++) {
+                s->perf_fds[i] = open_perf_event(&s->opts, i);
+                if (s->perf_fds[i] < 0 && errno != ENODEV) /* ENODEV: possible but offline */
+                        return -errno;
+        }
+        return 0;
+}
+
+/* Stage ATTACH: the sampling program to every perf event, then the lifecycle programs. */
+static int sampler_attach(struct sampler *s)
+{
+        int i, attached = 0;
+
+        for (i = 0; i < s->ncpu; i++) {
+                if (s->perf_fds[i] < 0)
+                        continue;
+                s->links[i] =
+                    bpf_program__attach_perf_event(s->skel->progs.ctxprof_sample, s->perf_fds[i]);
+                if (!s->links[i])
+                        return -errno;
+                /* The link owns the perf fd from here on (bpf_link__destroy closes it). */
+                s->perf_fds[i] = -1;
+                attached++;
+        }
+        if (!attached)
+                return -ENODEV;
+        return sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+}
+
+/* Stage RING: the consumers of both rings. */
+static int sampler_open_rings(struct sampler *s)
+{
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
+        if (!s->rb)
+                return -errno;
+        /* Never polled: events land there only while `samples` is full, and then samples
+         * force wakeups of their own. */
+        s->rb_spill = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
+        if (!s->rb_spill)
+                return -errno;
+        return 0;
+}
+
 int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
                 enum sampler_stage *stage)
 {
         struct sampler *s;
-        size_t ring;
-        int err, i, attached = 0;
+        int err;
 
         *out = NULL;
         *stage = SAMPLER_STAGE_BTF;
@@ -613,131 +590,36 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->opts = *o;
-        if (sink)
-                s->sink = *sink;
-        {
-                /* Fault injection for tests/integration/test_sampler_exec_tls.sh only: a delay
-                 * (ms, at most 1 s) between locating a process's TLS and publishing it. */
-                const char *d = getenv("CTXPROF_TEST_LOCATE_DELAY_MS");
-                long ms = d ? strtol(d, NULL, 10) : 0;
-
-                if (ms > 0)
-                        s->locate_delay_ns = (uint64_t)(ms < 1000 ? ms : 1000) * 1000000ull;
+        err = sampler_alloc(o, sink, s);
+        if (!err) {
+                *stage = SAMPLER_STAGE_OPEN;
+                err = sampler_open_bpf(s);
         }
-        s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
-        s->modules = modules_new();
-        if (!s->procs || !s->modules) {
-                err = -ENOMEM;
-                goto fail;
+        if (!err) {
+                *stage = SAMPLER_STAGE_LOAD;
+                err = sampler_bpf__load(s->skel);
         }
-        if (o->dwarf) {
-                s->unwinder = dwarf_unwinder_new();
-                if (!s->unwinder) {
-                        err = -ENOMEM;
-                        goto fail;
-                }
+        if (!err) {
+                s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);
+                s->procs.exec_gens_fd = bpf_map__fd(s->skel->maps.exec_gens);
+                *stage = SAMPLER_STAGE_PERF;
+                err = sampler_open_perf(s);
         }
-
-        *stage = SAMPLER_STAGE_OPEN;
-        s->skel = sampler_bpf__open();
-        if (!s->skel) {
-                err = -errno ? -errno : -EINVAL;
-                goto fail;
+        if (!err) {
+                *stage = SAMPLER_STAGE_ATTACH;
+                err = sampler_attach(s);
         }
-        s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
-        s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
-        s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
-        s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
-        s->skel->rodata->self_tgid = (__u32)getpid();
-        {
-                /* In a PID namespace other than the host's (a sidecar), BPF translates every
-                 * pid to the ones this process sees in /proc. */
-                struct stat ns;
-
-                if (!stat("/proc/self/ns/pid", &ns) && ns.st_ino != PROC_PID_INIT_INO) {
-                        s->skel->rodata->pidns_dev = (__u64)ns.st_dev;
-                        s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
-                }
+        if (!err) {
+                *stage = SAMPLER_STAGE_RING;
+                err = sampler_open_rings(s);
         }
-        ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
-        if (o->dwarf && !o->ring_bytes)
-                ring = 32u << 20;
-        s->skel->rodata->wakeup_bytes = ring / 4;
-        err = bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
-        if (err)
-                goto fail;
-
-        *stage = SAMPLER_STAGE_LOAD;
-        err = sampler_bpf__load(s->skel);
-        if (err)
-                goto fail;
-
-        *stage = SAMPLER_STAGE_PERF;
-        s->ncpu = libbpf_num_possible_cpus();
-        if (s->ncpu <= 0) {
-                err = s->ncpu ? s->ncpu : -EINVAL;
-                goto fail;
-        }
-        s->perf_fds = calloc((size_t)s->ncpu, sizeof(int));
-        s->links = calloc((size_t)s->ncpu, sizeof(*s->links));
-        if (!s->perf_fds || !s->links) {
-                err = -ENOMEM;
-                goto fail;
-        }
-        for (i = 0; i < s->ncpu; i++)
-                s->perf_fds[i] = -1;
-        for (i = 0; i < s->ncpu; i++) {
-                s->perf_fds[i] = open_perf_event(o, i);
-                if (s->perf_fds[i] < 0) {
-                        err = -errno;
-                        if (err == -ENODEV)
-                                continue; /* possible but offline CPU */
-                        goto fail;
-                }
-        }
-
-        *stage = SAMPLER_STAGE_ATTACH;
-        for (i = 0; i < s->ncpu; i++) {
-                if (s->perf_fds[i] < 0)
-                        continue;
-                s->links[i] =
-                    bpf_program__attach_perf_event(s->skel->progs.ctxprof_sample, s->perf_fds[i]);
-                if (!s->links[i]) {
-                        err = -errno;
-                        goto fail;
-                }
-                /* The link owns the perf fd from here on (bpf_link__destroy closes it). */
-                s->perf_fds[i] = -1;
-                attached++;
-        }
-        if (!attached) {
-                err = -ENODEV;
-                goto fail;
-        }
-        err = sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
-        if (err)
-                goto fail;
-
-        *stage = SAMPLER_STAGE_RING;
-        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), on_record, s, NULL);
-        if (!s->rb) {
-                err = -errno;
-                goto fail;
-        }
-        /* Never polled: events land there only while `samples` is full, and then samples
-         * force wakeups of their own. */
-        s->rb_spill = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
-        if (!s->rb_spill) {
-                err = -errno;
-                goto fail;
+        if (err) {
+                sampler_free(s);
+                return err < 0 ? err : -EINVAL;
         }
         *stage = SAMPLER_STAGE_NONE;
         *out = s;
         return 0;
-fail:
-        sampler_free(s);
-        return err < 0 ? err : -EINVAL;
 }
 
 static void housekeeping(struct sampler *s)
@@ -748,25 +630,19 @@ static void housekeeping(struct sampler *s)
         /* Safety net for a missed exit event (events ring full): every 5 s. */
         if (now - s->last_sweep_ns > 5000000000ull) {
                 s->last_sweep_ns = now;
-                for (i = 0; i < s->nprocs; i++)
-                        if (s->procs[i].alive && proc_gone(s->procs[i].pid))
-                                sampler_remove_target(s, s->procs[i].pid);
+                for (i = 0; i < s->procs.n; i++)
+                        if (s->procs.v[i].alive && proc_gone(s->procs.v[i].pid))
+                                sampler_remove_target(s, s->procs.v[i].pid);
         }
-
-        for (i = 0; i < s->nprocs; i++) {
-                struct proc *p = &s->procs[i];
-
-                if (p->alive && p->tls_state != 2)
-                        proc_locate_tls(s, p, now);
-        }
+        procs_locate_due(&s->procs, now);
 }
 
 static void release_dead(struct sampler *s)
 {
         size_t i;
 
-        for (i = 0; i < s->nprocs; i++) {
-                struct proc *p = &s->procs[i];
+        for (i = 0; i < s->procs.n; i++) {
+                struct proc *p = &s->procs.v[i];
 
                 if (!p->forget_pending)
                         continue;
@@ -776,30 +652,9 @@ static void release_dead(struct sampler *s)
         }
 }
 
-/* Drops the slots of processes dead for more than a second (their queued samples are long
- * consumed), keeping the order (newest last) so a reused pid finds its latest process. */
-static void proc_compact(struct sampler *s)
-{
-        uint64_t now = mono_ns();
-        size_t i, j = 0;
-
-        for (i = 0; i < s->nprocs; i++) {
-                struct proc *p = &s->procs[i];
-
-                if (!p->alive && !p->forget_pending && now - p->dead_since_ns > 1000000000ull) {
-                        proc_maps_free(p->maps);
-                        continue;
-                }
-                if (i != j)
-                        s->procs[j] = *p;
-                j++;
-        }
-        s->nprocs = j;
-}
-
 int sampler_remove_target(struct sampler *s, pid_t pid)
 {
-        struct proc *p = proc_find(s, pid);
+        struct proc *p = procs_find(&s->procs, pid);
         __u32 key = (__u32)pid;
         int err = 0;
 
@@ -807,9 +662,7 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
                 err = -errno;
         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
         if (p && p->alive) {
-                p->alive = 0;
-                p->dead_since_ns = mono_ns();
-                p->forget_pending = 1;
+                proc_mark_dead(p, 1, mono_ns());
                 return 0;
         }
         return err;
@@ -817,7 +670,7 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
 
 int sampler_is_target(struct sampler *s, pid_t pid)
 {
-        const struct proc *p = proc_find(s, pid);
+        const struct proc *p = procs_find(&s->procs, pid);
 
         return p && p->alive;
 }
@@ -826,8 +679,8 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
 {
         size_t i;
 
-        for (i = 0; i < s->nprocs; i++) {
-                const struct proc *p = &s->procs[i];
+        for (i = 0; i < s->procs.n; i++) {
+                const struct proc *p = &s->procs.v[i];
                 struct sampler_target t;
 
                 if (!p->alive)
@@ -836,7 +689,7 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .name = p->name,
                                             .samples = p->samples,
                                             .with_context = p->with_context,
-                                            .context_located = p->tls_state == 1};
+                                            .context_located = p->tls_state == PROC_TLS_LOCATED};
                 fn(ctx, &t);
         }
 }
@@ -860,23 +713,11 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         int n, m, k, pending_release = 0;
         size_t i;
 
-        uint64_t now = mono_ns();
-
-        for (i = 0; i < s->nprocs; i++) {
-                const struct proc *p = &s->procs[i];
-
-                pending_release |= p->forget_pending;
-                /* Wake up for a pending TLS retry: context starts as early as possible. */
-                if (p->alive && p->tls_state == 0 && !s->stopped) {
-                        /* rounded up: a retry less than 1 ms away is no reason to spin */
-                        int64_t ms = p->tls_next_ns > now
-                                         ? (int64_t)((p->tls_next_ns - now + 999999) / 1000000)
-                                         : 0;
-
-                        if (ms < timeout_ms)
-                                timeout_ms = (int)ms;
-                }
-        }
+        for (i = 0; i < s->procs.n; i++)
+                pending_release |= s->procs.v[i].forget_pending;
+        /* Wake up for a pending TLS retry: context starts as early as possible. */
+        if (!s->stopped)
+                timeout_ms = procs_retry_timeout(&s->procs, mono_ns(), timeout_ms);
         n = ring_buffer__poll(s->rb, timeout_ms);
         if (n < 0 && n != -EINTR)
                 return n;
@@ -889,7 +730,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 return k;
         if (pending_release)
                 release_dead(s);
-        proc_compact(s);
+        procs_compact(&s->procs, mono_ns());
         if (!s->stopped)
                 housekeeping(s);
         return (n > 0 ? n : 0) + (m > 0 ? m : 0) + (k > 0 ? k : 0);
@@ -924,8 +765,8 @@ unsigned sampler_live_targets(struct sampler *s)
         unsigned n = 0;
         size_t i;
 
-        for (i = 0; i < s->nprocs; i++)
-                n += s->procs[i].alive ? 1 : 0;
+        for (i = 0; i < s->procs.n; i++)
+                n += s->procs.v[i].alive ? 1 : 0;
         return n;
 }
 
@@ -936,6 +777,9 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         int i, k;
 
         *out = s->st;
+        out->processes = s->procs.processes;
+        out->tls_located = s->procs.tls_located;
+        out->tls_errors = s->procs.tls_errors;
         v = calloc((size_t)s->ncpu, sizeof(*v));
         if (!v)
                 return;
@@ -983,7 +827,6 @@ struct modules *sampler_modules(struct sampler *s)
 
 void sampler_free(struct sampler *s)
 {
-        size_t i;
         int c;
 
         if (!s)
@@ -1000,9 +843,7 @@ void sampler_free(struct sampler *s)
         free(s->links);
         free(s->perf_fds);
         sampler_bpf__destroy(s->skel);
-        for (i = 0; i < s->nprocs; i++)
-                proc_maps_free(s->procs[i].maps);
-        free(s->procs);
+        procs_free(&s->procs);
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);
         modules_free(s->modules);

@@ -47,6 +47,21 @@ enum sampler_stage {
         SAMPLER_STAGE_RING,   /* ring buffer setup */
 };
 
+/* Samples without context, by why (each sample counted once, under the first reason that
+ * applies, in this order). Only `pending` samples are not recorded; the others are, without
+ * context. A thread that never set context is counted under unreachable or not_set. */
+struct sampler_ctx_missing {
+        uint64_t pending;     /* taken while the location was being made (attach, exec, a
+                               * library mapped): not recorded (see engine/procs.c) */
+        uint64_t stale;       /* location made before the process's last exec (refused) */
+        uint64_t not_located; /* the process has no location (no libctx variable found) */
+        uint64_t no_tp;       /* the thread pointer was 0 */
+        uint64_t unreachable; /* the variable has no storage for this thread (a dynamic TLS
+                               * block it never allocated) */
+        uint64_t read_fault;  /* reading the variable faulted */
+        uint64_t not_set;     /* read fine: no span and no label set (or a torn span) */
+};
+
 struct sampler_stats {
         /* from the BPF counters (summed over CPUs) */
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
@@ -68,6 +83,7 @@ struct sampler_stats {
         uint64_t tls_located; /* successful TLS locations (incl. redo after exec) */
         uint64_t tls_errors;  /* locations that failed for good */
         struct context_decode_stats ctx;
+        struct sampler_ctx_missing ctx_missing;
 };
 
 struct sampler;
@@ -78,7 +94,8 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
                 enum sampler_stage *stage);
 /* Start sampling process pid (and its future threads). -ESRCH no such process, -EPERM/-EACCES
  * not permitted, -ENOSPC more than CTXPROF_MAX_TARGETS. Its TLS is located before this
- * returns where possible; what is not found yet is retried from sampler_poll. */
+ * returns when it can be (else retried from sampler_poll); samples taken before count only if
+ * they have context. */
 int sampler_add_target(struct sampler *, pid_t pid);
 /* Sample every process in these cgroup v2 paths (as in /proc/PID/cgroup, "/a/b") or below
  * them, checked in the kernel at each sample: such a process becomes a target (with

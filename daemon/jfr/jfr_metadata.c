@@ -145,6 +145,14 @@ static const struct fdesc f_statistics[] = {
     {"bpfNsPerSample", JFR_T_LONG, 0, JFR_A_TIMESPAN, "NANOSECONDS", "BPF Time per Sample"},
     {"unknownStacks", JFR_T_LONG, 0, 0, NULL, "Samples without Stack"},
     {"droppedLabelKeys", JFR_T_LONG, 0, 0, NULL, "Label Keys Dropped"},
+    /* in enum jfr_ctx_missing order */
+    {"ctxMissingPending", JFR_T_LONG, 0, 0, NULL, "No Context: Before Location (Not Recorded)"},
+    {"ctxMissingStale", JFR_T_LONG, 0, 0, NULL, "No Context: Stale Location"},
+    {"ctxMissingNotLocated", JFR_T_LONG, 0, 0, NULL, "No Context: Not Located"},
+    {"ctxMissingNoThreadPointer", JFR_T_LONG, 0, 0, NULL, "No Context: No Thread Pointer"},
+    {"ctxMissingNoStorage", JFR_T_LONG, 0, 0, NULL, "No Context: No TLS Block"},
+    {"ctxMissingReadFaults", JFR_T_LONG, 0, 0, NULL, "No Context: Read Faults"},
+    {"ctxMissingNotSet", JFR_T_LONG, 0, 0, NULL, "No Context: Not Set"},
 };
 
 #define PRIM(id, n)                                                                                \

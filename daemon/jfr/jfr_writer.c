@@ -596,6 +596,8 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
                            w->chunk_dropped_keys};
         for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
                 jfr_buf_varint(b, vals[i]);
+        for (size_t i = 0; i < JFR_CTX_MISSING_N; i++)
+                jfr_buf_varint(b, st->ctx_missing[i]);
         put_event(&w->out, b);
 }
 

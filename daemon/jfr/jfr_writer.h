@@ -67,11 +67,25 @@ struct jfr_sample {
         pid_t tid;             /* a thread added with jfr_writer_add_thread (else "tid-N") */
 };
 
+/* Why a sample had no context (the sampler's reasons; docs/jfr.md explains each). */
+enum jfr_ctx_missing {
+        JFR_CTX_MISSING_PENDING,     /* taken before the location was known: not recorded */
+        JFR_CTX_MISSING_STALE,       /* location refused: made before the last exec */
+        JFR_CTX_MISSING_NOT_LOCATED, /* no context variable found in the process */
+        JFR_CTX_MISSING_NO_TP,       /* thread pointer 0 */
+        JFR_CTX_MISSING_NO_STORAGE,  /* no TLS block for this thread (never touched) */
+        JFR_CTX_MISSING_READ_FAULT,  /* reading the variable faulted */
+        JFR_CTX_MISSING_NOT_SET,     /* read fine, nothing set */
+        JFR_CTX_MISSING_N,
+};
+
 /* Per-chunk ctxprof.Statistics (all counts for this chunk's period). */
 struct jfr_stats {
         uint64_t samples, lost, torn_span_reads, label_faults, unwind_errors;
         uint64_t table_used, table_capacity; /* trace table fill */
         uint64_t bpf_ns_per_sample;
+        /* samples without context, by why (ctxMissing* fields, in enum jfr_ctx_missing order) */
+        uint64_t ctx_missing[JFR_CTX_MISSING_N];
 };
 
 /* Facts about the host, written as jdk.OSInformation / jdk.CPUInformation in every chunk.

@@ -113,6 +113,8 @@ static void rec_counters(struct recording_set *rs, const struct recording *r,
         ec->torn_span_reads -= r->base.torn_span_reads;
         ec->label_faults -= r->base.label_faults;
         ec->unwind_errors -= r->base.unwind_errors;
+        for (size_t i = 0; i < JFR_CTX_MISSING_N; i++)
+                ec->ctx_missing[i] -= r->base.ctx_missing[i];
         if (rs->split == SPLIT_PROCESS)
                 ec->samples = r->samples;
 }

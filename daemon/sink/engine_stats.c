@@ -16,5 +16,15 @@ void engine_stats_get(struct sampler *s, struct jfr_sink_engine_counters *out)
             .label_faults = st.label_faults + st.labelset_faults,
             .unwind_errors = st.unwind_errors,
             .bpf_ns_per_sample = st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0,
+            .ctx_missing =
+                {
+                    [JFR_CTX_MISSING_PENDING] = st.ctx_missing.pending,
+                    [JFR_CTX_MISSING_STALE] = st.ctx_missing.stale,
+                    [JFR_CTX_MISSING_NOT_LOCATED] = st.ctx_missing.not_located,
+                    [JFR_CTX_MISSING_NO_TP] = st.ctx_missing.no_tp,
+                    [JFR_CTX_MISSING_NO_STORAGE] = st.ctx_missing.unreachable,
+                    [JFR_CTX_MISSING_READ_FAULT] = st.ctx_missing.read_fault,
+                    [JFR_CTX_MISSING_NOT_SET] = st.ctx_missing.not_set,
+                },
         };
 }

@@ -45,7 +45,8 @@ struct jfr_sink_opts {
  * into per-chunk ctxprof.Statistics. */
 struct jfr_sink_engine_counters {
         uint64_t samples, lost, torn_span_reads, label_faults, unwind_errors;
-        uint64_t bpf_ns_per_sample; /* 0 = not measured */
+        uint64_t bpf_ns_per_sample;              /* 0 = not measured */
+        uint64_t ctx_missing[JFR_CTX_MISSING_N]; /* samples without context, by why */
 };
 
 /* What the sink did, cumulative. */

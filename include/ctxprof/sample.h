@@ -70,6 +70,8 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_REGS       0x20 /* dwarf: regs[] valid */
 #define CTXPROF_SF_TLS_STALE  0x40 /* the location was made for an image before an exec: no read */
 #define CTXPROF_SF_CGROUP     0x80 /* sampled for its cgroup (not in the targets map yet) */
+/* taken while the location was pending (ctxprof/tls_target.h): recorded only with context */
+#define CTXPROF_SF_PENDING 0x100
 
 /* Cgroups whose processes are sampled without being in the targets map (daemon cgroup
  * selectors: the process and every descendant cgroup, checked in the kernel) */
@@ -163,6 +165,7 @@ enum ctxprof_event_type {
         CTXPROF_EV_EXEC = 2,       /* a target exec'ed: TLS must be located again */
         CTXPROF_EV_EXIT = 3,       /* the last thread of a target exited */
         CTXPROF_EV_EXEC_OTHER = 4, /* notify_exec_all: a process that is not a target exec'ed */
+        CTXPROF_EV_MAP = 5,        /* a target mapped a file that may hold TLS (dlopen) */
 };
 
 struct ctxprof_event_rec {

@@ -60,11 +60,22 @@ struct ctxprof_tls_target {
         struct ctxprof_dtv_layout dtv;
         __u64 generation; /* bumped by the daemon on every location it publishes */
         __u64 exec_gen;   /* the exec count (map `exec_gens`) the location was made for */
+        __u64 flags;      /* CTXPROF_TLS_F_* */
 };
 _Static_assert(sizeof(struct ctxprof_tls_target) ==
-                   2 * sizeof(struct ctxprof_tls_var) + sizeof(struct ctxprof_dtv_layout) + 16,
-               "TLS target: 96 bytes, no padding");
+                   2 * sizeof(struct ctxprof_tls_var) + sizeof(struct ctxprof_dtv_layout) + 24,
+               "TLS target: 104 bytes, no padding");
 
 #define CTXPROF_MAX_TARGETS 4096 /* processes sampled at once (BPF maps, daemon table) */
+
+/*
+ * flags: CTXPROF_TLS_F_PENDING = a location is being made and this one may be incomplete:
+ * the target was just added (attach), exec'ed, or mapped a file that may hold a TLS variable
+ * (a dlopen). Set by the daemon when it inserts a target and by BPF (exec, file mmap/mprotect
+ * of a target); cleared by the daemon's next published location. BPF marks every sample taken
+ * meanwhile CTXPROF_SF_PENDING, and the daemon does not record such a sample unless it
+ * carries context (see daemon/engine/procs.c for why it is not held and completed later).
+ */
+#define CTXPROF_TLS_F_PENDING 0x1
 
 #endif /* CTXPROF_TLS_TARGET_H */

@@ -14,7 +14,9 @@
  * A 4th argument "noctx" (long mode) adds a thread wl-noctx that burns CPU in work_C and never
  * touches libctx (with dynamic TLS its DTV entry stays unallocated).
  * Built with -DWL_DLOPEN, libctx is dlopen'ed at start (path: $WL_LIBCTX, default
- * ../../libctx.so.1 next to this executable) and called through dlsym.
+ * ../../libctx.so.1 next to this executable) and called through dlsym; with
+ * $WL_DLOPEN_AFTER_MS, only after the main thread burned CPU that long in before_dlopen (a
+ * late dlopen: the process is sampled, and located without context, before it).
  * Built with frame pointers; never exits early on its own errors except with a message.
  */
 #include <pthread.h>
@@ -36,12 +38,29 @@
 static int (*ctx_set_span)(uint64_t, uint64_t);
 static int (*ctx_set_label_str)(const char *, const char *);
 
+__attribute__((noinline)) static void before_dlopen(long ms)
+{
+        struct timespec t0, t;
+        volatile uint64_t x = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+                for (int i = 0; i < 100000; i++)
+                        x += (uint64_t)i;
+                clock_gettime(CLOCK_MONOTONIC, &t);
+        } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
 static void load_libctx(void)
 {
         char exe[PATH_MAX], path[PATH_MAX + 32];
         const char *p = getenv("WL_LIBCTX");
+        const char *after = getenv("WL_DLOPEN_AFTER_MS");
         ssize_t n;
         void *h;
+
+        if (after)
+                before_dlopen(atol(after));
 
         if (!p) {
                 n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

@@ -1,0 +1,331 @@
+/*
+ * procs.c — the sampler's per-process table and its TLS location state machine (see procs.h).
+ * Owns the entries and their /proc/PID/maps caches; publishes locations into the BPF map
+ * `targets` through the fd it was given. Must never print, never block on a target for
+ * longer than reading its files and memory takes, and never publish a location made for an
+ * image the process has exec'ed away from (see proc_locate_tls).
+ *
+ * States (enum proc_tls_state): SEARCHING → LOCATED when both variables were found;
+ * SEARCHING → SEARCHING with a retry time while something is missing (fast while the loader
+ * may still be running, slow later: a dlopen may come); any → GAVE_UP when the process is
+ * gone, its map entry is, or it failed TLS_MAX_ERRORS times; an exec (proc_new_image) or a
+ * file mapped by the process (proc_location_pending, woken by BPF at the mmap/mprotect) puts
+ * it back to SEARCHING with a retry due at once.
+ *
+ * Context from the first sample. While a location is being made (the target was just added,
+ * exec'ed, or mapped a library), its map entry is marked pending and every sample BPF takes
+ * meanwhile says so; the sampler records such a sample only if it carries context anyway,
+ * and counts the others (sampler_stats.ctx_missing.pending). In other words: the TLS
+ * location is resolved before the target's samples count. The other choice, holding those
+ * samples and completing their context once the location is known, cannot be done right:
+ * the context is in the target's memory at the instant of the sample, and read later it is
+ * whatever the thread set since, so a held sample would be completed with another request's
+ * span. A sample with no context is better than a wrong one, and one not recorded (counted)
+ * is better than one shown without the request it belonged to. The window is short: the
+ * daemon locates synchronously at attach, and at once when BPF reports the mapping; a
+ * pending mark that cannot be resolved (ld.so has not relocated, for longer than
+ * TLS_PENDING_MAX_NS) is dropped, and its samples are then counted under their own reason.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "engine/procs.h"
+#include "tls/tls_locate.h"
+
+#define TLS_RETRY_FAST_NS  20000000ull   /* 20 ms: just started or exec'ed (loader running) */
+#define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
+#define TLS_FAST_WINDOW_NS 3000000000ull /* retry fast for this long after start or exec */
+#define TLS_MAX_ERRORS     20
+#define PROC_KEEP_DEAD_NS  1000000000ull /* a dead entry's slot is reused after this */
+#define NS_PER_MS          1000000ull
+#define TLS_PENDING_MAX_NS 200000000ull /* 200 ms: a pending mark outlives no longer */
+
+int procs_init(struct procs *t, struct modules *modules)
+{
+        memset(t, 0, sizeof(*t));
+        t->targets_fd = -1;
+        t->exec_gens_fd = -1;
+        t->modules = modules;
+        t->v = calloc(PROCS_MAX, sizeof(*t->v));
+        return t->v ? 0 : -ENOMEM;
+}
+
+void procs_free(struct procs *t)
+{
+        size_t i;
+
+        if (!t->v)
+                return;
+        for (i = 0; i < t->n; i++)
+                proc_maps_free(t->v[i].maps);
+        free(t->v);
+        t->v = NULL;
+        t->n = 0;
+}
+
+struct proc *procs_find(struct procs *t, pid_t pid)
+{
+        size_t i;
+
+        /* Newest first: a reused pid maps to the latest process. */
+        for (i = t->n; i-- > 0;)
+                if (t->v[i].pid == pid)
+                        return &t->v[i];
+        return NULL;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+        char path[64];
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        buf[0] = '\0';
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        n = read(fd, buf, len - 1);
+        close(fd);
+        if (n <= 0) {
+                buf[0] = '\0';
+                return;
+        }
+        buf[n] = '\0';
+        if (buf[n - 1] == '\n')
+                buf[n - 1] = '\0';
+}
+
+struct proc *procs_new(struct procs *t, pid_t pid, const char *comm, uint64_t now)
+{
+        struct proc *p;
+
+        if (t->n == PROCS_MAX)
+                procs_compact(t, now);
+        if (t->n == PROCS_MAX)
+                return NULL;
+        p = &t->v[t->n++];
+        memset(p, 0, sizeof(*p));
+        p->pid = pid;
+        p->alive = 1;
+        p->tls_state = PROC_TLS_SEARCHING;
+        p->tls_since_ns = now;
+        if (comm && comm[0])
+                snprintf(p->name, sizeof(p->name), "%s", comm);
+        else
+                read_comm(pid, p->name, sizeof(p->name));
+        if (!p->name[0])
+                snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
+        proc_maps_open(t->modules, pid, &p->maps); /* may fail: retried on first sample */
+        t->processes++;
+        return p;
+}
+
+void proc_mark_dead(struct proc *p, int forget, uint64_t now)
+{
+        p->alive = 0;
+        p->dead_since_ns = now;
+        if (forget)
+                p->forget_pending = 1;
+}
+
+/* Keeps the order (newest last) so a reused pid finds its latest process. */
+void procs_compact(struct procs *t, uint64_t now)
+{
+        size_t i, j = 0;
+
+        for (i = 0; i < t->n; i++) {
+                struct proc *p = &t->v[i];
+
+                if (!p->alive && !p->forget_pending && now - p->dead_since_ns > PROC_KEEP_DEAD_NS) {
+                        proc_maps_free(p->maps);
+                        continue;
+                }
+                if (i != j)
+                        t->v[j] = *p;
+                j++;
+        }
+        t->n = j;
+}
+
+void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
+{
+        proc_maps_free(p->maps);
+        p->maps = NULL;
+        proc_maps_open(t->modules, p->pid, &p->maps);
+        p->tls_state = PROC_TLS_SEARCHING;
+        p->tls_errors = 0;
+        p->tls_next_ns = 0;
+        p->tls_since_ns = now;
+        memset(&p->published, 0, sizeof(p->published));
+        proc_location_pending(p, now); /* BPF marked the entry at the exec */
+}
+
+void proc_location_pending(struct proc *p, uint64_t now)
+{
+        /* Even after giving up: one more attempt clears the mark (with TLS_MAX_ERRORS
+         * reached, the next error gives up again at once). */
+        if (!p->alive)
+                return;
+        p->tls_state = PROC_TLS_SEARCHING;
+        p->tls_next_ns = 0;
+        if (!p->pending_since_ns)
+                p->pending_since_ns = now;
+}
+
+/* Write loc into the map (clearing the pending mark). 0, or -errno (the entry is gone). */
+static int proc_publish(struct procs *t, struct proc *p, struct ctxprof_tls_target *loc)
+{
+        __u32 key = (__u32)p->pid;
+
+        loc->generation = ++p->generation;
+        loc->flags = 0;
+        if (bpf_map_update_elem(t->targets_fd, &key, loc, BPF_EXIST))
+                return -errno;
+        p->published = *loc;
+        p->pending_since_ns = 0;
+        return 0;
+}
+
+/* Nothing new to publish, but the pending mark must not outlive the attempt: the last
+ * location again (the entry may have changed since only by BPF's exec reset, which its
+ * exec_gen check covers). */
+static void proc_end_pending(struct procs *t, struct proc *p)
+{
+        struct ctxprof_tls_target loc = p->published;
+
+        if (p->pending_since_ns && proc_publish(t, p, &loc))
+                p->tls_state = PROC_TLS_GAVE_UP;
+}
+
+/* The process's exec count as BPF keeps it (see ctxprof/tls_target.h): no entry = 0. */
+static uint64_t proc_exec_gen(const struct procs *t, pid_t pid)
+{
+        __u32 key = (__u32)pid;
+        __u64 gen;
+
+        if (bpf_map_lookup_elem(t->exec_gens_fd, &key, &gen))
+                return 0;
+        return gen;
+}
+
+/*
+ * Locate the TLS variables of a target already in the map and publish the result. An exec
+ * can come at any point: the location is tagged with the exec count read before anything of
+ * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
+ * (and the exec event brings a new location).
+ */
+void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
+{
+        struct ctxprof_tls_target loc;
+        uint64_t exec_gen;
+        int err;
+
+        if (!p->alive || p->tls_state == PROC_TLS_GAVE_UP || now < p->tls_next_ns)
+                return;
+        exec_gen = proc_exec_gen(t, p->pid);
+        err = tls_locate(p->pid, &loc);
+        if (err == -ESRCH) {
+                p->tls_state = PROC_TLS_GAVE_UP;
+                return;
+        }
+        if (err == -EAGAIN) {
+                /* ld.so has not relocated yet: its RELRO mprotect will wake us again. */
+                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                if (p->pending_since_ns && now - p->pending_since_ns > TLS_PENDING_MAX_NS)
+                        proc_end_pending(t, p);
+                return;
+        }
+        if (err) {
+                /* One variable may still be usable (tls_locate leaves the failed one NONE). */
+                t->tls_errors++;
+                if (++p->tls_errors >= TLS_MAX_ERRORS)
+                        p->tls_state = PROC_TLS_GAVE_UP;
+                if (loc.labels.mode == CTXPROF_TLS_NONE && loc.span.mode == CTXPROF_TLS_NONE) {
+                        p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+                        proc_end_pending(t, p);
+                        return;
+                }
+        }
+        loc.exec_gen = exec_gen;
+        if (t->locate_delay_ns) {
+                /* Tests: the daemon preempted between reading the image and publishing. */
+                struct timespec d = {.tv_sec = (time_t)(t->locate_delay_ns / 1000000000ull),
+                                     .tv_nsec = (long)(t->locate_delay_ns % 1000000000ull)};
+
+                nanosleep(&d, NULL);
+        }
+        if (proc_publish(t, p, &loc)) {
+                /* The process is gone (or never made it into the map): nothing to sample. */
+                p->tls_state = PROC_TLS_GAVE_UP;
+                return;
+        }
+        t->tls_located++;
+        if (loc.labels.mode != CTXPROF_TLS_NONE && loc.span.mode != CTXPROF_TLS_NONE) {
+                p->tls_state = PROC_TLS_LOCATED;
+                return;
+        }
+        /* Something is missing: a library may still be loading or be dlopen'ed later. */
+        p->tls_next_ns = now + (now - p->tls_since_ns < TLS_FAST_WINDOW_NS ? TLS_RETRY_FAST_NS
+                                                                           : TLS_RETRY_SLOW_NS);
+}
+
+void procs_locate_due(struct procs *t, uint64_t now)
+{
+        size_t i;
+
+        for (i = 0; i < t->n; i++) {
+                struct proc *p = &t->v[i];
+
+                /* A located process is located again only when it changes: exec, or a file
+                 * mapped (proc_location_pending). */
+                if (p->alive && p->tls_state == PROC_TLS_SEARCHING)
+                        proc_locate_tls(t, p, now);
+        }
+}
+
+int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms)
+{
+        size_t i;
+
+        for (i = 0; i < t->n; i++) {
+                const struct proc *p = &t->v[i];
+                int64_t ms;
+
+                if (!p->alive || p->tls_state != PROC_TLS_SEARCHING)
+                        continue;
+                /* rounded up: a retry less than 1 ms away is no reason to spin */
+                ms = p->tls_next_ns > now
+                         ? (int64_t)((p->tls_next_ns - now + NS_PER_MS - 1) / NS_PER_MS)
+                         : 0;
+                if (ms < timeout_ms)
+                        timeout_ms = (int)ms;
+        }
+        return timeout_ms;
+}
+
+int proc_gone(pid_t pid)
+{
+        char path[64], buf[512], *rp;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return 1;
+        buf[n] = '\0';
+        rp = strrchr(buf, ')');
+        return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x');
+}

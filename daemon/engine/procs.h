@@ -1,0 +1,88 @@
+/*
+ * procs.h — the sampler's per-process table: one entry per target process (name, cached
+ * /proc/PID/maps, counts) and the state machine that locates its TLS variables and publishes
+ * the location into the BPF `targets` map (retried while the loader runs or a dlopen may
+ * come, redone after an exec). Owns nothing of BPF but two map fds it is given; never prints.
+ *
+ * Thread safety: driven by the sampler's thread only.
+ */
+#ifndef CTXPROF_PROCS_H
+#define CTXPROF_PROCS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ctxprof/sample.h"
+#include "ctxprof/tls_target.h"
+#include "stack/modules.h"
+#include "stack/proc_maps.h"
+
+#define PROCS_MAX CTXPROF_MAX_TARGETS /* entries of the table, as many as the BPF `targets` map */
+
+/* Where a process is in locating its TLS variables. */
+enum proc_tls_state {
+        PROC_TLS_SEARCHING = 0, /* to locate (again): retried at tls_next_ns */
+        PROC_TLS_LOCATED,       /* both variables located and published */
+        PROC_TLS_GAVE_UP,       /* gone, not in the map, or too many errors */
+};
+
+struct proc {
+        pid_t pid;
+        int alive;
+        int forget_pending; /* exit seen: release unwinder state after the next drain */
+        enum proc_tls_state tls_state;
+        int tls_errors;
+        uint64_t tls_next_ns;      /* next attempt */
+        uint64_t tls_since_ns;     /* start of the current location round (add/exec) */
+        uint64_t generation;       /* locations published (ctxprof_tls_target.generation) */
+        uint64_t pending_since_ns; /* the map entry is marked pending since; 0 = not */
+        struct ctxprof_tls_target published; /* the last location published */
+        uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
+        uint64_t samples, with_context;
+        char name[CTXPROF_COMM_LEN + 1];
+        struct proc_maps *maps; /* NULL until opened */
+};
+
+struct procs {
+        struct proc *v; /* PROCS_MAX slots, n used, newest last */
+        size_t n;
+        struct modules *modules;  /* for the maps caches (not owned) */
+        int targets_fd;           /* BPF map `targets` (not owned) */
+        int exec_gens_fd;         /* BPF map `exec_gens` (not owned) */
+        uint64_t locate_delay_ns; /* tests only: CTXPROF_TEST_LOCATE_DELAY_MS */
+        /* counters (struct sampler_stats reports them) */
+        uint64_t processes;   /* entries created */
+        uint64_t tls_located; /* locations published */
+        uint64_t tls_errors;  /* locations that failed */
+};
+
+/* An empty table. The map fds may be set later (before any location). 0 or -ENOMEM. */
+int procs_init(struct procs *t, struct modules *modules);
+void procs_free(struct procs *t);
+
+/* The newest entry for pid (a reused pid maps to the latest process), or NULL. */
+struct proc *procs_find(struct procs *t, pid_t pid);
+/* A new live entry (name from comm, else /proc/PID/comm, else "pid-N"); NULL when full
+ * even after dropping long-dead entries. */
+struct proc *procs_new(struct procs *t, pid_t pid, const char *comm, uint64_t now);
+/* p stopped being a target at now; forget: release its unwinder state after the next drain. */
+void proc_mark_dead(struct proc *p, int forget, uint64_t now);
+/* Drop entries dead for more than a second (their queued samples are long consumed). */
+void procs_compact(struct procs *t, uint64_t now);
+
+/* p exec'ed: its mappings are read again and its TLS is located from scratch. */
+void proc_new_image(struct procs *t, struct proc *p, uint64_t now);
+/* The map entry of p was marked pending at now (attach, exec, or BPF saw a file mapped):
+ * locate at the next chance, whatever the state. */
+void proc_location_pending(struct proc *p, uint64_t now);
+/* Locate p's TLS variables now if a retry is due, and publish them into `targets`. */
+void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now);
+/* Run every due retry. */
+void procs_locate_due(struct procs *t, uint64_t now);
+/* timeout_ms, shortened to the next pending retry (rounded up to whole ms). */
+int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms);
+
+/* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
+int proc_gone(pid_t pid);
+
+#endif
