@@ -28,6 +28,7 @@
 #include "service/output_dir.h"
 #include "service/privileges.h"
 #include "service/recording_set.h"
+#include "engine/sample_rate.h"
 #include "engine/sampler.h"
 #include "service/status_file.h"
 #include "service/target_select.h"
@@ -648,6 +649,14 @@ static int cmd_daemon(int argc, char **argv)
         }
 
         so.freq = d->cfg.frequency;
+        if (so.freq > sample_rate_cap(so.dwarf = d->cfg.dwarf, 0)) {
+                /* the rule is in engine/sample_rate.h */
+                so.freq = sample_rate_cap(so.dwarf, 0);
+                logm(LOG_WARNING,
+                     "frequency = %u is more than one consumer can carry on this host with "
+                     "call-graph = %s: sampling at %u Hz",
+                     d->cfg.frequency, so.dwarf ? "dwarf" : "fp", so.freq);
+        }
         so.event = d->cfg.event;
         so.dwarf = d->cfg.dwarf;
         so.kernel_stacks = 1;

@@ -29,6 +29,7 @@
 #include "sink/engine_stats.h"
 #include "stack/sigbus_guard.h"
 #include "sink/jfr_sink.h"
+#include "engine/sample_rate.h"
 #include "engine/sampler.h"
 
 #define MAX_PIDS 64
@@ -481,6 +482,19 @@ static int cmd_record(int argc, char **argv)
                         return 1;
         if (freq_above_limit(o.freq))
                 return 1;
+        {
+                unsigned cap = sample_rate_cap(o.dwarf, 0);
+
+                if (o.freq > cap) {
+                        fprintf(stderr,
+                                "ctxprof: -F %u is more than one consumer can carry on this "
+                                "host with --call-graph %s (%u samples/s over all CPUs): "
+                                "sampling at %u Hz\n",
+                                o.freq, o.dwarf ? "dwarf" : "fp",
+                                o.dwarf ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap);
+                        o.freq = cap;
+                }
+        }
         o.follow_children = optind < argc;
 
         /* From here on SIGINT/SIGTERM stop cleanly: before recording starts they abandon the

@@ -41,6 +41,22 @@
 #define TLS_MAX_ERRORS     20
 #define MAX_PROCS          4096
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
+/*
+ * One sampler_poll drains for at most DRAIN_BUDGET_NS, counted from its first record, so the
+ * caller's deadlines (duration, chunk rotation, status, signals) are seen at least that often
+ * whatever the sample rate. libbpf 1.1 has no ring_buffer__consume_n; its ring loop stops when
+ * a callback returns < 0, after moving the consumer past that record (which was handled), so
+ * on_record returns DRAIN_CUT once the budget is spent. The clock is read every
+ * DRAIN_CLOCK_EVERY records. What the budget leaves in the ring is read by the next poll;
+ * what no longer fits there is counted as lost by BPF.
+ */
+#define DRAIN_BUDGET_NS   20000000ull /* 20 ms */
+#define DRAIN_CLOCK_EVERY 32
+#define DRAIN_CUT         (-ECANCELED)
+/* sampler_stop handles what the rings hold for at most this long; the rest (a full ring of
+ * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
+ * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
+#define STOP_DRAIN_BUDGET_NS 1000000000ull /* 1 s */
 
 struct proc {
         pid_t pid;
@@ -79,6 +95,12 @@ struct sampler {
         struct sampler_stats st;
         struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
         int stopped;
+        /* the drain of the current sampler_poll: see DRAIN_BUDGET_NS */
+        uint64_t drain_deadline_ns; /* 0 = no record yet in this drain; UINT64_MAX = no limit */
+        unsigned drain_count;       /* records handled in this drain */
+        int drain_cut;              /* the budget was spent: records are left in the ring */
+        int discarding;             /* sampler_stop past its budget: records only counted */
+        uint64_t record_delay_ns;   /* CTXPROF_TEST_RECORD_DELAY_US, see on_record */
         uint64_t last_sweep_ns;
         uint64_t locate_delay_ns; /* CTXPROF_TEST_LOCATE_DELAY_MS, see proc_locate_tls */
         /* scratch for one decoded sample */
@@ -574,18 +596,43 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         return 0;
 }
 
+/* 1 when the drain's time budget is spent (the record just handled still counts). */
+static int drain_spent(struct sampler *s)
+{
+        if (!s->drain_count++) {
+                if (!s->drain_deadline_ns)
+                        s->drain_deadline_ns = now_ns() + DRAIN_BUDGET_NS;
+                return 0;
+        }
+        if (s->drain_count % DRAIN_CLOCK_EVERY || now_ns() < s->drain_deadline_ns)
+                return 0;
+        s->drain_cut = 1;
+        s->st.drains_cut++;
+        return 1;
+}
+
 /* Both rings: records are handled in the order BPF reserved them. */
 static int on_record(void *ctx, void *data, size_t size)
 {
         struct sampler *s = ctx;
 
-        if (size < sizeof(__u32)) {
-                s->st.bad_records++;
+        if (s->discarding) {
+                s->st.stop_discarded++;
                 return 0;
         }
-        if (*(const __u32 *)data == CTXPROF_REC_EVENT)
-                return handle_event(s, data, size);
-        return handle_sample(s, data, size);
+        if (s->record_delay_ns) {
+                /* Tests: a consumer slower than the sample rate (a loaded host). */
+                struct timespec d = {.tv_nsec = (long)s->record_delay_ns};
+
+                nanosleep(&d, NULL);
+        }
+        if (size < sizeof(__u32))
+                s->st.bad_records++;
+        else if (*(const __u32 *)data == CTXPROF_REC_EVENT)
+                handle_event(s, data, size);
+        else
+                handle_sample(s, data, size);
+        return drain_spent(s) ? DRAIN_CUT : 0;
 }
 
 static int open_perf_event(const struct sampler_opts *o, int cpu)
@@ -631,6 +678,11 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
 
                 if (ms > 0)
                         s->locate_delay_ns = (uint64_t)(ms < 1000 ? ms : 1000) * 1000000ull;
+                /* ... and for test_record_load.sh: a delay (us, at most 10 ms) per record. */
+                d = getenv("CTXPROF_TEST_RECORD_DELAY_US");
+                ms = d ? strtol(d, NULL, 10) : 0;
+                if (ms > 0)
+                        s->record_delay_ns = (uint64_t)(ms < 10000 ? ms : 10000) * 1000ull;
         }
         s->procs = calloc(MAX_PROCS, sizeof(*s->procs));
         s->modules = modules_new();
@@ -862,9 +914,29 @@ unsigned sampler_map_entries(struct sampler *s)
         return n;
 }
 
+/* Consume one ring within the current drain's budget: 0 or -errno (a cut is no error). */
+static int drain_ring(struct sampler *s, struct ring_buffer *rb)
+{
+        int n;
+
+        if (s->drain_cut)
+                return 0;
+        n = ring_buffer__consume(rb);
+        return n < 0 && n != DRAIN_CUT && n != -EINTR ? n : 0;
+}
+
+/* Start a drain: its budget counts from its first record, or is unlimited (UINT64_MAX). */
+static void drain_begin(struct sampler *s, uint64_t deadline_ns)
+{
+        s->drain_deadline_ns = deadline_ns;
+        s->drain_count = 0;
+        s->drain_cut = 0;
+}
+
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
-        int n, m, k, pending_release = 0;
+        int n, err, pending_release = 0, samples_cut;
+        unsigned total;
         size_t i;
 
         uint64_t now = now_ns();
@@ -884,22 +956,33 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                                 timeout_ms = (int)ms;
                 }
         }
+        /* The last drain left records behind: no reason to wait. */
+        if (s->drain_cut)
+                timeout_ms = 0;
+        drain_begin(s, 0);
         n = ring_buffer__poll(s->rb, timeout_ms);
-        if (n < 0 && n != -EINTR)
+        if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
         /* poll returns on timeout without consuming records submitted with no wakeup */
-        m = ring_buffer__consume(s->rb);
-        if (m < 0 && m != -EINTR)
-                return m;
-        k = ring_buffer__consume(s->rb_spill);
-        if (k < 0 && k != -EINTR)
-                return k;
+        err = drain_ring(s, s->rb);
+        if (err)
+                return err;
+        total = s->drain_count;
+        samples_cut = s->drain_cut;
+        /* The spill ring holds only lifecycle events (cheap to handle) and gets a budget of
+         * its own, so a sample ring that always fills its budget cannot starve it. */
+        drain_begin(s, 0);
+        err = drain_ring(s, s->rb_spill);
+        if (err)
+                return err;
+        total += s->drain_count;
+        s->drain_cut |= samples_cut;
         if (pending_release)
                 release_dead(s);
         proc_compact(s);
         if (!s->stopped)
                 housekeeping(s);
-        return (n > 0 ? n : 0) + (m > 0 ? m : 0) + (k > 0 ? k : 0);
+        return total > INT_MAX ? INT_MAX : (int)total;
 }
 
 int sampler_stop(struct sampler *s)
@@ -913,11 +996,20 @@ int sampler_stop(struct sampler *s)
                 }
                 s->stopped = 1;
         }
+        /* No new samples: what the rings hold is finite, handled within STOP_DRAIN_BUDGET_NS
+         * (drain_spent cuts each pass; then the rest is counted). */
+        drain_begin(s, now_ns() + STOP_DRAIN_BUDGET_NS);
         for (;;) {
+                if (s->drain_cut)
+                        s->discarding = 1;
                 n = ring_buffer__consume(s->rb);
+                if (n == DRAIN_CUT)
+                        continue;
                 if (n < 0)
                         return n;
                 k = ring_buffer__consume(s->rb_spill);
+                if (k == DRAIN_CUT)
+                        continue;
                 if (k < 0)
                         return k;
                 if (!n && !k)
