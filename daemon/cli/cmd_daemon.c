@@ -29,6 +29,7 @@
 #include "service/privileges.h"
 #include "service/recording_set.h"
 #include "engine/sample_rate.h"
+#include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "service/status_file.h"
 #include "service/target_select.h"
@@ -648,6 +649,8 @@ static int cmd_daemon(int argc, char **argv)
                 return 1;
         }
 
+        if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
+                logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         so.freq = d->cfg.frequency;
         if (so.freq > sample_rate_cap(so.dwarf = d->cfg.dwarf, 0)) {
                 /* the rule is in engine/sample_rate.h */

@@ -30,6 +30,7 @@
 #include "stack/sigbus_guard.h"
 #include "sink/jfr_sink.h"
 #include "engine/sample_rate.h"
+#include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 
 #define MAX_PIDS 64
@@ -554,6 +555,10 @@ static int cmd_record(int argc, char **argv)
                 sync_fd[0] = -1;
         }
 
+        /* After the fork: the command keeps its environment, debuginfod included. */
+        if (debuginfod_policy_apply() == 0 && !quiet)
+                fprintf(stderr, "ctxprof: not using DEBUGINFOD_URLS (set CTXPROF_DEBUGINFOD=1 "
+                                "to allow it: see docs/daemon.md)\n");
         libbpf_set_print(libbpf_quiet);
         if (!strcmp(format, "jfr")) {
                 sink = (struct sample_sink){.ctx = &jfr, .sample = forward_sample};
