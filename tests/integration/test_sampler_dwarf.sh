@@ -14,13 +14,13 @@ echo "fx_qsort: $total samples, $main reach main, $cb show main;run_sort;...qsor
 [ "$total" -ge 200 ] || fail "too few samples ($total)"
 [ $((main * 100)) -ge $((total * 99)) ] || fail "only $main of $total samples reach main"
 [ "$cb" -ge $((total / 2)) ] || fail "callback chain through qsort missing"
-trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
-[ -n "$trunc" ] || fail "no 'unwind truncated' count at exit"
+trunc=$(grep -o -E 'stacks cut short [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
+[ -n "$trunc" ] || fail "no 'stacks cut short' count at exit"
 [ $((trunc * 100)) -le "$total" ] || fail "$trunc of $total fx_qsort samples stopped early"
 
 record_ok 60 -F 999 --call-graph dwarf -o "$TMP/deep.txt" -- "$WL/wl_deep" 2
 total=$(count "$TMP/deep.txt" '^wl_deep-')
-trunc=$(grep -o -E 'unwind truncated [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
+trunc=$(grep -o -E 'stacks cut short [0-9]+' "$TMP/e" | grep -o -E '[0-9]+$')
 top=$(grep -o -E 'dwarf unwinding stopped early in: [^ ]+ [0-9]+' "$TMP/e")
 echo "wl_deep: $total samples, ${trunc:-?} truncated; $top"
 [ "$total" -ge 200 ] || fail "too few wl_deep samples ($total)"
