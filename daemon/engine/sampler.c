@@ -46,13 +46,12 @@
  * caller's deadlines (duration, chunk rotation, status, signals) are seen at least that often
  * whatever the sample rate. libbpf 1.1 has no ring_buffer__consume_n; its ring loop stops when
  * a callback returns < 0, after moving the consumer past that record (which was handled), so
- * on_record returns DRAIN_CUT once the budget is spent. The clock is read every
- * DRAIN_CLOCK_EVERY records. What the budget leaves in the ring is read by the next poll;
- * what no longer fits there is counted as lost by BPF.
+ * on_record returns DRAIN_CUT once the budget is spent. The clock is read after every
+ * record (a vDSO call, small beside decoding a sample). What the budget leaves in the ring is read
+ * by the next poll; what no longer fits there is counted as lost by BPF.
  */
-#define DRAIN_BUDGET_NS   20000000ull /* 20 ms */
-#define DRAIN_CLOCK_EVERY 32
-#define DRAIN_CUT         (-ECANCELED)
+#define DRAIN_BUDGET_NS 20000000ull /* 20 ms */
+#define DRAIN_CUT       (-ECANCELED)
 /* sampler_stop handles what the rings hold for at most this long; the rest (a full ring of
  * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
  * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
@@ -604,7 +603,7 @@ static int drain_spent(struct sampler *s)
                         s->drain_deadline_ns = now_ns() + DRAIN_BUDGET_NS;
                 return 0;
         }
-        if (s->drain_count % DRAIN_CLOCK_EVERY || now_ns() < s->drain_deadline_ns)
+        if (now_ns() < s->drain_deadline_ns)
                 return 0;
         s->drain_cut = 1;
         s->st.drains_cut++;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # ctxprof record under more samples than its consumer can handle: -d, chunk rotation and
 # SIGINT are still served on time. A slow consumer is simulated by
-# CTXPROF_TEST_RECORD_DELAY_US (a delay per ring record), so the ring never empties; a
+# CTXPROF_TEST_RECORD_DELAY_US (10 ms per ring record: 100 records/s, fewer than a busy
+# process gives at -F 5000 even on a loaded host), so the ring never empties; a
 # consumer that drains until the ring is empty never comes back to its main loop. And
 # -F 100000, above what one consumer carries, is lowered (engine/sample_rate.h) and still
 # ends on time.
@@ -14,7 +15,7 @@ chunks() { sed -n 's/.*: \([0-9]*\) chunks,.*/\1/p' "$TMP/e"; }
 
 # 1. a consumer slower than the samples: -d 2s ends within the drain and stop budgets
 t0=$(now_ms)
-CTXPROF_TEST_RECORD_DELAY_US=2000 record_ok 30 -F 2000 -p $busy -d 2s --chunk-period 1s \
+CTXPROF_TEST_RECORD_DELAY_US=10000 record_ok 30 -F 5000 -p $busy -d 2s --chunk-period 1s \
 	-o "$TMP/slow.jfr"
 dt=$(($(now_ms) - t0))
 echo "slow consumer: -d 2s took ${dt} ms, $(chunks) chunks"
@@ -23,7 +24,7 @@ echo "slow consumer: -d 2s took ${dt} ms, $(chunks) chunks"
 "$CTXPROF" report "$TMP/slow.jfr" >/dev/null || fail "report rejects the file"
 
 # 2. SIGINT under the same load: exits within 3 s, the recording written
-CTXPROF_TEST_RECORD_DELAY_US=2000 "$CTXPROF" record -F 2000 -p $busy -d 60s \
+CTXPROF_TEST_RECORD_DELAY_US=10000 "$CTXPROF" record -F 5000 -p $busy -d 60s \
 	-o "$TMP/int.jfr" 2>"$TMP/e" &
 rec=$!
 for _ in $(seq 100); do [ -e "$TMP/int.jfr" ] && break; sleep 0.1; done
