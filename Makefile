@@ -34,6 +34,7 @@ ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 # Filled in by the fragments.
 UNIT_TESTS  :=   # Criterion/plain test executables, run in every variant
 ROOT_TESTS  :=   # need root + BTF + perf events; run in the normal variant only
+ROOT_SAN_TESTS := # root tests also run in the ASan/UBSan variant (process churn)
 TSAN_TESTS  :=   # concurrent code: also run in the TSan variant
 BENCHES     :=   # programs or scripts run by `make bench`
 ALL_TARGETS :=   # what `make` builds
@@ -67,7 +68,8 @@ deps-check:
 $(B)/tests.list: FORCE
 	$(Q)mkdir -p $(B)
 	$(Q){ for t in $(UNIT_TESTS); do echo "unit $$t"; done; \
-	      for t in $(ROOT_TESTS); do echo "root $$t"; done; \
+	      for t in $(filter-out $(ROOT_SAN_TESTS),$(ROOT_TESTS)); do echo "root $$t"; done; \
+	      for t in $(ROOT_SAN_TESTS); do echo "rootsan $$t"; done; \
 	      for t in $(TSAN_TESTS); do echo "tsan $$t"; done; } > $@.tmp && mv $@.tmp $@
 
 .PHONY: test-bins

@@ -3,6 +3,7 @@
 #   tests/unit/tsan_*.c         Criterion test of concurrent code: also under TSan
 #   tests/integration/test_*.c  Criterion, needs root + BTF (real BPF, perf events)
 #   tests/integration/test_*.sh script, needs root + BTF
+#   tests/integration/test_*churn*.sh  the same, also in the ASan/UBSan variant
 # Each is linked with libctxtest.a (tests/*.c: readers the tests and benches share, never
 # part of the product), libctxprof.a and libctx.a. Extra programs a test needs (workloads,
 # fixtures) are built by the owning area's own fragment.
@@ -21,6 +22,9 @@ UNIT_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 TSAN_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/tsan_*.c))
 ROOT_TESTS += $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 ROOT_TESTS += $(wildcard tests/integration/test_*.sh)
+# Churn (thousands of short processes: exec, exit, no mappings yet) also runs in the ASan/UBSan
+# variant: that is where a NULL/0 corner of the maps or ELF code aborts.
+ROOT_SAN_TESTS += $(wildcard tests/integration/test_*churn*.sh)
 # The include rule between daemon/ stages (scripts/check-layers.sh) and its self-test.
 UNIT_TESTS += tests/lint/test_layers.sh
 

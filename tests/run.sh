@@ -3,7 +3,8 @@
 # per test and one summary line at the end. Exit status 0 only when nothing failed.
 #
 # A test passes with exit 0, is SKIPPED with exit 77 (it must say why on its output), and
-# fails otherwise. Root tests (real BPF, perf events) need root and kernel BTF; without them
+# fails otherwise. Root tests (real BPF, perf events; kind "root", and "rootsan" which also
+# runs in the ASan variant) need root and kernel BTF; without them
 # they are reported SKIPPED loudly, never passed.
 #   tests/run.sh build build/asan build/tsan
 #   TEST_FILTER=trace tests/run.sh build     (substring filter)
@@ -24,7 +25,7 @@ run_one() { # variant kind path
 	local variant=$1 kind=$2 t=$3
 	local name="$variant:${t#"$variant"/}"
 	[ -n "${TEST_FILTER:-}" ] && [[ "$name" != *"$TEST_FILTER"* ]] && return
-	if [ "$kind" = root ] && [ $can_root = 0 ]; then
+	if { [ "$kind" = root ] || [ "$kind" = rootsan ]; } && [ $can_root = 0 ]; then
 		echo "SKIPPED  $name   (needs root + BTF: $why_root)"
 		skip=$((skip + 1)); return
 	fi
@@ -50,7 +51,7 @@ for variant in "$@"; do
 	while read -r kind t; do
 		case "$variant" in
 		*/tsan) [ "$kind" = tsan ] || continue ;;
-		*/asan) [ "$kind" = unit ] || [ "$kind" = tsan ] || continue ;;
+		*/asan) [ "$kind" = unit ] || [ "$kind" = tsan ] || [ "$kind" = rootsan ] || continue ;;
 		*) ;;
 		esac
 		run_one "$variant" "$kind" "$t"

@@ -28,6 +28,8 @@
 #include "service/output_dir.h"
 #include "service/privileges.h"
 #include "service/recording_set.h"
+#include "engine/sample_rate.h"
+#include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "service/status_file.h"
 #include "service/target_select.h"
@@ -672,6 +674,16 @@ static int start_sampling(struct daemon *d)
         struct sigaction sa;
         int err;
 
+        if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
+                logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
+        if (so.freq > sample_rate_cap(so.dwarf, 0)) {
+                /* the rule is in engine/sample_rate.h */
+                so.freq = sample_rate_cap(so.dwarf, 0);
+                logm(LOG_WARNING,
+                     "frequency = %u is more than one consumer can carry on this host with "
+                     "call-graph = %s: sampling at %u Hz",
+                     d->cfg.frequency, so.dwarf ? "dwarf" : "fp", so.freq);
+        }
         err = sampler_new(&so, &sink, &d->s, &stage);
         if (err) {
                 logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)stage,

@@ -28,6 +28,8 @@
 #include "service/config.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
+#include "engine/sample_rate.h"
+#include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "util/clock.h"
 
@@ -140,6 +142,21 @@ static int freq_above_limit(unsigned freq)
                 "or raise it as root: sysctl kernel.perf_event_max_sample_rate=%u\n",
                 freq, max, MAX_SAMPLE_RATE_PATH, max, freq);
         return 1;
+}
+
+/* Lower -F to what one consumer carries on this host (the rule: engine/sample_rate.h). */
+static void cap_rate(struct sampler_opts *o)
+{
+        unsigned cap = sample_rate_cap(o->dwarf, 0);
+
+        if (o->freq <= cap)
+                return;
+        fprintf(stderr,
+                "ctxprof: -F %u is more than one consumer can carry on this host with "
+                "--call-graph %s (%u samples/s over all CPUs): sampling at %u Hz\n",
+                o->freq, o->dwarf ? "dwarf" : "fp",
+                o->dwarf ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap);
+        o->freq = cap;
 }
 
 static void report_setup_error(int err, enum sampler_stage stage, const struct sampler_opts *o)
@@ -437,6 +454,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
                         return 1;
         if (freq_above_limit(ro->o.freq))
                 return 1;
+        cap_rate(&ro->o);
         ro->cmd = optind < argc ? argv + optind : NULL;
         ro->o.follow_children = ro->cmd != NULL;
 
@@ -513,6 +531,10 @@ static int setup(struct recording *r)
         /* The child waits for the sampler to be ready, so its first instruction is seen. */
         if (ro->cmd && launch_fork(&r->cmd, ro->cmd, &ro->orig_int, &ro->orig_term))
                 return -1;
+        /* After the fork: the command keeps its environment, debuginfod included. */
+        if (debuginfod_policy_apply() == 0 && !ro->quiet)
+                fprintf(stderr, "ctxprof: not using DEBUGINFOD_URLS (set CTXPROF_DEBUGINFOD=1 "
+                                "to allow it: see docs/daemon.md)\n");
         libbpf_set_print(libbpf_quiet);
         if (!strcmp(ro->format, "jfr")) {
                 r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = sample_sink_forward};

@@ -60,13 +60,17 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
                          (unsigned long long)sigbus_guard_repaired());
         fprintf(
             stderr,
-            "ctxprof: samples %llu (received %llu, %llu with context), lost %llu, no stack %llu, "
+            "ctxprof: samples %llu (received %llu, %llu with context), lost %llu (the sample ring "
+            "was full: the consumer fell behind), not read at stop %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
-            "stale TLS locations refused %llu, unwind errors %llu, unwind truncated %llu, "
-            "events lost %llu, threads %llu, processes %llu%s%s%s\n",
+            "stale TLS locations refused %llu, stacks not DWARF-unwound %llu (frame pointers "
+            "used instead), stacks cut short %llu (DWARF unwinding stopped before the outermost "
+            "frame: a stack deeper than the 16 KiB copied per sample, or code without unwind "
+            "info), events lost %llu, threads %llu, processes %llu%s%s%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
-            (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
+            (unsigned long long)st.stop_discarded, (unsigned long long)st.no_stack,
+            (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),
             (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
             (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
@@ -146,6 +150,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "received", st.received);
         num(f, "with_context", st.with_context);
         num(f, "lost", st.lost);
+        num(f, "not_read_at_stop", st.stop_discarded);
         num(f, "no_stack", st.no_stack);
         num(f, "torn_span_reads", st.ctx.torn_spans);
         num(f, "label_read_faults", st.label_faults + st.labelset_faults);

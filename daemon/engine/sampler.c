@@ -38,6 +38,21 @@
 
 #define DEFAULT_RING_BYTES (8u << 20)
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
+/*
+ * One sampler_poll drains for at most DRAIN_BUDGET_NS, counted from its first record, so the
+ * caller's deadlines (duration, chunk rotation, status, signals) are seen at least that often
+ * whatever the sample rate. libbpf 1.1 has no ring_buffer__consume_n; its ring loop stops when
+ * a callback returns < 0, after moving the consumer past that record (which was handled), so
+ * on_record returns DRAIN_CUT once the budget is spent. The clock is read after every
+ * record (a vDSO call, small beside decoding a sample). What the budget leaves in the ring is read
+ * by the next poll; what no longer fits there is counted as lost by BPF.
+ */
+#define DRAIN_BUDGET_NS 20000000ull /* 20 ms */
+#define DRAIN_CUT       (-ECANCELED)
+/* sampler_stop handles what the rings hold for at most this long; the rest (a full ring of
+ * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
+ * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
+#define STOP_DRAIN_BUDGET_NS 1000000000ull /* 1 s */
 
 struct tid_set {
         uint32_t *slots; /* 0 = empty */
@@ -60,6 +75,12 @@ struct sampler {
         struct sampler_stats st;
         struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
         int stopped;
+        /* the drain of the current sampler_poll: see DRAIN_BUDGET_NS */
+        uint64_t drain_deadline_ns; /* 0 = no record yet in this drain; UINT64_MAX = no limit */
+        unsigned drain_count;       /* records handled in this drain */
+        int drain_cut;              /* the budget was spent: records are left in the ring */
+        int discarding;             /* sampler_stop past its budget: records only counted */
+        uint64_t record_delay_ns;   /* CTXPROF_TEST_RECORD_DELAY_US, see on_record */
         uint64_t last_sweep_ns;
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
@@ -430,18 +451,43 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         return 0;
 }
 
+/* 1 when the drain's time budget is spent (the record just handled still counts). */
+static int drain_spent(struct sampler *s)
+{
+        if (!s->drain_count++) {
+                if (!s->drain_deadline_ns)
+                        s->drain_deadline_ns = mono_ns() + DRAIN_BUDGET_NS;
+                return 0;
+        }
+        if (mono_ns() < s->drain_deadline_ns)
+                return 0;
+        s->drain_cut = 1;
+        s->st.drains_cut++;
+        return 1;
+}
+
 /* Both rings: records are handled in the order BPF reserved them. */
 static int on_record(void *ctx, void *data, size_t size)
 {
         struct sampler *s = ctx;
 
-        if (size < sizeof(__u32)) {
-                s->st.bad_records++;
+        if (s->discarding) {
+                s->st.stop_discarded++;
                 return 0;
         }
-        if (*(const __u32 *)data == CTXPROF_REC_EVENT)
-                return handle_event(s, data, size);
-        return handle_sample(s, data, size);
+        if (s->record_delay_ns) {
+                /* Tests: a consumer slower than the sample rate (a loaded host). */
+                struct timespec d = {.tv_nsec = (long)s->record_delay_ns};
+
+                nanosleep(&d, NULL);
+        }
+        if (size < sizeof(__u32))
+                s->st.bad_records++;
+        else if (*(const __u32 *)data == CTXPROF_REC_EVENT)
+                handle_event(s, data, size);
+        else
+                handle_sample(s, data, size);
+        return drain_spent(s) ? DRAIN_CUT : 0;
 }
 
 static int open_perf_event(const struct sampler_opts *o, int cpu)
@@ -465,6 +511,8 @@ static int open_perf_event(const struct sampler_opts *o, int cpu)
 #define DWARF_RING_BYTES    (32u << 20) /* dwarf records carry a 16 KiB stack copy each */
 #define NS_PER_MS           1000000ull
 #define LOCATE_DELAY_MAX_MS 1000
+#define RECORD_DELAY_MAX_US 10000
+#define NS_PER_US           1000ull
 
 /* Stage BTF: the state that needs no kernel object (tables, caches, unwinder). */
 static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink *sink,
@@ -484,6 +532,13 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         if (ms > 0)
                 s->procs.locate_delay_ns =
                     (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;
+        /* ... and for test_record_load.sh: a delay (us, at most RECORD_DELAY_MAX_US) per
+         * record, a consumer slower than the samples it gets. */
+        d = getenv("CTXPROF_TEST_RECORD_DELAY_US");
+        ms = d ? strtol(d, NULL, 10) : 0;
+        if (ms > 0)
+                s->record_delay_ns =
+                    (uint64_t)(ms < RECORD_DELAY_MAX_US ? ms : RECORD_DELAY_MAX_US) * NS_PER_US;
         if (o->dwarf) {
                 s->unwinder = dwarf_unwinder_new();
                 if (!s->unwinder)
@@ -708,9 +763,29 @@ unsigned sampler_map_entries(struct sampler *s)
         return n;
 }
 
+/* Consume one ring within the current drain's budget: 0 or -errno (a cut is no error). */
+static int drain_ring(struct sampler *s, struct ring_buffer *rb)
+{
+        int n;
+
+        if (s->drain_cut)
+                return 0;
+        n = ring_buffer__consume(rb);
+        return n < 0 && n != DRAIN_CUT && n != -EINTR ? n : 0;
+}
+
+/* Start a drain: its budget counts from its first record, or is unlimited (UINT64_MAX). */
+static void drain_begin(struct sampler *s, uint64_t deadline_ns)
+{
+        s->drain_deadline_ns = deadline_ns;
+        s->drain_count = 0;
+        s->drain_cut = 0;
+}
+
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
-        int n, m, k, pending_release = 0;
+        int n, err, pending_release = 0, samples_cut;
+        unsigned total;
         size_t i;
 
         for (i = 0; i < s->procs.n; i++)
@@ -718,22 +793,33 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         /* Wake up for a pending TLS retry: context starts as early as possible. */
         if (!s->stopped)
                 timeout_ms = procs_retry_timeout(&s->procs, mono_ns(), timeout_ms);
+        /* The last drain left records behind: no reason to wait. */
+        if (s->drain_cut)
+                timeout_ms = 0;
+        drain_begin(s, 0);
         n = ring_buffer__poll(s->rb, timeout_ms);
-        if (n < 0 && n != -EINTR)
+        if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
         /* poll returns on timeout without consuming records submitted with no wakeup */
-        m = ring_buffer__consume(s->rb);
-        if (m < 0 && m != -EINTR)
-                return m;
-        k = ring_buffer__consume(s->rb_spill);
-        if (k < 0 && k != -EINTR)
-                return k;
+        err = drain_ring(s, s->rb);
+        if (err)
+                return err;
+        total = s->drain_count;
+        samples_cut = s->drain_cut;
+        /* The spill ring holds only lifecycle events (cheap to handle) and gets a budget of
+         * its own, so a sample ring that always fills its budget cannot starve it. */
+        drain_begin(s, 0);
+        err = drain_ring(s, s->rb_spill);
+        if (err)
+                return err;
+        total += s->drain_count;
+        s->drain_cut |= samples_cut;
         if (pending_release)
                 release_dead(s);
         procs_compact(&s->procs, mono_ns());
         if (!s->stopped)
                 housekeeping(s);
-        return (n > 0 ? n : 0) + (m > 0 ? m : 0) + (k > 0 ? k : 0);
+        return total > INT_MAX ? INT_MAX : (int)total;
 }
 
 int sampler_stop(struct sampler *s)
@@ -747,11 +833,20 @@ int sampler_stop(struct sampler *s)
                 }
                 s->stopped = 1;
         }
+        /* No new samples: what the rings hold is finite, handled within STOP_DRAIN_BUDGET_NS
+         * (drain_spent cuts each pass; then the rest is counted). */
+        drain_begin(s, mono_ns() + STOP_DRAIN_BUDGET_NS);
         for (;;) {
+                if (s->drain_cut)
+                        s->discarding = 1;
                 n = ring_buffer__consume(s->rb);
+                if (n == DRAIN_CUT)
+                        continue;
                 if (n < 0)
                         return n;
                 k = ring_buffer__consume(s->rb_spill);
+                if (k == DRAIN_CUT)
+                        continue;
                 if (k < 0)
                         return k;
                 if (!n && !k)

@@ -78,10 +78,12 @@ struct sampler_stats {
         uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */
         uint64_t bad_records;      /* records of unexpected size/type */
         uint64_t sink_errors;
-        uint64_t threads;     /* distinct tids seen */
-        uint64_t processes;   /* targets known (added, forked) */
-        uint64_t tls_located; /* successful TLS locations (incl. redo after exec) */
-        uint64_t tls_errors;  /* locations that failed for good */
+        uint64_t drains_cut;     /* polls that left records in the ring (time budget spent) */
+        uint64_t stop_discarded; /* records left in the rings when sampler_stop ran out of time */
+        uint64_t threads;        /* distinct tids seen */
+        uint64_t processes;      /* targets known (added, forked) */
+        uint64_t tls_located;    /* successful TLS locations (incl. redo after exec) */
+        uint64_t tls_errors;     /* locations that failed for good */
         struct context_decode_stats ctx;
         struct sampler_ctx_missing ctx_missing;
 };

@@ -190,7 +190,9 @@ static int refresh(struct proc_maps *pm)
                 free_table(rc.v, rc.n);
                 return r;
         }
-        qsort(rc.v, rc.n, sizeof(*rc.v), cmp_map);
+        if (rc.n) /* none executable (a process mid-exec, a zombie): rc.v is NULL, and
+                   * qsort's pointer must be valid even for 0 elements */
+                qsort(rc.v, rc.n, sizeof(*rc.v), cmp_map);
         free_table(pm->v, pm->n);
         pm->v = rc.v;
         pm->n = rc.n;

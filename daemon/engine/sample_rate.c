@@ -1,0 +1,19 @@
+/*
+ * sample_rate.c — the per-CPU frequency cap of sample_rate.h. Never prints, never fails.
+ */
+#include <unistd.h>
+
+#include "engine/sample_rate.h"
+
+unsigned sample_rate_cap(int dwarf, unsigned ncpu)
+{
+        unsigned host = dwarf ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap;
+
+        if (!ncpu) {
+                long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+                ncpu = n > 0 ? (unsigned)n : 1;
+        }
+        cap = host / ncpu;
+        return cap < SAMPLE_RATE_MIN_CAP ? SAMPLE_RATE_MIN_CAP : cap;
+}
