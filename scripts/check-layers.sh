@@ -4,9 +4,9 @@
 #   cli → service → sink → {engine, jfr, stack}; engine → {tls, stack}; every stage → util
 #
 # (→ is transitive: cli may include anything below it.) Every include of a daemon header
-# names its folder ("engine/sampler.h"); public headers from include/ (ctx/, ctxprof/) and
-# the generated BPF skeletons are allowed everywhere. Exit 1 with file:line of each upward,
-# unqualified or unknown include, and of each include cycle.
+# names its folder ("engine/sampler.h"); public headers from include/ (ctx/, ctxprof/),
+# the generated BPF skeletons and protobuf-c code (*.pb-c.h) are allowed everywhere. Exit 1
+# with file:line of each upward, unqualified or unknown include, and of each include cycle.
 #   scripts/check-layers.sh [DAEMON_DIR]
 set -u
 dir=${1:-daemon}
@@ -38,7 +38,7 @@ for f in "$dir"/*/*.[ch]; do
 	while IFS=: read -r ln text; do
 		inc=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' <<<"$text")
 		[ -n "$inc" ] || continue
-		case $inc in ctx/* | ctxprof/* | *.skel.h) continue ;; esac
+		case $inc in ctx/* | ctxprof/* | *.skel.h | *.pb-c.h) continue ;; esac
 		if [[ $inc != */* ]]; then
 			complain "$f:$ln" "#include \"$inc\" must name its stage folder"
 			continue

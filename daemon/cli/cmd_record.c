@@ -30,6 +30,7 @@
 #include "sink/jfr_sink.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
+#include "sink/pprof.h"
 #include "engine/sampler.h"
 #include "util/clock.h"
 
@@ -61,10 +62,13 @@ static void help(FILE *f)
                "                             still running then gets SIGTERM\n"
                "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
                "                             created or truncated only once setup succeeded\n"
-               "      --format jfr|collapsed jfr: JDK Flight Recorder chunks (default when FILE\n"
+               "      --format jfr|collapsed|pprof\n"
+               "                             jfr: JDK Flight Recorder chunks (default when FILE\n"
                "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
                "                             (flamegraph.pl, speedscope):\n"
                "                             PROC-PID;THREAD;key=value...;frames N\n"
+               "                             pprof: gzip'd profile.proto, labels as sample\n"
+               "                             labels (default when FILE ends in .pb.gz)\n"
                "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
                "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
                "                             1.6 KiB each); more become [unknown stack], counted\n"
@@ -291,7 +295,7 @@ struct record_opts {
         char **cmd; /* -- COMMAND ARGS..., or NULL with -p */
         uint64_t duration_ms;
         const char *outpath;
-        const char *format; /* "jfr" or "collapsed" once parsed */
+        const char *format; /* "jfr", "collapsed" or "pprof" once parsed */
         const char *stats_path;
         uint64_t chunk_ms;
         unsigned max_stacks; /* 0 = the trace table's default */
@@ -308,7 +312,8 @@ struct recording {
         struct jfr_sink *js;
         struct sample_sink sink, jfr;
         FILE *out;
-        int started; /* setup succeeded: sampling into the output */
+        int started;                           /* setup succeeded: sampling into the output */
+        uint64_t start_wall_ns, start_mono_ns; /* when it started (pprof's time, duration) */
 };
 
 enum {
@@ -351,8 +356,9 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 ro->outpath = arg;
                 return 0;
         case OPT_FORMAT:
-                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr")) {
-                        fprintf(stderr, "ctxprof record: unknown format '%s' (jfr or collapsed)\n",
+                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr") && strcmp(arg, "pprof")) {
+                        fprintf(stderr,
+                                "ctxprof record: unknown format '%s' (jfr, collapsed or pprof)\n",
                                 arg);
                         return 2;
                 }
@@ -468,7 +474,9 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
 
         if (!ro->format) {
                 size_t n = ro->outpath ? strlen(ro->outpath) : 0;
-                ro->format = n > 4 && !strcmp(ro->outpath + n - 4, ".jfr") ? "jfr" : "collapsed";
+                ro->format = n > 4 && !strcmp(ro->outpath + n - 4, ".jfr")     ? "jfr"
+                             : n > 6 && !strcmp(ro->outpath + n - 6, ".pb.gz") ? "pprof"
+                                                                               : "collapsed";
         }
         if (!strcmp(ro->format, "jfr") && !ro->outpath) {
                 fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
@@ -539,7 +547,8 @@ static int setup(struct recording *r)
         if (!strcmp(ro->format, "jfr")) {
                 r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = sample_sink_forward};
         } else {
-                r->c = collapsed_new(ro->span_frames);
+                /* pprof: the span is part of the key (a span_id label per sample) */
+                r->c = collapsed_new(ro->span_frames || !strcmp(ro->format, "pprof"));
                 if (!r->c) {
                         fprintf(stderr, "ctxprof: out of memory\n");
                         return -1;
@@ -600,6 +609,8 @@ static int open_output(struct recording *r)
         if (ro->cmd && launch_run(&r->cmd, ro->cmd))
                 return -1;
         r->started = 1;
+        r->start_wall_ns = wall_ns();
+        r->start_mono_ns = mono_ns();
         return 0;
 }
 
@@ -687,7 +698,17 @@ static int finish(struct recording *r)
                 if (finish_jfr(r, &jc))
                         return 1;
         } else {
-                err = collapsed_write(r->c, r->out ? r->out : stdout, sampler_modules(r->s));
+                FILE *out = r->out ? r->out : stdout;
+
+                if (!strcmp(ro->format, "pprof")) {
+                        struct pprof_meta m = {.period_ns = NS_PER_SEC / ro->o.freq,
+                                               .start_ns = r->start_wall_ns,
+                                               .duration_ns = mono_ns() - r->start_mono_ns};
+
+                        err = pprof_write(r->c, out, sampler_modules(r->s), &m);
+                } else {
+                        err = collapsed_write(r->c, out, sampler_modules(r->s));
+                }
                 if (err) {
                         fprintf(stderr, "ctxprof: writing %s failed: %s\n",
                                 ro->outpath ? ro->outpath : "output", strerror(-err));

@@ -274,61 +274,96 @@ static void put_frame(FILE *f, struct symbolizer *sym, struct modules *mods,
         }
 }
 
+/* Decodes one key blob (the layout collapsed_add writes) into *e. */
+static void decode_key(const unsigned char *p, uint64_t count, struct collapsed_entry *e)
+{
+        uint16_t nf;
+        unsigned k;
+
+        memcpy(&e->pid, p, 4);
+        p += 4;
+        p = get_str(p, &e->process, &e->process_len);
+        p = get_str(p, &e->comm, &e->comm_len);
+        e->n_labels = *p++;
+        for (k = 0; k < e->n_labels; k++) {
+                p = get_str(p, &e->labels[k].key, &e->labels[k].key_len);
+                p = get_str(p, &e->labels[k].value, &e->labels[k].value_len);
+        }
+        e->has_span = *p++;
+        e->span_id = 0;
+        if (e->has_span) {
+                memcpy(&e->span_id, p, 8);
+                p += 8;
+        }
+        e->truncated = *p++;
+        memcpy(&nf, p, 2);
+        p += 2;
+        e->n_frames = nf;
+        memcpy(e->frames, p, nf * sizeof(struct ctxprof_frame));
+        e->count = count;
+}
+
+int collapsed_foreach(const struct collapsed *c,
+                      int (*fn)(void *arg, const struct collapsed_entry *e), void *arg)
+{
+        struct collapsed_entry *e = malloc(sizeof(*e));
+        int err = 0;
+
+        if (!e)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->cap && !err; i++) {
+                if (!c->tab[i].key)
+                        continue;
+                decode_key(c->tab[i].key, c->tab[i].count, e);
+                err = fn(arg, e);
+        }
+        free(e);
+        return err;
+}
+
+struct write_ctx {
+        FILE *f;
+        struct symbolizer *sym;
+        struct modules *mods;
+};
+
+static int write_line(void *arg, const struct collapsed_entry *e)
+{
+        struct write_ctx *w = arg;
+        FILE *f = w->f;
+        unsigned k;
+
+        put_clean(f, e->process_len ? e->process : "?", e->process_len ? e->process_len : 1);
+        fprintf(f, "-%u;", e->pid);
+        put_clean(f, e->comm_len ? e->comm : "?", e->comm_len ? e->comm_len : 1);
+        for (k = 0; k < e->n_labels; k++) {
+                fputc(';', f);
+                put_label(f, e->labels[k].key, e->labels[k].key_len, 1);
+                fputc('=', f);
+                put_label(f, e->labels[k].value, e->labels[k].value_len, 0);
+        }
+        if (e->has_span)
+                fprintf(f, ";span=%016llx", (unsigned long long)e->span_id);
+        if (e->truncated)
+                fputs(";[truncated]", f);
+        if (!e->n_frames)
+                fputs(";[no stack]", f);
+        for (k = e->n_frames; k-- > 0;) {
+                fputc(';', f);
+                put_frame(f, w->sym, w->mods, &e->frames[k]);
+        }
+        fprintf(f, " %llu\n", (unsigned long long)e->count);
+        return 0;
+}
+
 int collapsed_write(struct collapsed *c, FILE *f, struct modules *mods)
 {
-        struct symbolizer *sym = mods ? symbolizer_new(mods) : NULL;
-        size_t i;
+        struct write_ctx w = {f, mods ? symbolizer_new(mods) : NULL, mods};
+        int err = collapsed_foreach(c, write_line, &w);
 
-        for (i = 0; i < c->cap; i++) {
-                const unsigned char *p = c->tab[i].key;
-                const char *s;
-                size_t n;
-                uint32_t pid;
-                unsigned nl, k;
-                uint16_t nf;
-                int trunc;
-                struct ctxprof_frame fr;
-
-                if (!p)
-                        continue;
-                memcpy(&pid, p, 4);
-                p += 4;
-                p = get_str(p, &s, &n);
-                put_clean(f, n ? s : "?", n ? n : 1);
-                fprintf(f, "-%u;", pid);
-                p = get_str(p, &s, &n);
-                put_clean(f, n ? s : "?", n ? n : 1);
-                nl = *p++;
-                for (k = 0; k < nl; k++) {
-                        fputc(';', f);
-                        p = get_str(p, &s, &n);
-                        put_label(f, s, n, 1);
-                        fputc('=', f);
-                        p = get_str(p, &s, &n);
-                        put_label(f, s, n, 0);
-                }
-                if (*p++) {
-                        uint64_t span;
-
-                        memcpy(&span, p, 8);
-                        p += 8;
-                        fprintf(f, ";span=%016llx", (unsigned long long)span);
-                }
-                trunc = *p++;
-                memcpy(&nf, p, 2);
-                p += 2;
-                if (trunc)
-                        fputs(";[truncated]", f);
-                if (!nf)
-                        fputs(";[no stack]", f);
-                for (k = nf; k-- > 0;) {
-                        memcpy(&fr, p + k * sizeof(fr), sizeof(fr));
-                        fputc(';', f);
-                        put_frame(f, sym, mods, &fr);
-                }
-                fprintf(f, " %llu\n", (unsigned long long)c->tab[i].count);
-        }
-        symbolizer_free(sym);
+        symbolizer_free(w.sym);
+        if (err)
+                return err;
         if (fflush(f) || ferror(f))
                 return -EIO;
         return 0;

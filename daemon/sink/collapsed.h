@@ -34,6 +34,29 @@ struct sample_sink collapsed_sink(struct collapsed *);
 /* Write every line; frames are symbolized with a symbolizer over `modules`.
  * 0 or -errno (write error, -ENOMEM). */
 int collapsed_write(struct collapsed *, FILE *out, struct modules *modules);
+/* One aggregated key, decoded (strings are not NUL-terminated; they point into the table
+ * and stay valid until the next collapsed_add or collapsed_free). */
+struct collapsed_label {
+        const char *key, *value;
+        size_t key_len, value_len;
+};
+struct collapsed_entry {
+        uint32_t pid;
+        const char *process, *comm;
+        size_t process_len, comm_len;
+        unsigned n_labels; /* sorted by key, span mirrors left out */
+        struct collapsed_label labels[CTXPROF_MAX_LABELS];
+        int has_span; /* only with span_frames */
+        uint64_t span_id;
+        int truncated;
+        unsigned n_frames; /* leaf first */
+        struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
+        uint64_t count;
+};
+/* Calls fn for every distinct key, in table order; stops at and returns fn's first nonzero
+ * result, else 0. Other writers (sink/pprof.c) aggregate with this table. */
+int collapsed_foreach(const struct collapsed *,
+                      int (*fn)(void *arg, const struct collapsed_entry *e), void *arg);
 /* Distinct lines and samples aggregated so far. */
 size_t collapsed_lines(const struct collapsed *);
 uint64_t collapsed_samples(const struct collapsed *);

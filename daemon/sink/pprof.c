@@ -1,0 +1,512 @@
+/*
+ * pprof.c — builds and writes the pprof profile (format in pprof.h) from the collapsed
+ * table. Owns the profile's interning tables (strings, mappings, functions, locations: each
+ * distinct one stored once and referred to by id) for the duration of one pprof_write.
+ * Must never aggregate on its own (collapsed.c does) and never print anywhere but the FILE
+ * it is given.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+#include "sink/pprof.h"
+#include "stack/symbolize.h"
+#include "util/grow.h"
+#include "util/hash.h"
+
+#define IDMAP_FIRST_CAP 256
+#define GZIP_WINDOW     (15 + 16) /* zlib: 32 KiB window, gzip header and trailer */
+#define GZIP_MEMLEVEL   8
+#define OUT_CHUNK       65536
+#define SPAN_HEX_LEN    16
+/* Pseudo frames, keyed like frames with a module id no real frame has. */
+#define PSEUDO_MODULE    UINT32_MAX
+#define PSEUDO_TRUNCATED 1
+#define PSEUDO_NO_STACK  2
+
+typedef Perftools__Profiles__Profile Profile;
+typedef Perftools__Profiles__ValueType ValueType;
+typedef Perftools__Profiles__Sample Sample;
+typedef Perftools__Profiles__Label Label;
+typedef Perftools__Profiles__Mapping Mapping;
+typedef Perftools__Profiles__Location Location;
+typedef Perftools__Profiles__Line Line;
+typedef Perftools__Profiles__Function Function;
+
+/* Byte-string key -> value, open addressing; keys copied. */
+struct idmap_slot {
+        uint64_t hash;
+        unsigned char *key; /* NULL = empty */
+        size_t len;
+        uint64_t val;
+};
+struct idmap {
+        struct idmap_slot *tab;
+        size_t cap, n;
+};
+
+/* A growing array of message pointers (protobuf-c's repeated message field). */
+struct msgs {
+        void **v;
+        size_t n, cap;
+};
+
+struct builder {
+        struct symbolizer *sym;
+        struct modules *mods;
+        uint64_t period;
+        struct msgs strs, maps, funcs, locs, samples;
+        struct idmap strmap, mapmap, funcmap, locmap;
+        int64_t k_process, k_thread, k_pid, k_span;
+};
+
+static void idmap_free(struct idmap *m)
+{
+        for (size_t i = 0; i < m->cap; i++)
+                free(m->tab[i].key);
+        free(m->tab);
+}
+
+static int idmap_grow(struct idmap *m)
+{
+        size_t ncap = m->cap ? m->cap * 2 : IDMAP_FIRST_CAP;
+        struct idmap_slot *nt = calloc(ncap, sizeof(*nt));
+
+        if (!nt)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->cap; i++) {
+                size_t j;
+
+                if (!m->tab[i].key)
+                        continue;
+                for (j = m->tab[i].hash & (ncap - 1); nt[j].key; j = (j + 1) & (ncap - 1))
+                        ;
+                nt[j] = m->tab[i];
+        }
+        free(m->tab);
+        m->tab = nt;
+        m->cap = ncap;
+        return 0;
+}
+
+/* The slot holding key, or the empty slot where it goes (the table always has room). */
+static struct idmap_slot *idmap_slot(struct idmap *m, const void *key, size_t len, uint64_t h)
+{
+        size_t j;
+
+        for (j = h & (m->cap - 1); m->tab[j].key; j = (j + 1) & (m->cap - 1))
+                if (m->tab[j].hash == h && m->tab[j].len == len && !memcmp(m->tab[j].key, key, len))
+                        break;
+        return &m->tab[j];
+}
+
+/* *val = the value stored for key; 1 if found, 0 if not (then idmap_add may follow). */
+static int idmap_get(struct idmap *m, const void *key, size_t len, uint64_t *val)
+{
+        struct idmap_slot *s;
+
+        if (!m->cap)
+                return 0;
+        s = idmap_slot(m, key, len, fnv1a64(key, len));
+        if (!s->key)
+                return 0;
+        *val = s->val;
+        return 1;
+}
+
+static int idmap_add(struct idmap *m, const void *key, size_t len, uint64_t val)
+{
+        uint64_t h = fnv1a64(key, len);
+        struct idmap_slot *s;
+
+        if ((m->n + 1) * 2 > m->cap && idmap_grow(m))
+                return -ENOMEM;
+        s = idmap_slot(m, key, len, h);
+        s->key = malloc(len ? len : 1);
+        if (!s->key)
+                return -ENOMEM;
+        memcpy(s->key, key, len);
+        s->len = len;
+        s->hash = h;
+        s->val = val;
+        m->n++;
+        return 0;
+}
+
+static int msgs_push(struct msgs *a, void *m)
+{
+        if (!m || grow_array((void **)&a->v, &a->cap, sizeof(*a->v), a->n + 1, 64)) {
+                free(m);
+                return -ENOMEM;
+        }
+        a->v[a->n++] = m;
+        return 0;
+}
+
+/* The string table index of s[0..n), added when new; or -ENOMEM. */
+static int64_t str(struct builder *b, const char *s, size_t n)
+{
+        uint64_t idx;
+        char *copy;
+
+        if (idmap_get(&b->strmap, s, n, &idx))
+                return (int64_t)idx;
+        copy = strndup(s, n);
+        idx = b->strs.n;
+        if (msgs_push(&b->strs, copy) || idmap_add(&b->strmap, s, n, idx))
+                return -ENOMEM;
+        return (int64_t)idx;
+}
+
+static int64_t cstr(struct builder *b, const char *s)
+{
+        return str(b, s, strlen(s));
+}
+
+/* The mapping id of a module (1-based), added when new; or -ENOMEM. */
+static int64_t mapping(struct builder *b, uint32_t module_id)
+{
+        struct module_info mi = {0};
+        const char *name = "[unknown]";
+        uint64_t id;
+        Mapping *m;
+
+        if (idmap_get(&b->mapmap, &module_id, sizeof(module_id), &id))
+                return (int64_t)id;
+        if (module_id == CTXPROF_MODULE_KERNEL)
+                name = "[kernel.kallsyms]";
+        else if (module_id != CTXPROF_MODULE_UNKNOWN && b->mods &&
+                 !modules_info(b->mods, module_id, &mi) && mi.path)
+                name = mi.path;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        perftools__profiles__mapping__init(m);
+        id = b->maps.n + 1;
+        m->id = id;
+        m->filename = cstr(b, name);
+        m->build_id = cstr(b, mi.build_id_hex ? mi.build_id_hex : "");
+        m->has_functions = m->has_filenames = m->has_line_numbers = m->has_inline_frames =
+            b->sym != NULL;
+        if (m->filename < 0 || m->build_id < 0 || msgs_push(&b->maps, m) ||
+            idmap_add(&b->mapmap, &module_id, sizeof(module_id), id))
+                return -ENOMEM;
+        return (int64_t)id;
+}
+
+/* The function id for (name, file) (file may be NULL), added when new; or -ENOMEM. */
+static int64_t function(struct builder *b, const char *name, const char *file)
+{
+        int64_t key[2] = {cstr(b, name), cstr(b, file ? file : "")};
+        uint64_t id;
+        Function *f;
+
+        if (key[0] < 0 || key[1] < 0)
+                return -ENOMEM;
+        if (idmap_get(&b->funcmap, key, sizeof(key), &id))
+                return (int64_t)id;
+        f = malloc(sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        perftools__profiles__function__init(f);
+        id = b->funcs.n + 1;
+        f->id = id;
+        f->name = f->system_name = key[0];
+        f->filename = key[1];
+        if (msgs_push(&b->funcs, f) || idmap_add(&b->funcmap, key, sizeof(key), id))
+                return -ENOMEM;
+        return (int64_t)id;
+}
+
+/* Fills loc's lines (innermost first, as pprof wants) for a named frame or a pseudo frame;
+ * a frame the symbolizer cannot name gets none. 0 or -ENOMEM. */
+static int location_lines(struct builder *b, Location *loc, const struct ctxprof_frame *fr)
+{
+        struct sym_frame out[SYM_MAX_INLINE];
+        int n;
+
+        if (fr->module_id == PSEUDO_MODULE) {
+                out[0] = (struct sym_frame){
+                    .function = fr->offset == PSEUDO_TRUNCATED ? "[truncated]" : "[no stack]",
+                    .line = -1};
+                n = 1;
+        } else {
+                n = b->sym ? symbolize(b->sym, fr, out, SYM_MAX_INLINE) : 0;
+                if (n < 1 || !out[n - 1].function)
+                        return n == -ENOMEM ? -ENOMEM : 0;
+        }
+        loc->line = calloc((size_t)n, sizeof(*loc->line));
+        if (!loc->line)
+                return -ENOMEM;
+        for (int i = 0; i < n; i++) {
+                Line *l = malloc(sizeof(*l));
+                int64_t fid;
+
+                if (!l)
+                        return -ENOMEM;
+                perftools__profiles__line__init(l);
+                loc->line[loc->n_line++] = l;
+                fid = function(b, out[i].function ? out[i].function : "??", out[i].file);
+                if (fid < 0)
+                        return -ENOMEM;
+                l->function_id = (uint64_t)fid;
+                l->line = out[i].line > 0 ? out[i].line : 0;
+        }
+        return 0;
+}
+
+/* The location id of a frame, added (symbolized) when new; or -ENOMEM. */
+static int64_t location(struct builder *b, const struct ctxprof_frame *fr)
+{
+        uint64_t id;
+        Location *loc;
+
+        if (idmap_get(&b->locmap, fr, sizeof(*fr), &id))
+                return (int64_t)id;
+        loc = malloc(sizeof(*loc));
+        if (!loc)
+                return -ENOMEM;
+        perftools__profiles__location__init(loc);
+        id = b->locs.n + 1;
+        loc->id = id;
+        if (msgs_push(&b->locs, loc))
+                return -ENOMEM;
+        if (fr->module_id != PSEUDO_MODULE) {
+                int64_t mid = mapping(b, fr->module_id);
+
+                if (mid < 0)
+                        return mid;
+                loc->mapping_id = (uint64_t)mid;
+                loc->address = fr->offset;
+        }
+        if (location_lines(b, loc, fr) || idmap_add(&b->locmap, fr, sizeof(*fr), id))
+                return -ENOMEM;
+        return (int64_t)id;
+}
+
+static Label *label_at(Sample *s, int64_t key)
+{
+        Label *l = malloc(sizeof(*l));
+
+        if (!l)
+                return NULL;
+        perftools__profiles__label__init(l);
+        l->key = key;
+        s->label[s->n_label++] = l;
+        return l;
+}
+
+/* Labels of one sample: process, thread, pid, span_id, the context labels. 0 or -ENOMEM. */
+static int sample_labels(struct builder *b, Sample *s, const struct collapsed_entry *e)
+{
+        char span[SPAN_HEX_LEN + 1];
+        Label *l;
+
+        s->label = calloc(e->n_labels + 4, sizeof(*s->label));
+        if (!s->label)
+                return -ENOMEM;
+        if (!(l = label_at(s, b->k_process)) ||
+            (l->str = str(b, e->process_len ? e->process : "?",
+                          e->process_len ? e->process_len : 1)) < 0)
+                return -ENOMEM;
+        if (!(l = label_at(s, b->k_thread)) ||
+            (l->str = str(b, e->comm_len ? e->comm : "?", e->comm_len ? e->comm_len : 1)) < 0)
+                return -ENOMEM;
+        if (!(l = label_at(s, b->k_pid)))
+                return -ENOMEM;
+        l->num = e->pid;
+        if (e->has_span) {
+                snprintf(span, sizeof(span), "%016llx", (unsigned long long)e->span_id);
+                if (!(l = label_at(s, b->k_span)) || (l->str = cstr(b, span)) < 0)
+                        return -ENOMEM;
+        }
+        for (unsigned i = 0; i < e->n_labels; i++) {
+                int64_t k = str(b, e->labels[i].key, e->labels[i].key_len);
+
+                if (k < 0 || !(l = label_at(s, k)) ||
+                    (l->str = str(b, e->labels[i].value, e->labels[i].value_len)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* collapsed_foreach callback: one Sample for one aggregated key. */
+static int add_sample(void *arg, const struct collapsed_entry *e)
+{
+        struct builder *b = arg;
+        Sample *s = malloc(sizeof(*s));
+        struct ctxprof_frame pseudo = {.module_id = PSEUDO_MODULE};
+        size_t n = e->n_frames + 1;
+
+        if (msgs_push(&b->samples, s))
+                return -ENOMEM;
+        perftools__profiles__sample__init(s);
+        s->location_id = calloc(n, sizeof(*s->location_id));
+        s->value = calloc(2, sizeof(*s->value));
+        if (!s->location_id || !s->value)
+                return -ENOMEM;
+        s->n_value = 2;
+        s->value[0] = (int64_t)e->count;
+        s->value[1] = (int64_t)(e->count * b->period);
+        for (unsigned i = 0; i < e->n_frames; i++) {
+                int64_t id = location(b, &e->frames[i]);
+
+                if (id < 0)
+                        return (int)id;
+                s->location_id[s->n_location_id++] = (uint64_t)id;
+        }
+        /* pprof lists locations leaf first: the marker goes at the root end. */
+        if (e->truncated || !e->n_frames) {
+                int64_t id;
+
+                pseudo.offset = e->truncated ? PSEUDO_TRUNCATED : PSEUDO_NO_STACK;
+                id = location(b, &pseudo);
+                if (id < 0)
+                        return (int)id;
+                s->location_id[s->n_location_id++] = (uint64_t)id;
+        }
+        return sample_labels(b, s, e);
+}
+
+static void builder_free(struct builder *b)
+{
+        size_t i, j;
+
+        for (i = 0; i < b->samples.n; i++) {
+                Sample *s = b->samples.v[i];
+
+                for (j = 0; j < s->n_label; j++)
+                        free(s->label[j]);
+                free(s->label);
+                free(s->location_id);
+                free(s->value);
+                free(s);
+        }
+        for (i = 0; i < b->locs.n; i++) {
+                Location *l = b->locs.v[i];
+
+                for (j = 0; j < l->n_line; j++)
+                        free(l->line[j]);
+                free(l->line);
+                free(l);
+        }
+        for (i = 0; i < b->funcs.n; i++)
+                free(b->funcs.v[i]);
+        for (i = 0; i < b->maps.n; i++)
+                free(b->maps.v[i]);
+        for (i = 0; i < b->strs.n; i++)
+                free(b->strs.v[i]);
+        free(b->samples.v);
+        free(b->locs.v);
+        free(b->funcs.v);
+        free(b->maps.v);
+        free(b->strs.v);
+        idmap_free(&b->strmap);
+        idmap_free(&b->mapmap);
+        idmap_free(&b->funcmap);
+        idmap_free(&b->locmap);
+        symbolizer_free(b->sym);
+}
+
+/* gzip buf[0..len) to out. 0 or -EIO / -ENOMEM. */
+static int write_gzip(FILE *out, const uint8_t *buf, size_t len)
+{
+        unsigned char chunk[OUT_CHUNK];
+        z_stream z = {0};
+        int zr;
+
+        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, GZIP_WINDOW, GZIP_MEMLEVEL,
+                         Z_DEFAULT_STRATEGY) != Z_OK)
+                return -ENOMEM;
+        z.next_in = (unsigned char *)buf;
+        z.avail_in = (uInt)len; /* profiles stay far below 4 GiB */
+        do {
+                z.next_out = chunk;
+                z.avail_out = sizeof(chunk);
+                zr = deflate(&z, Z_FINISH);
+                if (zr == Z_STREAM_ERROR || fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) !=
+                                                sizeof(chunk) - z.avail_out) {
+                        deflateEnd(&z);
+                        return -EIO;
+                }
+        } while (zr != Z_STREAM_END);
+        deflateEnd(&z);
+        if (fflush(out) || ferror(out))
+                return -EIO;
+        return 0;
+}
+
+/* Profile-level fields: sample types, period, times, the message arrays. 0 or -ENOMEM. */
+static int fill_profile(struct builder *b, Profile *p, ValueType vt[2], ValueType **vtp,
+                        ValueType *period_type, const struct pprof_meta *meta)
+{
+        int64_t samples = cstr(b, "samples"), count = cstr(b, "count"), cpu = cstr(b, "cpu"),
+                ns = cstr(b, "nanoseconds");
+
+        if (samples < 0 || count < 0 || cpu < 0 || ns < 0)
+                return -ENOMEM;
+        for (int i = 0; i < 2; i++) {
+                perftools__profiles__value_type__init(&vt[i]);
+                vtp[i] = &vt[i];
+        }
+        vt[0].type = samples;
+        vt[0].unit = count;
+        vt[1].type = cpu;
+        vt[1].unit = ns;
+        *period_type = vt[1];
+        p->n_sample_type = 2;
+        p->sample_type = vtp;
+        p->period_type = period_type;
+        p->period = (int64_t)meta->period_ns;
+        p->time_nanos = (int64_t)meta->start_ns;
+        p->duration_nanos = (int64_t)meta->duration_ns;
+        p->default_sample_type = cpu;
+        p->n_sample = b->samples.n;
+        p->sample = (Sample **)b->samples.v;
+        p->n_mapping = b->maps.n;
+        p->mapping = (Mapping **)b->maps.v;
+        p->n_location = b->locs.n;
+        p->location = (Location **)b->locs.v;
+        p->n_function = b->funcs.n;
+        p->function = (Function **)b->funcs.v;
+        p->n_string_table = b->strs.n;
+        p->string_table = (char **)b->strs.v;
+        return 0;
+}
+
+int pprof_write(const struct collapsed *c, FILE *out, struct modules *mods,
+                const struct pprof_meta *meta)
+{
+        struct builder b = {.mods = mods, .period = meta->period_ns};
+        Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+        ValueType vt[2], *vtp[2], period_type;
+        uint8_t *buf = NULL;
+        size_t len;
+        int err = -ENOMEM;
+
+        b.sym = mods ? symbolizer_new(mods) : NULL;
+        /* string_table[0] must be "" */
+        if (cstr(&b, "") != 0 || (b.k_process = cstr(&b, "process")) < 0 ||
+            (b.k_thread = cstr(&b, "thread")) < 0 || (b.k_pid = cstr(&b, "pid")) < 0 ||
+            (b.k_span = cstr(&b, "span_id")) < 0)
+                goto out;
+        err = collapsed_foreach(c, add_sample, &b);
+        if (err)
+                goto out;
+        err = fill_profile(&b, &p, vt, vtp, &period_type, meta);
+        if (err)
+                goto out;
+        len = perftools__profiles__profile__get_packed_size(&p);
+        buf = malloc(len ? len : 1);
+        err = -ENOMEM;
+        if (!buf)
+                goto out;
+        perftools__profiles__profile__pack(&p, buf);
+        err = write_gzip(out, buf, len);
+out:
+        free(buf);
+        builder_free(&b);
+        return err;
+}
