@@ -57,7 +57,8 @@ PY
 }
 read -r total a work bad per <<<"$(summarize "$TMP/raw")"
 read -r ftotal fa _ <<<"$(summarize "$TMP/rawA")"
-stats=$(stat_json .samples)
+# what reached the output: received, less the samples held back before a TLS location
+stats=$(($(stat_json .received) - $(stat_json .ctx_missing.before_location)))
 echo "pprof: $total samples (stats $stats), phase=A $a, -tagfocus phase=A $ftotal ($fa labelled A)," \
 	"work $work (mismatched $bad), ns/sample $per"
 [ -n "$stats" ] && [ "$total" = "$stats" ] || fail "pprof total $total != recorded $stats"
