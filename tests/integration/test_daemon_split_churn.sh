@@ -10,7 +10,9 @@ san=0
 case "$B" in *asan* | *tsan*) san=1 ;; esac
 name=spl$$ # the comm selected: unique to this run
 cp /bin/sh "$TMP/$name"
-busy() { "$TMP/$name" -c "i=0; while [ \$i -lt $1 ]; do i=\$((i+1)); done"; }
+# exec: `busy N &` must leave $! the busy process itself, or cleanup's kill reaches only
+# the subshell and the loop runs on after the test
+busy() { exec "$TMP/$name" -c "i=0; while [ \$i -lt $1 ]; do i=\$((i+1)); done"; }
 start_daemon --mode selectors --comm "$name" --split process --chunk-period 1s
 for _ in $(seq 10); do
 	busy 100000000 &
