@@ -83,8 +83,12 @@ print("statistics: chunks %d, samples %d (events %d), bpf ns/sample %s, table %s
     [(v["traceTableUsed"], v["traceTableCapacity"]) for v in st]))
 assert len(st) == int(sys.argv[2]), "one ctxprof.Statistics per chunk"
 assert sum(v["samples"] for v in st) == samples, "Statistics.samples do not add up"
-assert all(0 < v["traceTableUsed"] <= v["traceTableCapacity"] for v in st)
-assert all(100 <= b <= 1000000 for b in bpf), "bpfNsPerSample not measured: %s" % bpf
+# a chunk that ended before the first sample (setup under load can take longer than the
+# 2 s period) has no stacks and no BPF cost: every chunk with samples must report both
+full = [(v, b) for v, b in zip(st, bpf) if v["samples"] > 0]
+assert len(full) >= int(sys.argv[2]) - 1, "more than one chunk without samples"
+assert all(0 < v["traceTableUsed"] <= v["traceTableCapacity"] for v, _ in full)
+assert all(100 <= b <= 1000000 for _, b in full), "bpfNsPerSample not measured: %s" % bpf
 PY
 "$CTXPROF" report "$TMP/attrib.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"
 grep -q 'phase:' "$TMP/report.txt" || fail "report has no per-label section"
