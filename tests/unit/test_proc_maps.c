@@ -1,0 +1,174 @@
+/*
+ * test_proc_maps.c — stack/proc_maps on this test's own process: the parser hands out every
+ * line with its fields (permissions, offsets, special names, paths with spaces, deleted
+ * files), stops when the callback asks, refuses bad pids; resolving an address of our own code
+ * gives the executable's module and the file offset the mapping implies, and an address in no
+ * mapping stays unknown.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "stack/proc_maps.h"
+
+struct find {
+        uint64_t addr;    /* line containing this address */
+        const char *path; /* or: line with this path */
+        int found, lines, deleted;
+        struct proc_map_line line;
+        char path_copy[PATH_MAX];
+};
+
+static int find_cb(const struct proc_map_line *l, void *arg)
+{
+        struct find *f = arg;
+
+        f->lines++;
+        if ((f->addr && f->addr >= l->start && f->addr < l->end) ||
+            (f->path && !strcmp(f->path, l->path))) {
+                f->found++;
+                f->line = *l;
+                f->deleted = l->deleted;
+                snprintf(f->path_copy, sizeof(f->path_copy), "%s", l->path);
+                f->line.path = f->path_copy;
+        }
+        return 0;
+}
+
+Test(proc_maps, own_code_is_an_executable_file_mapping)
+{
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        struct find f = {.addr = (uint64_t)(uintptr_t)&find_cb};
+        struct stat st;
+
+        cr_assert_gt(n, 0);
+        exe[n] = 0;
+        cr_assert_eq(stat(exe, &st), 0);
+        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(f.found, 1);
+        cr_assert_str_eq(f.line.path, exe);
+        cr_assert_eq(f.line.perms[2], 'x', "perms %s", f.line.perms);
+        cr_assert_eq(f.line.ino, st.st_ino);
+        cr_assert_eq(f.line.deleted, 0);
+        cr_assert_gt(f.lines, 5);
+}
+
+Test(proc_maps, special_regions_keep_their_names)
+{
+        int x = 0;
+        struct find f = {.addr = (uint64_t)(uintptr_t)&x};
+
+        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(f.found, 1);
+        cr_assert_str_eq(f.line.path, "[stack]");
+}
+
+Test(proc_maps, path_with_spaces_and_deleted_file)
+{
+        char dir[] = "/tmp/ctxprof-maps-XXXXXX";
+        char path[PATH_MAX];
+        long pg = sysconf(_SC_PAGESIZE);
+
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/a file (x)", dir);
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(ftruncate(fd, 3 * pg), 0);
+        char *p = mmap(NULL, pg, PROT_READ, MAP_PRIVATE, fd, 2 * pg);
+        cr_assert_neq(p, MAP_FAILED);
+
+        struct find f = {.addr = (uint64_t)(uintptr_t)p};
+        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(f.found, 1);
+        cr_assert_str_eq(f.line.path, path);
+        cr_assert_eq(f.line.pgoff, (uint64_t)(2 * pg));
+        cr_assert_eq(f.line.deleted, 0);
+        cr_assert_str_eq(f.line.perms, "r--p");
+
+        cr_assert_eq(unlink(path), 0);
+        memset(&f, 0, sizeof(f));
+        f.addr = (uint64_t)(uintptr_t)p;
+        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(f.found, 1);
+        cr_assert_eq(f.deleted, 1);
+        cr_assert_str_eq(f.line.path, path, "\" (deleted)\" is stripped: %s", f.line.path);
+
+        munmap(p, pg);
+        close(fd);
+        rmdir(dir);
+}
+
+static int stop_at_third(const struct proc_map_line *l, void *arg)
+{
+        (void)l;
+        return ++*(int *)arg == 3 ? 42 : 0;
+}
+
+Test(proc_maps, callback_stops_the_walk_and_bad_pids_are_errors)
+{
+        int seen = 0;
+
+        cr_assert_eq(proc_maps_parse(getpid(), stop_at_third, &seen), 42);
+        cr_assert_eq(seen, 3);
+        cr_assert_eq(proc_maps_parse(0, stop_at_third, &seen), -EINVAL);
+        cr_assert_eq(proc_maps_parse(getpid(), NULL, NULL), -EINVAL);
+        /* pid_max is at most 2^22: this pid cannot exist */
+        cr_assert_eq(proc_maps_parse(INT_MAX, stop_at_third, &seen), -ESRCH);
+}
+
+Test(proc_maps, resolve_gives_module_and_file_offset)
+{
+        struct modules *mods = modules_new();
+        struct proc_maps *pm = NULL;
+        struct ctxprof_frame fr;
+        uint64_t ip = (uint64_t)(uintptr_t)&find_cb;
+        struct find f = {.addr = ip};
+
+        cr_assert_not_null(mods);
+        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+
+        cr_assert_eq(proc_maps_resolve(pm, ip, &fr), 0);
+        cr_assert_geq(fr.module_id, CTXPROF_MODULE_FIRST);
+        cr_assert_eq(fr.offset, ip - f.line.start + f.line.pgoff);
+        cr_assert_eq(fr.flags, 0);
+
+        struct module_info mi;
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        cr_assert_gt(n, 0);
+        exe[n] = 0;
+        cr_assert_eq(modules_info(mods, fr.module_id, &mi), 0);
+        cr_assert_str_eq(mi.path, exe);
+        cr_assert_neq(mi.build_id_hex[0], 0, "gcc links a build id into the test");
+
+        /* The null page is never mapped: unknown, raw address kept. */
+        cr_assert_eq(proc_maps_resolve(pm, 16, &fr), 0);
+        cr_assert_eq(fr.module_id, CTXPROF_MODULE_UNKNOWN);
+        cr_assert_eq(fr.offset, 16);
+
+        struct proc_maps_stats st;
+        proc_maps_stats(pm, &st);
+        cr_assert_geq(st.misses, 1);
+
+        proc_maps_free(pm);
+        modules_free(mods);
+}
+
+Test(proc_maps, open_refuses_a_dead_pid)
+{
+        struct modules *mods = modules_new();
+        struct proc_maps *pm = NULL;
+
+        cr_assert_eq(proc_maps_open(mods, INT_MAX, &pm), -ESRCH);
+        cr_assert_null(pm);
+        modules_free(mods);
+}
