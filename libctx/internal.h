@@ -72,7 +72,7 @@ struct ctxi_thread {
         uint32_t hook;           /* exit hook registered (pthread_setspecific) */
         uint32_t otel_busy;      /* an OTel record write is in progress on this thread */
         uint32_t otel_pending;   /* a handler deferred a trace write: apply `pend` at leave */
-        uint32_t pend_busy;      /* `pend` is being written or read */
+        uint32_t pend_busy;      /* a handler is writing `pend` */
         uint32_t reg_owner;      /* this thread holds the key registry lock */
         struct ctxi_trace pend;  /* the deferred trace write */
 };

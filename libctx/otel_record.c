@@ -20,7 +20,7 @@
  * writer's remaining stores on top of its own, with valid = 1: a mixed record). It stores its
  * trace in ctxi_self.pend instead; the interrupted writer applies it before it releases the
  * record (ctxi_otel_leave), so the handler's trace, the later one, is what stays. A handler
- * that finds pend itself being written or read (a handler inside a handler) gets -EBUSY.
+ * that interrupts another handler's write of pend (signal nesting) gets -EBUSY (counted).
  * Attribute writes from a handler that interrupted a record write get -EBUSY (labels.c) and
  * change nothing, like nested label writes.
  */
@@ -80,14 +80,16 @@ void ctxi_otel_leave(void)
         struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
         for (;;) {
                 while (CTXI_LD(ctxi_self.otel_pending)) {
+                        /* clear first, copy, re-check: a handler that lands inside the copy
+                         * rewrites pend completely and raises the flag again, so a torn
+                         * copy is never written (the loop copies again) */
                         struct ctxi_trace t;
-                        CTXI_ST(ctxi_self.pend_busy, 1);
-                        CTXI_ORDER();
-                        t = ctxi_self.pend;
                         CTXI_ST(ctxi_self.otel_pending, 0);
                         CTXI_ORDER();
-                        CTXI_ST(ctxi_self.pend_busy, 0);
+                        t = ctxi_self.pend;
                         CTXI_ORDER();
+                        if (CTXI_LD(ctxi_self.otel_pending))
+                                continue;
                         write_trace(r, &t);
                 }
                 CTXI_ORDER();
