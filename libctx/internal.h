@@ -155,11 +155,47 @@ static inline void ctxi_publish_set(struct ctxi_slot *s)
  * another record write on this thread is deferred to the interrupted writer's leave. */
 CTXI_HIDDEN void ctxi_otel_attach(struct ctxi_slot *home);
 CTXI_HIDDEN int ctxi_otel_set_trace(const struct ctxi_trace *t);
-CTXI_HIDDEN int ctxi_otel_enter(void); /* 0 or -EBUSY (counted) */
-CTXI_HIDDEN void ctxi_otel_leave(void);
-CTXI_HIDDEN void ctxi_otel_begin(struct otel_thread_ctx_record *r); /* valid = 0 */
-CTXI_HIDDEN void ctxi_otel_end(struct otel_thread_ctx_record *r);   /* valid = 1 */
+CTXI_HIDDEN void ctxi_otel_leave_slow(void); /* guard held: apply deferred traces, release */
+/* Take the record-write guard: 0 or -EBUSY (counted). */
+static inline int ctxi_otel_enter(void)
+{
+        if (CTXI_LD(ctxi_self.otel_busy)) {
+                CTXI_COUNT(busy_rejected);
+                return -EBUSY;
+        }
+        CTXI_ST(ctxi_self.otel_busy, 1);
+        CTXI_ORDER();
+        return 0;
+}
+static inline void ctxi_otel_leave(void)
+{
+        if (__builtin_expect(CTXI_LD(ctxi_self.otel_pending), 0)) {
+                ctxi_otel_leave_slow();
+                return;
+        }
+        CTXI_ORDER();
+        CTXI_ST(ctxi_self.otel_busy, 0);
+        CTXI_ORDER();
+        if (__builtin_expect(CTXI_LD(ctxi_self.otel_pending), 0)) {
+                CTXI_ST(ctxi_self.otel_busy, 1); /* a handler deferred one after the check */
+                CTXI_ORDER();
+                ctxi_otel_leave_slow();
+        }
+}
+static inline void ctxi_otel_begin(struct otel_thread_ctx_record *r) /* valid = 0 */
+{
+        CTXI_ST(r->valid, 0);
+        CTXI_ORDER();
+}
+static inline void ctxi_otel_end(struct otel_thread_ctx_record *r) /* valid = 1 */
+{
+        CTXI_ORDER();
+        CTXI_ST(r->valid, OTEL_THREAD_CTX_VALID);
+}
 CTXI_HIDDEN int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vlen);
+/* Between begin and end: set k's entry if it fits (0), else remove it (-ENOSPC). */
+CTXI_HIDDEN int ctxi_otel_set(struct otel_thread_ctx_record *r, unsigned k, const char *v,
+                              size_t vlen);
 CTXI_HIDDEN void ctxi_otel_put(struct otel_thread_ctx_record *r, unsigned k, const char *v,
                                size_t vlen);
 CTXI_HIDDEN void ctxi_otel_del(struct otel_thread_ctx_record *r, unsigned k);
@@ -180,7 +216,14 @@ CTXI_HIDDEN void ctxi_mirror_sync(struct ctxi_slot *s);
 CTXI_HIDDEN int ctxi_mirroring_on(void);
 
 /* thread_state.c — the calling thread's current set (claiming its slot on first use). */
-CTXI_HIDDEN struct ctxi_slot *ctxi_thread_slot(int *err);
+CTXI_HIDDEN struct ctxi_slot *ctxi_thread_attach(int *err); /* the lazy first-write path */
+static inline struct ctxi_slot *ctxi_thread_slot(int *err)
+{
+        struct ctxi_slot *cur = ctxi_self.cur; /* inline: no extra TLS call in the .so */
+        if (__builtin_expect(cur != NULL, 1))
+                return cur;
+        return ctxi_thread_attach(err);
+}
 /* Enter/leave a label-set write on this thread (same-thread reentrancy guard). */
 static inline int ctxi_enter(void)
 {

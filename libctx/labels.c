@@ -22,14 +22,10 @@
 static int otel_put(int k, const char *val, size_t vlen)
 {
         struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
-        int fits = ctxi_otel_fits(r, (unsigned)k, vlen);
         ctxi_otel_begin(r);
-        if (fits)
-                ctxi_otel_put(r, (unsigned)k, val, vlen);
-        else
-                ctxi_otel_del(r, (unsigned)k);
+        int err = ctxi_otel_set(r, (unsigned)k, val, vlen);
         ctxi_otel_end(r);
-        if (fits)
+        if (__builtin_expect(err == 0, 1))
                 return 0;
         CTXI_COUNT(otel_attrs_full);
         return -ENOSPC;

@@ -17,8 +17,7 @@
 #include "internal.h"
 
 #define TABLE_SIZE 512u /* power of two, twice the key limit */
-#define FNV_OFFSET 2166136261u
-#define FNV_PRIME  16777619u
+#define HASH_K     0x9E3779B97F4A7C15ull
 
 static char names[OTEL_THREAD_CTX_MAX_KEYS][CTX_MAX_KEY_LEN + 1];
 static uint8_t name_len[OTEL_THREAD_CTX_MAX_KEYS];
@@ -33,12 +32,20 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Cheap, not strong: length, first and last 8 bytes, two multiplies (a byte-wise hash cost
+ * more than the rest of a label write). Collisions only lengthen the probe. */
 static uint32_t hash(const char *k, size_t n)
 {
-        uint32_t h = FNV_OFFSET;
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ (unsigned char)k[i]) * FNV_PRIME;
-        return h;
+        uint64_t a = 0, b = 0;
+        if (n >= 8) {
+                memcpy(&a, k, 8);
+                memcpy(&b, k + n - 8, 8);
+        } else {
+                for (size_t i = 0; i < n; i++)
+                        a = a << 8 | (unsigned char)k[i];
+        }
+        uint64_t h = (a ^ (b * HASH_K) ^ n) * HASH_K;
+        return (uint32_t)(h >> 32);
 }
 
 /* The cell holding key, or the empty cell where it would go. */

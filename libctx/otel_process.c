@@ -16,8 +16,9 @@
  * A forked child starts with no process context (pthread_atfork resets our state); its
  * next publication (a new key, ctx_set_resource) creates its own mapping.
  *
- * Seqlock (the OTEP's updating protocol): published_at = 0, full fence, payload pointer and
- * size, full fence, published_at = max(CLOCK_BOOTTIME now, previous + 1). Two payload
+ * Seqlock (the OTEP's updating protocol): published_at = 0 (a seq_cst exchange: a full
+ * barrier), payload pointer and size, published_at = max(CLOCK_BOOTTIME now, previous + 1)
+ * (a seq_cst store: earlier stores are visible first). Two payload
  * buffers alternate, so the bytes a reader may still be copying are only overwritten by the
  * publication after next (and the changed timestamp tells the reader to retry anyway).
  */
@@ -194,16 +195,17 @@ static int publish_locked(void)
         if (now <= prev)
                 now = prev + 1;
         int first = hdr->signature[0] == 0;
-        __atomic_store_n(&hdr->monotonic_published_at_ns, 0, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        /* seqlock writer: an acq_rel exchange (later stores stay after it), the payload
+         * fields, a release store of the new timestamp (earlier stores stay before it) */
+        (void)__atomic_exchange_n(&hdr->monotonic_published_at_ns, 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&hdr->version, OTEL_PROCESS_CTX_VERSION, __ATOMIC_RELAXED);
         __atomic_store_n(&hdr->payload, (uint64_t)(uintptr_t)payload[b], __ATOMIC_RELAXED);
         __atomic_store_n(&hdr->payload_size, (uint32_t)n, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        __atomic_store_n(&hdr->monotonic_published_at_ns, now, __ATOMIC_RELAXED);
-        if (first) { /* the signature goes last at the first publication */
-                __atomic_thread_fence(__ATOMIC_SEQ_CST);
-                memcpy(hdr->signature, OTEL_PROCESS_CTX_SIGNATURE, sizeof(hdr->signature));
+        __atomic_store_n(&hdr->monotonic_published_at_ns, now, __ATOMIC_SEQ_CST);
+        if (first) { /* the signature goes last at the first publication (one 8-byte store) */
+                uint64_t sig;
+                memcpy(&sig, OTEL_PROCESS_CTX_SIGNATURE, sizeof(sig));
+                __atomic_store_n((uint64_t *)(void *)hdr->signature, sig, __ATOMIC_SEQ_CST);
         }
         name_mapping();
         return 0;

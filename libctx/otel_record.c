@@ -28,18 +28,6 @@
 
 #include "internal.h"
 
-void ctxi_otel_begin(struct otel_thread_ctx_record *r)
-{
-        CTXI_ST(r->valid, 0);
-        CTXI_ORDER();
-}
-
-void ctxi_otel_end(struct otel_thread_ctx_record *r)
-{
-        CTXI_ORDER();
-        CTXI_ST(r->valid, OTEL_THREAD_CTX_VALID);
-}
-
 /* Called while the slot is being attached (ctxi_self.busy held): the record is not reachable
  * yet, so plain stores; then the one pointer store that makes it visible. */
 void ctxi_otel_attach(struct ctxi_slot *home)
@@ -63,19 +51,8 @@ static inline void write_trace(struct otel_thread_ctx_record *r, const struct ct
         ctxi_otel_end(r);
 }
 
-int ctxi_otel_enter(void)
-{
-        if (CTXI_LD(ctxi_self.otel_busy)) {
-                CTXI_COUNT(busy_rejected);
-                return -EBUSY;
-        }
-        CTXI_ST(ctxi_self.otel_busy, 1);
-        CTXI_ORDER();
-        return 0;
-}
-
 /* Apply deferred traces, then release; re-take if a handler deferred one after the check. */
-void ctxi_otel_leave(void)
+void ctxi_otel_leave_slow(void)
 {
         struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
         for (;;) {
@@ -168,6 +145,26 @@ int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vl
         int off = find_entry(r, k);
         size_t old = off >= 0 ? 2u + r->attrs_data[off + 1] : 0;
         return r->attrs_data_size - old + 2 + vlen <= OTEL_THREAD_CTX_ATTRS_MAX;
+}
+
+int ctxi_otel_set(struct otel_thread_ctx_record *r, unsigned k, const char *v, size_t vlen)
+{
+        int off = find_entry(r, k);
+        unsigned old = off >= 0 ? 2u + r->attrs_data[off + 1] : 0;
+        if (off >= 0 && old == 2 + vlen) { /* same length: rewrite the value in place */
+                ctxi_copy_small(&r->attrs_data[off + 2], v, vlen);
+                return 0;
+        }
+        if (off >= 0)
+                ctxi_otel_del(r, k);
+        unsigned size = r->attrs_data_size;
+        if (size + 2 + vlen > OTEL_THREAD_CTX_ATTRS_MAX)
+                return -ENOSPC; /* no room: no entry for k rather than its old value */
+        r->attrs_data[size] = (uint8_t)k;
+        r->attrs_data[size + 1] = (uint8_t)vlen;
+        ctxi_copy_small(&r->attrs_data[size + 2], v, vlen);
+        CTXI_ST(r->attrs_data_size, (uint16_t)(size + 2 + vlen));
+        return 0;
 }
 
 /* Between ctxi_otel_begin and ctxi_otel_end; the entry fits (ctxi_otel_fits). */

@@ -75,11 +75,8 @@ static struct ctxi_slot *attach(int lazy, int *err)
         return s;
 }
 
-struct ctxi_slot *ctxi_thread_slot(int *err)
+struct ctxi_slot *ctxi_thread_attach(int *err)
 {
-        struct ctxi_slot *cur = ctxi_self.cur;
-        if (__builtin_expect(cur != NULL, 1))
-                return cur;
         return attach(1, err);
 }
 
