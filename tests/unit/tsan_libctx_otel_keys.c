@@ -15,22 +15,13 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
+#include "plain_check.h"
 #include "otel/processcontext.pb-c.h"
 
 #define NTHREADS 4
 #define NKEYS    40
 
 extern __thread struct otel_thread_ctx_record *otel_thread_ctx_v1;
-
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-                        fprintf(stderr, __VA_ARGS__);                                              \
-                        fputc('\n', stderr);                                                       \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
 
 static int got[NTHREADS][NKEYS];
 static int record_ok[NTHREADS];
