@@ -379,3 +379,85 @@ Test(libctx_otel, fork_child_has_no_mapping)
         cr_assert_eq(waitpid(pid, &st, 0), pid);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child inherited OTEL_CTX");
 }
+
+/* --- a handler that sets the trace while the thread is setting it --- */
+static volatile uint64_t n_main_i, n_handler_i, n_hw, n_herr, n_mixed, n_lands;
+static volatile int n_in_call;
+
+/* i -> (trace, span): span = i, trace derived from i; flags = i & 1 */
+static int record_is(const struct otel_thread_ctx_record *r, uint64_t i)
+{
+        uint8_t t[16];
+        uint64_t be = __builtin_bswap64(i);
+        trace_of(i, t);
+        return r->valid == 1 && !memcmp(r->trace_id, t, 16) && !memcmp(r->span_id, &be, 8) &&
+               r->trace_flags == (uint8_t)(i & 1);
+}
+
+static void on_nested(int sig)
+{
+        (void)sig;
+        const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
+        if (r && r->valid == 1) { /* a reader first: a valid record is one write's */
+                uint64_t be, i;
+                memcpy(&be, r->span_id, 8);
+                i = __builtin_bswap64(be);
+                if (i && !record_is(r, i))
+                        n_mixed++;
+        }
+        n_lands += n_in_call;
+        uint64_t h = (1ull << 40) + ++n_hw; /* the handler's own traces */
+        uint8_t t[16];
+        trace_of(h, t);
+        n_handler_i = h;
+        if (ctx_set_trace(t, h, h, (uint8_t)(h & 1)) != 0)
+                n_herr++;
+}
+
+Test(libctx_otel, handler_sets_trace_inside_set_trace, .timeout = 60)
+{
+        struct sigaction sa = {0};
+        sa.sa_handler = on_nested;
+        sa.sa_flags = SA_RESTART;
+        cr_assert_eq(sigaction(SIGPROF, &sa, NULL), 0);
+        timer_t tm;
+        struct sigevent sev = {0};
+        sev.sigev_notify = SIGEV_SIGNAL;
+        sev.sigev_signo = SIGPROF;
+        cr_assert_eq(timer_create(CLOCK_MONOTONIC, &sev, &tm), 0);
+        struct itimerspec its = {{0, 50000}, {0, 50000}}; /* 20 kHz */
+        cr_assert_eq(timer_settime(tm, 0, &its, NULL), 0);
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        uint64_t bad_after = 0, calls = 0;
+        for (uint64_t i = 1; n_hw < 20000; i++) {
+                if ((i & 0xffff) == 0) {
+                        clock_gettime(CLOCK_MONOTONIC, &now);
+                        if (now.tv_sec - t0.tv_sec >= 4)
+                                break;
+                }
+                uint8_t t[16];
+                trace_of(i, t);
+                uint64_t hw0 = n_hw;
+                n_in_call = 1;
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                cr_assert_eq(ctx_set_trace(t, i, i, (uint8_t)(i & 1)), 0);
+                __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                n_in_call = 0;
+                calls++;
+                /* after the call: this call's trace, or the last handler's if one ran in it */
+                const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
+                if (!record_is(r, i) && !(n_hw != hw0 && record_is(r, n_handler_i)))
+                        bad_after++;
+        }
+        timer_delete(tm);
+        printf("otel nested trace writes: %" PRIu64 " calls, %" PRIu64 " handler writes (%" PRIu64
+               " inside a call, %" PRIu64 " errors); %" PRIu64 " mixed records seen, %" PRIu64
+               " bad after return\n",
+               calls, (uint64_t)n_hw, (uint64_t)n_lands, (uint64_t)n_herr, (uint64_t)n_mixed,
+               bad_after);
+        cr_assert_gt(n_lands, 100, "too few handler writes inside a call");
+        cr_assert_eq(n_herr, 0);
+        cr_assert_eq(n_mixed, 0);
+        cr_assert_eq(bad_after, 0);
+}
