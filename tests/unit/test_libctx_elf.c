@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAXSYMS 64
+#define MAXSYMS 256 /* sanitizer builds export their own symbols too */
 
 struct dynsym {
         char name[64];
