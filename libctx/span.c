@@ -201,6 +201,20 @@ static int is_zero16(const uint8_t *p)
         return (a | b) == 0;
 }
 
+/* The record already says "no trace" and no record write is in progress on this thread (a
+ * handler must go through the deferral): the span-only ctx_set_span skips the OTel write. */
+static int otel_shows_no_trace(void)
+{
+        const struct otel_thread_ctx_record *r = CTXI_LD(ctxi_otel_ptr);
+        if (!r || CTXI_LD(ctxi_self.otel_busy))
+                return 0;
+        uint64_t a, b, c;
+        memcpy(&a, r->trace_id, 8);
+        memcpy(&b, r->trace_id + 8, 8);
+        memcpy(&c, r->span_id, 8);
+        return (a | b | c | r->trace_flags) == 0;
+}
+
 int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
                   uint8_t trace_flags)
 {
@@ -212,8 +226,10 @@ int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_sp
                         uint64_t be = __builtin_bswap64(span_id);
                         memcpy(t.span_id, &be, sizeof(t.span_id));
                         t.flags = trace_flags;
+                        err = ctxi_otel_set_trace(&t);
+                } else if (!otel_shows_no_trace()) {
+                        err = ctxi_otel_set_trace(&t);
                 }
-                err = ctxi_otel_set_trace(&t);
         }
         int e2 = span_and_mirrors(span_id, root_span_id);
         return err ? err : e2;
