@@ -2,7 +2,8 @@
 /*
  * bench/bench_libctx.c — libctx write costs (ns/op, median of several runs): set-span with and
  * without the decimal mirrors, set-label (16-byte key, 32-byte value), remove, the scoped
- * helper; next to a baseline that allocates and copies on every set, the way the upstream
+ * helper; the OTel calls (set-trace, set-attr) with only the OTel ABIs and with all; next to
+ * a baseline that allocates and copies on every set, the way the upstream
  * custom-labels library does (malloc'd key/value copies, push + swap-delete, free).
  * Prints numbers only; asserts nothing. Built against libctx.so (TLSDESC calls) and libctx.a.
  *
@@ -96,6 +97,9 @@ static void bl_set(const char *k, size_t kl, const char *v, size_t vl)
 
 /* --- cases --- */
 static volatile uint64_t sink;
+static uint8_t trace[16] = {0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
+                            0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36};
+static int attr_key;
 static void noop(void *p)
 {
         (void)p;
@@ -127,6 +131,13 @@ static double run(int which)
                         break;
                 case 6:
                         ctx_set_tag(3, (uint32_t)i);
+                        break;
+                case 7: /* the OTel trace: a new trace id and span each call */
+                        trace[0] = (uint8_t)i;
+                        ctx_set_trace(trace, i + 1, 7, 1);
+                        break;
+                case 8:
+                        ctx_set_attr(attr_key, VAL32, 32);
                         break;
                 }
         }
@@ -170,5 +181,28 @@ int main(int argc, char **argv)
         printf("  %-44s %7.1f\n", "ctx_with_labels, 1 label, empty callback", scoped);
         printf("  %-44s %7.1f\n", "set-tag", tag);
         printf("  %-44s %7.1f\n", "baseline: malloc+copy set (upstream style)", baseline);
+
+        /* one API over every ABI: the same calls with only the OTel ABIs, then with all */
+        attr_key = ctx_register_key(KEY16, 16);
+        ctx_set_abis(CTX_ABI_OTEL_THREAD | CTX_ABI_OTEL_PROCESS);
+        double tr_otel = median(7);
+        double attr_otel = median(8);
+        ctx_set_abis(CTX_ABI_ALL);
+        double tr_all = median(7);
+        double attr_all = median(8);
+        double label_all = median(2);
+        ctx_set_abis(CTX_ABI_CUSTOM_LABELS | CTX_ABI_SPAN_RECORD); /* the ABIs before OTel */
+        double span_legacy = median(1);
+        double label_legacy = median(2);
+        ctx_set_abis(CTX_ABI_ALL);
+        printf("  %-44s %7.1f   (budget <= 10)\n", "set-trace+span, OTel ABI only", tr_otel);
+        printf("  %-44s %7.1f   (budget <= 30)\n", "set-trace+span, all ABIs (mirrors on)", tr_all);
+        printf("  %-44s %7.1f   (budget <= 20)\n", "set-attr 32 B (registered key), OTel only",
+               attr_otel);
+        printf("  %-44s %7.1f   (budget <= 20)\n", "set-attr 32 B (registered key), all ABIs",
+               attr_all);
+        printf("  %-44s %7.1f\n", "set-label 16 B key, 32 B value, all ABIs", label_all);
+        printf("  %-44s %7.1f\n", "set-span (mirrors on), without the OTel ABIs", span_legacy);
+        printf("  %-44s %7.1f\n", "set-label, without the OTel ABIs", label_legacy);
         return 0;
 }

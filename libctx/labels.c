@@ -1,24 +1,96 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libctx/labels.c — the public label calls: argument checks, the same-thread reentrancy
- * guard, the calling thread's set, then the careful edit in labelset.c.
- * Must never allocate, lock or make a system call; never scan an unbounded string (the _str
- * forms read at most one byte past the limit to find a UTF-8 boundary).
+ * libctx/labels.c — the public label and attribute calls: argument checks, the same-thread
+ * reentrancy guards, the calling thread's set, then the careful edits: the Custom Labels
+ * entry (labelset.c) and the OTel record entry (otel_record.c), each in the ABIs enabled.
+ * Must never allocate, lock or make a system call for a known key; never scan an unbounded
+ * string (the _str forms read at most one byte past the limit to find a UTF-8 boundary).
+ *
+ * Order of one set: key index (registering a new key: lock, republish), OTel guard, Custom
+ * Labels entry, OTel entry (between valid 0 and 1). The OTel record holds 612 bytes of
+ * attributes: a label that does not fit is left out of it (and its old value removed),
+ * counted in ctx_stats.otel_attrs_full. A reader interrupting in between
+ * sees each ABI consistent on its own: the Custom Labels entry already new, the OTel record
+ * still old (or, during its own update, no OTel record).
  */
 #include <string.h>
 
 #include "internal.h"
 
+/* OTel part of a set (guard held): the entry, or — when the record has no room — no entry
+ * for the key at all (never a stale value), counted. 0 or -ENOSPC. */
+static int otel_put(int k, const char *val, size_t vlen)
+{
+        struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
+        ctxi_otel_begin(r);
+        int err = ctxi_otel_set(r, (unsigned)k, val, vlen);
+        ctxi_otel_end(r);
+        if (__builtin_expect(err == 0, 1))
+                return 0;
+        CTXI_COUNT(otel_attrs_full);
+        return -ENOSPC;
+}
+
+/* Called with ctxi_self.busy held and the slot taken. k < 0: no OTel part. The status is
+ * the Custom Labels one when that ABI is on (the OTel value is cut to 255 bytes and may be
+ * left out when the record is full, both without changing the status), else the OTel one. */
+static int put_both(struct ctxi_slot *s, int k, const char *key, size_t klen, const char *val,
+                    size_t vlen)
+{
+        int err = 0, truncated = 0;
+        if (k >= 0) {
+                err = ctxi_otel_enter();
+                if (err)
+                        return err;
+        }
+        int labels = ctxi_on(CTX_ABI_CUSTOM_LABELS);
+        if (labels)
+                err = ctxi_set_put(s, key, klen, val, vlen);
+        if (k >= 0) {
+                if (err >= 0) {
+                        size_t ovlen = ctxi_utf8_cut(val, vlen, CTXI_OTEL_VALUE_MAX, &truncated);
+                        int oerr = otel_put(k, val, ovlen);
+                        if (!labels)
+                                err = oerr ? oerr : truncated ? CTX_TRUNCATED : 0;
+                }
+                ctxi_otel_leave();
+        }
+        return err;
+}
+
 int ctx_set_label(const char *key, size_t key_len, const char *val, size_t val_len)
 {
         if (!key || key_len == 0 || (!val && val_len))
                 return -EINVAL;
+        int k = -1;
+        if (ctxi_on(CTX_ABI_OTEL_THREAD)) {
+                k = ctxi_key_index(key, key_len);
+                if (k < 0)
+                        return k;
+        }
         int err = ctxi_enter();
         if (err)
                 return err;
         struct ctxi_slot *s = ctxi_thread_slot(&err);
         if (s)
-                err = ctxi_set_put(s, key, key_len, val ? val : "", val_len);
+                err = put_both(s, k, key, key_len, val ? val : "", val_len);
+        ctxi_leave();
+        return err;
+}
+
+int ctx_set_attr(int key_index, const char *val, size_t val_len)
+{
+        if (key_index < 0 || (unsigned)key_index >= ctxi_key_count() || (!val && val_len))
+                return -EINVAL;
+        size_t klen;
+        const char *key = ctxi_key_name((unsigned)key_index, &klen);
+        int err = ctxi_enter();
+        if (err)
+                return err;
+        struct ctxi_slot *s = ctxi_thread_slot(&err);
+        if (s)
+                err = put_both(s, ctxi_on(CTX_ABI_OTEL_THREAD) ? key_index : -1, key, klen,
+                               val ? val : "", val_len);
         ctxi_leave();
         return err;
 }
@@ -38,9 +110,23 @@ int ctx_remove_label(const char *key, size_t key_len)
         int err = ctxi_enter();
         if (err)
                 return err;
-        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+        struct ctxi_slot *cur = ctxi_self.cur;
+        int truncated = 0;
+        int k = ctxi_key_find(key, ctxi_utf8_cut(key, key_len, CTX_MAX_KEY_LEN, &truncated));
+        if (cur && k >= 0 && ctxi_on(CTX_ABI_OTEL_THREAD)) {
+                err = ctxi_otel_enter();
+                if (err) {
+                        ctxi_leave();
+                        return err;
+                }
+                struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
+                ctxi_otel_begin(r);
+                ctxi_otel_del(r, (unsigned)k);
+                ctxi_otel_end(r);
+                ctxi_otel_leave();
+        }
         if (cur) /* no set yet: nothing to remove, and no need to take a slot */
-                err = ctxi_set_remove(ctxi_slot_of(cur), key, key_len);
+                err = ctxi_set_remove(cur, key, key_len);
         ctxi_leave();
         return err;
 }
@@ -57,9 +143,21 @@ int ctx_clear_labels(void)
         int err = ctxi_enter();
         if (err)
                 return err;
-        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+        struct ctxi_slot *cur = ctxi_self.cur;
+        if (cur && ctxi_on(CTX_ABI_OTEL_THREAD)) {
+                err = ctxi_otel_enter();
+                if (err) {
+                        ctxi_leave();
+                        return err;
+                }
+                struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
+                ctxi_otel_begin(r);
+                CTXI_ST(r->attrs_data_size, 0);
+                ctxi_otel_end(r);
+                ctxi_otel_leave();
+        }
         if (cur)
-                ctxi_set_clear(ctxi_slot_of(cur));
+                ctxi_set_clear(cur);
         ctxi_leave();
         return 0;
 }

@@ -47,7 +47,7 @@ static const char mirror_key1[] = CTX_ROOT_SPAN_ID_KEY;
 /* Length of the longest prefix of p[0..len) that fits in max bytes without splitting a UTF-8
  * character. If the cut byte is a continuation byte (10xxxxxx), back off over at most 3 of
  * them to the character's lead byte; input that is not UTF-8 there is cut at max. */
-static size_t utf8_cut(const char *p, size_t len, size_t max, int *truncated)
+size_t ctxi_utf8_cut(const char *p, size_t len, size_t max, int *truncated)
 {
         if (len <= max)
                 return len;
@@ -58,27 +58,6 @@ static size_t utf8_cut(const char *p, size_t len, size_t max, int *truncated)
         if (((unsigned char)p[n] & 0xC0) == 0x80)
                 n = max; /* not UTF-8 at the cut: keep the bytes */
         return n;
-}
-
-/* memcpy for short strings into a writer-owned buffer. gcc expands a variable-length memcpy
- * into `rep movsq` here, whose startup cost dominated set-label; 16-byte moves with an
- * overlapping tail are several times cheaper for keys and values of a few dozen bytes. */
-static inline void copy_small(unsigned char *d, const char *s, size_t n)
-{
-        while (n >= 16) {
-                __builtin_memcpy(d, s, 16);
-                d += 16, s += 16, n -= 16;
-        }
-        if (n >= 8) {
-                __builtin_memcpy(d, s, 8);
-                __builtin_memcpy(d + n - 8, s + n - 8, 8);
-        } else if (n >= 4) {
-                __builtin_memcpy(d, s, 4);
-                __builtin_memcpy(d + n - 4, s + n - 4, 4);
-        } else {
-                for (size_t i = 0; i < n; i++)
-                        d[i] = (unsigned char)s[i];
-        }
 }
 
 void ctxi_set_reset(struct ctxi_slot *s)
@@ -150,8 +129,8 @@ static int find(const struct ctxi_slot *s, size_t count, const char *key, size_t
 int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *val, size_t vlen)
 {
         int truncated = 0;
-        klen = utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
-        vlen = utf8_cut(val, vlen, CTX_MAX_VALUE_LEN, &truncated);
+        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
+        vlen = ctxi_utf8_cut(val, vlen, CTX_MAX_VALUE_LEN, &truncated);
         size_t count = s->set.count;
         int hole;
         int i = find(s, count, key, klen, &hole);
@@ -159,7 +138,7 @@ int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *
                 custom_labels_label_t *l = &s->labels[i];
                 CTXI_ST(l->key.buf, NULL);
                 CTXI_ORDER();
-                copy_small(s->buf[i].val, val, vlen);
+                ctxi_copy_small(s->buf[i].val, val, vlen);
                 CTXI_ST(l->value.len, vlen);
                 CTXI_ORDER();
                 CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
@@ -170,8 +149,8 @@ int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *
                 return -ENOSPC;
         custom_labels_label_t *l = &s->labels[j];
         /* entry j is hidden (a hole) or beyond count: nobody reads these bytes */
-        copy_small(s->buf[j].key, key, klen);
-        copy_small(s->buf[j].val, val, vlen);
+        ctxi_copy_small(s->buf[j].key, key, klen);
+        ctxi_copy_small(s->buf[j].val, val, vlen);
         CTXI_ST(l->key.len, klen);
         CTXI_ST(l->value.len, vlen);
         CTXI_ST(l->value.buf, (const unsigned char *)s->buf[j].val);
@@ -189,7 +168,7 @@ int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *
 int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen)
 {
         int truncated = 0;
-        klen = utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
+        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
         size_t count = s->set.count;
         int hole;
         int i = find(s, count, key, klen, &hole);

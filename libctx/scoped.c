@@ -21,6 +21,54 @@ static int merge(int st, int r)
         return st;
 }
 
+/* OTel record: save the thread's attributes in the scoped slot's (unpublished) record, then
+ * add the scope's labels in one valid 0 -> 1 window (a reader sees all or none of them). */
+static int otel_scope_enter(struct ctxi_slot *sc, const ctx_label_kv *labels, size_t n)
+{
+        struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
+        int st = ctxi_otel_enter();
+        if (st)
+                return st;
+        sc->otel.attrs_data_size = r->attrs_data_size;
+        memcpy(sc->otel.attrs_data, r->attrs_data, r->attrs_data_size);
+        ctxi_otel_begin(r);
+        for (size_t i = 0; i < n; i++) {
+                const char *k = labels[i].key, *v = labels[i].value;
+                if (!k || !v || !*k)
+                        continue;
+                int idx = ctxi_key_index(k, strnlen(k, CTX_MAX_KEY_LEN + 1));
+                int truncated = 0;
+                size_t vlen = ctxi_utf8_cut(v, strnlen(v, CTX_MAX_VALUE_LEN + 1),
+                                            CTXI_OTEL_VALUE_MAX, &truncated);
+                if (idx >= 0 && ctxi_otel_fits(r, (unsigned)idx, vlen)) {
+                        ctxi_otel_put(r, (unsigned)idx, v, vlen);
+                        continue;
+                }
+                if (idx >= 0) { /* no room: no entry for the key rather than the old value */
+                        ctxi_otel_del(r, (unsigned)idx);
+                        CTXI_COUNT(otel_attrs_full);
+                }
+                st = merge(st, idx < 0 ? idx : -ENOSPC);
+        }
+        ctxi_otel_end(r);
+        ctxi_otel_leave();
+        /* with Custom Labels on, their status is the call's (as in labels.c) */
+        return ctxi_on(CTX_ABI_CUSTOM_LABELS) ? 0 : st;
+}
+
+/* Put the saved attributes back (a nested handler write cannot be in progress: busy). */
+static void otel_scope_leave(const struct ctxi_slot *sc)
+{
+        struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
+        if (ctxi_otel_enter())
+                return;
+        ctxi_otel_begin(r);
+        memcpy(r->attrs_data, sc->otel.attrs_data, sc->otel.attrs_data_size);
+        CTXI_ST(r->attrs_data_size, sc->otel.attrs_data_size);
+        ctxi_otel_end(r);
+        ctxi_otel_leave();
+}
+
 int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), void *arg)
 {
         if (!fn)
@@ -57,9 +105,10 @@ int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), vo
                 st = merge(st, ctxi_set_put(sc, k, strnlen(k, CTX_MAX_KEY_LEN + 1), v,
                                             strnlen(v, CTX_MAX_VALUE_LEN + 1)));
         }
-        CTXI_ORDER();
-        CTXI_ST(ctxi_current_set, &sc->set);
-        CTXI_ORDER();
+        int otel = ctxi_on(CTX_ABI_OTEL_THREAD);
+        if (otel)
+                st = merge(st, otel_scope_enter(sc, labels, n));
+        ctxi_publish_set(sc);
         ctxi_leave();
 
         fn(arg);
@@ -72,9 +121,9 @@ int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), vo
         CTXI_ST(sc->mirror_shown, 1);
         CTXI_ORDER();
         ctxi_mirror_sync(cur); /* cur is unpublished: bring its mirrors up to date first */
-        CTXI_ORDER();
-        CTXI_ST(ctxi_current_set, &cur->set);
-        CTXI_ORDER();
+        if (otel)
+                otel_scope_leave(sc);
+        ctxi_publish_set(cur);
         ctxi_pool_put(sc);
         ctxi_leave();
         return st;

@@ -146,6 +146,9 @@ void ctx_get_stats(struct ctx_stats *out)
         out->exit_hook_missing =
             __atomic_load_n(&ctxi_counters.exit_hook_missing, __ATOMIC_RELAXED);
         out->abi_interposed = (uint64_t)ctxi_interposed;
+        out->otel_attrs_full = __atomic_load_n(&ctxi_counters.otel_attrs_full, __ATOMIC_RELAXED);
+        out->otel_publish_failed =
+            __atomic_load_n(&ctxi_counters.otel_publish_failed, __ATOMIC_RELAXED);
 }
 
 int ctx_reserve(unsigned slots)

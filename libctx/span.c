@@ -46,6 +46,8 @@
  * the window while an interrupted call repairs a mixed record reads as a mismatch (torn),
  * never as a wrong span (short of a 64-bit checksum collision).
  */
+#include <string.h>
+
 #include "internal.h"
 
 static int mirroring = 1;
@@ -150,8 +152,7 @@ static int mirror_update(void)
         if (ctxi_mirroring_on()) {
                 s = ctxi_thread_slot(&err);
         } else {
-                custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
-                s = cur ? ctxi_slot_of(cur) : NULL;
+                s = ctxi_self.cur;
         }
         if (s)
                 ctxi_mirror_sync(s);
@@ -175,30 +176,93 @@ static inline void span_write(uint64_t span, uint64_t root, uint64_t ck)
             ((CTXI_LD(r->span_id) ^ span) | (CTXI_LD(r->root_span_id) ^ root)) != 0, 0));
 }
 
-int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+/* The span record and its mirrors (the part of ctx_set_trace that existed before OTel). */
+static int span_and_mirrors(uint64_t span_id, uint64_t root_span_id)
 {
-        span_write(span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
+        if (ctxi_on(CTX_ABI_SPAN_RECORD))
+                span_write(span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
+        if (!ctxi_on(CTX_ABI_CUSTOM_LABELS))
+                return 0;
         if (!ctxi_mirroring_on()) {
                 /* nothing to do unless this thread's set still shows mirrors from before, or
                  * a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
-                custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
-                if (!cur || !ctxi_slot_of(cur)->mirror_shown)
+                struct ctxi_slot *cur = ctxi_self.cur;
+                if (!cur || !cur->mirror_shown)
                         return 0;
         }
         return mirror_update();
 }
 
+static int is_zero16(const uint8_t *p)
+{
+        uint64_t a, b;
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        return (a | b) == 0;
+}
+
+/* The record already says "no trace" and no record write is in progress on this thread (a
+ * handler must go through the deferral): the span-only ctx_set_span skips the OTel write. */
+static int otel_shows_no_trace(void)
+{
+        const struct otel_thread_ctx_record *r = CTXI_LD(ctxi_otel_ptr);
+        if (!r || CTXI_LD(ctxi_self.otel_busy))
+                return 0;
+        uint64_t a, b, c;
+        memcpy(&a, r->trace_id, 8);
+        memcpy(&b, r->trace_id + 8, 8);
+        memcpy(&c, r->span_id, 8);
+        return (a | b | c | r->trace_flags) == 0;
+}
+
+int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
+                  uint8_t trace_flags)
+{
+        int err = 0;
+        if (ctxi_on(CTX_ABI_OTEL_THREAD)) {
+                struct ctxi_trace t = {{0}, {0}, 0};
+                if (trace_id && span_id && !is_zero16(trace_id)) {
+                        memcpy(t.trace_id, trace_id, sizeof(t.trace_id));
+                        uint64_t be = __builtin_bswap64(span_id);
+                        memcpy(t.span_id, &be, sizeof(t.span_id));
+                        t.flags = trace_flags;
+                        err = ctxi_otel_set_trace(&t);
+                } else if (!otel_shows_no_trace()) {
+                        err = ctxi_otel_set_trace(&t);
+                }
+        }
+        int e2 = span_and_mirrors(span_id, root_span_id);
+        return err ? err : e2;
+}
+
+int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+{
+        return ctx_set_trace(NULL, span_id, root_span_id, 0);
+}
+
 int ctx_clear_span(void)
 {
+        int err = 0;
+        if (ctxi_on(CTX_ABI_OTEL_THREAD) && CTXI_LD(ctxi_otel_ptr)) {
+                static const struct ctxi_trace none;
+                err = ctxi_otel_set_trace(&none);
+        }
         /* the final checksum store (0 again) matters when a handler set a span after the
          * first one: the ids read back as 0, yet without it the record would end as
          * {0, 0, h(B,Br)} (torn to a reader) instead of "no span" */
-        span_write(0, 0, 0);
+        if (ctxi_on(CTX_ABI_SPAN_RECORD))
+                span_write(0, 0, 0);
         /* no mirrors shown and no mirror sync in progress (ctxi_mirror_sync): nothing to hide */
-        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
-        if (!cur || !ctxi_slot_of(cur)->mirror_shown)
-                return 0;
-        return mirror_update();
+        struct ctxi_slot *cur = ctxi_self.cur;
+        if (!cur || !cur->mirror_shown)
+                return err;
+        int e2 = mirror_update();
+        return err ? err : e2;
+}
+
+int ctx_clear_trace(void)
+{
+        return ctx_clear_span();
 }
 
 int ctx_set_tag(unsigned slot, uint32_t value)

@@ -69,18 +69,14 @@ static struct ctxi_slot *attach(int lazy, int *err)
         ctxi_set_reset(s);
         ctxi_self.home = s;
         register_hook(s, lazy);
+        ctxi_otel_attach(s);
         /* the whole set is written; publish it with one pointer store */
-        CTXI_ORDER();
-        CTXI_ST(ctxi_current_set, &s->set);
-        CTXI_ORDER();
+        ctxi_publish_set(s);
         return s;
 }
 
-struct ctxi_slot *ctxi_thread_slot(int *err)
+struct ctxi_slot *ctxi_thread_attach(int *err)
 {
-        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
-        if (__builtin_expect(cur != NULL, 1))
-                return ctxi_slot_of(cur);
         return attach(1, err);
 }
 
@@ -91,9 +87,9 @@ void ctxi_leave_slow(void)
                         return; /* cannot happen: nothing on this thread holds busy here */
                 CTXI_ST(ctxi_self.mirror_pending, 0);
                 CTXI_ORDER();
-                custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+                struct ctxi_slot *cur = ctxi_self.cur;
                 if (cur)
-                        ctxi_mirror_sync(ctxi_slot_of(cur));
+                        ctxi_mirror_sync(cur);
                 CTXI_ORDER();
                 CTXI_ST(ctxi_self.busy, 0);
                 CTXI_ORDER();
@@ -106,8 +102,7 @@ int ctx_thread_init(void)
         int err = ctxi_enter();
         if (err)
                 return err;
-        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
-        if (!cur)
+        if (!ctxi_self.cur)
                 attach(0, &err);
         else if (ctxi_self.home)
                 register_hook(ctxi_self.home, 0);
@@ -121,12 +116,12 @@ static void thread_exit(void *unused)
         (void)unused;
         CTXI_ST(ctxi_self.busy, 1);
         CTXI_ORDER();
-        custom_labels_labelset_t *cur = CTXI_LD(ctxi_current_set);
+        struct ctxi_slot *s = ctxi_self.cur;
         struct ctxi_slot *home = ctxi_self.home;
-        CTXI_ST(ctxi_current_set, NULL);
+        ctxi_publish_set(NULL);
+        CTXI_ST(ctxi_otel_ptr, NULL);
         CTXI_ST(ctxi_span.checksum, 0);
         CTXI_ORDER();
-        struct ctxi_slot *s = cur ? ctxi_slot_of(cur) : NULL;
         while (s && s != home) { /* scoped sets of an unfinished ctx_with_labels */
                 struct ctxi_slot *prev = s->prev;
                 ctxi_pool_put(s);

@@ -20,6 +20,14 @@ LIBCTX_TLS     := -ftls-model=global-dynamic -mtls-dialect=gnu2
 LIBCTX_LDFLAGS := -shared -Wl,--version-script=libctx/libctx.map -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete \
                   -Wl,--no-undefined
 
+# The OTel process context payload is encoded with protobuf-c (mk/25-otelproto.mk).
+# (mk/25-otelproto.mk is read after this file: its names are spelled out here for the
+# prerequisite lists, which make expands immediately.)
+LIBCTX_LIBS := -lprotobuf-c -lpthread
+LIBCTX_PROTO_A := $(B)/libotelproto.a
+LIBCTX_PROTO_O := $(patsubst proto/otel/%.proto,$(B)/gen/otel/%.pb-c.o,$(wildcard proto/otel/*.proto))
+LIBCTX_PROTO_H := $(LIBCTX_PROTO_O:.o=.h)
+
 LIBCTX_SO  := $(B)/libctx.so.$(LIBCTX_VERSION)
 LIBCTX_CL  := $(B)/libcustomlabels-ctx.so
 LIBCTX_A   := $(B)/libctx.a
@@ -28,26 +36,33 @@ LIBCTX_FIXTURES := $(B)/tests/fixtures/libctx_exe $(B)/tests/fixtures/libctx_exe
 ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC) $(LIBCTX_FIXTURES)
 BENCHES += $(B)/bench/bench_libctx $(B)/bench/bench_libctx_static
 
-$(B)/pic/libctx/%.o: libctx/%.c
+$(B)/pic/libctx/%.o: libctx/%.c | $(LIBCTX_PROTO_H)
 	@echo "  CC      $< (pic)"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -fPIC $(LIBCTX_TLS) -fvisibility=hidden -MMD -MP -c $< -o $@
 
-$(LIBCTX_SO): $(LIBCTX_PIC_OBJS) libctx/libctx.map
+$(LIBCTX_SO): $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_A) libctx/libctx.map
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LIBCTX_LDFLAGS) -Wl,-soname,libctx.so.$(LIBCTX_SOVER) $(ALL_LDFLAGS) \
-		-o $@ $(LIBCTX_PIC_OBJS) -lpthread
+		-o $@ $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_A) $(LIBCTX_LIBS)
 
-$(LIBCTX_CL): $(LIBCTX_PIC_OBJS) libctx/libctx.map
+$(LIBCTX_CL): $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_A) libctx/libctx.map
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LIBCTX_LDFLAGS) -Wl,-soname,libcustomlabels-ctx.so $(ALL_LDFLAGS) \
-		-o $@ $(LIBCTX_PIC_OBJS) -lpthread
+		-o $@ $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_A) $(LIBCTX_LIBS)
 
 $(B)/libctx.so: $(LIBCTX_SO)
 	$(Q)ln -sf $(notdir $<) $(B)/libctx.so.$(LIBCTX_SOVER) && ln -sf $(notdir $<) $@
 
-$(LIBCTX_A): $(LIBCTX_PIC_OBJS)
+# The archive carries the generated protobuf code and Debian's protobuf-c runtime object
+# (position-independent), so that every existing `libctx.a -lpthread` link keeps working;
+# -lprotobuf-c in libctx.pc's Libs.private is then redundant but harmless.
+PROTOBUF_C_A := $(firstword $(wildcard /usr/lib/$(shell $(CC) -print-multiarch)/libprotobuf-c.a \
+                                       /usr/lib/libprotobuf-c.a))
+$(LIBCTX_A): $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_O)
 	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)if [ -n "$(PROTOBUF_C_A)" ]; then d=$$(mktemp -d) && (cd $$d && ar x $(PROTOBUF_C_A)) && \
+		ar rcs $@ $$d/*.o && rm -rf $$d; fi
 
 $(LIBCTX_PC): libctx/libctx.pc.in mk/20-libctx.mk
 	$(Q)mkdir -p $(@D)
@@ -59,22 +74,22 @@ $(B)/tests/fixtures/libctx_exe: tests/fixtures/libctx_exe.c $(LIBCTX_A) libctx/l
 	@echo "  LD      $@"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
-		-lpthread $(ALL_LDFLAGS)
+		$(LIBCTX_LIBS) $(ALL_LDFLAGS)
 $(B)/tests/fixtures/libctx_exe_nodynlist: tests/fixtures/libctx_exe.c $(LIBCTX_A)
 	@echo "  LD      $@"
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -lpthread $(ALL_LDFLAGS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) $(LIBCTX_LIBS) $(ALL_LDFLAGS)
 
 # Benchmarks: against the shared object (TLSDESC calls, the common case) and the archive.
 $(B)/bench/bench_libctx: bench/bench_libctx.c $(B)/libctx.so
 	@echo "  LD      $@"
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(B) -lctx -Wl,-rpath,'$$ORIGIN/..' -lpthread $(ALL_LDFLAGS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -L$(B) -lctx -Wl,-rpath,'$$ORIGIN/..' $(LIBCTX_LIBS) $(ALL_LDFLAGS)
 $(B)/bench/bench_libctx_static: bench/bench_libctx.c $(LIBCTX_A)
 	@echo "  LD      $@"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
-		-lpthread $(ALL_LDFLAGS)
+		$(LIBCTX_LIBS) $(ALL_LDFLAGS)
 
 # make install-libctx PREFIX=/usr/local DESTDIR=   (the lead may hook this into `install`)
 .PHONY: install-libctx

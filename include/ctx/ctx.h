@@ -94,6 +94,59 @@ CTX_API int ctx_clear_labels(void);
  * notices the change at its next ctx_set_span/ctx_clear_span. */
 CTX_API void ctx_set_span_mirroring(int on);
 
+/*
+ * ABIs (bits). Every write updates each enabled ABI (docs/otel-context.md says which call
+ * writes what). Default: all. The environment variable CTX_ABIS, read when libctx loads,
+ * sets the mask: a comma list of "custom-labels", "span", "otel-thread", "otel-process",
+ * "otel" (both OTel ABIs), "all", "none". ctx_set_abis changes it at run time: a thread
+ * notices at its next write; what a thread published in an ABI switched off stays as it was
+ * (until the thread exits), and an ABI switched on later shows only what is written after.
+ */
+#define CTX_ABI_CUSTOM_LABELS 0x1u /* custom_labels_current_set (+ span-id mirror labels) */
+#define CTX_ABI_SPAN_RECORD   0x2u /* ctx_span_context_v1 */
+#define CTX_ABI_OTEL_THREAD   0x4u /* otel_thread_ctx_v1 (OTEP 4947) */
+#define CTX_ABI_OTEL_PROCESS  0x8u /* the OTEL_CTX process context mapping (OTEP 4719) */
+#define CTX_ABI_ALL           0xFu
+CTX_API void ctx_set_abis(unsigned mask);
+CTX_API unsigned ctx_get_abis(void);
+
+/*
+ * Set the thread's trace context in every enabled ABI: the OTel record's trace_id, span_id
+ * (the 8 bytes of span_id, most significant first, i.e. W3C order) and trace_flags; the span
+ * record {span_id, root_span_id}; the span-id/root-span-id mirror labels.
+ * trace_id NULL or all zero: no trace known — the OTel record shows no trace (zero ids, as
+ * OTEP 4947 requires when either is missing) while the span record still gets the ids.
+ * ctx_set_span(s, r) is ctx_set_trace(NULL, s, r, 0). Async-signal-safe. A call from a
+ * signal handler that interrupted an OTel record write on the same thread is applied by the
+ * interrupted call before it returns (deferred, not lost). Status as ctx_set_span, plus
+ * -EBUSY when even the deferral slot was busy (a handler inside a handler; counted).
+ */
+CTX_API int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
+                          uint8_t trace_flags);
+CTX_API int ctx_clear_trace(void); /* = ctx_clear_span */
+
+/*
+ * OTel attribute keys: the process-wide, append-only threadlocal.attribute_key_map. Returns
+ * the key's index (0..255; the same key always gets the same index) or -EINVAL, -ENOSPC (256
+ * keys), -EBUSY (a handler interrupted a registration on the same thread). A new key takes a
+ * lock and republishes the process context (not async-signal-safe); a known key is a
+ * lock-free lookup. ctx_set_label registers its key the same way, so register keys up front
+ * if labels are set from signal handlers.
+ */
+CTX_API int ctx_register_key(const char *key, size_t key_len);
+/* ctx_set_label with a registered key index (the fast path: no key lookup). */
+CTX_API int ctx_set_attr(int key_index, const char *val, size_t val_len);
+
+/*
+ * Resource attributes of the process context. NULL leaves a field as it is. Defaults:
+ * service.name from OTEL_SERVICE_NAME, else OTEL_RESOURCE_ATTRIBUTES, else
+ * "unknown_service"; service.instance.id a random UUID; the others from
+ * OTEL_RESOURCE_ATTRIBUTES (which may also add other string attributes). Republishes the
+ * mapping. Not async-signal-safe. 0, -EINVAL (a value over 255 bytes) or -ENOMEM.
+ */
+CTX_API int ctx_set_resource(const char *service_name, const char *service_version,
+                             const char *service_instance_id, const char *deployment_environment);
+
 typedef struct {
         const char *key;   /* NUL-terminated */
         const char *value; /* NUL-terminated */
@@ -110,16 +163,18 @@ CTX_API int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(voi
 
 /* Pool and error counters (process-wide, relaxed snapshots). */
 struct ctx_stats {
-        uint64_t slots_total;       /* slots allocated in the pool */
-        uint64_t slots_free;        /* on the free stack or never claimed */
-        uint64_t blocks;            /* pool blocks (mmap'ed, never unmapped) */
-        uint64_t claims;            /* slots taken (thread storage + scoped sets) */
-        uint64_t releases;          /* slots given back (thread exit, end of scope) */
-        uint64_t pool_exhausted;    /* -ENOMEM returned because no slot was free */
-        uint64_t busy_rejected;     /* -EBUSY returned (nested write from a signal handler) */
-        uint64_t exit_hook_missing; /* slots that will not be recycled at thread exit */
-        uint64_t abi_interposed;    /* 1: another object defines the ABI symbols too; readers
-                                     * following the symbols would not see libctx's writes */
+        uint64_t slots_total;         /* slots allocated in the pool */
+        uint64_t slots_free;          /* on the free stack or never claimed */
+        uint64_t blocks;              /* pool blocks (mmap'ed, never unmapped) */
+        uint64_t claims;              /* slots taken (thread storage + scoped sets) */
+        uint64_t releases;            /* slots given back (thread exit, end of scope) */
+        uint64_t pool_exhausted;      /* -ENOMEM returned because no slot was free */
+        uint64_t busy_rejected;       /* -EBUSY returned (nested write from a signal handler) */
+        uint64_t exit_hook_missing;   /* slots that will not be recycled at thread exit */
+        uint64_t abi_interposed;      /* 1: another object defines the ABI symbols too; readers
+                                       * following the symbols would not see libctx's writes */
+        uint64_t otel_attrs_full;     /* -ENOSPC: the OTel record had no room for an attribute */
+        uint64_t otel_publish_failed; /* process context could not be (re)published */
 };
 CTX_API void ctx_get_stats(struct ctx_stats *out);
 

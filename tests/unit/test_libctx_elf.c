@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAXSYMS 64
+#define MAXSYMS 256 /* sanitizer builds export their own symbols too */
 
 struct dynsym {
         char name[64];
@@ -28,7 +28,7 @@ struct dynsym {
 struct elfinfo {
         int ndyn;
         struct dynsym dyn[MAXSYMS];
-        int tlsdesc_current_set, tlsdesc_span, tlsdesc_anon;
+        int tlsdesc_current_set, tlsdesc_span, tlsdesc_anon, tlsdesc_otel;
         char soname[64];
         uint32_t abi_version_value, span_abi_version_value;
 };
@@ -109,6 +109,8 @@ static void load(const char *file, struct elfinfo *info)
                                         info->tlsdesc_current_set++;
                                 if (n && !strcmp(n, "ctx_span_context_v1"))
                                         info->tlsdesc_span++;
+                                if (n && !strcmp(n, "otel_thread_ctx_v1"))
+                                        info->tlsdesc_otel++;
                         }
                 } else if (sh.sh_type == SHT_DYNAMIC) {
                         for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
@@ -165,7 +167,8 @@ static const char *const api[] = {
     "ctx_thread_init",      "ctx_reserve",      "ctx_set_span",           "ctx_clear_span",
     "ctx_set_tag",          "ctx_set_label",    "ctx_set_label_str",      "ctx_remove_label",
     "ctx_remove_label_str", "ctx_clear_labels", "ctx_set_span_mirroring", "ctx_with_labels",
-    "ctx_get_stats",
+    "ctx_get_stats",        "ctx_set_abis",     "ctx_get_abis",           "ctx_set_trace",
+    "ctx_clear_trace",      "ctx_register_key", "ctx_set_attr",           "ctx_set_resource",
 };
 
 static void check_shared(const char *file, const char *soname)
@@ -178,7 +181,12 @@ static void check_shared(const char *file, const char *soname)
                       file);
         cr_assert_str_eq(info.soname, soname);
         check_abi_symbols(&info, file);
-        size_t nexp = 4;
+        const struct dynsym *o = find(&info, "otel_thread_ctx_v1");
+        cr_assert_not_null(o, "%s: otel_thread_ctx_v1 not exported", file);
+        cr_assert_eq(o->type, STT_TLS);
+        cr_assert_eq(o->size, 8);
+        cr_assert_geq(info.tlsdesc_otel, 1, "%s: no R_X86_64_TLSDESC for otel_thread_ctx_v1", file);
+        size_t nexp = 5;
         for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
                 const struct dynsym *s = find(&info, api[i]);
                 cr_assert_not_null(s, "%s: API %s not exported", file, api[i]);
@@ -192,7 +200,8 @@ static void check_shared(const char *file, const char *soname)
                         if (info.dyn[i].defined) {
                                 ndef++;
                                 cr_assert(!strncmp(info.dyn[i].name, "ctx_", 4) ||
-                                              !strncmp(info.dyn[i].name, "custom_labels_", 14),
+                                              !strncmp(info.dyn[i].name, "custom_labels_", 14) ||
+                                              !strcmp(info.dyn[i].name, "otel_thread_ctx_v1"),
                                           "%s exports %s", file, info.dyn[i].name);
                         }
                 cr_assert_eq(ndef, nexp, "%s: %zu exported, want %zu", file, ndef, nexp);
@@ -214,6 +223,8 @@ Test(libctx_elf, archive_linked_into_executable)
         struct elfinfo info;
         load("tests/fixtures/libctx_exe", &info);
         check_abi_symbols(&info, "libctx_exe (with libctx.dynlist)");
+        cr_assert_not_null(find(&info, "otel_thread_ctx_v1"),
+                           "libctx_exe: otel_thread_ctx_v1 not exported by the dynamic list");
         load("tests/fixtures/libctx_exe_nodynlist", &info);
         cr_assert_null(find(&info, "custom_labels_current_set"),
                        "without the dynamic list the symbol should not be exported");

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ctx/ctx.h"
+#include "plain_check.h"
 #include "libctx_reader.h"
 
 #define NWORKERS 4
@@ -95,16 +96,6 @@ static void *churn(void *p)
         }
         return (void *)bad;
 }
-
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
-                        fprintf(stderr, __VA_ARGS__);                                              \
-                        fputc('\n', stderr);                                                       \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
 
 int main(void)
 {
