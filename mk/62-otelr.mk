@@ -42,3 +42,9 @@ $(SM_WL)/wl_otel_dlopen: $(OW_WL) $(OW_HDR) $(SM_WL)/libotelw_desc.so
 	@echo "  CC      $@ (workload, OTel writer dlopen'ed)"
 	$(Q)$(CC) $(SM_WL_CFLAGS) -DWL_DLOPEN -o $@ $(OW_WL) -Wl,-rpath,'$$ORIGIN' \
 		$(SM_WL_LDFLAGS) -ldl
+
+# The process-context decoder includes the generated protobuf-c headers (which include each
+# other by bare name), and libctxprof.a carries their code so that every user links it.
+$(B)/daemon/engine/otel_process_ctx.o: ALL_CFLAGS += -I$(B)/gen/otel
+$(B)/daemon/engine/otel_process_ctx.o: $(OTEL_PROTO_H)
+$(B)/libctxprof.a: $(OTEL_PROTO_O)

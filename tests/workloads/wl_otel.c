@@ -82,6 +82,7 @@ static int protocol, nthreads;
 static const char *hostile;
 static long sighz;
 static volatile uint64_t sink;
+static volatile int phase;
 
 __attribute__((noinline)) static void burn(long ms)
 {
@@ -97,16 +98,19 @@ __attribute__((noinline)) static void burn(long ms)
 
 __attribute__((noinline)) static void work_A(void)
 {
+        phase = 1; /* distinct bodies: the compiler must not fold the three into one */
         burn(WORK_MS);
         __asm__ volatile("" ::: "memory");
 }
 __attribute__((noinline)) static void work_B(void)
 {
+        phase = 2; /* distinct bodies: the compiler must not fold the three into one */
         burn(WORK_MS);
         __asm__ volatile("" ::: "memory");
 }
 __attribute__((noinline)) static void work_H(void)
 {
+        phase = 3; /* distinct bodies: the compiler must not fold the three into one */
         burn(WORK_MS);
         __asm__ volatile("" ::: "memory");
 }
