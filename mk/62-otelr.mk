@@ -48,3 +48,5 @@ $(SM_WL)/wl_otel_dlopen: $(OW_WL) $(OW_HDR) $(SM_WL)/libotelw_desc.so
 $(B)/daemon/engine/otel_process_ctx.o: ALL_CFLAGS += -I$(B)/gen/otel
 $(B)/daemon/engine/otel_process_ctx.o: $(OTEL_PROTO_H)
 $(B)/libctxprof.a: $(OTEL_PROTO_O)
+
+BENCHES += bench/bench_otel.sh

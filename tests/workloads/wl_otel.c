@@ -26,6 +26,7 @@
  *       beyond the key map; a value with invalid UTF-8 (tier="ok\xff"); a wild pointer;
  *       valid = 0. A correct reader shows, in work_H, at most trace H, span H,
  *       http.route=/h and tier=ok.
+ *   WL_OTEL_OFF=1                 never set a record (the pointer stays NULL: make bench)
  *   WL_OTEL_LIB=path              dlopen build (-DWL_DLOPEN): the writer library
  * Prints "ready" once the contexts are published (and the process context if any).
  */
@@ -78,7 +79,7 @@ static const char *const keys[] = {"http.route", "tier", "user", "region", "late
 
 static volatile int stop;
 static volatile int late_key; /* threads add late.key to A once it is published */
-static int protocol, nthreads;
+static int protocol, nthreads, off;
 static const char *hostile;
 static long sighz;
 static volatile uint64_t sink;
@@ -177,9 +178,12 @@ static void *worker(void *arg)
         if (sighz > 0)
                 start_thread_timer();
         while (!stop) {
-                otelw_set(protocol, trace_a, span_a, attrs_a, late_key ? na + 1 : na);
+                if (!off)
+                        otelw_set(protocol, trace_a, span_a, attrs_a, late_key ? na + 1 : na);
                 work_A();
-                otelw_set(protocol, trace_b, span_b, attrs_b, sizeof(attrs_b) / sizeof(attrs_b[0]));
+                if (!off)
+                        otelw_set(protocol, trace_b, span_b, attrs_b,
+                                  sizeof(attrs_b) / sizeof(attrs_b[0]));
                 work_B();
                 if (hostile) {
                         set_hostile();
@@ -244,6 +248,7 @@ int main(int argc, char **argv)
                 return 2;
         protocol = p && !strcmp(p, "flip") ? OTELW_FLIP : OTELW_SWAP;
         hostile = getenv("WL_OTEL_HOSTILE");
+        off = getenv("WL_OTEL_OFF") != NULL;
         sighz = getenv("WL_OTEL_SIGHZ") ? atol(getenv("WL_OTEL_SIGHZ")) : 0;
         signal(SIGTERM, on_term);
         signal(SIGINT, on_term);
