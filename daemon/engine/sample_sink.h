@@ -32,7 +32,9 @@ struct decoded_sample {
         uint32_t cpu;
         uint64_t time_ns;    /* CLOCK_MONOTONIC */
         const char *comm;    /* thread name at sample time */
-        const char *process; /* process name (comm of the process at first sight / exec) */
+        const char *process; /* process name: the OpenTelemetry resource's service.name when
+                              * the process publishes one, else comm at first sight / exec */
+        const char *service; /* that service.name, NULL when none (file names) */
         int has_span;        /* checksum valid */
         uint64_t span_id;
         uint64_t root_span_id;

@@ -392,7 +392,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         else if (p->published.otel.mode != CTXPROF_TLS_NONE)
                 otel_refresh_due(s, p, NULL);
         if (p->otel.service_name)
-                ds.process = p->otel.service_name; /* the OTel resource's name for it */
+                ds.process = ds.service = p->otel.service_name; /* the OTel resource's */
         if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
                 p->with_context++;

@@ -24,7 +24,7 @@ otel_tally() { # F
 }
 
 # Run workload BIN (env already set) for SECONDS, record it by PID into folded $TMP/NAME.folded
-# and stats $TMP/NAME.json; the workload's pid in WPID while it runs.
+# (or .$OTEL_OUT: jfr, pb.gz) and stats $TMP/NAME.json; the workload's pid in WPID.
 otel_record() { # NAME SECONDS BIN [ARGS...]
 	local name=$1 secs=$2 bin=$3 rc
 	shift 3
@@ -32,7 +32,7 @@ otel_record() { # NAME SECONDS BIN [ARGS...]
 	WPID=$!
 	wait_for 10 "$name: workload ready" grep -q ready "$TMP/$name.wl"
 	timeout $((secs + 30)) "$CTXPROF" record -p "$WPID" -d "${secs}s" -F 999 \
-		--stats-json "$TMP/$name.json" -o "$TMP/$name.folded" "$@" 2>"$TMP/$name.err"
+		--stats-json "$TMP/$name.json" -o "$TMP/$name.${OTEL_OUT:-folded}" "$@" 2>"$TMP/$name.err"
 	rc=$?
 	kill "$WPID" 2>/dev/null
 	wait "$WPID" 2>/dev/null

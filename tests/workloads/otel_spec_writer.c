@@ -31,6 +31,18 @@ static void fence(void)
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
+#define SLOW_SPIN_NS 20000
+
+static void spin(long ns)
+{
+        struct timespec t0, t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do
+                clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
+}
+
 static size_t fill(uint8_t *b, const uint8_t trace_id[16], const uint8_t span_id[8],
                    const struct otelw_attr *a, unsigned n)
 {
@@ -56,12 +68,17 @@ static size_t fill(uint8_t *b, const uint8_t trace_id[16], const uint8_t span_id
 EXPORT void otelw_set(int protocol, const uint8_t trace_id[16], const uint8_t span_id[8],
                       const struct otelw_attr *a, unsigned n)
 {
-        if (protocol == OTELW_FLIP) {
+        if (protocol != OTELW_SWAP) {
                 volatile uint8_t *valid = &recs[0].b[24];
 
                 *valid = 0; /* readers: being updated */
                 fence();
                 otel_thread_ctx_v1 = recs[0].b;
+                if (protocol == OTELW_FLIP_SLOW) {
+                        memcpy(recs[0].b, trace_id, 16); /* a torn record: new trace, old rest */
+                        fence();
+                        spin(SLOW_SPIN_NS);
+                }
                 fill(recs[0].b, trace_id, span_id, a, n);
                 fence();
                 *valid = 1;

@@ -24,8 +24,10 @@ struct otelw_attr {
 };
 
 /* How a thread publishes a new record: build it beside the live one and swap the TLS pointer
- * (OTELW_SWAP), or clear `valid`, rewrite the record in place and set it again (OTELW_FLIP). */
-enum otelw_protocol { OTELW_SWAP = 0, OTELW_FLIP = 1 };
+ * (OTELW_SWAP), or clear `valid`, rewrite the record in place and set it again (OTELW_FLIP;
+ * OTELW_FLIP_SLOW spins ~20 us after the new trace id is written and before the rest, so
+ * that readers often find a half-written record marked invalid). */
+enum otelw_protocol { OTELW_SWAP = 0, OTELW_FLIP = 1, OTELW_FLIP_SLOW = 2 };
 
 /* Publish trace/span/attributes for the calling thread. */
 void otelw_set(int protocol, const uint8_t trace_id[16], const uint8_t span_id[8],

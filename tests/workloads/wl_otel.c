@@ -14,7 +14,8 @@
  *   wl_otel SECONDS NTHREADS      threads wl-0.. (0 = until killed; SIGTERM ends it)
  *
  * Environment:
- *   WL_OTEL_PROTO=flip            update by clearing/setting `valid` (default: pointer swap)
+ *   WL_OTEL_PROTO=flip            update by clearing/setting `valid` (default: pointer swap);
+ *                   flip-slow     the same with a 20 us pause inside the update
  *   WL_OTEL_SIGHZ=N               a per-thread timer signal at N Hz interrupts the writers
  *   WL_OTEL_PCTX=memfd|anon|none|late|newkeys|corrupt|huge   the process context (memfd):
  *       late: published 1 s after start; newkeys: republished at 1 s with a 5th key
@@ -246,7 +247,9 @@ int main(int argc, char **argv)
         nthreads = atoi(argv[2]);
         if (nthreads < 1 || nthreads > 64)
                 return 2;
-        protocol = p && !strcmp(p, "flip") ? OTELW_FLIP : OTELW_SWAP;
+        protocol = p && !strcmp(p, "flip")        ? OTELW_FLIP
+                   : p && !strcmp(p, "flip-slow") ? OTELW_FLIP_SLOW
+                                                  : OTELW_SWAP;
         hostile = getenv("WL_OTEL_HOSTILE");
         off = getenv("WL_OTEL_OFF") != NULL;
         sighz = getenv("WL_OTEL_SIGHZ") ? atol(getenv("WL_OTEL_SIGHZ")) : 0;
