@@ -30,7 +30,7 @@ otel_record() { # NAME SECONDS BIN [ARGS...]
 	shift 3
 	"$bin" "$((secs + 2))" 3 >"$TMP/$name.wl" 2>&1 &
 	WPID=$!
-	wait_for 10 "$name: workload ready" grep -q ready "$TMP/$name.wl"
+	wait_for 10 "$name: workload ready" grep -qs ready "$TMP/$name.wl"
 	timeout $((secs + 30)) "$CTXPROF" record -p "$WPID" -d "${secs}s" -F 999 \
 		--stats-json "$TMP/$name.json" -o "$TMP/$name.${OTEL_OUT:-folded}" "$@" 2>"$TMP/$name.err"
 	rc=$?
