@@ -87,6 +87,7 @@ struct sampler {
         uint64_t ips[CTXPROF_MAX_FRAMES];
         char comm[CTXPROF_COMM_LEN + 1];
         struct otel_ctx otel;
+        struct decoded_resource resource;
 };
 
 static int tid_set_add(struct tid_set *s, uint32_t tid)
@@ -393,6 +394,13 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 otel_refresh_due(s, p, NULL);
         if (p->otel.service_name)
                 ds.process = ds.service = p->otel.service_name; /* the OTel resource's */
+        if (p->otel.n_res) {
+                s->resource = (struct decoded_resource){.version = p->otel.published_ns,
+                                                        .n = p->otel.n_res,
+                                                        .keys = p->otel.res_keys,
+                                                        .values = p->otel.res_values};
+                ds.resource = &s->resource;
+        }
         if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
                 p->with_context++;
