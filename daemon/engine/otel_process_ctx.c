@@ -334,6 +334,7 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
         }
         next.published_ns = h.published_at_ns;
         next.next_ns = pc->next_ns;
+        next.backoff_ns = pc->backoff_ns;
         next.checked_ns = now;
         otel_pctx_clear(pc);
         *pc = next;

@@ -24,6 +24,7 @@ struct otel_pctx {
         uint64_t published_ns; /* header timestamp of the payload decoded; 0 = none yet */
         uint64_t next_ns;      /* no refresh before (rate limit, CLOCK_MONOTONIC) */
         uint64_t checked_ns;   /* last refresh attempt */
+        uint64_t backoff_ns;   /* the caller's retry interval (grows while nothing changes) */
         char **keys;           /* threadlocal.attribute_key_map; NULL slot = unusable name */
         unsigned n_keys;
         char **res_keys, **res_values; /* resource attributes as strings */

@@ -278,7 +278,9 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
 }
 
 #define PCTX_CHECK_NS 1000000000ull /* a process context's timestamp is looked at this often */
-#define PCTX_RETRY_NS 50000000ull   /* ... and at most this often when keys are missing */
+#define PCTX_RETRY_NS 50000000ull   /* ... and at most this often when keys are missing, */
+/* doubling up to PCTX_CHECK_NS while refreshes find nothing new (a process that never
+ * publishes one, or names keys it never publishes, costs a maps scan a second at most) */
 
 /* Read p's OpenTelemetry process context again when it may have changed: a second since the
  * last look, or the sample names a key index the key map does not have yet (a key is
@@ -292,8 +294,11 @@ static void otel_refresh_due(struct sampler *s, struct proc *p, const struct ote
         if (now - p->otel.checked_ns < PCTX_CHECK_NS &&
             !(c && otel_has_unknown_key(c, p->otel.n_keys)))
                 return;
-        otel_pctx_refresh(p->pid, &p->otel, now, &s->st.pctx);
-        p->otel.next_ns = now + PCTX_RETRY_NS;
+        if (otel_pctx_refresh(p->pid, &p->otel, now, &s->st.pctx) == 1 || !p->otel.backoff_ns)
+                p->otel.backoff_ns = PCTX_RETRY_NS;
+        else if (p->otel.backoff_ns < PCTX_CHECK_NS)
+                p->otel.backoff_ns *= 2;
+        p->otel.next_ns = now + p->otel.backoff_ns;
 }
 
 /*
