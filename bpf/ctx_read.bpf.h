@@ -2,7 +2,8 @@
 /*
  * ctx_read.bpf.h — the thread-context readers every BPF program of ctxprof shares: the
  * address of a thread-local variable (static TLS or the DTV walk) and bounded copies of the
- * span record and the Custom Labels v1 set into a sample record.
+ * span record, the Custom Labels v1 set and the OpenTelemetry thread context record
+ * (otel_thread_ctx_v1, OTEP 4947) into a sample record.
  *
  * Included by exactly one BPF object per skeleton (static functions only, no maps). It copies
  * raw bytes and lengths and never interprets them (no checksum, no duplicate-key rule); every
@@ -159,6 +160,59 @@ static __always_inline void read_labels(struct ctxprof_sample_rec *r,
                         count(c, CTXPROF_CNT_LABEL_FAULT);
                 }
         }
+}
+
+/*
+ * OTEP 4947: otel_thread_ctx_v1 is a pointer to {trace_id[16], span_id[8], valid, trace_flags,
+ * u16 attrs_data_size, entries}. Two copies: the 28-byte header, then (only when valid == 1
+ * and the entries fit the OTEP's 640-byte budget) exactly attrs_data_size bytes of entries.
+ * A record whose size says more is copied without entries and marked CUT.
+ */
+#define OTEL_VALID_OFF 24
+#define OTEL_SIZE_OFF  26
+#define OTEL_ATTRS_MAX (CTXPROF_OTEL_REC_MAX - CTXPROF_OTEL_HDR)
+
+static __always_inline void read_otel(struct ctxprof_sample_rec *r,
+                                      const struct ctxprof_tls_target *t, __u64 tp,
+                                      struct ctxprof_counters *c)
+{
+        struct ctxprof_otel_raw *o = &r->otel;
+        __u64 addr, ptr;
+        __u32 size;
+
+        if (t->otel.mode == CTXPROF_TLS_NONE)
+                return;
+        if (tls_address(&t->otel, &t->dtv, tp, &addr)) {
+                r->errors |= CTXPROF_SE_OTEL_ADDR;
+                count(c, CTXPROF_CNT_OTEL_FAULT);
+                return;
+        }
+        if (bpf_probe_read_user(&ptr, sizeof(ptr), (void *)addr))
+                goto fault;
+        if (!ptr)
+                return; /* no record: no context */
+        o->ptr = ptr;
+        if (bpf_probe_read_user(o->rec, CTXPROF_OTEL_HDR, (void *)ptr))
+                goto fault;
+        o->len = CTXPROF_OTEL_HDR;
+        r->flags |= CTXPROF_SF_OTEL;
+        if (o->rec[OTEL_VALID_OFF] != 1)
+                return; /* being updated, or not a record: user space decides */
+        size = o->rec[OTEL_SIZE_OFF] | (__u32)o->rec[OTEL_SIZE_OFF + 1] << 8;
+        if (size > OTEL_ATTRS_MAX) {
+                r->flags |= CTXPROF_SF_OTEL_CUT;
+                return;
+        }
+        if (!size)
+                return;
+        if (bpf_probe_read_user(o->rec + CTXPROF_OTEL_HDR, size, (void *)(ptr + CTXPROF_OTEL_HDR)))
+                goto fault;
+        o->len = CTXPROF_OTEL_HDR + size;
+        return;
+fault:
+        r->flags &= ~CTXPROF_SF_OTEL;
+        r->errors |= CTXPROF_SE_OTEL_READ;
+        count(c, CTXPROF_CNT_OTEL_FAULT);
 }
 
 #endif /* CTXPROF_CTX_READ_BPF_H */

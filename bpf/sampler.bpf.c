@@ -247,6 +247,9 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         r->n_kstack = 0;
         r->pad = 0;
         __builtin_memset(&r->span, 0, sizeof(r->span));
+        r->otel.ptr = 0;
+        r->otel.len = 0;
+        r->otel.pad = 0;
         bpf_get_current_comm(r->comm, sizeof(r->comm));
 
         task = bpf_get_current_task_btf();
@@ -255,7 +258,8 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         if (t->exec_gen != exec_gen_of(tgid)) {
                 /* Located in an image the process has exec'ed away from: its offsets mean
                  * nothing here (the daemon locates again after the exec event). */
-                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE) {
+                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE ||
+                    t->otel.mode != CTXPROF_TLS_NONE) {
                         r->flags |= CTXPROF_SF_TLS_STALE;
                         count(c, CTXPROF_CNT_TLS_STALE);
                 }
@@ -263,6 +267,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 r->flags |= CTXPROF_SF_TP;
                 read_span(r, t, tp, c);
                 read_labels(r, t, tp, c);
+                read_otel(r, t, tp, c);
         } else {
                 count(c, CTXPROF_CNT_NO_TP);
         }

@@ -109,6 +109,31 @@ static void num(FILE *f, const char *key, uint64_t v)
         fprintf(f, ",\n  \"%s\": %" PRIu64, key, v);
 }
 
+/* The OpenTelemetry thread and process context counters (sampler_stats), as one object:
+ * every record or process context refused, and why. */
+static void json_otel(FILE *f, const struct sampler_stats *st)
+{
+        const struct otel_decode_stats *o = &st->otel;
+        const struct otel_pctx_stats *p = &st->pctx;
+
+        fprintf(f,
+                ",\n  \"otel\": {\"records\": %" PRIu64 ", \"read_faults\": %" PRIu64
+                ", \"not_valid\": %" PRIu64 ", \"zero_ids\": %" PRIu64 ", \"oversized\": %" PRIu64
+                ", \"malformed\": %" PRIu64 ", \"duplicates\": %" PRIu64
+                ", \"unknown_keys\": %" PRIu64 ", \"values_truncated\": %" PRIu64
+                ", \"labels_dropped\": %" PRIu64 ", \"shadowed\": %" PRIu64,
+                o->records, st->otel_faults, o->not_valid, o->zero_ids, o->oversized, o->malformed,
+                o->duplicates, o->unknown_keys, o->values_truncated, o->labels_dropped,
+                o->shadowed);
+        fprintf(f,
+                ", \"process_context\": {\"decoded\": %" PRIu64 ", \"absent\": %" PRIu64
+                ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"torn\": %" PRIu64
+                ", \"decode_errors\": %" PRIu64 ", \"bad_schema\": %" PRIu64
+                ", \"bad_keys\": %" PRIu64 ", \"read_faults\": %" PRIu64 "}}",
+                p->decoded, p->absent, p->bad_header, p->too_large, p->torn, p->decode_errors,
+                p->bad_schema, p->bad_keys, p->read_faults);
+}
+
 static void json_unwind_stops(FILE *f, struct sampler *s)
 {
         struct module_tally_entry top[UNWIND_STOPS_SHOWN];
@@ -166,6 +191,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
         json_unwind_stops(f, s);
         json_ctx_missing(f, &st);
+        json_otel(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

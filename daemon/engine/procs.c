@@ -5,7 +5,8 @@
  * longer than reading its files and memory takes, and never publish a location made for an
  * image the process has exec'ed away from (see proc_locate_tls).
  *
- * States (enum proc_tls_state): SEARCHING → LOCATED when both variables were found;
+ * States (enum proc_tls_state): SEARCHING → LOCATED when both libctx variables, or the
+ * OpenTelemetry thread context pointer, were found;
  * SEARCHING → SEARCHING with a retry time while something is missing (fast while the loader
  * may still be running, slow later: a dlopen may come); any → GAVE_UP when the process is
  * gone, its map entry is, or it failed TLS_MAX_ERRORS times; an exec (proc_new_image) or a
@@ -63,8 +64,10 @@ void procs_free(struct procs *t)
 
         if (!t->v)
                 return;
-        for (i = 0; i < t->n; i++)
+        for (i = 0; i < t->n; i++) {
                 proc_maps_free(t->v[i].maps);
+                otel_pctx_clear(&t->v[i].otel);
+        }
         free(t->v);
         t->v = NULL;
         t->n = 0;
@@ -146,6 +149,7 @@ void procs_compact(struct procs *t, uint64_t now)
 
                 if (!p->alive && !p->forget_pending && now - p->dead_since_ns > PROC_KEEP_DEAD_NS) {
                         proc_maps_free(p->maps);
+                        otel_pctx_clear(&p->otel);
                         continue;
                 }
                 if (i != j)
@@ -160,6 +164,7 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
         proc_maps_free(p->maps);
         p->maps = NULL;
         proc_maps_open(t->modules, p->pid, &p->maps);
+        otel_pctx_clear(&p->otel); /* the new image publishes its own */
         p->tls_state = PROC_TLS_SEARCHING;
         p->tls_errors = 0;
         p->tls_next_ns = 0;
@@ -248,7 +253,8 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 t->tls_errors++;
                 if (++p->tls_errors >= TLS_MAX_ERRORS)
                         p->tls_state = PROC_TLS_GAVE_UP;
-                if (loc.labels.mode == CTXPROF_TLS_NONE && loc.span.mode == CTXPROF_TLS_NONE) {
+                if (loc.labels.mode == CTXPROF_TLS_NONE && loc.span.mode == CTXPROF_TLS_NONE &&
+                    loc.otel.mode == CTXPROF_TLS_NONE) {
                         p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
                         proc_end_pending(t, p);
                         return;
@@ -268,7 +274,9 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 return;
         }
         t->tls_located++;
-        if (loc.labels.mode != CTXPROF_TLS_NONE && loc.span.mode != CTXPROF_TLS_NONE) {
+        /* libctx's two variables, or an OpenTelemetry thread context writer (OTEP 4947) */
+        if ((loc.labels.mode != CTXPROF_TLS_NONE && loc.span.mode != CTXPROF_TLS_NONE) ||
+            loc.otel.mode != CTXPROF_TLS_NONE) {
                 p->tls_state = PROC_TLS_LOCATED;
                 return;
         }

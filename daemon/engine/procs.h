@@ -14,6 +14,7 @@
 
 #include "ctxprof/sample.h"
 #include "ctxprof/tls_target.h"
+#include "engine/otel_process_ctx.h"
 #include "stack/modules.h"
 #include "stack/proc_maps.h"
 
@@ -41,6 +42,7 @@ struct proc {
         uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
+        struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
 };
 
 struct procs {

@@ -25,6 +25,13 @@ struct decoded_label {
         int value_truncated; /* value was longer than the cap and was cut at a UTF-8 boundary */
 };
 
+/* A process's OpenTelemetry resource (OTEP 4719 process context), strings not sanitized. */
+struct decoded_resource {
+        uint64_t version; /* changes when the process publishes a new one */
+        unsigned n;
+        char *const *keys, *const *values;
+};
+
 /* One sample, valid only for the duration of the sink callback. */
 struct decoded_sample {
         pid_t pid; /* tgid as the daemon sees it (its PID namespace: BPF translates) */
@@ -32,8 +39,11 @@ struct decoded_sample {
         uint32_t cpu;
         uint64_t time_ns;    /* CLOCK_MONOTONIC */
         const char *comm;    /* thread name at sample time */
-        const char *process; /* process name (comm of the process at first sight / exec) */
-        int has_span;        /* checksum valid */
+        const char *process; /* process name: the OpenTelemetry resource's service.name when
+                              * the process publishes one, else comm at first sight / exec */
+        const char *service; /* that service.name, NULL when none (file names) */
+        const struct decoded_resource *resource; /* the process's resource, NULL = none */
+        int has_span;                            /* checksum valid */
         uint64_t span_id;
         uint64_t root_span_id;
         unsigned n_labels;

@@ -86,6 +86,8 @@ struct sampler {
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
         char comm[CTXPROF_COMM_LEN + 1];
+        struct otel_ctx otel;
+        struct decoded_resource resource;
 };
 
 static int tid_set_add(struct tid_set *s, uint32_t tid)
@@ -251,8 +253,8 @@ static void add_user_frames(struct sampler *s, struct proc *p, const uint64_t *i
 static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof_sample_rec *r,
                              const struct proc *p)
 {
-        const uint32_t addr = CTXPROF_SE_SPAN_ADDR | CTXPROF_SE_LABELS_ADDR;
-        const uint32_t read = CTXPROF_SE_SPAN_READ | CTXPROF_SE_LABELS_READ;
+        const uint32_t addr = CTXPROF_SE_SPAN_ADDR | CTXPROF_SE_LABELS_ADDR | CTXPROF_SE_OTEL_ADDR;
+        const uint32_t read = CTXPROF_SE_SPAN_READ | CTXPROF_SE_LABELS_READ | CTXPROF_SE_OTEL_READ;
 
         if (r->flags & CTXPROF_SF_PENDING) {
                 m->pending++;
@@ -261,7 +263,8 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
         if (r->flags & CTXPROF_SF_TLS_STALE)
                 m->stale++;
         else if (!r->tls_generation || (p->published.labels.mode == CTXPROF_TLS_NONE &&
-                                        p->published.span.mode == CTXPROF_TLS_NONE))
+                                        p->published.span.mode == CTXPROF_TLS_NONE &&
+                                        p->published.otel.mode == CTXPROF_TLS_NONE))
                 m->not_located++;
         else if (!(r->flags & CTXPROF_SF_TP))
                 m->no_tp++;
@@ -272,6 +275,48 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
         else
                 m->not_set++;
         return 0;
+}
+
+#define PCTX_CHECK_NS 1000000000ull /* a process context's timestamp is looked at this often */
+#define PCTX_RETRY_NS 50000000ull   /* ... and at most this often when keys are missing, */
+/* doubling up to PCTX_CHECK_NS while refreshes find nothing new (a process that never
+ * publishes one, or names keys it never publishes, costs a maps scan a second at most) */
+
+/* Read p's OpenTelemetry process context again when it may have changed: a second since the
+ * last look, or the sample names a key index the key map does not have yet (a key is
+ * published before a thread uses it, so the new map names it). */
+static void otel_refresh_due(struct sampler *s, struct proc *p, const struct otel_ctx *c)
+{
+        uint64_t now = mono_ns();
+
+        if (!p->alive || now < p->otel.next_ns)
+                return;
+        if (now - p->otel.checked_ns < PCTX_CHECK_NS &&
+            !(c && otel_has_unknown_key(c, p->otel.n_keys)))
+                return;
+        if (otel_pctx_refresh(p->pid, &p->otel, now, &s->st.pctx) == 1 || !p->otel.backoff_ns)
+                p->otel.backoff_ns = PCTX_RETRY_NS;
+        else if (p->otel.backoff_ns < PCTX_CHECK_NS)
+                p->otel.backoff_ns *= 2;
+        p->otel.next_ns = now + p->otel.backoff_ns;
+}
+
+/*
+ * The sample's context when its thread published a valid OpenTelemetry record: that record
+ * alone (trace, span, attributes), never mixed with the Custom Labels or span record of the
+ * same thread, which may have been written at another moment (docs/jfr.md, "Context
+ * sources").
+ */
+static void use_otel(struct sampler *s, struct proc *p, struct decoded_sample *ds)
+{
+        if (ds->has_span || ds->n_labels)
+                s->st.otel.shadowed++;
+        otel_refresh_due(s, p, &s->otel);
+        ds->n_labels = otel_labels(&s->otel, (const char *const *)p->otel.keys, p->otel.n_keys,
+                                   ds->labels, CTXPROF_MAX_LABELS, &s->st.otel);
+        ds->has_span = 1;
+        ds->span_id = otel_span_u64(&s->otel);
+        ds->root_span_id = 0;
 }
 
 /* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
@@ -348,6 +393,19 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
         ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
+        if (otel_decode(r, &s->otel, &s->st.otel))
+                use_otel(s, p, &ds);
+        else if (p->published.otel.mode != CTXPROF_TLS_NONE)
+                otel_refresh_due(s, p, NULL);
+        if (p->otel.service_name)
+                ds.process = ds.service = p->otel.service_name; /* the OTel resource's */
+        if (p->otel.n_res) {
+                s->resource = (struct decoded_resource){.version = p->otel.published_ns,
+                                                        .n = p->otel.n_res,
+                                                        .keys = p->otel.res_keys,
+                                                        .values = p->otel.res_values};
+                ds.resource = &s->resource;
+        }
         if (ds.has_span || ds.n_labels) {
                 s->st.with_context++;
                 p->with_context++;
@@ -896,6 +954,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
                 out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
                 out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
+                out->otel_faults = sum[CTXPROF_CNT_OTEL_FAULT];
         }
         free(v);
         struct bpf_prog_info info;

@@ -16,6 +16,8 @@
 #include <sys/types.h>
 
 #include "engine/context_decode.h"
+#include "engine/otel_decode.h"
+#include "engine/otel_process_ctx.h"
 #include "stack/module_tally.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
@@ -86,6 +88,10 @@ struct sampler_stats {
         uint64_t tls_errors;     /* locations that failed for good */
         struct context_decode_stats ctx;
         struct sampler_ctx_missing ctx_missing;
+        /* OpenTelemetry thread context (OTEP 4947) and process context (OTEP 4719) */
+        uint64_t otel_faults; /* BPF: pointer or record unreadable (wild pointer, ...) */
+        struct otel_decode_stats otel;
+        struct otel_pctx_stats pctx;
 };
 
 struct sampler;

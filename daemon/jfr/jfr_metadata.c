@@ -132,6 +132,12 @@ static const struct fdesc f_cpu_information[] = {
     {"cores", JFR_T_INT, 0, 0, NULL, "Cores"},
     {"hwThreads", JFR_T_INT, 0, 0, NULL, "Hardware Threads"},
 };
+static const struct fdesc f_process_context[] = {
+    START_TIME,
+    {"pid", JFR_T_LONG, 0, 0, NULL, "Process Id"},
+    {"serviceName", JFR_T_STRING, 0, 0, NULL, "Service Name"},
+    {"resourceAttributes", JFR_T_STRING, 0, 0, NULL, "Resource Attributes"},
+};
 static const struct fdesc f_statistics[] = {
     START_TIME,
     DURATION,
@@ -217,6 +223,8 @@ static const struct tdesc types[] = {
           "Processor", f_cpu_information),
     EVENT(JFR_E_STATISTICS, "ctxprof.Statistics", "ctxprof Statistics", "ctxprof", NULL,
           f_statistics),
+    EVENT(JFR_E_PROCESS_CONTEXT, "ctxprof.ProcessContext", "OpenTelemetry Process Context",
+          "ctxprof", NULL, f_process_context),
 };
 
 struct md {

@@ -39,6 +39,7 @@ enum jfr_type_id {
         JFR_E_OS_INFORMATION,
         JFR_E_CPU_INFORMATION,
         JFR_E_STATISTICS,
+        JFR_E_PROCESS_CONTEXT, /* ctxprof.ProcessContext: a process's OTel resource */
         JFR_A_LABEL = 200,
         JFR_A_DESCRIPTION,
         JFR_A_CATEGORY,

@@ -64,6 +64,7 @@ struct jfr_writer {
         size_t nsamples, sample_cap;
         uint32_t unknown_stack_key; /* 0 = not created yet */
         uint64_t chunk_dropped_keys, chunk_unknown_stacks;
+        struct jfr_buf proc_events; /* this chunk's ctxprof.ProcessContext events */
         struct jfr_stats stats;
         uint32_t thread_base; /* synthetic thread keys: thread_base + identity index + 1 */
         uint32_t key_floor;   /* APPEND: every key and metadata id of the old chunks is <= */
@@ -188,8 +189,8 @@ void jfr_writer_close(struct jfr_writer *w)
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
                 jfr_u64map_free(maps[i]);
-        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool,
-                                  &w->scratch,    &w->tail,        &w->out};
+        struct jfr_buf *bufs[] = {&w->class_pool, &w->method_pool, &w->stack_pool, &w->scratch,
+                                  &w->tail,       &w->out,         &w->proc_events};
         for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
                 jfr_buf_free(bufs[i]);
         free(w->thread_list);
@@ -234,6 +235,7 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         w->nsamples = 0;
         w->unknown_stack_key = 0;
         w->chunk_dropped_keys = w->chunk_unknown_stacks = 0;
+        jfr_buf_reset(&w->proc_events);
 }
 
 int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_t start_ticks)
@@ -505,6 +507,28 @@ int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
         return 0;
 }
 
+static void ev_begin(struct jfr_buf *b, int type, uint64_t ticks);
+static void put_event(struct jfr_buf *out, const struct jfr_buf *body);
+
+int jfr_writer_add_process(struct jfr_writer *w, pid_t pid, const char *service,
+                           const char *attributes)
+{
+        char t[JFR_MAX_STRING];
+        struct jfr_buf *b = &w->scratch;
+
+        if (!w->in_chunk)
+                return -EINVAL;
+        ev_begin(b, JFR_E_PROCESS_CONTEXT, file_ticks(w, w->start_ticks));
+        jfr_buf_varint(b, (uint64_t)pid);
+        jfr_utf8_sanitize(service ? service : "", service ? strlen(service) : 0, t, sizeof(t));
+        jfr_buf_cstring(b, t);
+        jfr_utf8_sanitize(attributes ? attributes : "", attributes ? strlen(attributes) : 0, t,
+                          sizeof(t));
+        jfr_buf_cstring(b, t);
+        put_event(&w->proc_events, b);
+        return w->proc_events.err ? -ENOMEM : 0;
+}
+
 void jfr_writer_set_stats(struct jfr_writer *w, const struct jfr_stats *st)
 {
         w->stats = *st;
@@ -772,6 +796,7 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
         if ((err = put_samples(w)))
                 goto out;
         put_info_events(w, t0, t1, end_ticks);
+        jfr_buf_put(o, w->proc_events.data, w->proc_events.len);
         size_t md_off = o->len;
         if ((err = jfr_metadata_write(o, t0, w->seq)))
                 goto out;

@@ -142,6 +142,10 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
  * java_name NULL = os_name. */
 int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
                           const char *java_name);
+/* One ctxprof.ProcessContext event in this chunk: process pid's OpenTelemetry resource
+ * (service.name and every attribute as "key=value" lines). 0, -EINVAL (no chunk), -ENOMEM. */
+int jfr_writer_add_process(struct jfr_writer *w, pid_t pid, const char *service,
+                           const char *attributes);
 /* Stack trace for trace_id, frames[0] = leaf. n may be 0. -EEXIST if trace_id was already
  * added in this chunk. */
 int jfr_writer_add_stack(struct jfr_writer *w, uint64_t trace_id, const struct jfr_frame *frames,

@@ -119,14 +119,20 @@ static void rec_counters(struct recording_set *rs, const struct recording *r,
                 ec->samples = r->samples;
 }
 
-/* The command in a file name: the executable's base name (cut to 15 characters like a comm),
- * the same for a process found at exec or by the /proc scan, whatever its main thread calls
- * itself; the sampler's process name when /proc/PID/exe cannot be read. */
-static void command_of(pid_t pid, const char *process, char *out, size_t len)
+/* The command in a file name: the OpenTelemetry service.name the process publishes, else the
+ * executable's base name (cut to 15 characters like a comm), the same for a process found at
+ * exec or by the /proc scan, whatever its main thread calls itself; the sampler's process
+ * name when /proc/PID/exe cannot be read. */
+static void command_of(pid_t pid, const char *process, const char *service, char *out, size_t len)
 {
         char path[64], exe[PATH_MAX];
         const char *base;
         ssize_t n;
+
+        if (service && *service) {
+                snprintf(out, len, "%.*s", CTXPROF_COMM_LEN - 1, service);
+                return;
+        }
 
         snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
         n = readlink(path, exe, sizeof(exe) - 1);
@@ -167,7 +173,8 @@ static int out_dir(struct recording_set *rs)
         return rs->dfd;
 }
 
-static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process)
+static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process,
+                    const char *service)
 {
         struct timespec ts;
         struct jfr_sink_opts jo = {
@@ -183,7 +190,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         r->pid = pid;
         snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
         if (pid)
-                command_of(pid, r->process, r->comm, sizeof(r->comm));
+                command_of(pid, r->process, service, r->comm, sizeof(r->comm));
         err = out_dir(rs);
         if (err)
                 return err;
@@ -283,7 +290,7 @@ static int close_rec(struct recording_set *rs, struct recording *r,
 
 static int open_host(struct recording_set *rs)
 {
-        int err = open_rec(rs, &rs->host_rec, 0, NULL);
+        int err = open_rec(rs, &rs->host_rec, 0, NULL, NULL);
 
         rs->have_host = !err;
         return err;
@@ -352,7 +359,8 @@ int recording_set_start(struct recording_set *rs)
 
 /* split=process: the open recording of this process, opened if there is room; NULL when the
  * sample has to go to the shared file. */
-static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const char *process)
+static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const char *process,
+                                  const char *service)
 {
         struct recording *r = rs->last;
         unsigned i;
@@ -405,7 +413,7 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
         if (rs->proc_fail_ms && now - rs->proc_fail_ms < OPEN_RETRY_MS)
                 return NULL;
         r = calloc(1, sizeof(*r));
-        if (!r || open_rec(rs, r, pid, process)) {
+        if (!r || open_rec(rs, r, pid, process, service)) {
                 free(r);
                 rs->proc_fail_ms = now ? now : 1;
                 return NULL; /* to the shared host file */
@@ -422,7 +430,7 @@ static int route(void *ctx, const struct decoded_sample *ds)
         struct recording *r;
 
         if (rs->split == SPLIT_PROCESS) {
-                r = proc_rec(rs, ds->pid, ds->process ? ds->process : "");
+                r = proc_rec(rs, ds->pid, ds->process ? ds->process : "", ds->service);
                 if (r) {
                         r->samples++;
                         return r->sink.sample(r->sink.ctx, ds);

@@ -55,6 +55,13 @@ struct lset_ent {
         uint32_t id;       /* context id, 0 = empty bucket */
 };
 
+/* A process's OpenTelemetry resource as this chunk writes it (ctxprof.ProcessContext). */
+struct res_ent {
+        pid_t pid;
+        uint64_t version;
+        char *service, *attributes; /* owned */
+};
+
 /* One chunk's worth of samples and what they refer to. */
 struct batch {
         struct jfr_sample *samples;
@@ -65,6 +72,8 @@ struct batch {
         uint32_t lset_cap, lset_n;
         struct thread_ent *threads; /* open addressing by tid */
         uint32_t thr_cap, thr_n;
+        struct res_ent *res; /* processes with a resource, in order of first sample */
+        size_t res_n, res_cap;
         uint64_t start_mono, start_wall;
 };
 
@@ -116,6 +125,11 @@ static void batch_free(struct batch *b)
         free(b->arena);
         free(b->lsets);
         free(b->threads);
+        for (size_t i = 0; i < b->res_n; i++) {
+                free(b->res[i].service);
+                free(b->res[i].attributes);
+        }
+        free(b->res);
         memset(b, 0, sizeof(*b));
 }
 
@@ -174,6 +188,63 @@ static int arena_put(struct batch *b, const void *p, size_t n)
         memcpy(b->arena + b->arena_len, p, n);
         b->arena_len += n;
         return 0;
+}
+
+#define RES_TEXT_MAX 1024 /* resource attributes kept per process, as "key=value" lines */
+
+/* The resource as "key=value\n" lines (malloc'ed), service.name's value in *service. */
+static char *resource_text(const struct decoded_resource *r, char **service)
+{
+        char *t = malloc(RES_TEXT_MAX);
+        size_t n = 0;
+
+        *service = NULL;
+        if (!t)
+                return NULL;
+        t[0] = '\0';
+        for (unsigned i = 0; i < r->n; i++) {
+                if (!r->keys[i] || !r->values[i])
+                        continue;
+                if (!*service && !strcmp(r->keys[i], "service.name"))
+                        *service = strdup(r->values[i]);
+                int k = snprintf(t + n, RES_TEXT_MAX - n, "%s=%s\n", r->keys[i], r->values[i]);
+                if (k < 0 || (size_t)k >= RES_TEXT_MAX - n) {
+                        t[n] = '\0'; /* the rest does not fit */
+                        break;
+                }
+                n += (size_t)k;
+        }
+        return t;
+}
+
+/* Remember the sample's process resource for this chunk (the latest version wins). */
+static int batch_resource(struct batch *b, const struct decoded_sample *ds)
+{
+        const struct decoded_resource *r = ds->resource;
+        struct res_ent *e = NULL;
+
+        if (!r)
+                return 0;
+        for (size_t i = b->res_n; i-- > 0;)
+                if (b->res[i].pid == ds->pid) {
+                        e = &b->res[i];
+                        break;
+                }
+        if (e && e->version == r->version)
+                return 0;
+        if (!e) {
+                if (grow_array((void **)&b->res, &b->res_cap, sizeof(*b->res), b->res_n + 1,
+                               FIRST_CAP))
+                        return -ENOMEM;
+                e = &b->res[b->res_n++];
+                memset(e, 0, sizeof(*e));
+                e->pid = ds->pid;
+        }
+        free(e->service);
+        free(e->attributes);
+        e->version = r->version;
+        e->attributes = resource_text(r, &e->service);
+        return e->attributes ? 0 : -ENOMEM;
 }
 
 /* Context id of the sample's label set in this chunk (0 = no labels). */
@@ -264,6 +335,8 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
         err = batch_labels(b, ds, &ctx_id);
         if (!err)
                 err = batch_thread(b, ds->tid, ds->comm);
+        if (!err)
+                err = batch_resource(b, ds);
         b->samples[b->n++] = (struct jfr_sample){
             .ticks = ds->time_ns,
             .trace_id = id,
@@ -403,6 +476,9 @@ static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_
                 if (b->threads[i].tid)
                         err = jfr_writer_add_thread(s->w, b->threads[i].tid, b->threads[i].comm,
                                                     b->threads[i].comm);
+        for (size_t i = 0; !err && i < b->res_n; i++)
+                err = jfr_writer_add_process(s->w, b->res[i].pid, b->res[i].service,
+                                             b->res[i].attributes);
         for (size_t i = 0; !err && i < j->nstacks; i++)
                 err = add_stack(s->w, sc, &j->stacks[i], j->frames + j->stacks[i].off);
         for (uint32_t i = 0; !err && i < b->lset_cap; i++)

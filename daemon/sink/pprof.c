@@ -323,7 +323,13 @@ static int sample_labels(struct builder *b, Sample *s, const struct collapsed_en
                         return -ENOMEM;
         }
         for (unsigned i = 0; i < e->n_labels; i++) {
-                int64_t k = str(b, e->labels[i].key, e->labels[i].key_len);
+                int64_t k;
+
+                /* an OpenTelemetry span_id label says what the span label above says */
+                if (e->has_span && e->labels[i].key_len == 7 &&
+                    !memcmp(e->labels[i].key, "span_id", 7))
+                        continue;
+                k = str(b, e->labels[i].key, e->labels[i].key_len);
 
                 if (k < 0 || !(l = label_at(s, k)) ||
                     (l->str = str(b, e->labels[i].value, e->labels[i].value_len)) < 0)

@@ -51,12 +51,17 @@
 #define MAX_MODULE_ID  (1u << 20)
 #define USER_ADDR_MAX  0x00007fffffffffffULL
 
-enum { SYM_LABELS, SYM_LABELS_VERSION, SYM_SPAN, SYM_SPAN_VERSION, NSYMS };
+/* OTEP 4947: the thread context pointer; an 8-byte TLS symbol in .dynsym (or .symtab). */
+#define OTEL_THREAD_CTX_SYM  "otel_thread_ctx_v1"
+#define OTEL_THREAD_CTX_SIZE 8
+
+enum { SYM_LABELS, SYM_LABELS_VERSION, SYM_SPAN, SYM_SPAN_VERSION, SYM_OTEL, NSYMS };
 static const char *const sym_names[NSYMS] = {
     [SYM_LABELS] = CUSTOM_LABELS_CURRENT_SET_SYM,
     [SYM_LABELS_VERSION] = CUSTOM_LABELS_ABI_VERSION_SYM,
     [SYM_SPAN] = CTX_SPAN_CONTEXT_SYM,
     [SYM_SPAN_VERSION] = CTX_SPAN_CONTEXT_ABI_VERSION_SYM,
+    [SYM_OTEL] = OTEL_THREAD_CTX_SYM,
 };
 
 struct object {
@@ -409,8 +414,8 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
 
         snprintf(p, sizeof(p), "/proc/%d/map_files", (int)pid);
         int mf_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC); /* -1: no cache */
-        int err = 0, found_labels = 0, found_span = 0;
-        for (int i = 0; i < n && !(found_labels && found_span); i++) {
+        int err = 0, found_labels = 0, found_span = 0, found_otel = 0;
+        for (int i = 0; i < n && !(found_labels && found_span && found_otel); i++) {
                 const struct object *o = &objs[i];
                 struct noctx_key key;
                 int keyed = o->exec && noctx_key_of(mf_fd, o, &key) == 0;
@@ -430,7 +435,8 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 close(fd);
                 if (rc)
                         continue; /* not ELF, corrupt: not a context source */
-                if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined) {
+                if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined &&
+                    !syms[SYM_OTEL].defined) {
                         if (keyed)
                                 noctx_check(&key, 1);
                         continue;
@@ -439,7 +445,10 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                     !found_labels && syms[SYM_LABELS].defined && syms[SYM_LABELS].type == STT_TLS;
                 int has_span =
                     !found_span && syms[SYM_SPAN].defined && syms[SYM_SPAN].type == STT_TLS;
-                if (!has_labels && !has_span)
+                int has_otel = !found_otel && syms[SYM_OTEL].defined &&
+                               syms[SYM_OTEL].type == STT_TLS &&
+                               syms[SYM_OTEL].size == OTEL_THREAD_CTX_SIZE;
+                if (!has_labels && !has_span && !has_otel)
                         continue;
                 uint64_t bias;
                 if (elf_tls_load_bias(&info, o->start, o->pgoff, &bias) != 0) {
@@ -457,6 +466,11 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                         if (version_ok(mem_fd, &syms[SYM_SPAN_VERSION], bias))
                                 err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_SPAN],
                                                                  bias, musl, &out->span));
+                }
+                if (has_otel) {
+                        found_otel = 1;
+                        err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_OTEL], bias, musl,
+                                                         &out->otel));
                 }
         }
         close(mem_fd);

@@ -1,8 +1,8 @@
 /*
- * tls_locate.h — finds where libctx's thread-local variables (custom_labels_current_set and
- * ctx_span_context_v1) live in another process, as a struct ctxprof_tls_target the BPF
- * sampler can follow from a thread pointer, and the user-space twin of that BPF walk.
- * x86-64 only (TLS variant II). Never prints; negative errno.
+ * tls_locate.h — finds where the thread-local context variables (custom_labels_current_set,
+ * ctx_span_context_v1, and OTEP 4947's otel_thread_ctx_v1) live in another process, as a struct
+ * ctxprof_tls_target the BPF sampler can follow from a thread pointer, and the user-space twin of
+ * that BPF walk. x86-64 only (TLS variant II). Never prints; negative errno.
  */
 #ifndef CTXPROF_TLS_LOCATE_H
 #define CTXPROF_TLS_LOCATE_H
@@ -13,9 +13,10 @@
 #include "ctxprof/tls_target.h"
 
 /*
- * Find custom_labels_current_set and ctx_span_context_v1 in live process pid (any module:
+ * Find custom_labels_current_set, ctx_span_context_v1 and otel_thread_ctx_v1 (8-byte TLS
+ * pointer) in live process pid (any module:
  * executable, DT_NEEDED library, dlopen'ed library). 0 = *out filled (a variable not found
- * has mode CTXPROF_TLS_NONE; both NONE is still 0), -EAGAIN = found in a shared object the
+ * has mode CTXPROF_TLS_NONE; all NONE is still 0), -EAGAIN = found in a shared object the
  * loader has not relocated yet (retry later; an executable's variables are located from
  * the file even before the loader ran), -ESRCH = process gone, other -errno (-EPROTO: the loader's
  * data for a variable makes no sense; -ENOTSUP: defined in a shared object without any TLS

@@ -25,6 +25,10 @@
 #define CTXPROF_STACK_COPY    16384 /* dwarf mode: bytes of user stack copied from sp */
 #define CTXPROF_NREGS         17    /* dwarf: user registers, enum ctxprof_reg */
 #define CTXPROF_COMM_LEN      16
+/* OTEP 4947 record: fixed header, then attrs_data_size bytes of entries; the OTEP's budget
+ * for the whole record is 640 bytes, and BPF copies no more. */
+#define CTXPROF_OTEL_HDR     28
+#define CTXPROF_OTEL_REC_MAX 640
 
 /*
  * ctxprof_sample_dwarf_rec.regs[]: the DWARF register numbering of x86-64 (System V psABI),
@@ -71,21 +75,25 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_TLS_STALE  0x40 /* the location was made for an image before an exec: no read */
 #define CTXPROF_SF_CGROUP     0x80 /* sampled for its cgroup (not in the targets map yet) */
 /* taken while the location was pending (ctxprof/tls_target.h): recorded only with context */
-#define CTXPROF_SF_PENDING 0x100
+#define CTXPROF_SF_PENDING  0x100
+#define CTXPROF_SF_OTEL     0x200 /* otel.rec holds the header (and otel.len bytes) of a record */
+#define CTXPROF_SF_OTEL_CUT 0x400 /* attrs_data_size went past CTXPROF_OTEL_REC_MAX: not copied */
 
 /* Cgroups whose processes are sampled without being in the targets map (daemon cgroup
  * selectors: the process and every descendant cgroup, checked in the kernel) */
 #define CTXPROF_MAX_CGROUPS 16
 
 /* ctxprof_sample_rec.errors: each bit = that read failed (the item is treated as absent) */
-#define CTXPROF_SE_SPAN_ADDR   0x1  /* span TLS address could not be computed (DTV read) */
-#define CTXPROF_SE_SPAN_READ   0x2  /* bpf_probe_read_user of the span record faulted */
-#define CTXPROF_SE_LABELS_ADDR 0x4  /* labels TLS address could not be computed */
-#define CTXPROF_SE_LABELS_READ 0x8  /* pointer or labelset header read faulted */
-#define CTXPROF_SE_USTACK      0x10 /* bpf_get_stack(user) failed */
-#define CTXPROF_SE_KSTACK      0x20 /* bpf_get_stack(kernel) failed */
-#define CTXPROF_SE_REGS        0x40 /* dwarf: user registers unavailable */
-#define CTXPROF_SE_STACK_COPY  0x80 /* dwarf: not even the first stack page could be copied */
+#define CTXPROF_SE_SPAN_ADDR   0x1   /* span TLS address could not be computed (DTV read) */
+#define CTXPROF_SE_SPAN_READ   0x2   /* bpf_probe_read_user of the span record faulted */
+#define CTXPROF_SE_LABELS_ADDR 0x4   /* labels TLS address could not be computed */
+#define CTXPROF_SE_LABELS_READ 0x8   /* pointer or labelset header read faulted */
+#define CTXPROF_SE_USTACK      0x10  /* bpf_get_stack(user) failed */
+#define CTXPROF_SE_KSTACK      0x20  /* bpf_get_stack(kernel) failed */
+#define CTXPROF_SE_REGS        0x40  /* dwarf: user registers unavailable */
+#define CTXPROF_SE_STACK_COPY  0x80  /* dwarf: not even the first stack page could be copied */
+#define CTXPROF_SE_OTEL_ADDR   0x100 /* otel_thread_ctx_v1 TLS address could not be computed */
+#define CTXPROF_SE_OTEL_READ   0x200 /* the pointer or the record it names could not be read */
 
 /* ctxprof_label_rec.flags */
 #define CTXPROF_LF_PRESENT     0x1  /* storage[i] was read */
@@ -116,6 +124,16 @@ struct ctxprof_span_raw {
 };
 _Static_assert(sizeof(struct ctxprof_span_raw) == 24, "span record: the 3 words of ctx/abi.h");
 
+/* Raw OTEP 4947 record as copied by BPF: validated in user space (engine/otel_decode.c). */
+struct ctxprof_otel_raw {
+        __u64 ptr; /* value of otel_thread_ctx_v1 (0 = no record) */
+        __u32 len; /* bytes valid in rec[]: the header plus the entries copied */
+        __u32 pad;
+        __u8 rec[CTXPROF_OTEL_REC_MAX];
+};
+_Static_assert(sizeof(struct ctxprof_otel_raw) == 16 + CTXPROF_OTEL_REC_MAX,
+               "OTel record copy: 656 bytes, no padding");
+
 /* Frame-pointer sample. Fixed size: reserved whole in the ring, stacks cut by n_*. */
 struct ctxprof_sample_rec {
         __u32 type; /* enum ctxprof_rec_type */
@@ -137,11 +155,13 @@ struct ctxprof_sample_rec {
         struct ctxprof_label_rec labels[CTXPROF_MAX_LABELS];
         __u64 ustack[CTXPROF_MAX_USTACK];
         __u64 kstack[CTXPROF_MAX_KSTACK];
+        struct ctxprof_otel_raw otel; /* valid with CTXPROF_SF_OTEL */
 };
 _Static_assert(sizeof(struct ctxprof_sample_rec) ==
                    112 + CTXPROF_MAX_LABELS * sizeof(struct ctxprof_label_rec) +
-                       8 * (CTXPROF_MAX_USTACK + CTXPROF_MAX_KSTACK),
-               "sample record: 112-byte header, no padding (5592 bytes)");
+                       8 * (CTXPROF_MAX_USTACK + CTXPROF_MAX_KSTACK) +
+                       sizeof(struct ctxprof_otel_raw),
+               "sample record: 112-byte header, no padding (6248 bytes)");
 
 /* DWARF-mode sample: the FP record plus user registers and a copy of the user stack. */
 struct ctxprof_sample_dwarf_rec {
@@ -194,6 +214,7 @@ enum ctxprof_counter {
         CTXPROF_CNT_EVENTS_LOST,    /* both rings full: lifecycle event dropped */
         CTXPROF_CNT_WAKEUPS,        /* forced ring wakeups */
         CTXPROF_CNT_TLS_STALE,      /* location refused: made before the target's last exec */
+        CTXPROF_CNT_OTEL_FAULT,     /* otel_thread_ctx_v1 address/pointer/record read failures */
         CTXPROF_CNT_MAX,
 };
 

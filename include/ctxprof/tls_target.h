@@ -57,14 +57,15 @@ _Static_assert(sizeof(struct ctxprof_dtv_layout) == 16, "DTV layout: 16 bytes, n
 struct ctxprof_tls_target {
         struct ctxprof_tls_var labels; /* custom_labels_current_set (a pointer variable) */
         struct ctxprof_tls_var span;   /* ctx_span_context_v1 (the 64-byte record itself) */
+        struct ctxprof_tls_var otel;   /* otel_thread_ctx_v1 (OTEP 4947: a pointer variable) */
         struct ctxprof_dtv_layout dtv;
         __u64 generation; /* bumped by the daemon on every location it publishes */
         __u64 exec_gen;   /* the exec count (map `exec_gens`) the location was made for */
         __u64 flags;      /* CTXPROF_TLS_F_* */
 };
 _Static_assert(sizeof(struct ctxprof_tls_target) ==
-                   2 * sizeof(struct ctxprof_tls_var) + sizeof(struct ctxprof_dtv_layout) + 24,
-               "TLS target: 104 bytes, no padding");
+                   3 * sizeof(struct ctxprof_tls_var) + sizeof(struct ctxprof_dtv_layout) + 24,
+               "TLS target: 136 bytes, no padding");
 
 #define CTXPROF_MAX_TARGETS 4096 /* processes sampled at once (BPF maps, daemon table) */
 

@@ -1,0 +1,168 @@
+/*
+ * otel_decode.c — validation of OTEP 4947 records copied by bpf/ctx_read.bpf.h and their
+ * labels (rules in otel_decode.h). Must never read outside the sample record (every length
+ * is checked against otel.len, itself capped by CTXPROF_OTEL_REC_MAX), never print.
+ */
+#include <string.h>
+
+#include "engine/context_decode.h"
+#include "engine/otel_decode.h"
+
+#define OTEL_VALID_OFF   24
+#define OTEL_FLAGS_OFF   25
+#define OTEL_SIZE_OFF    26
+#define OTEL_ENTRY_HDR   2 /* key_index, len */
+#define OTEL_ATTRS_BYTES (CTXPROF_OTEL_REC_MAX - CTXPROF_OTEL_HDR)
+
+static int all_zero(const uint8_t *b, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (b[i])
+                        return 0;
+        return 1;
+}
+
+/* The entries of a valid record into c->attrs (last duplicate wins). 0, or -1 when one
+ * entry goes past attrs_data_size (then no attribute is delivered). */
+static int parse_attrs(const uint8_t *a, size_t size, struct otel_ctx *c,
+                       struct otel_decode_stats *st)
+{
+        static const unsigned none = OTEL_MAX_KEYS;
+        unsigned slot[OTEL_MAX_KEYS];
+        size_t off = 0;
+
+        for (unsigned k = 0; k < OTEL_MAX_KEYS; k++)
+                slot[k] = none;
+        c->n_attrs = 0;
+        while (off < size) {
+                uint8_t key, len;
+
+                if (size - off < OTEL_ENTRY_HDR)
+                        return -1;
+                key = a[off];
+                len = a[off + 1];
+                if (size - off - OTEL_ENTRY_HDR < len)
+                        return -1;
+                if (slot[key] == none) {
+                        slot[key] = c->n_attrs++;
+                } else {
+                        st->duplicates++; /* this later entry replaces the earlier one */
+                }
+                c->attrs[slot[key]] =
+                    (struct otel_attr){.key = key, .len = len, .val = a + off + OTEL_ENTRY_HDR};
+                off += OTEL_ENTRY_HDR + (size_t)len;
+        }
+        return 0;
+}
+
+int otel_decode(const struct ctxprof_sample_rec *r, struct otel_ctx *c,
+                struct otel_decode_stats *st)
+{
+        const struct ctxprof_otel_raw *o = &r->otel;
+        uint16_t size;
+
+        if (!(r->flags & CTXPROF_SF_OTEL) || o->len < CTXPROF_OTEL_HDR ||
+            o->len > CTXPROF_OTEL_REC_MAX)
+                return 0;
+        if (o->rec[OTEL_VALID_OFF] != 1) {
+                st->not_valid++;
+                return 0;
+        }
+        memcpy(c->trace_id, o->rec, OTEL_TRACE_ID_BYTES);
+        memcpy(c->span_id, o->rec + OTEL_TRACE_ID_BYTES, OTEL_SPAN_ID_BYTES);
+        if (all_zero(c->trace_id, OTEL_TRACE_ID_BYTES) ||
+            all_zero(c->span_id, OTEL_SPAN_ID_BYTES)) {
+                st->zero_ids++;
+                return 0;
+        }
+        c->trace_flags = o->rec[OTEL_FLAGS_OFF];
+        c->n_attrs = 0;
+        st->records++;
+        memcpy(&size, o->rec + OTEL_SIZE_OFF, sizeof(size));
+        if (size > OTEL_ATTRS_BYTES || (r->flags & CTXPROF_SF_OTEL_CUT)) {
+                st->oversized++;
+                return 1;
+        }
+        if (o->len != CTXPROF_OTEL_HDR + (uint32_t)size) {
+                /* BPF copies exactly the entries the size names: anything else is not a
+                 * copy of this record's entries */
+                st->malformed++;
+                return 1;
+        }
+        if (parse_attrs(o->rec + CTXPROF_OTEL_HDR, size, c, st)) {
+                c->n_attrs = 0;
+                st->malformed++;
+        }
+        return 1;
+}
+
+uint64_t otel_span_u64(const struct otel_ctx *c)
+{
+        uint64_t v = 0;
+
+        for (unsigned i = 0; i < OTEL_SPAN_ID_BYTES; i++)
+                v = v << 8 | c->span_id[i];
+        return v;
+}
+
+static void to_hex(char *out, const uint8_t *b, size_t n)
+{
+        static const char digits[] = "0123456789abcdef";
+
+        for (size_t i = 0; i < n; i++) {
+                out[2 * i] = digits[b[i] >> 4];
+                out[2 * i + 1] = digits[b[i] & 0xf];
+        }
+}
+
+static int is_id_key(const char *k)
+{
+        return !strcmp(k, "trace_id") || !strcmp(k, "span_id");
+}
+
+unsigned otel_labels(struct otel_ctx *c, const char *const *keys, unsigned n_keys,
+                     struct decoded_label *out, unsigned max, struct otel_decode_stats *st)
+{
+        unsigned n = 0;
+
+        if (max < 2)
+                return 0;
+        to_hex(c->hex, c->trace_id, OTEL_TRACE_ID_BYTES);
+        to_hex(c->hex + 2 * OTEL_TRACE_ID_BYTES, c->span_id, OTEL_SPAN_ID_BYTES);
+        out[n++] = (struct decoded_label){
+            .key = "trace_id", .key_len = 8, .value = c->hex, .value_len = 2 * OTEL_TRACE_ID_BYTES};
+        out[n++] = (struct decoded_label){.key = "span_id",
+                                          .key_len = 7,
+                                          .value = c->hex + 2 * OTEL_TRACE_ID_BYTES,
+                                          .value_len = 2 * OTEL_SPAN_ID_BYTES};
+        for (unsigned i = 0; i < c->n_attrs; i++) {
+                const struct otel_attr *a = &c->attrs[i];
+                size_t vcut;
+
+                if (a->key >= n_keys || !keys[a->key]) {
+                        st->unknown_keys++;
+                        continue;
+                }
+                if (n == max || is_id_key(keys[a->key])) {
+                        st->labels_dropped++;
+                        continue;
+                }
+                vcut = utf8_valid_prefix(a->val, a->len);
+                if (vcut != a->len)
+                        st->values_truncated++;
+                out[n++] = (struct decoded_label){.key = keys[a->key],
+                                                  .key_len = strlen(keys[a->key]),
+                                                  .value = (const char *)a->val,
+                                                  .value_len = vcut,
+                                                  .value_truncated = vcut != a->len};
+        }
+        return n;
+}
+
+int otel_has_unknown_key(const struct otel_ctx *c, unsigned n_keys)
+{
+        for (unsigned i = 0; i < c->n_attrs; i++)
+                if (c->attrs[i].key >= n_keys)
+                        return 1;
+        return 0;
+}

@@ -1,0 +1,343 @@
+/*
+ * otel_process_ctx.c — discovery, seqlock read and protobuf decoding of a target's OTEP 4719
+ * process context (see otel_process_ctx.h). Reads the target only through /proc/PID/maps and
+ * /proc/PID/mem; must never write to it, never trust a size or pointer from it beyond the
+ * bounds checked here, never print.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctxprof/sample.h"
+#include "engine/context_decode.h"
+#include "engine/otel_decode.h"
+#include "engine/otel_process_ctx.h"
+#include "processcontext.pb-c.h"
+#include "tls/tls_locate.h"
+
+#define PCTX_SIGNATURE     "OTEL_CTX"
+#define PCTX_SIGNATURE_LEN 8
+#define PCTX_VERSION       2
+#define PCTX_READ_TRIES    3
+#define MAPS_LINE_MAX      4352
+#define KEY_MAP_ATTR       "threadlocal.attribute_key_map"
+#define SCHEMA_ATTR        "threadlocal.schema_version"
+#define SERVICE_NAME_ATTR  "service.name"
+#define VALUE_TEXT_MAX     256 /* resource values kept as text up to this many bytes */
+
+typedef Opentelemetry__Proto__Processcontext__V1development__ProcessContext ProcessContext;
+typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
+typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
+
+struct pctx_header {
+        char signature[PCTX_SIGNATURE_LEN];
+        uint32_t version;
+        uint32_t payload_size;
+        uint64_t published_at_ns; /* 0 = being updated */
+        uint64_t payload;
+};
+_Static_assert(sizeof(struct pctx_header) == 32, "OTEP 4719 header: 32 bytes");
+
+/* Schemas whose key map means "thread context key indexes" (OTEP 4947). */
+static const char *const known_schemas[] = {"tlsdesc_v1_dev", "tls_v1"};
+
+/* 1 if a /proc/PID/maps name is the OTEP's: [anon_shmem:OTEL_CTX], [anon:OTEL_CTX] or
+ * /memfd:OTEL_CTX (a memfd mapping may say " (deleted)" after it). */
+static int is_pctx_name(const char *name)
+{
+        static const char memfd[] = "/memfd:OTEL_CTX";
+
+        if (!strcmp(name, "[anon_shmem:OTEL_CTX]") || !strcmp(name, "[anon:OTEL_CTX]"))
+                return 1;
+        if (strncmp(name, memfd, sizeof(memfd) - 1))
+                return 0;
+        name += sizeof(memfd) - 1;
+        return !*name || !strcmp(name, " (deleted)");
+}
+
+/* Start address of pid's OTEL_CTX mapping: 0, -ENOENT (none), -ESRCH. */
+static int find_mapping(pid_t pid, uint64_t *start)
+{
+        char path[64], line[MAPS_LINE_MAX];
+        int err = -ENOENT;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : -errno;
+        while (fgets(line, sizeof(line), f)) {
+                uint64_t lo, hi;
+                int pos = 0;
+
+                line[strcspn(line, "\n")] = '\0';
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %*s %*s %*s %n", &lo, &hi, &pos) <
+                        2 ||
+                    !pos)
+                        continue;
+                if (is_pctx_name(line + pos) && hi - lo >= sizeof(struct pctx_header)) {
+                        *start = lo;
+                        err = 0;
+                        break;
+                }
+        }
+        fclose(f);
+        return err;
+}
+
+/* One consistent copy of the payload (seqlock): 0 and *buf (malloc'ed), or -errno. */
+static int read_payload(int fd, uint64_t at, struct pctx_header *h, uint8_t **buf,
+                        struct otel_pctx_stats *st)
+{
+        for (int tries = 0; tries < PCTX_READ_TRIES; tries++) {
+                struct pctx_header again;
+                uint8_t *b;
+                int rc = tls_mem_read(fd, at, h, sizeof(*h));
+
+                if (rc)
+                        return rc;
+                if (memcmp(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) ||
+                    h->version != PCTX_VERSION) {
+                        st->bad_header++;
+                        return -EPROTO;
+                }
+                if (!h->published_at_ns)
+                        continue; /* being updated */
+                if (h->payload_size > OTEL_PCTX_MAX_PAYLOAD) {
+                        st->too_large++;
+                        return -EFBIG;
+                }
+                b = malloc(h->payload_size ? h->payload_size : 1);
+                if (!b)
+                        return -ENOMEM;
+                rc = tls_mem_read(fd, h->payload, b, h->payload_size);
+                if (!rc)
+                        rc = tls_mem_read(fd, at, &again, sizeof(again));
+                if (rc) {
+                        free(b);
+                        return rc;
+                }
+                if (again.published_at_ns == h->published_at_ns &&
+                    again.payload_size == h->payload_size && again.payload == h->payload) {
+                        *buf = b;
+                        return 0;
+                }
+                free(b); /* republished while we read: again */
+        }
+        st->torn++;
+        return -EAGAIN;
+}
+
+/* An AnyValue as text (strings as they are; numbers and booleans printed); NULL = none. */
+static char *value_text(const AnyValue *v)
+{
+        char num[32];
+
+        if (!v)
+                return NULL;
+        switch (v->value_case) {
+        case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
+                return strndup(v->string_value, VALUE_TEXT_MAX);
+        case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
+                snprintf(num, sizeof(num), "%" PRId64, v->int_value);
+                return strdup(num);
+        case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE:
+                return strdup(v->bool_value ? "true" : "false");
+        default:
+                return NULL;
+        }
+}
+
+/* A key name usable as a label key (the label-bytes rule of docs/jfr.md). */
+static int key_ok(const char *k)
+{
+        size_t n = strlen(k);
+
+        return n && n <= CTXPROF_LABEL_KEY_MAX &&
+               utf8_valid_prefix((const unsigned char *)k, n) == n;
+}
+
+static void free_strings(char **v, unsigned n)
+{
+        for (unsigned i = 0; i < n && v; i++)
+                free(v[i]);
+        free(v);
+}
+
+void otel_pctx_clear(struct otel_pctx *pc)
+{
+        free_strings(pc->keys, pc->n_keys);
+        free_strings(pc->res_keys, pc->n_res);
+        free_strings(pc->res_values, pc->n_res);
+        memset(pc, 0, sizeof(*pc));
+}
+
+/* threadlocal.attribute_key_map into next->keys. 0 or -ENOMEM. */
+static int take_keys(const AnyValue *v, struct otel_pctx *next, struct otel_pctx_stats *st)
+{
+        const Opentelemetry__Proto__Common__V1__ArrayValue *a;
+        size_t n;
+
+        if (!v || v->value_case != OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE ||
+            !v->array_value)
+                return 0;
+        a = v->array_value;
+        n = a->n_values < OTEL_MAX_KEYS ? a->n_values : OTEL_MAX_KEYS;
+        next->keys = calloc(n ? n : 1, sizeof(char *));
+        if (!next->keys)
+                return -ENOMEM;
+        next->n_keys = (unsigned)n;
+        for (size_t i = 0; i < n; i++) {
+                const AnyValue *k = a->values[i];
+
+                if (!k ||
+                    k->value_case !=
+                        OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE ||
+                    !key_ok(k->string_value)) {
+                        st->bad_keys++;
+                        continue; /* NULL slot: attributes with this index are dropped */
+                }
+                if (!(next->keys[i] = strdup(k->string_value)))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* ProcessContext.attributes: the schema version and the key map. 0 or -errno. */
+static int take_attributes(const ProcessContext *m, struct otel_pctx *next,
+                           struct otel_pctx_stats *st)
+{
+        const AnyValue *keys = NULL;
+        int schema_ok = 1;
+
+        for (size_t i = 0; i < m->n_attributes; i++) {
+                const KeyValue *kv = m->attributes[i];
+
+                if (!kv || !kv->key)
+                        continue;
+                if (!strcmp(kv->key, KEY_MAP_ATTR))
+                        keys = kv->value;
+                else if (!strcmp(kv->key, SCHEMA_ATTR)) {
+                        char *s = value_text(kv->value);
+
+                        schema_ok = 0;
+                        for (size_t j = 0;
+                             s && j < sizeof(known_schemas) / sizeof(known_schemas[0]); j++)
+                                schema_ok |= !strcmp(s, known_schemas[j]);
+                        free(s);
+                }
+        }
+        if (!schema_ok) {
+                st->bad_schema++;
+                return 0; /* a key map for another reader: no names */
+        }
+        return take_keys(keys, next, st);
+}
+
+/* ProcessContext.resource: its attributes as text. 0 or -ENOMEM. */
+static int take_resource(const ProcessContext *m, struct otel_pctx *next)
+{
+        size_t n;
+
+        if (!m->resource || !m->resource->n_attributes)
+                return 0;
+        n = m->resource->n_attributes;
+        if (n > OTEL_PCTX_MAX_RESOURCE)
+                n = OTEL_PCTX_MAX_RESOURCE;
+        next->res_keys = calloc(n, sizeof(char *));
+        next->res_values = calloc(n, sizeof(char *));
+        if (!next->res_keys || !next->res_values)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const KeyValue *kv = m->resource->attributes[i];
+                char *v = kv && kv->key ? value_text(kv->value) : NULL;
+
+                if (!v)
+                        continue;
+                next->res_keys[next->n_res] = strndup(kv->key, CTXPROF_LABEL_KEY_MAX);
+                next->res_values[next->n_res] = v;
+                if (!next->res_keys[next->n_res]) {
+                        free(v);
+                        return -ENOMEM;
+                }
+                if (!strcmp(kv->key, SERVICE_NAME_ATTR) && *v)
+                        next->service_name = v;
+                next->n_res++;
+        }
+        return 0;
+}
+
+static int decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
+                  struct otel_pctx_stats *st)
+{
+        ProcessContext *m =
+            opentelemetry__proto__processcontext__v1development__process_context__unpack(NULL, len,
+                                                                                         buf);
+        int err;
+
+        if (!m) {
+                st->decode_errors++;
+                return -EBADMSG;
+        }
+        err = take_resource(m, next);
+        if (!err)
+                err = take_attributes(m, next, st);
+        opentelemetry__proto__processcontext__v1development__process_context__free_unpacked(m,
+                                                                                            NULL);
+        return err;
+}
+
+int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel_pctx_stats *st)
+{
+        struct otel_pctx next = {0};
+        struct pctx_header h;
+        uint64_t at;
+        uint8_t *buf = NULL;
+        char path[64];
+        int fd, err;
+
+        pc->checked_ns = now;
+        err = find_mapping(pid, &at);
+        if (err) {
+                if (err == -ENOENT)
+                        st->absent++;
+                return err == -ENOENT ? 0 : err;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        err = tls_mem_read(fd, at, &h, sizeof(h));
+        if (!err && h.published_at_ns && h.published_at_ns == pc->published_ns) {
+                close(fd);
+                return 0; /* unchanged since the last decode */
+        }
+        if (!err)
+                err = read_payload(fd, at, &h, &buf, st);
+        close(fd);
+        if (err) {
+                if (err == -EFAULT)
+                        st->read_faults++;
+                return err;
+        }
+        err = decode(buf, h.payload_size, &next, st);
+        free(buf);
+        if (err) {
+                otel_pctx_clear(&next);
+                /* a payload that does not decode is not tried again until it changes */
+                pc->published_ns = h.published_at_ns;
+                return err;
+        }
+        next.published_ns = h.published_at_ns;
+        next.next_ns = pc->next_ns;
+        next.backoff_ns = pc->backoff_ns;
+        next.checked_ns = now;
+        otel_pctx_clear(pc);
+        *pc = next;
+        st->decoded++;
+        return 1;
+}

@@ -1,0 +1,142 @@
+/*
+ * test_otel_decode.c — the OTEP 4947 reader rules on hand-built sample records (what
+ * bpf/ctx_read.bpf.h would copy): valid flag, all-zero ids, the last duplicate key index
+ * wins, entries past attrs_data_size and oversized records drop every attribute but keep
+ * trace and span, key indexes the key map does not name are dropped, values cut at invalid
+ * UTF-8, labels named trace_id / span_id in hex.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "engine/otel_decode.h"
+
+static struct ctxprof_sample_rec rec;
+static struct otel_decode_stats st;
+static struct otel_ctx ctx;
+static const char *const keys[] = {"http.route", "tier", NULL, "trace_id"};
+
+/* A valid record with the given entry bytes (attrs_data_size = n). */
+static void make(const void *entries, uint16_t n)
+{
+        memset(&rec, 0, sizeof(rec));
+        memset(&st, 0, sizeof(st));
+        rec.flags = CTXPROF_SF_OTEL;
+        for (int i = 0; i < 16; i++)
+                rec.otel.rec[i] = (uint8_t)(0xa0 + i);
+        for (int i = 0; i < 8; i++)
+                rec.otel.rec[16 + i] = (uint8_t)(0xb0 + i);
+        rec.otel.rec[24] = 1;
+        memcpy(rec.otel.rec + 26, &n, 2);
+        memcpy(rec.otel.rec + CTXPROF_OTEL_HDR, entries, n);
+        rec.otel.len = CTXPROF_OTEL_HDR + n;
+        rec.otel.ptr = 0x1000;
+}
+
+static unsigned labels(struct decoded_label *out)
+{
+        cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
+        return otel_labels(&ctx, keys, 4, out, CTXPROF_MAX_LABELS, &st);
+}
+
+static const char *value_of(const struct decoded_label *l, unsigned n, const char *key)
+{
+        static char buf[300];
+
+        for (unsigned i = 0; i < n; i++)
+                if (l[i].key_len == strlen(key) && !memcmp(l[i].key, key, l[i].key_len)) {
+                        memcpy(buf, l[i].value, l[i].value_len);
+                        buf[l[i].value_len] = '\0';
+                        return buf;
+                }
+        return NULL;
+}
+
+Test(otel_decode, ids_in_hex_and_last_duplicate_wins)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        unsigned n;
+
+        make("\x00\x06/wrong\x01\x04gold\x00\x02/a", 18);
+        n = labels(out);
+        cr_assert_eq(n, 4);
+        cr_assert_str_eq(value_of(out, n, "trace_id"), "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf");
+        cr_assert_str_eq(value_of(out, n, "span_id"), "b0b1b2b3b4b5b6b7");
+        cr_assert_str_eq(value_of(out, n, "http.route"), "/a");
+        cr_assert_str_eq(value_of(out, n, "tier"), "gold");
+        cr_assert_eq(st.duplicates, 1);
+        cr_assert_eq(otel_span_u64(&ctx), 0xb0b1b2b3b4b5b6b7ull);
+}
+
+Test(otel_decode, not_valid_and_zero_ids_are_no_context)
+{
+        make("", 0);
+        rec.otel.rec[24] = 0;
+        cr_assert_eq(otel_decode(&rec, &ctx, &st), 0);
+        cr_assert_eq(st.not_valid, 1);
+        make("", 0);
+        memset(rec.otel.rec + 16, 0, 8);
+        cr_assert_eq(otel_decode(&rec, &ctx, &st), 0);
+        cr_assert_eq(st.zero_ids, 1);
+        make("", 0);
+        rec.flags = 0;
+        cr_assert_eq(otel_decode(&rec, &ctx, &st), 0);
+}
+
+Test(otel_decode, entry_past_the_record_drops_every_attribute)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+
+        /* tier=gold, then an entry claiming 200 bytes in a 4-byte remainder */
+        make("\x01\x04gold\x00\xc8/a/b", 10);
+        cr_assert_eq(labels(out), 2); /* trace_id and span_id only */
+        cr_assert_eq(st.malformed, 1);
+        make("\x01", 1); /* half an entry header */
+        cr_assert_eq(labels(out), 2);
+        cr_assert_eq(st.malformed, 1);
+}
+
+Test(otel_decode, oversized_record_keeps_ids_only)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        uint16_t big = 65535;
+
+        make("\x00\x02/a", 4);
+        memcpy(rec.otel.rec + 26, &big, 2);
+        rec.flags |= CTXPROF_SF_OTEL_CUT;
+        rec.otel.len = CTXPROF_OTEL_HDR;
+        cr_assert_eq(labels(out), 2);
+        cr_assert_eq(st.oversized, 1);
+        /* a copy that does not match the size is refused too */
+        make("\x00\x02/a", 4);
+        rec.otel.len = CTXPROF_OTEL_HDR + 2;
+        cr_assert_eq(labels(out), 2);
+        cr_assert_eq(st.malformed, 1);
+}
+
+Test(otel_decode, unknown_and_unusable_keys_are_dropped)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        unsigned n;
+
+        /* key 200 (beyond the map), key 2 (NULL name), key 3 named trace_id, then tier */
+        make("\xc8\x01x\x02\x01y\x03\x01z\x01\x02ok", 13);
+        n = labels(out);
+        cr_assert_eq(n, 3);
+        cr_assert_str_eq(value_of(out, n, "tier"), "ok");
+        cr_assert_str_eq(value_of(out, n, "trace_id"), "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf");
+        cr_assert_eq(st.unknown_keys, 2);
+        cr_assert_eq(st.labels_dropped, 1);
+        cr_assert(otel_has_unknown_key(&ctx, 4));
+}
+
+Test(otel_decode, invalid_utf8_values_are_cut)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        unsigned n;
+
+        make("\x01\x05ok\xff\xfe!\x00\x03\xc3\xa9x", 12);
+        n = labels(out);
+        cr_assert_str_eq(value_of(out, n, "tier"), "ok");
+        cr_assert_str_eq(value_of(out, n, "http.route"), "\xc3\xa9x");
+        cr_assert_eq(st.values_truncated, 1);
+}
