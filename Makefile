@@ -5,7 +5,7 @@
 #                   run every test, print one summary line
 #   make bench      build and run the benchmarks (numbers printed, nothing asserted)
 #   make demo       profile the built-in demo workload and write a JFR file
-#   make deps       install the Debian packages the build, tests and benchmarks need
+#   make deps       install the Debian and npm packages the build, tests and benchmarks need
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Every rule writes below $(B). Sanitizer variants are the same rules run again with
@@ -59,9 +59,11 @@ real-all: $(ALL_TARGETS)
 .PHONY: deps deps-check
 deps:
 	$(Q)scripts/deps.sh install
+	$(Q)scripts/npm-deps.sh install
 
 deps-check:
 	$(Q)scripts/deps.sh check
+	$(Q)scripts/npm-deps.sh check
 
 # ---------------------------------------------------------------------------
 # tests: three variants, one runner, one summary

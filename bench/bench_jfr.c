@@ -178,10 +178,10 @@ static double append_cost_ms(const char *path, unsigned mb, int flags)
         if (jfr_file_open(&f, path, JFR_FILE_APPEND | flags, NULL))
                 goto out;
         const int reps = 5;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = mono_ns();
         for (int i = 0; i < reps; i++)
                 jfr_file_append(f, c, COST_CHUNK);
-        ms = (double)(now_ns() - t0) / reps / 1e6;
+        ms = (double)(mono_ns() - t0) / reps / 1e6;
         jfr_file_close(f);
 out:
         free(big);

@@ -14,4 +14,4 @@ $(DEMO_APP): tests/workloads/demo_app.c $(B)/libctx.a
 demo: deps
 	$(Q)$(MAKE) --no-print-directory real-all
 	$(Q)scripts/demo.sh $(B)
-BENCHES += bench/bench_record_jfr.sh
+BENCHES += bench/bench_record_jfr.sh bench/bench_formats.sh

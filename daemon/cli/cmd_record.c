@@ -30,6 +30,7 @@
 #include "sink/jfr_sink.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
+#include "sink/flame_html.h"
 #include "sink/pprof.h"
 #include "engine/sampler.h"
 #include "util/clock.h"
@@ -62,13 +63,16 @@ static void help(FILE *f)
                "                             still running then gets SIGTERM\n"
                "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
                "                             created or truncated only once setup succeeded\n"
-               "      --format jfr|collapsed|pprof\n"
+               "      --format jfr|collapsed|pprof|html\n"
                "                             jfr: JDK Flight Recorder chunks (default when FILE\n"
                "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
                "                             (flamegraph.pl, speedscope):\n"
                "                             PROC-PID;THREAD;key=value...;frames N\n"
                "                             pprof: gzip'd profile.proto, labels as sample\n"
                "                             labels (default when FILE ends in .pb.gz)\n"
+               "                             html: one self-contained flame graph page, with\n"
+               "                             search, zoom, filter and split by label or span\n"
+               "                             (default when FILE ends in .html)\n"
                "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
                "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
                "                             1.6 KiB each); more become [unknown stack], counted\n"
@@ -356,9 +360,11 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 ro->outpath = arg;
                 return 0;
         case OPT_FORMAT:
-                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr") && strcmp(arg, "pprof")) {
+                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr") && strcmp(arg, "pprof") &&
+                    strcmp(arg, "html")) {
                         fprintf(stderr,
-                                "ctxprof record: unknown format '%s' (jfr, collapsed or pprof)\n",
+                                "ctxprof record: unknown format '%s' (jfr, collapsed, pprof or "
+                                "html)\n",
                                 arg);
                         return 2;
                 }
@@ -476,6 +482,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
                 size_t n = ro->outpath ? strlen(ro->outpath) : 0;
                 ro->format = n > 4 && !strcmp(ro->outpath + n - 4, ".jfr")     ? "jfr"
                              : n > 6 && !strcmp(ro->outpath + n - 6, ".pb.gz") ? "pprof"
+                             : n > 5 && !strcmp(ro->outpath + n - 5, ".html")  ? "html"
                                                                                : "collapsed";
         }
         if (!strcmp(ro->format, "jfr") && !ro->outpath) {
@@ -547,8 +554,8 @@ static int setup(struct recording *r)
         if (!strcmp(ro->format, "jfr")) {
                 r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = sample_sink_forward};
         } else {
-                /* pprof: the span is part of the key (a span_id label per sample) */
-                r->c = collapsed_new(ro->span_frames || !strcmp(ro->format, "pprof"));
+                /* pprof, html: the span is part of the key (a span_id label, a span filter) */
+                r->c = collapsed_new(ro->span_frames || strcmp(ro->format, "collapsed"));
                 if (!r->c) {
                         fprintf(stderr, "ctxprof: out of memory\n");
                         return -1;
@@ -683,6 +690,23 @@ static int finish_jfr(struct recording *r, struct jfr_sink_counters *jc)
         return 0;
 }
 
+/* Finish stage, html: the flame graph page from the aggregated samples. 0 or -errno. */
+static int write_html(struct recording *r, FILE *out)
+{
+        struct flame_html *h;
+        char title[256];
+        int err = flame_html_new(&h);
+
+        if (err)
+                return err;
+        snprintf(title, sizeof(title), "ctxprof record %s", r->ro->cmd ? r->ro->cmd[0] : "-p");
+        err = flame_html_add_collapsed(h, r->c, sampler_modules(r->s));
+        if (!err)
+                err = flame_html_write(h, out, title);
+        flame_html_free(h);
+        return err;
+}
+
 /* Finish stage: drain, write the output, the counters (stderr, --stats-json). The exit
  * status: 0, COMMAND's own when it ended by itself, or 1. */
 static int finish(struct recording *r)
@@ -706,6 +730,8 @@ static int finish(struct recording *r)
                                                .duration_ns = mono_ns() - r->start_mono_ns};
 
                         err = pprof_write(r->c, out, sampler_modules(r->s), &m);
+                } else if (!strcmp(ro->format, "html")) {
+                        err = write_html(r, out);
                 } else {
                         err = collapsed_write(r->c, out, sampler_modules(r->s));
                 }

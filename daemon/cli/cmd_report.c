@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/report_html.h"
 #include "jfr/jfr_dict.h"
 #include "jfr/jfr_file.h"
 #include "jfr/jfr_reader.h"
@@ -290,8 +291,12 @@ static void print_summary(struct report *rep, const struct jfr_reader *r, const 
 static int usage(FILE *f)
 {
         fprintf(f, "usage: ctxprof report [--top N] [--depth N] FILE.jfr\n"
+                   "       ctxprof report --html [-o OUT.html] FILE.jfr\n"
                    "Summarize a JFR file: chunks, time range, events per type, threads, top\n"
-                   "stacks, and top stacks per label value. No JDK needed.\n");
+                   "stacks, and top stacks per label value. No JDK needed.\n"
+                   "--html: instead, one self-contained flame graph page (search, zoom, filter\n"
+                   "and split by label key, label value, span or thread) to OUT.html or\n"
+                   "standard output.\n");
         return f == stdout ? 0 : 2;
 }
 
@@ -336,17 +341,36 @@ static int check_file(const char *path, uint64_t *torn)
         return 0;
 }
 
+/* --html: the page to out (NULL: stdout). 0, or 1 with the error printed. */
+static int write_html(struct flame_html *fh, const char *path, const char *out)
+{
+        char title[512];
+        FILE *f = out ? fopen(out, "we") : stdout;
+        int err = f ? 0 : -errno;
+
+        snprintf(title, sizeof(title), "ctxprof report %s", path);
+        if (!err)
+                err = flame_html_write(fh, f, title);
+        if (f && f != stdout && fclose(f) && !err)
+                err = -errno;
+        if (!err)
+                return 0;
+        fprintf(stderr, "ctxprof report: writing %s: %s\n", out ? out : "standard output",
+                strerror(-err));
+        return 1;
+}
+
 static int cmd_report(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"top", required_argument, NULL, 't'},
-            {"depth", required_argument, NULL, 'd'},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0},
+            {"top", required_argument, NULL, 't'}, {"depth", required_argument, NULL, 'd'},
+            {"html", no_argument, NULL, 'H'},      {"output", required_argument, NULL, 'o'},
+            {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
         };
-        int top = 10, depth = 6, c;
+        int top = 10, depth = 6, c, html = 0;
+        const char *out = NULL;
         optind = 1;
-        while ((c = getopt_long(argc, argv, "t:d:h", opts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "t:d:o:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 't':
                         top = atoi(optarg);
@@ -354,13 +378,19 @@ static int cmd_report(int argc, char **argv)
                 case 'd':
                         depth = atoi(optarg);
                         break;
+                case 'H':
+                        html = 1;
+                        break;
+                case 'o':
+                        out = optarg;
+                        break;
                 case 'h':
                         return usage(stdout);
                 default:
                         return usage(stderr);
                 }
         }
-        if (optind != argc - 1 || top <= 0 || depth <= 0)
+        if (optind != argc - 1 || top <= 0 || depth <= 0 || (out && !html))
                 return usage(stderr);
         const char *path = argv[optind];
         struct jfr_reader *r;
@@ -370,6 +400,12 @@ static int cmd_report(int argc, char **argv)
         int err = jfr_reader_open(path, &r);
         if (err) {
                 fprintf(stderr, "ctxprof report: %s: %s\n", path, strerror(-err));
+                return 1;
+        }
+        struct flame_html *fh = NULL;
+        if (html && (err = flame_html_new(&fh))) {
+                fprintf(stderr, "ctxprof report: %s\n", strerror(-err));
+                jfr_reader_close(r);
                 return 1;
         }
         struct report rep;
@@ -391,14 +427,17 @@ static int cmd_report(int argc, char **argv)
                 while ((e = jfr_reader_next_event(r, &ev)) == 1 && !err) {
                         err = count(&rep.types, ev.type->name, 1, NULL);
                         if (!err && !strcmp(ev.type->name, "jdk.ExecutionSample"))
-                                err = sample_event(&rep, r, &ev, depth);
+                                err = fh ? report_html_event(fh, r, &ev)
+                                         : sample_event(&rep, r, &ev, depth);
                 }
                 bad_framing += e < 0;
         }
         /* nothing readable (the first chunk is corrupt): the error alone, no empty report */
-        if (chunks)
-                print_summary(&rep, r, path, chunks, first_ns, last_ns, bad_framing, top);
         int status = 0;
+        if (chunks && fh)
+                status = write_html(fh, path, out);
+        else if (chunks)
+                print_summary(&rep, r, path, chunks, first_ns, last_ns, bad_framing, top);
         /* a torn tail (already warned about) is where a reader of the complete chunks stops */
         if (rc < 0 && !err && torn && jfr_reader_trailing_bytes(r) == torn)
                 rc = 0;
@@ -410,6 +449,7 @@ static int cmd_report(int argc, char **argv)
         }
         for (size_t i = 0; i < 5; i++)
                 counter_free(all[i]);
+        flame_html_free(fh);
         jfr_reader_close(r);
         return status;
 }

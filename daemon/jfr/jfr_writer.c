@@ -19,7 +19,12 @@
 #include "jfr/jfr_writer.h"
 #include "util/grow.h"
 
-#define TICKS_PER_SECOND 1000000ull /* file ticks are microseconds */
+/* File ticks are 40 µs: with the 10 s slack, every sample of a chunk of up to 73 s (the
+ * default is 60 s) has a startTime below 2^21 ticks, a 3-byte varint (1 µs ticks took 4):
+ * one byte less per sample. At the usual 99-999 Hz that loses nothing; at rates above
+ * 25 kHz per CPU, samples of one CPU less than 40 µs apart share a tick. */
+#define TICKS_PER_SECOND 25000ull
+#define NS_PER_TICK      (1000000000ull / TICKS_PER_SECOND)
 /* CPU samples are STATE_DEFAULT, as async-profiler writes them: its converter's --cpu keeps
  * exactly those (STATE_RUNNABLE counted as wall clock); Pyroscope counts any state but
  * STATE_SLEEPING as CPU. */
@@ -265,7 +270,7 @@ static uint64_t file_ticks(const struct jfr_writer *w, uint64_t ns)
         int64_t d = (int64_t)(ns - w->start_ticks);
         if (d < -(int64_t)JFR_TICK_SLACK_NS)
                 d = -(int64_t)JFR_TICK_SLACK_NS;
-        return (uint64_t)((d + (int64_t)JFR_TICK_SLACK_NS) / 1000);
+        return (uint64_t)((d + (int64_t)JFR_TICK_SLACK_NS) / (int64_t)NS_PER_TICK);
 }
 
 static int symbol(struct jfr_writer *w, const char *s, size_t len, uint32_t *key)

@@ -19,6 +19,7 @@
 #include "service/trusted_dir.h"
 #include "util/fs.h"
 
+#define LABELS_SUFFIX   ".labels.pb"
 #define PREFIX          "ctxprof-"
 #define DIR_MODE        0750
 #define FILE_MODE       0640
@@ -66,6 +67,18 @@ static const char *base_name(const char *path)
         return slash ? slash + 1 : path;
 }
 
+/* NAME.jfr[.part] -> NAME.jfr.labels.pb[.part]: the Pyroscope labels snapshot that goes
+ * with a recording (docs/jfr.md), in the same state. */
+static void labels_name(char *out, size_t cap, const char *jfr)
+{
+        const char *b = base_name(jfr);
+        size_t n = strlen(b);
+        int part = n > 5 && !strcmp(b + n - 5, ".part");
+
+        snprintf(out, cap, "%.*s" LABELS_SUFFIX "%s", (int)(n - (part ? 5 : 0)), b,
+                 part ? ".part" : "");
+}
+
 /* Create NAME.jfr.part in dfd unless NAME.jfr or NAME.jfr.part exists in any form. The
  * descriptor, -EEXIST (taken) or -errno. */
 static int create_part(int dfd, const struct output_file *f)
@@ -86,6 +99,26 @@ static int create_part(int dfd, const struct output_file *f)
 
                 close(fd);
                 unlinkat(dfd, base_name(f->part), 0);
+                return err;
+        }
+        return fd;
+}
+
+/* The labels snapshot's .part beside f's: created the same way, its descriptor or -errno. */
+static int create_labels_part(int dfd, const struct output_file *f)
+{
+        char name[NAME_MAX + 1];
+        int fd;
+
+        labels_name(name, sizeof(name), f->part);
+        fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+        if (fd < 0)
+                return -errno;
+        if (fchmod(fd, FILE_MODE)) {
+                int err = -errno;
+
+                close(fd);
+                unlinkat(dfd, name, 0);
                 return err;
         }
         return fd;
@@ -118,7 +151,12 @@ static int new_file(int dfd, const char *dir, const char *name, time_t start,
                 fd = create_part(dfd, out);
                 if (fd >= 0) {
                         out->fd = fd;
-                        return 0;
+                        out->labels_fd = create_labels_part(dfd, out);
+                        if (out->labels_fd >= 0)
+                                return 0;
+                        fd = out->labels_fd;
+                        close(out->fd);
+                        unlinkat(dfd, base_name(out->part), 0);
                 }
                 if (fd != -EEXIST)
                         return fd;
@@ -164,11 +202,20 @@ static int rename_noreplace(int dfd, const char *from, const char *to)
 
 int output_dir_finish(int dfd, const struct output_file *f)
 {
-        return rename_noreplace(dfd, base_name(f->part), base_name(f->final));
+        char from[NAME_MAX + 1], to[NAME_MAX + 1];
+        int err = rename_noreplace(dfd, base_name(f->part), base_name(f->final));
+
+        labels_name(from, sizeof(from), f->part);
+        labels_name(to, sizeof(to), f->final);
+        return err ? err : rename_noreplace(dfd, from, to);
 }
 
 int output_dir_discard(int dfd, const struct output_file *f)
 {
+        char labels[NAME_MAX + 1];
+
+        labels_name(labels, sizeof(labels), f->part);
+        unlinkat(dfd, labels, 0);
         return unlinkat(dfd, base_name(f->part), 0) ? -errno : 0;
 }
 
@@ -210,6 +257,18 @@ static int by_age(const void *a, const void *b)
         return strcmp(x->name, y->name);
 }
 
+/* Size of the labels snapshot beside the finished recording `name`, 0 if none. */
+static uint64_t labels_size(int dfd, const char *name)
+{
+        char labels[NAME_MAX + 1];
+        struct stat st;
+
+        labels_name(labels, sizeof(labels), name);
+        if (fstatat(dfd, labels, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+                return 0;
+        return (uint64_t)st.st_size;
+}
+
 static int is_finished(const char *name)
 {
         size_t n = strlen(name);
@@ -226,6 +285,8 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
         struct dirent *d;
         DIR *dp;
         int dfd;
+
+        char labels[NAME_MAX + 1];
 
         memset(res, 0, sizeof(*res));
         dp = open_listing(dir);
@@ -253,7 +314,7 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
                 }
                 snprintf(e[n].name, sizeof(e[n].name), "%s", d->d_name);
                 e[n].mtime = st.st_mtime;
-                e[n].size = (uint64_t)st.st_size;
+                e[n].size = (uint64_t)st.st_size + labels_size(dfd, d->d_name);
                 total += e[n].size;
                 n++;
         }
@@ -272,6 +333,9 @@ int output_dir_retain(const char *dir, uint64_t max_age_ms, uint64_t max_bytes, 
                         res->last_error = -errno;
                         continue;
                 }
+                labels_name(labels, sizeof(labels), e[i].name);
+                if (unlinkat(dfd, labels, 0) && errno != ENOENT)
+                        res->last_error = -errno;
                 res->deleted++;
                 res->bytes_deleted += e[i].size;
                 total -= e[i].size;
@@ -325,7 +389,7 @@ static int is_part(const char *name)
 /* One leftover NAME.jfr.part: trim to its complete chunks and rename, or delete. */
 static int recover_one(int dfd, const char *name, struct output_recover_result *res)
 {
-        char final[256];
+        char final[256], lpart[NAME_MAX + 1], lfinal[NAME_MAX + 1];
         uint64_t good = 0;
         struct stat st;
         int fd, err = 0;
@@ -353,15 +417,21 @@ static int recover_one(int dfd, const char *name, struct output_recover_result *
         close(fd);
         if (err)
                 return err;
+        labels_name(lpart, sizeof(lpart), name);
+        labels_name(lfinal, sizeof(lfinal), final);
         if (good == 0) {
                 if (unlinkat(dfd, name, 0))
                         return -errno;
+                unlinkat(dfd, lpart, 0);
                 res->removed++;
                 return 0;
         }
         err = rename_noreplace(dfd, name, final); /* never over a finished recording */
         if (err)
                 return err;
+        /* its labels snapshot (maybe with the contexts of the chunk cut off: harmless) */
+        if (!faccessat(dfd, lpart, F_OK, AT_SYMLINK_NOFOLLOW))
+                rename_noreplace(dfd, lpart, lfinal);
         res->recovered++;
         res->bytes_trimmed += (uint64_t)st.st_size - good;
         return 0;

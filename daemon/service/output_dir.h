@@ -4,8 +4,10 @@
  * descriptor without following links; recordings named
  * ctxprof-HOST-YYYYMMDDTHHMMSSZ[-N].jfr (UTC start time: names sort by time), or, one per
  * process, ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ[-N].jfr (a process's files sort by time),
- * written as NAME.jfr.part and renamed to NAME.jfr when finished; retention deletes the
- * oldest finished recordings by age and total size. Never prints; never touches a file whose
+ * written as NAME.jfr.part and renamed to NAME.jfr when finished, each with its Pyroscope
+ * labels snapshot NAME.jfr.labels.pb[.part] that follows it in every step (created, renamed,
+ * recovered, discarded, deleted, counted in the size); retention deletes the oldest finished
+ * recordings by age and total size. Never prints; never touches a file whose
  * name it did not make.
  */
 #ifndef CTXPROF_OUTPUT_DIR_H
@@ -29,6 +31,7 @@ int output_dir_open(const char *dir, char *why, size_t why_len);
  * close. 0, -ENAMETOOLONG, -EEXIST (no free name) or -errno. */
 struct output_file {
         int fd;
+        int labels_fd;        /* NAME.jfr.labels.pb.part (write only), the caller's to close */
         char part[PATH_MAX];  /* dir/NAME.jfr.part, for messages */
         char final[PATH_MAX]; /* dir/NAME.jfr after output_dir_finish */
 };

@@ -216,6 +216,8 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         jo.path = r->file.part;
         jo.use_fd = 1;
         jo.fd = r->file.fd; /* the sink's from here on */
+        jo.labels_snapshot = 1;
+        jo.labels_fd = r->file.labels_fd; /* NAME.jfr.labels.pb.part, the sink's too */
         jo.info.start_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         err = jfr_sink_new(&jo, &r->js);
         if (err) {

@@ -321,6 +321,22 @@ int collapsed_foreach(const struct collapsed *c,
         return err;
 }
 
+void collapsed_write_frames(FILE *f, struct symbolizer *sym, struct modules *mods,
+                            const struct collapsed_entry *e)
+{
+        unsigned k;
+
+        if (e->truncated)
+                fputs(e->n_frames ? "[truncated];" : "[truncated]", f);
+        if (!e->n_frames)
+                fputs(e->truncated ? ";[no stack]" : "[no stack]", f);
+        for (k = e->n_frames; k-- > 0;) {
+                put_frame(f, sym, mods, &e->frames[k]);
+                if (k)
+                        fputc(';', f);
+        }
+}
+
 struct write_ctx {
         FILE *f;
         struct symbolizer *sym;
@@ -344,14 +360,8 @@ static int write_line(void *arg, const struct collapsed_entry *e)
         }
         if (e->has_span)
                 fprintf(f, ";span=%016llx", (unsigned long long)e->span_id);
-        if (e->truncated)
-                fputs(";[truncated]", f);
-        if (!e->n_frames)
-                fputs(";[no stack]", f);
-        for (k = e->n_frames; k-- > 0;) {
-                fputc(';', f);
-                put_frame(f, w->sym, w->mods, &e->frames[k]);
-        }
+        fputc(';', f);
+        collapsed_write_frames(f, w->sym, w->mods, e);
         fprintf(f, " %llu\n", (unsigned long long)e->count);
         return 0;
 }

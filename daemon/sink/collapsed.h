@@ -57,6 +57,12 @@ struct collapsed_entry {
  * result, else 0. Other writers (sink/pprof.c) aggregate with this table. */
 int collapsed_foreach(const struct collapsed *,
                       int (*fn)(void *arg, const struct collapsed_entry *e), void *arg);
+struct symbolizer;
+/* Writes e's frames root to leaf as the folded line names them, separated by ';' (first
+ * `[truncated]` when the unwinder stopped early, `[no stack]` for an empty stack; names
+ * hold no ';'). sym (over mods) may be NULL: frames unnamed. Errors show in ferror(f). */
+void collapsed_write_frames(FILE *f, struct symbolizer *sym, struct modules *mods,
+                            const struct collapsed_entry *e);
 /* Distinct lines and samples aggregated so far. */
 size_t collapsed_lines(const struct collapsed *);
 uint64_t collapsed_samples(const struct collapsed *);

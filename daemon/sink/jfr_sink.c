@@ -572,10 +572,12 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
         if (!s) {
                 if (o->use_fd)
                         close(o->fd);
+                if (o->use_fd && o->labels_snapshot)
+                        close(o->labels_fd);
                 return -ENOMEM;
         }
         s->o = *o;
-        s->snapshot_fd = -1;
+        s->snapshot_fd = o->use_fd && o->labels_snapshot ? o->labels_fd : -1;
         if (!s->o.chunk_period_ns)
                 s->o.chunk_period_ns = DEFAULT_PERIOD_NS;
         if (!s->o.max_samples_per_chunk)
@@ -600,7 +602,7 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
                 err = errno ? -errno : -ENOMEM;
                 goto fail;
         }
-        if (o->labels_snapshot) {
+        if (o->labels_snapshot && !o->use_fd) {
                 char sp[4096];
                 if (snprintf(sp, sizeof(sp), "%s.labels.pb", o->path) >= (int)sizeof(sp)) {
                         err = -ENAMETOOLONG;

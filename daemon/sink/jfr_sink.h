@@ -36,6 +36,9 @@ struct jfr_sink_opts {
         /* Also write PATH.labels.pb: every chunk's label sets as Pyroscope's LabelsSnapshot
          * (contextId -> labels), appended after each chunk (truncated at open). */
         int labels_snapshot;
+        /* With use_fd and labels_snapshot: the snapshot's descriptor (open for writing,
+         * empty), the sink's from the call on, even when it fails; no file is opened. */
+        int labels_fd;
         /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
          * the sink); NULL = the writer thread makes its own from the modules. */
         struct symbolizer *symbolizer;

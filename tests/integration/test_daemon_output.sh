@@ -3,7 +3,8 @@
 # 0640 named ctxprof-HOST-YYYYMMDDTHHMMSSZ.jfr, written as .jfr.part (every finished chunk
 # readable while it grows) and renamed when rotated; rotation by period and by size;
 # retention by total size deletes the oldest finished files; SIGTERM writes the last chunk,
-# exits 0 and leaves no .part behind; every file passes `jfr summary` and `ctxprof report`.
+# exits 0 and leaves no .part behind; every file passes `jfr summary` and `ctxprof report`
+# and has its Pyroscope labels snapshot NAME.jfr.labels.pb beside it, matching its samples.
 . "$(dirname "$0")/daemon_lib.sh"
 spawn "$WL/wl_attrib" long 0 2 >/dev/null
 A=$SPAWNED
@@ -46,8 +47,14 @@ for f in "$OUT"/*.jfr; do
 	[[ $b =~ ^ctxprof-[A-Za-z0-9._-]+-[0-9]{8}T[0-9]{6}Z(-[0-9]+)?\.jfr$ ]] || fail "bad name $b"
 	[ "$(stat -c %a "$f")" = 640 ] || fail "$b mode $(stat -c %a "$f")"
 	"$CTXPROF" report "$f" >"$TMP/report.txt" || fail "ctxprof report $b failed"
+	# Pyroscope's labels snapshot beside it, finished with it
+	[ -f "$f.labels.pb" ] && [ "$(stat -c %a "$f.labels.pb")" = 640 ] ||
+		fail "no $b.labels.pb (mode 640) beside $b"
 	n=$((n + 1))
 done
+# the snapshot names the labels of every sample with context, as Pyroscope joins them
+java -cp "$B/java" PyroCheck "$(ls "$OUT"/*.jfr | head -1)" "$(ls "$OUT"/*.jfr | head -1).labels.pb" ||
+	fail "the daemon's labels snapshot does not match its samples"
 # the JDK (slow to start) reads the first and the last (written at SIGTERM)
 jfr_ok "$(ls "$OUT"/*.jfr | head -1)"
 jfr_ok "$(ls "$OUT"/*.jfr | tail -1)"
@@ -66,6 +73,9 @@ stop_daemon
 ls -la "$OUT"
 del=$(grep -c 'retention: deleted' "$DLOG")
 [ "$del" -ge 1 ] || fail "retention deleted nothing"
+for f in "$OUT"/*.labels.pb; do
+	[ -f "${f%.labels.pb}" ] || fail "retention left $(basename "$f") without its recording"
+done
 total=$(du -cb "$OUT"/*.jfr | tail -1 | cut -f1)
 [ "$total" -le $((160 * 1024)) ] || fail "retained $total bytes > 160K"
 jfr_ok "$(ls "$OUT"/*.jfr | tail -1)"

@@ -404,3 +404,60 @@ Test(output_dir, names_and_retention)
         snprintf(path, sizeof(path), "rm -rf %s", dir);
         cr_assert_eq(system(path), 0);
 }
+
+/* Pyroscope's labels snapshot NAME.jfr.labels.pb follows its recording through every step:
+ * created as a .part beside it, renamed with it, removed with it (discard, recovery of a
+ * .part without a chunk, retention), and counted in the retained size. */
+Test(output_dir, labels_snapshot_follows_its_recording)
+{
+        char dir[] = "/tmp/ctxprof-out.XXXXXX", sub[64], path[PATH_MAX + 32], why[256];
+        struct output_retain_result r;
+        struct output_recover_result rr;
+        struct output_file f1, f2;
+        int dfd;
+
+        cr_assert(mkdtemp(dir));
+        snprintf(sub, sizeof(sub), "%s/o", dir);
+        dfd = output_dir_open(sub, why, sizeof(why));
+        cr_assert_geq(dfd, 0, "%s", why);
+        cr_assert_eq(output_dir_new_file(dfd, sub, "h", 86400 * 365, &f1), 0);
+        cr_assert_geq(f1.labels_fd, 0);
+        cr_assert_eq(write(f1.labels_fd, "12345", 5), 5);
+        close(f1.fd);
+        close(f1.labels_fd);
+        snprintf(path, sizeof(path), "%s.labels.pb.part", f1.final);
+        cr_assert_eq(access(path, F_OK), 0, "no %s", path);
+        cr_assert_eq(output_dir_finish(dfd, &f1), 0);
+        snprintf(path, sizeof(path), "%s.labels.pb", f1.final);
+        cr_assert_eq(access(path, F_OK), 0, "the snapshot was not renamed with its recording");
+
+        cr_assert_eq(output_dir_new_file(dfd, sub, "h", 86400 * 365, &f2), 0);
+        close(f2.fd);
+        close(f2.labels_fd);
+        cr_assert_eq(output_dir_discard(dfd, &f2), 0);
+        snprintf(path, sizeof(path), "%s.labels.pb.part", f2.final);
+        cr_assert_neq(access(path, F_OK), 0, "a discarded recording left its snapshot");
+
+        /* a .part without one complete chunk, left by a crash: both go */
+        touch(sub, "ctxprof-h-20200101T000000Z.jfr.part", 0, 60);
+        touch(sub, "ctxprof-h-20200101T000000Z.jfr.labels.pb.part", 10, 60);
+        cr_assert_eq(output_dir_recover(sub, &rr), 0);
+        cr_assert_eq(rr.removed, 1);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-20200101T000000Z.jfr.labels.pb.part", sub);
+        cr_assert_neq(access(path, F_OK), 0, "recovery left the snapshot of a removed .part");
+
+        /* retention: the old recording goes with its snapshot; sizes include snapshots */
+        touch(sub, "ctxprof-h-20200102T000000Z.jfr", 100, 3 * 86400);
+        touch(sub, "ctxprof-h-20200102T000000Z.jfr.labels.pb", 40, 3 * 86400);
+        cr_assert_eq(output_dir_retain(sub, 2 * 86400000ull, 0, time(NULL), &r), 0);
+        cr_assert_eq(r.deleted, 1);
+        cr_assert_eq(r.bytes_deleted, 140);
+        cr_assert_eq(r.bytes_kept, 5, "kept %llu", (unsigned long long)r.bytes_kept);
+        snprintf(path, sizeof(path), "%s/ctxprof-h-20200102T000000Z.jfr.labels.pb", sub);
+        cr_assert_neq(access(path, F_OK), 0, "retention left the snapshot of a deleted recording");
+        snprintf(path, sizeof(path), "%s.labels.pb", f1.final);
+        cr_assert_eq(access(path, F_OK), 0, "the kept recording lost its snapshot");
+        close(dfd);
+        snprintf(path, sizeof(path), "rm -rf %s", dir);
+        cr_assert_eq(system(path), 0);
+}
