@@ -32,13 +32,13 @@
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "service/status_file.h"
+#include "service/status_health.h"
 #include "service/target_select.h"
 #include "util/clock.h"
 
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
 #define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
-#define STATUS_PERIOD_MS 2000
 #define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
@@ -89,6 +89,8 @@ struct daemon {
         uint64_t files_deleted;
         struct recording_set_counters before; /* of the sets replaced by reloads */
         uint64_t started_wall;
+        uint64_t pid_start;            /* ours, for status readers (status_health.h) */
+        char boot_id[STATUS_BOOT_LEN]; /* "" when unknown */
         char host[64];
         struct pending pend[PEND_MAX];
         int npend;
@@ -483,6 +485,8 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .pid = (int)getpid(),
             .started = d->started_wall,
             .updated = (uint64_t)time(NULL),
+            .pid_start = d->pid_start,
+            .period_ms = STATUS_FILE_PERIOD_MS,
             .samples = st.samples,
             .received = st.received,
             .context_samples = st.with_context,
@@ -502,6 +506,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .cap_eff = privileges_effective(),
         };
         snprintf(sd->state, sizeof(sd->state), "%s", state);
+        snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);
         snprintf(sd->mode, sizeof(sd->mode), "%s",
                  sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode % 3));
         snprintf(sd->current_file, sizeof(sd->current_file), "%s", cur ? cur : "");
@@ -648,6 +653,10 @@ static int start_config(struct daemon *d)
         if (gethostname(d->host, sizeof(d->host) - 1))
                 snprintf(d->host, sizeof(d->host), "host");
         d->started_wall = (uint64_t)time(NULL);
+        if (status_health_pid_start(getpid(), &d->pid_start) ||
+            status_health_boot_id(d->boot_id, sizeof(d->boot_id)))
+                logm(LOG_WARNING, "cannot read /proc/self/stat or the boot id: `ctxprof status` "
+                                  "will not tell a reused pid from this daemon");
         d->sel = target_select_new(&d->cfg);
         if (!d->sel) {
                 logm(LOG_ERROR, "out of memory");
@@ -749,7 +758,7 @@ static void run(struct daemon *d)
                         retain(d);
                         last_retain = now;
                 }
-                if (now - last_status >= STATUS_PERIOD_MS) {
+                if (now - last_status >= STATUS_FILE_PERIOD_MS) {
                         write_status(d, "running");
                         last_status = now;
                 }
