@@ -97,6 +97,7 @@ struct daemon {
         struct metrics_server *metrics; /* [metrics] listen; NULL when off */
         struct daemon_metrics *dm;      /* the series it serves */
         uint64_t status_write_errors;
+        unsigned map_entries; /* at the last status (counting walks the kernel map) */
         struct pending pend[PEND_MAX];
         int npend;
 };
@@ -510,7 +511,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .torn = st.ctx.torn_spans,
             .threads = st.threads,
             .targets = sampler_live_targets(d->s),
-            .map_entries = sampler_map_entries(d->s),
+            .map_entries = d->map_entries = sampler_map_entries(d->s),
             .processes_seen = st.processes,
             .files_written = rc.files_written,
             .files_deleted = d->files_deleted,
@@ -557,7 +558,7 @@ static void publish_metrics(struct daemon *d)
 {
         struct daemon_metrics_snapshot ms = {
             .targets = sampler_live_targets(d->s),
-            .map_entries = sampler_map_entries(d->s),
+            .map_entries = d->map_entries,
             .files_deleted = d->files_deleted,
             .status_write_errors = d->status_write_errors,
             .started = d->started_wall,
