@@ -4,7 +4,7 @@
 # (daemon.state): a running daemon; one stopped with SIGSTOP until its status file is older
 # than 5 rewrite periods (stale), then resumed (running again); one killed with SIGKILL, whose
 # file still says state=running (dead: its process is gone); one stopped with SIGTERM
-# (stopped); no status file (absent).
+# (stopped); no status file (absent); a file without a daemon line (unknown, 4).
 . "$(dirname "$0")/daemon_lib.sh"
 # status_rc [--json]: runs `ctxprof status`, output in $TMP/st.out, errors in $TMP/st.err;
 # its exit status in RC
@@ -70,4 +70,8 @@ cat "$TMP/st.out"
 rm -f "$ST"
 status_rc --json
 [ "$RC" = 3 ] && [ "$(json_state)" = absent ] || fail "no status file: $RC $(cat "$TMP/st.out")"
+# a file without a daemon line (cut, or not a status file): unknown
+echo "target pid=1 comm=x" >"$ST"
+status_rc --json
+[ "$RC" = 4 ] && [ "$(json_state)" = unknown ] || fail "no daemon line: $RC $(cat "$TMP/st.out")"
 echo "PASS: daemon status"

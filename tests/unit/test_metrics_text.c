@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "service/config.h"
 #include "service/metrics_http.h"
 #include "service/metrics_text.h"
 
@@ -279,4 +280,23 @@ Test(metrics_http, remote_needs_opt_in)
         cr_assert_eq(metrics_server_new("127.0.0.1", 0, &m), -EINVAL);
         cr_assert_eq(metrics_server_new("0.0.0.0:0", 1, &m), 0); /* not started: no thread */
         metrics_server_free(m);
+}
+
+Test(metrics_config, keys)
+{
+        struct daemon_config c;
+
+        config_defaults(&c);
+        cr_assert_str_eq(c.metrics_listen, ""); /* off by default */
+        cr_assert_eq(c.metrics_allow_remote, 0);
+        cr_assert_eq(config_set(&c, "metrics", "listen", "127.0.0.1:9464"), 0);
+        cr_assert_str_eq(c.metrics_listen, "127.0.0.1:9464");
+        cr_assert_eq(config_set(&c, "metrics", "listen", "127.0.0.1"), -EINVAL);
+        cr_assert_eq(config_set(&c, "metrics", "listen", "[::1]:65536"), -EINVAL);
+        cr_assert_str_eq(c.metrics_listen, "127.0.0.1:9464");         /* unchanged by a bad value */
+        cr_assert_eq(config_set(&c, NULL, "allow-remote", "yes"), 0); /* the flag */
+        cr_assert_eq(c.metrics_allow_remote, 1);
+        cr_assert_eq(config_set(&c, "metrics", "allow-remote", "maybe"), -EINVAL);
+        cr_assert_eq(config_set(&c, "metrics", "port", "1"), -ENOENT);
+        cr_assert_not_null(config_values("metrics.listen"));
 }
