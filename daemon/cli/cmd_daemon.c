@@ -23,6 +23,8 @@
 
 #include "cli/cmd.h"
 #include "service/config.h"
+#include "service/daemon_metrics.h"
+#include "service/metrics_http.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
 #include "service/output_dir.h"
@@ -32,13 +34,13 @@
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "service/status_file.h"
+#include "service/status_health.h"
 #include "service/target_select.h"
 #include "util/clock.h"
 
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
 #define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
-#define STATUS_PERIOD_MS 2000
 #define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
@@ -89,7 +91,13 @@ struct daemon {
         uint64_t files_deleted;
         struct recording_set_counters before; /* of the sets replaced by reloads */
         uint64_t started_wall;
+        uint64_t pid_start;            /* ours, for status readers (status_health.h) */
+        char boot_id[STATUS_BOOT_LEN]; /* "" when unknown */
         char host[64];
+        struct metrics_server *metrics; /* [metrics] listen; NULL when off */
+        struct daemon_metrics *dm;      /* the series it serves */
+        uint64_t status_write_errors;
+        unsigned map_entries; /* at the last status (counting walks the kernel map) */
         struct pending pend[PEND_MAX];
         int npend;
 };
@@ -466,23 +474,36 @@ static void status_target(void *ctx, const struct sampler_target *t)
         status_text_target(sc->t, &st);
 }
 
+/* The output counters of this run: the current set's and those of the sets reloads
+ * replaced. */
+static void output_counters(struct daemon *d, struct recording_set_counters *rc)
+{
+        *rc = (struct recording_set_counters){0};
+        if (d->rs)
+                recording_set_get_counters(d->rs, rc);
+        rc->files_written += d->before.files_written;
+        rc->chunks_written += d->before.chunks_written;
+        rc->bytes_written += d->before.bytes_written;
+        rc->samples_overflow += d->before.samples_overflow;
+        rc->samples_no_file += d->before.samples_no_file;
+}
+
 /* The daemon's record of the status file: its counters, those of the sets reloads replaced
  * included. */
 static void status_daemon(struct daemon *d, const char *state, struct status_daemon *sd)
 {
         struct sampler_stats st;
-        struct recording_set_counters rc = {0};
-        const char *cur = NULL;
+        struct recording_set_counters rc;
+        const char *cur = d->rs ? recording_set_file(d->rs, 0) : NULL;
 
         sampler_get_stats(d->s, &st);
-        if (d->rs) {
-                recording_set_get_counters(d->rs, &rc);
-                cur = recording_set_file(d->rs, 0);
-        }
+        output_counters(d, &rc);
         *sd = (struct status_daemon){
             .pid = (int)getpid(),
             .started = d->started_wall,
             .updated = (uint64_t)time(NULL),
+            .pid_start = d->pid_start,
+            .period_ms = STATUS_FILE_PERIOD_MS,
             .samples = st.samples,
             .received = st.received,
             .context_samples = st.with_context,
@@ -490,18 +511,19 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .torn = st.ctx.torn_spans,
             .threads = st.threads,
             .targets = sampler_live_targets(d->s),
-            .map_entries = sampler_map_entries(d->s),
+            .map_entries = d->map_entries = sampler_map_entries(d->s),
             .processes_seen = st.processes,
-            .files_written = d->before.files_written + rc.files_written,
+            .files_written = rc.files_written,
             .files_deleted = d->files_deleted,
-            .chunks_written = d->before.chunks_written + rc.chunks_written,
-            .bytes_written = d->before.bytes_written + rc.bytes_written,
+            .chunks_written = rc.chunks_written,
+            .bytes_written = rc.bytes_written,
             .process_files = rc.open_process_files,
-            .overflow_samples = d->before.samples_overflow + rc.samples_overflow,
-            .no_file_samples = d->before.samples_no_file + rc.samples_no_file,
+            .overflow_samples = rc.samples_overflow,
+            .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
         };
         snprintf(sd->state, sizeof(sd->state), "%s", state);
+        snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);
         snprintf(sd->mode, sizeof(sd->mode), "%s",
                  sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode % 3));
         snprintf(sd->current_file, sizeof(sd->current_file), "%s", cur ? cur : "");
@@ -524,10 +546,78 @@ static void write_status(struct daemon *d, const char *state)
                 return;
         }
         err = status_file_write(d->cfg.status_file, t.p, t.len);
+        d->status_write_errors += err != 0;
         if (err)
                 logm(LOG_WARNING, "cannot write status file %s: %s", d->cfg.status_file,
                      strerror(-err));
         status_text_free(&t);
+}
+
+/* The metrics endpoint's view of the daemon (served from another thread). */
+static void publish_metrics(struct daemon *d)
+{
+        struct daemon_metrics_snapshot ms = {
+            .targets = sampler_live_targets(d->s),
+            .map_entries = d->map_entries,
+            .files_deleted = d->files_deleted,
+            .status_write_errors = d->status_write_errors,
+            .started = d->started_wall,
+            .updated = (uint64_t)time(NULL),
+        };
+
+        if (!d->dm)
+                return;
+        sampler_get_stats(d->s, &ms.st);
+        output_counters(d, &ms.rc);
+        daemon_metrics_publish(d->dm, &ms);
+}
+
+/* [metrics] listen: bound at start (a taken port, a bad or remote address stop the daemon,
+ * exit 1), before the capabilities are dropped (ports below 1024). 0 or -1 (logged). */
+static int open_metrics(struct daemon *d)
+{
+        const char *l = d->cfg.metrics_listen;
+        int err;
+
+        if (!l[0])
+                return 0;
+        err = metrics_server_new(l, d->cfg.metrics_allow_remote, &d->metrics);
+        if (err == -EPERM)
+                logm(LOG_ERROR,
+                     "[metrics] listen = %s is not a loopback address: set allow-remote = yes "
+                     "to serve the metrics beyond this host",
+                     l);
+        else if (err)
+                logm(LOG_ERROR, "[metrics] listen = %s: %s%s", l, strerror(-err),
+                     err == -EADDRINUSE ? " (another process listens there)" : "");
+        if (err)
+                return -1;
+        d->dm = daemon_metrics_new();
+        if (!d->dm || metrics_server_add(d->metrics, daemon_metrics_collect, d->dm)) {
+                logm(LOG_ERROR, "out of memory");
+                return -1;
+        }
+        return 0;
+}
+
+/* Serve them: after the capability drop, so that its thread holds none of the dropped. */
+static int start_metrics(struct daemon *d)
+{
+        const char *l = d->cfg.metrics_listen; /* HOST:PORT (parsed: it has a ':') */
+        int err;
+
+        if (!d->metrics)
+                return 0;
+        publish_metrics(d);
+        err = metrics_server_start(d->metrics);
+        if (err) {
+                logm(LOG_ERROR, "[metrics] cannot serve %s: %s", l, strerror(-err));
+                return -1;
+        }
+        /* the port the kernel chose for port 0 */
+        logm(LOG_INFO, "metrics: serving http://%.*s:%u%s", (int)(strrchr(l, ':') - l), l,
+             metrics_server_port(d->metrics), METRICS_PATH);
+        return 0;
 }
 
 static void reload(struct daemon *d)
@@ -546,6 +636,11 @@ static void reload(struct daemon *d)
         nc.frequency = d->cfg.frequency;
         nc.event = d->cfg.event;
         nc.dwarf = d->cfg.dwarf;
+        if (strcmp(nc.metrics_listen, d->cfg.metrics_listen) ||
+            nc.metrics_allow_remote != d->cfg.metrics_allow_remote)
+                logm(LOG_WARNING, "reload: [metrics] changes take effect at the next start");
+        memcpy(nc.metrics_listen, d->cfg.metrics_listen, sizeof(nc.metrics_listen));
+        nc.metrics_allow_remote = d->cfg.metrics_allow_remote;
         ns = target_select_new(&nc);
         if (!ns) {
                 logm(LOG_ERROR, "reload failed: out of memory");
@@ -642,12 +737,16 @@ static int start_config(struct daemon *d)
                 return 2;
         log_level = d->cfg.log_level;
         umask(027);
-        if (check_dirs(&d->cfg))
+        if (check_dirs(&d->cfg) || open_metrics(d))
                 return 1;
         libbpf_set_print(libbpf_log);
         if (gethostname(d->host, sizeof(d->host) - 1))
                 snprintf(d->host, sizeof(d->host), "host");
         d->started_wall = (uint64_t)time(NULL);
+        if (status_health_pid_start(getpid(), &d->pid_start) ||
+            status_health_boot_id(d->boot_id, sizeof(d->boot_id)))
+                logm(LOG_WARNING, "cannot read /proc/self/stat or the boot id: `ctxprof status` "
+                                  "will not tell a reused pid from this daemon");
         d->sel = target_select_new(&d->cfg);
         if (!d->sel) {
                 logm(LOG_ERROR, "out of memory");
@@ -711,6 +810,8 @@ static int start_sampling(struct daemon *d)
                         logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
                              (unsigned long long)privileges_effective());
         }
+        if (start_metrics(d))
+                return -1;
         scan_proc(d);
         write_status(d, "running");
         retain(d);
@@ -724,7 +825,7 @@ static int start_sampling(struct daemon *d)
  * file rotation, retention and the status file on the way. */
 static void run(struct daemon *d)
 {
-        uint64_t last_status = 0, last_retain = 0;
+        uint64_t last_status = 0, last_retain = 0, last_metrics = 0;
         int err;
 
         while (!stop_requested) {
@@ -749,9 +850,13 @@ static void run(struct daemon *d)
                         retain(d);
                         last_retain = now;
                 }
-                if (now - last_status >= STATUS_PERIOD_MS) {
+                if (now - last_status >= STATUS_FILE_PERIOD_MS) {
                         write_status(d, "running");
                         last_status = now;
+                }
+                if (d->dm && now - last_metrics >= DAEMON_METRICS_PERIOD_MS) {
+                        publish_metrics(d);
+                        last_metrics = now;
                 }
         }
 }
@@ -775,6 +880,8 @@ static int finish(struct daemon *d)
 
 static void release(struct daemon *d)
 {
+        metrics_server_free(d->metrics); /* its thread stops before what it reports goes */
+        daemon_metrics_free(d->dm);
         recording_set_free(d->rs); /* finished, or NULL; a failed start: .part stays */
         sampler_free(d->s);
         target_select_free(d->sel);

@@ -11,6 +11,7 @@
 
 #include "service/config.h"
 #include "engine/sampling_names.h"
+#include "service/metrics_http.h"
 #include "service/status_file.h"
 
 const char *const config_keys[] = {
@@ -38,6 +39,9 @@ const char *const config_keys[] = {
     /* [daemon] */
     "daemon.log-level",
     "daemon.status-file",
+    /* [metrics] */
+    "metrics.listen",
+    "metrics.allow-remote",
     NULL,
 };
 
@@ -193,6 +197,20 @@ static int pick_name(const char *v, enum sampling_name_set set, int *out)
         return 0;
 }
 
+static int set_metrics(struct daemon_config *c, const char *key, const char *v)
+{
+        static const char *const yesno[] = {"no", "yes", NULL};
+        struct metrics_addr a;
+
+        if (!strcmp(key, "listen"))
+                return metrics_addr_parse(v, &a)
+                           ? -EINVAL
+                           : set_str(c->metrics_listen, sizeof(c->metrics_listen), v);
+        if (!strcmp(key, "allow-remote"))
+                return pick(v, yesno, &c->metrics_allow_remote);
+        return -ENOENT;
+}
+
 static int set_value(struct daemon_config *c, const char *sec, const char *key, const char *v)
 {
         static const char *const rotates[] = {"period", "size", NULL};
@@ -257,6 +275,8 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                 if (!strcmp(key, "status-file"))
                         return *v == '/' ? set_str(c->status_file, sizeof(c->status_file), v)
                                          : -EINVAL;
+        } else if (!strcmp(sec, "metrics")) {
+                return set_metrics(c, key, v);
         }
         return -ENOENT;
 }
@@ -282,6 +302,7 @@ const char *config_values(const char *key)
             {"retain-size", "a size up to 1024T (0 = no limit)"},
             {"split-max-open", "a count from 1 to 1024"},
             {"max-stacks", "a count from 256 to 262144"},
+            {"listen", "HOST:PORT, HOST an IPv4 address, [IPv6] or localhost"},
         };
         const char *dot = strchr(key, '.');
         size_t i;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "engine/sampling_names.h" /* enum sampler_event, target_mode */
+#include "service/metrics_http.h"  /* METRICS_LISTEN_LEN */
 
 enum rotate_mode { ROTATE_PERIOD = 0, ROTATE_SIZE };
 enum split_mode { SPLIT_HOST = 0, SPLIT_PROCESS };
@@ -60,6 +61,10 @@ struct daemon_config {
         /* [daemon] */
         int log_level; /* enum log_level */
         char status_file[PATH_MAX];
+        /* [metrics] */
+        char metrics_listen[METRICS_LISTEN_LEN]; /* "HOST:PORT" (service/metrics_http.h); "" = no
+                                                    endpoint */
+        int metrics_allow_remote;                /* an address other than loopback is allowed */
 };
 
 void config_defaults(struct daemon_config *c);

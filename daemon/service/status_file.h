@@ -23,12 +23,21 @@
 #define STATUS_FILE_LEN     256 /* a target's file (base name) */
 #define STATUS_MAX_FIELDS   40  /* most key=value pairs a parsed record keeps */
 
+#define STATUS_FILE_PERIOD_MS 2000 /* the daemon rewrites its status file this often */
+#define STATUS_BOOT_LEN       40   /* boot id: a UUID and its NUL, rounded */
+
 /* The daemon line. */
 struct status_daemon {
         int pid;
         char state[STATUS_NAME_LEN]; /* "running", "stopped" */
         uint64_t started, updated;   /* wall clock, seconds since the epoch */
-        char mode[STATUS_NAME_LEN];  /* target mode name (sampling_names.h) */
+        /* who wrote it, so that a reader can tell a dead daemon (service/status_health.h):
+         * the pid's start time (ticks after boot, /proc/PID/stat), this boot's id, and the
+         * rewrite period */
+        uint64_t pid_start;
+        char boot_id[STATUS_BOOT_LEN];
+        uint64_t period_ms;
+        char mode[STATUS_NAME_LEN]; /* target mode name (sampling_names.h) */
         uint64_t samples, received, context_samples, lost, torn, threads;
         unsigned targets, map_entries;
         uint64_t processes_seen, files_written, files_deleted, chunks_written, bytes_written;

@@ -1,0 +1,192 @@
+/*
+ * daemon_metrics.c — the daemon's series (see daemon_metrics.h): a snapshot the sampling
+ * thread publishes, rendered by the metrics thread from tables of (name, field). Never
+ * prints, never reads the sampler itself.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "service/daemon_metrics.h"
+
+#define NS_PER_S 1e9
+
+struct daemon_metrics {
+        pthread_mutex_t lock;
+        struct daemon_metrics_snapshot s;
+        int published;
+};
+
+/* One unlabelled series: a uint64_t field of the snapshot. */
+struct series {
+        const char *name;
+        enum metrics_type type;
+        const char *help;
+        size_t off;
+};
+
+#define S(n, t, h, f)                                                                              \
+        {                                                                                          \
+                n, t, h, offsetof(struct daemon_metrics_snapshot, f)                               \
+        }
+
+static const struct series plain[] = {
+    S("ctxprof_samples_total", METRICS_COUNTER,
+      "Samples the BPF program recorded into the ring buffer.", st.samples),
+    S("ctxprof_samples_received_total", METRICS_COUNTER,
+      "Samples the daemon read from the ring buffer.", st.received),
+    S("ctxprof_samples_with_context_total", METRICS_COUNTER,
+      "Samples with a valid span or at least one label.", st.with_context),
+    S("ctxprof_samples_lost_total", METRICS_COUNTER,
+      "Samples lost in the kernel: the ring buffer was full.", st.lost),
+    S("ctxprof_samples_no_stack_total", METRICS_COUNTER, "Samples without any frame.", st.no_stack),
+    S("ctxprof_samples_overflow_total", METRICS_COUNTER,
+      "split = process: samples past split-max-open, written to the host file.",
+      rc.samples_overflow),
+    S("ctxprof_samples_no_file_total", METRICS_COUNTER,
+      "Samples dropped because no recording file could be opened.", rc.samples_no_file),
+    S("ctxprof_torn_span_reads_total", METRICS_COUNTER,
+      "Span contexts read while being written (checksum mismatch): reported as no span.",
+      st.ctx.torn_spans),
+    S("ctxprof_unwind_errors_total", METRICS_COUNTER,
+      "DWARF unwinding failures (the frame-pointer stack was used).", st.unwind_errors),
+    S("ctxprof_unwind_truncated_total", METRICS_COUNTER,
+      "DWARF unwinding that stopped before the outermost frame.", st.unwind_truncated),
+    S("ctxprof_threads_seen_total", METRICS_COUNTER, "Distinct threads sampled.", st.threads),
+    S("ctxprof_processes_seen_total", METRICS_COUNTER, "Target processes known (added, forked).",
+      st.processes),
+    S("ctxprof_files_written_total", METRICS_COUNTER, "Recording files finished and renamed.",
+      rc.files_written),
+    S("ctxprof_files_deleted_total", METRICS_COUNTER, "Recording files deleted by retention.",
+      files_deleted),
+    S("ctxprof_chunks_written_total", METRICS_COUNTER, "JFR chunks written.", rc.chunks_written),
+    S("ctxprof_bytes_written_total", METRICS_COUNTER, "Bytes of recordings written.",
+      rc.bytes_written),
+    S("ctxprof_start_time_seconds", METRICS_GAUGE, "When the daemon started (Unix time).", started),
+    S("ctxprof_last_update_timestamp_seconds", METRICS_GAUGE,
+      "When the sampling loop last published these values (Unix time; every second while it "
+      "runs).",
+      updated),
+};
+
+/* Families with one label: (label value, field) pairs. */
+struct labelled {
+        const char *name, *help, *label;
+        struct {
+                const char *value;
+                size_t off;
+        } v[6];
+};
+
+#define V(val, f)                                                                                  \
+        {                                                                                          \
+                val, offsetof(struct daemon_metrics_snapshot, f)                                   \
+        }
+
+static const struct labelled labelled[] = {
+    {"ctxprof_read_faults_total",
+     "Reads of a thread's context that faulted in the BPF program (reported as no context).",
+     "what",
+     {V("span", st.span_faults), V("labelset", st.labelset_faults), V("label", st.label_faults)}},
+    {"ctxprof_stack_errors_total",
+     "Stacks the BPF program could not take (the sample keeps the other stack).",
+     "stack",
+     {V("user", st.ustack_errors), V("kernel", st.kstack_errors), V("copy", st.stack_copy_errors)}},
+    {"ctxprof_errors_total",
+     "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
+     "tls_locate (a process whose context variables could not be located), event_lost (a "
+     "process lifecycle event lost in the kernel), status_write (the status file not "
+     "rewritten).",
+     "kind",
+     {V("sink", st.sink_errors), V("bad_record", st.bad_records), V("tls_locate", st.tls_errors),
+      V("event_lost", st.events_lost), V("status_write", status_write_errors)}},
+};
+
+static uint64_t field(const struct daemon_metrics_snapshot *s, size_t off)
+{
+        return *(const uint64_t *)((const char *)s + off);
+}
+
+/* The BPF program's run time, when the kernel counts it (kernel.bpf_stats_enabled = 1). */
+static void bpf_cost(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
+{
+        if (!s->st.bpf_run_cnt)
+                return;
+        metrics_text_family(t, "ctxprof_bpf_run_seconds_total", METRICS_COUNTER,
+                            "Kernel time spent in the sampling BPF program, every invocation "
+                            "(only while kernel.bpf_stats_enabled = 1).");
+        metrics_text_double(t, "ctxprof_bpf_run_seconds_total", NULL, 0,
+                            (double)s->st.bpf_run_ns / NS_PER_S);
+        metrics_text_one(t, "ctxprof_bpf_runs_total", METRICS_COUNTER,
+                         "Invocations of the sampling BPF program (only while "
+                         "kernel.bpf_stats_enabled = 1).",
+                         s->st.bpf_run_cnt);
+        if (s->st.samples)
+                metrics_text_one(t, "ctxprof_bpf_ns_per_sample", METRICS_GAUGE,
+                                 "BPF run time divided by the samples recorded, since the start: "
+                                 "what one recorded sample costs, filtered invocations included "
+                                 "(as bpfNsPerSample in ctxprof.Statistics).",
+                                 s->st.bpf_run_ns / s->st.samples);
+}
+
+static void render(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
+{
+        size_t i, j;
+
+        for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+                metrics_text_one(t, plain[i].name, plain[i].type, plain[i].help,
+                                 field(s, plain[i].off));
+        metrics_text_one(t, "ctxprof_targets", METRICS_GAUGE, "Processes sampled now.", s->targets);
+        metrics_text_one(t, "ctxprof_targets_map_entries", METRICS_GAUGE,
+                         "Entries in the kernel's targets map.", s->map_entries);
+        for (i = 0; i < sizeof(labelled) / sizeof(labelled[0]); i++) {
+                const struct labelled *l = &labelled[i];
+
+                metrics_text_family(t, l->name, METRICS_COUNTER, l->help);
+                for (j = 0; j < sizeof(l->v) / sizeof(l->v[0]) && l->v[j].value; j++) {
+                        struct metrics_label lb = {l->label, l->v[j].value};
+
+                        metrics_text_u64(t, l->name, &lb, 1, field(s, l->v[j].off));
+                }
+        }
+        bpf_cost(s, t);
+}
+
+struct daemon_metrics *daemon_metrics_new(void)
+{
+        struct daemon_metrics *dm = calloc(1, sizeof(*dm));
+
+        if (dm)
+                pthread_mutex_init(&dm->lock, NULL);
+        return dm;
+}
+
+void daemon_metrics_publish(struct daemon_metrics *dm, const struct daemon_metrics_snapshot *s)
+{
+        pthread_mutex_lock(&dm->lock);
+        dm->s = *s;
+        dm->published = 1;
+        pthread_mutex_unlock(&dm->lock);
+}
+
+void daemon_metrics_collect(void *ctx, struct metrics_text *t)
+{
+        struct daemon_metrics *dm = ctx;
+        struct daemon_metrics_snapshot s;
+        int published;
+
+        pthread_mutex_lock(&dm->lock);
+        s = dm->s;
+        published = dm->published;
+        pthread_mutex_unlock(&dm->lock);
+        if (published)
+                render(&s, t);
+}
+
+void daemon_metrics_free(struct daemon_metrics *dm)
+{
+        if (!dm)
+                return;
+        pthread_mutex_destroy(&dm->lock);
+        free(dm);
+}
