@@ -792,6 +792,18 @@ static int start_sampling(struct daemon *d)
                          : "");
                 return -1;
         }
+        /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
+         * this is the only thread, so that every thread created later (the JFR writers, the
+         * metrics and upload threads) inherits the reduced set. The BPF objects and perf
+         * events are loaded and open by now; what remains needs only the kept set. */
+        if (!d->no_drop) {
+                err = privileges_drop();
+                if (err)
+                        logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
+                else
+                        logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
+                             (unsigned long long)privileges_effective());
+        }
         recover(d);
         if (open_output(d))
                 return -1;
@@ -802,14 +814,6 @@ static int start_sampling(struct daemon *d)
         sigaction(SIGTERM, &sa, NULL);
         sa.sa_handler = on_hup;
         sigaction(SIGHUP, &sa, NULL);
-        if (!d->no_drop) {
-                err = privileges_drop();
-                if (err)
-                        logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
-                else
-                        logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
-                             (unsigned long long)privileges_effective());
-        }
         if (start_metrics(d))
                 return -1;
         scan_proc(d);
