@@ -541,11 +541,12 @@ static void reload(struct daemon *d)
                 return;
         }
         if (nc.frequency != d->cfg.frequency || nc.event != d->cfg.event ||
-            nc.dwarf != d->cfg.dwarf)
+            nc.dwarf != d->cfg.dwarf || nc.offcpu_min_us != d->cfg.offcpu_min_us)
                 logm(LOG_WARNING, "reload: [sampling] changes take effect at the next start");
         nc.frequency = d->cfg.frequency;
         nc.event = d->cfg.event;
         nc.dwarf = d->cfg.dwarf;
+        nc.offcpu_min_us = d->cfg.offcpu_min_us;
         ns = target_select_new(&nc);
         if (!ns) {
                 logm(LOG_ERROR, "reload failed: out of memory");
@@ -664,6 +665,7 @@ static int start_sampling(struct daemon *d)
             .freq = d->cfg.frequency,
             .event = d->cfg.event,
             .dwarf = d->cfg.dwarf,
+            .offcpu_min_ns = d->cfg.offcpu_min_us ? d->cfg.offcpu_min_us * NS_PER_US : 1,
             .kernel_stacks = 1,
             .follow_children = 1,
             .exec_filter = exec_filter,
