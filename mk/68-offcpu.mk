@@ -10,3 +10,4 @@ $(SM_WL)/wl_offcpu: tests/workloads/wl_offcpu.c $(LIBCTX_A) libctx/libctx.dynlis
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SM_WL_CFLAGS) -fno-optimize-sibling-calls -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
 		$(SM_WL_LDFLAGS)
+BENCHES += bench/bench_offcpu.sh
