@@ -105,6 +105,20 @@ for op, blocker in (("sleep", "do_nanosleep"), ("pipe", "pipe_read")):
         print("FAIL: an interval of span %x without op=%s" % (span, op)); bad = 1
 sys.exit(bad)
 PY
+# the positional and by-name third-party readers skip ctxprof.OffCPU and keep every CPU sample
+T=${CTXPROF_TOOLS:-../shared/tools}
+if [ -f "$T/async-profiler-converter/jfr-converter.jar" ]; then
+	java -jar "$T/async-profiler-converter/jfr-converter.jar" -o collapsed "$TMP/wall.jfr" \
+		"$TMP/ap.collapsed" >"$TMP/ap.err" 2>&1 || { cat "$TMP/ap.err"; fail "jfr-converter failed"; }
+	ap=$(awk '{ s += $NF } END { print s + 0 }' "$TMP/ap.collapsed")
+	js=$(jq '[.recording.events[] | select(.type == "jdk.ExecutionSample")] | length' "$TMP/wall.json")
+	echo "async-profiler converter: $ap CPU samples, jfr print: $js"
+	[ "$ap" = "$js" ] || fail "the converter reads $ap samples of $js"
+	"$T/pyroscope-jfr/pyrojfr" "$TMP/wall.jfr" >"$TMP/pyro.out" 2>&1 ||
+		{ tail -5 "$TMP/pyro.out"; fail "pyrojfr cannot read the wall-clock recording"; }
+else
+	echo "note: $T missing: async-profiler converter and Pyroscope parser not run"
+fi
 "$CTXPROF" report --top 40 "$TMP/wall.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"
 grep -A4 '^  op=sleep$' "$TMP/report.txt" | grep -q 'off-CPU in do_nanosleep' ||
 	{ cat "$TMP/report.txt"; fail "report: no off-CPU time in do_nanosleep for op=sleep"; }
