@@ -129,6 +129,100 @@ static __always_inline int in_selected_cgroup(void)
         return 0;
 }
 
+/* The target entry of the current task (tgid in the daemon's namespace), or for a process
+ * in a selected cgroup that the daemon has not located yet, an empty location (*flags says
+ * so); NULL = not sampled. Shared by every program that filters targets. */
+static __always_inline const struct ctxprof_tls_target *target_of(__u32 tgid, __u64 *flags)
+{
+        const struct ctxprof_tls_target *t = bpf_map_lookup_elem(&targets, &tgid);
+
+        *flags = 0;
+        if (t)
+                return t;
+        if (!ncgroups || !in_selected_cgroup())
+                return NULL;
+        *flags = CTXPROF_SF_CGROUP | CTXPROF_SF_PENDING;
+        return &no_location; /* stacks now, context once the daemon located it */
+}
+
+/* The current thread's context into r (thread pointer, span, labels): every context reader
+ * is called here, for the CPU sampler and the off-CPU program alike. */
+static __always_inline void read_context(struct ctxprof_sample_rec *r,
+                                         const struct ctxprof_tls_target *t, __u32 tgid,
+                                         struct ctxprof_counters *c)
+{
+        __u64 tp = arch_thread_pointer(bpf_get_current_task_btf());
+
+        r->tp = tp;
+        if (t->exec_gen != exec_gen_of(tgid)) {
+                /* Located in an image the process has exec'ed away from: its offsets mean
+                 * nothing here (the daemon locates again after the exec event). */
+                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE ||
+                    t->otel.mode != CTXPROF_TLS_NONE) {
+                        r->flags |= CTXPROF_SF_TLS_STALE;
+                        count(c, CTXPROF_CNT_TLS_STALE);
+                }
+        } else if (tp) {
+                r->flags |= CTXPROF_SF_TP;
+                read_span(r, t, tp, c);
+                read_labels(r, t, tp, c);
+                read_otel(r, t, tp, c);
+        } else {
+                count(c, CTXPROF_CNT_NO_TP);
+        }
+}
+
+/* The header of a record about the current thread. Reserved ring memory and reused map
+ * slots are not zeroed: everything read conditionally is cleared here. */
+static __always_inline void init_record(struct ctxprof_sample_rec *r, __u32 type, __u32 tgid,
+                                        __u32 tid, __u64 now, __u64 flags,
+                                        const struct ctxprof_tls_target *t)
+{
+        r->type = type;
+        r->tgid = tgid;
+        r->tid = tid;
+        r->cpu = bpf_get_smp_processor_id();
+        r->time_ns = now;
+        r->flags = (__u32)flags;
+        r->errors = 0;
+        r->tls_generation = t->generation;
+        if (t->flags & CTXPROF_TLS_F_PENDING)
+                r->flags |= CTXPROF_SF_PENDING;
+        r->label_count = 0;
+        r->n_labels = 0;
+        r->n_ustack = 0;
+        r->n_kstack = 0;
+        r->pad = 0;
+        __builtin_memset(&r->span, 0, sizeof(r->span));
+        r->otel.ptr = 0;
+        r->otel.len = 0;
+        r->otel.pad = 0;
+        bpf_get_current_comm(r->comm, sizeof(r->comm));
+}
+
+/* The current thread's user (frame pointer) and, if kernel, kernel stacks into r. */
+static __always_inline void take_stacks(void *ctx, struct ctxprof_sample_rec *r,
+                                        struct ctxprof_counters *c, int kernel)
+{
+        long n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
+
+        if (n < 0) {
+                r->errors |= CTXPROF_SE_USTACK;
+                count(c, CTXPROF_CNT_USTACK_ERR);
+        } else {
+                r->n_ustack = n / sizeof(r->ustack[0]);
+        }
+        if (!kernel)
+                return;
+        n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
+        if (n < 0) {
+                r->errors |= CTXPROF_SE_KSTACK;
+                count(c, CTXPROF_CNT_KSTACK_ERR);
+        } else {
+                r->n_kstack = n / sizeof(r->kstack[0]);
+        }
+}
+
 /* Samples and, in order with them, lifecycle events. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -203,20 +297,13 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         struct ctxprof_sample_rec *r;
         const struct ctxprof_tls_target *t;
         struct ctxprof_counters *c;
-        struct task_struct *task;
-        long n;
-        __u64 tp, flags;
+        __u64 flags;
 
         if (cur_ids(&tgid, &tid))
                 return 0;
-        flags = 0;
-        t = bpf_map_lookup_elem(&targets, &tgid);
-        if (!t) {
-                if (!ncgroups || !in_selected_cgroup())
-                        return 0;
-                t = &no_location; /* stacks now, context once the daemon located it */
-                flags = CTXPROF_SF_CGROUP | CTXPROF_SF_PENDING;
-        }
+        t = target_of(tgid, &flags);
+        if (!t)
+                return 0;
         c = bpf_map_lookup_elem(&counters, &zero);
         count(c, CTXPROF_CNT_SAMPLES);
 
@@ -230,64 +317,10 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 count(c, CTXPROF_CNT_LOST);
                 return 0;
         }
-        /* Reserved memory is not zeroed: clear what is read conditionally. */
-        r->type = dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE;
-        r->tgid = tgid;
-        r->tid = tid;
-        r->cpu = bpf_get_smp_processor_id();
-        r->time_ns = bpf_ktime_get_ns();
-        r->flags = (__u32)flags;
-        r->errors = 0;
-        r->tls_generation = t->generation;
-        if (t->flags & CTXPROF_TLS_F_PENDING)
-                r->flags |= CTXPROF_SF_PENDING;
-        r->label_count = 0;
-        r->n_labels = 0;
-        r->n_ustack = 0;
-        r->n_kstack = 0;
-        r->pad = 0;
-        __builtin_memset(&r->span, 0, sizeof(r->span));
-        r->otel.ptr = 0;
-        r->otel.len = 0;
-        r->otel.pad = 0;
-        bpf_get_current_comm(r->comm, sizeof(r->comm));
-
-        task = bpf_get_current_task_btf();
-        tp = arch_thread_pointer(task);
-        r->tp = tp;
-        if (t->exec_gen != exec_gen_of(tgid)) {
-                /* Located in an image the process has exec'ed away from: its offsets mean
-                 * nothing here (the daemon locates again after the exec event). */
-                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE ||
-                    t->otel.mode != CTXPROF_TLS_NONE) {
-                        r->flags |= CTXPROF_SF_TLS_STALE;
-                        count(c, CTXPROF_CNT_TLS_STALE);
-                }
-        } else if (tp) {
-                r->flags |= CTXPROF_SF_TP;
-                read_span(r, t, tp, c);
-                read_labels(r, t, tp, c);
-                read_otel(r, t, tp, c);
-        } else {
-                count(c, CTXPROF_CNT_NO_TP);
-        }
-
-        n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
-        if (n < 0) {
-                r->errors |= CTXPROF_SE_USTACK;
-                count(c, CTXPROF_CNT_USTACK_ERR);
-        } else {
-                r->n_ustack = n / sizeof(r->ustack[0]);
-        }
-        if (kernel_stacks) {
-                n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
-                if (n < 0) {
-                        r->errors |= CTXPROF_SE_KSTACK;
-                        count(c, CTXPROF_CNT_KSTACK_ERR);
-                } else {
-                        r->n_kstack = n / sizeof(r->kstack[0]);
-                }
-        }
+        init_record(r, dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE, tgid, tid,
+                    bpf_ktime_get_ns(), flags, t);
+        read_context(r, t, tgid, c);
+        take_stacks(ctx, r, c, kernel_stacks);
         if (dwarf_mode && d) {
                 d->stack_len = 0;
                 copy_user_stack(ctx, d, c);
@@ -461,3 +494,6 @@ int BPF_PROG(ctxprof_sys_exit, struct pt_regs *regs, long ret)
         emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf());
         return 0;
 }
+
+/* Off-CPU intervals (tp_btf sched_switch/sched_wakeup): loaded only when asked for. */
+#include "offcpu.bpf.h"

@@ -631,7 +631,7 @@ static void reload(struct daemon *d)
                 return;
         }
         if (nc.frequency != d->cfg.frequency || nc.event != d->cfg.event ||
-            nc.dwarf != d->cfg.dwarf)
+            nc.dwarf != d->cfg.dwarf || nc.offcpu_min_us != d->cfg.offcpu_min_us)
                 logm(LOG_WARNING, "reload: [sampling] changes take effect at the next start");
         nc.frequency = d->cfg.frequency;
         nc.event = d->cfg.event;
@@ -641,6 +641,7 @@ static void reload(struct daemon *d)
                 logm(LOG_WARNING, "reload: [metrics] changes take effect at the next start");
         memcpy(nc.metrics_listen, d->cfg.metrics_listen, sizeof(nc.metrics_listen));
         nc.metrics_allow_remote = d->cfg.metrics_allow_remote;
+        nc.offcpu_min_us = d->cfg.offcpu_min_us;
         ns = target_select_new(&nc);
         if (!ns) {
                 logm(LOG_ERROR, "reload failed: out of memory");
@@ -763,6 +764,7 @@ static int start_sampling(struct daemon *d)
             .freq = d->cfg.frequency,
             .event = d->cfg.event,
             .dwarf = d->cfg.dwarf,
+            .offcpu_min_ns = d->cfg.offcpu_min_us ? d->cfg.offcpu_min_us * NS_PER_US : 1,
             .kernel_stacks = 1,
             .follow_children = 1,
             .exec_filter = exec_filter,

@@ -78,7 +78,15 @@ static void help(FILE *f)
                "                             1.6 KiB each); more become [unknown stack], counted\n"
                "      --call-graph fp|dwarf  fp: frame pointers (default, cheapest); dwarf: copy\n"
                "                             16 KiB of user stack and unwind with .eh_frame\n"
-               "      --event cpu-clock|cycles  sampling event (cycles needs a hardware PMU)\n"
+               "      --event cpu-clock|cycles|off-cpu|wall\n"
+               "                             cpu-clock, cycles: CPU samples (cycles needs a\n"
+               "                             hardware PMU); off-cpu: the intervals a thread\n"
+               "                             is blocked (sched_switch), with the blocking stack\n"
+               "                             and its context; wall: cpu-clock samples plus\n"
+               "                             off-CPU intervals. collapsed values are then\n"
+               "                             microseconds\n"
+               "      --offcpu-min TIME      off-cpu/wall: drop shorter intervals in the kernel\n"
+               "                             (default 1ms)\n"
                "      --span-frames          add a span=ID pseudo-frame after the labels\n"
                "      --no-kernel            user frames only\n"
                "      --stats-json FILE      at exit, once the recording is written, write its\n"
@@ -329,6 +337,7 @@ enum {
         OPT_CHUNK,
         OPT_MAXSTACKS,
         OPT_STATS_JSON,
+        OPT_OFFCPU_MIN,
 };
 
 /* Parse stage: one option. 0, or the exit status of a usage error (printed). */
@@ -397,11 +406,23 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
         case OPT_EVENT:
                 v = sampling_name_parse(SAMPLING_NAMES_EVENT, arg);
                 if (v < 0) {
-                        fprintf(stderr, "ctxprof record: --event cpu-clock or cycles\n");
+                        fprintf(stderr,
+                                "ctxprof record: --event cpu-clock, cycles, off-cpu or wall\n");
                         return 2;
                 }
                 ro->o.event = v;
                 return 0;
+        case OPT_OFFCPU_MIN: {
+                uint64_t us;
+
+                if (config_parse_duration_us(arg, 0, CONFIG_OFFCPU_MIN_MAX_US, &us)) {
+                        fprintf(stderr, "ctxprof record: bad --offcpu-min '%s' (e.g. 500us, 2ms)\n",
+                                arg);
+                        return 2;
+                }
+                ro->o.offcpu_min_ns = us ? us * NS_PER_US : 1; /* 0: every interval */
+                return 0;
+        }
         case OPT_STATS_JSON:
                 ro->stats_path = arg;
                 return 0;
@@ -439,6 +460,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {"span-frames", no_argument, NULL, OPT_SPAN},
             {"no-kernel", no_argument, NULL, OPT_NOKERNEL},
             {"stats-json", required_argument, NULL, OPT_STATS_JSON},
+            {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
@@ -484,6 +506,11 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
                              : n > 6 && !strcmp(ro->outpath + n - 6, ".pb.gz") ? "pprof"
                              : n > 5 && !strcmp(ro->outpath + n - 5, ".html")  ? "html"
                                                                                : "collapsed";
+        }
+        if (!strcmp(ro->format, "pprof") && SAMPLER_EV_HAS_OFFCPU(ro->o.event)) {
+                fprintf(stderr, "ctxprof record: --format pprof takes CPU samples only: use jfr "
+                                "or collapsed with --event off-cpu or wall\n");
+                return 2;
         }
         if (!strcmp(ro->format, "jfr") && !ro->outpath) {
                 fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
@@ -560,6 +587,8 @@ static int setup(struct recording *r)
                         fprintf(stderr, "ctxprof: out of memory\n");
                         return -1;
                 }
+                if (SAMPLER_EV_HAS_OFFCPU(ro->o.event)) /* values are microseconds */
+                        collapsed_set_time_weights(r->c, NS_PER_SEC / NS_PER_US / ro->o.freq);
                 r->sink = collapsed_sink(r->c);
         }
         err = sampler_new(&ro->o, &r->sink, &r->s, &stage);

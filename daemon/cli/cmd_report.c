@@ -18,6 +18,7 @@
 
 #include "cli/cmd.h"
 #include "cli/report_html.h"
+#include "cli/report_time.h"
 #include "jfr/jfr_dict.h"
 #include "jfr/jfr_file.h"
 #include "jfr/jfr_reader.h"
@@ -127,7 +128,71 @@ static void fmt_time(uint64_t ns, char *buf, size_t cap)
 struct report {
         struct counter types, threads, stacks, labels, pairs;
         uint64_t samples, context_samples;
+        struct report_time *time;  /* per label value and span: on-CPU, off-CPU, run queue */
+        uint64_t sample_period_ns; /* from jdk.ActiveSetting frequency, 0 = not seen */
 };
+
+/* The report_time groups of an event: "KEY=VALUE" per label of its context chain, then
+ * "span=HEX" (libctx's span mirror labels are left out: the span is its own group). */
+static unsigned time_groups(const struct jfr_reader *r, const struct jfr_value *v, char (*buf)[600],
+                            const char **out)
+{
+        unsigned n = 0, hops = 0;
+        uint64_t span = 0;
+
+        for (const struct jfr_value *c = jfr_value_resolve(r, jfr_value_field(r, v, "context"));
+             c && c->kind == JFR_V_OBJECT && hops < MAX_CHAIN && n + 1 < REPORT_TIME_MAX_GROUPS;
+             c = jfr_value_resolve(r, jfr_value_field(r, c, "next")), hops++) {
+                const char *k = jfr_value_str(r, jfr_value_field(r, c, "key"));
+                const char *val = jfr_value_str(r, jfr_value_field(r, c, "value"));
+                char ck[256], cv[300];
+
+                if (!k || !val)
+                        break;
+                if (!strcmp(k, "span-id") || !strcmp(k, "root-span-id"))
+                        continue;
+                clean(ck, sizeof(ck), k);
+                clean(cv, sizeof(cv), val);
+                snprintf(buf[n], sizeof(buf[n]), "%s=%s", ck, cv);
+                out[n] = buf[n];
+                n++;
+        }
+        jfr_value_u64(r, jfr_value_field(r, v, "spanId"), &span);
+        if (span) {
+                snprintf(buf[n], sizeof(buf[n]), "span=%llx", (unsigned long long)span);
+                out[n] = buf[n];
+                n++;
+        }
+        return n;
+}
+
+static int offcpu_event(struct report *rep, const struct jfr_reader *r, const struct jfr_event *ev)
+{
+        static char buf[REPORT_TIME_MAX_GROUPS][600];
+        const char *groups[REPORT_TIME_MAX_GROUPS];
+        const struct jfr_value *v = ev->value;
+        const struct jfr_chunk_info *ci = jfr_reader_chunk(r);
+        uint64_t runq = 0, ticks = 0, tps = ci && ci->ticks_per_second ? ci->ticks_per_second : 1;
+        unsigned n = time_groups(r, v, buf, groups);
+
+        jfr_value_u64(r, jfr_value_field(r, v, "runQueueDelay"), &runq);
+        jfr_value_u64(r, jfr_value_field(r, v, "duration"), &ticks);
+        return report_time_offcpu(rep->time, groups, n,
+                                  jfr_value_str(r, jfr_value_field(r, v, "blockedIn")),
+                                  (uint64_t)((unsigned __int128)ticks * 1000000000ull / tps), runq);
+}
+
+/* jdk.ActiveSetting "frequency" of jdk.ExecutionSample ("99 Hz"): the sampling period. */
+static void setting_event(struct report *rep, const struct jfr_reader *r,
+                          const struct jfr_event *ev)
+{
+        const char *name = jfr_value_str(r, jfr_value_field(r, ev->value, "name"));
+        const char *value = jfr_value_str(r, jfr_value_field(r, ev->value, "value"));
+        unsigned long hz;
+
+        if (name && value && !strcmp(name, "frequency") && sscanf(value, "%lu Hz", &hz) == 1 && hz)
+                rep->sample_period_ns = 1000000000ull / hz;
+}
 
 /* Labels of a sample: jdk.ExecutionSample's `context`, a chain of ctxprof.types.Context
  * {key, value, next} nodes (docs/jfr.md). */
@@ -181,11 +246,21 @@ static int sample_event(struct report *rep, const struct jfr_reader *r, const st
         jfr_value_u64(r, jfr_value_field(r, v, "spanId"), &span);
         jfr_value_u64(r, jfr_value_field(r, v, "localRootSpanId"), &root);
         rep->context_samples += ctx || span || root;
+        {
+                static char buf[REPORT_TIME_MAX_GROUPS][600];
+                const char *groups[REPORT_TIME_MAX_GROUPS];
+                unsigned n = time_groups(r, v, buf, groups);
+
+                if ((err = report_time_cpu(rep->time, groups, n)))
+                        return err;
+        }
         return ctx ? count_labels(rep, r, v, stack) : 0;
 }
 
 static void print_report(struct report *rep, int top)
 {
+        if (report_time_has_offcpu(rep->time))
+                report_time_print(rep->time, stdout, top, rep->sample_period_ns);
         printf("\nsamples:  %llu, with context (labels or a span) %llu\n",
                (unsigned long long)rep->samples, (unsigned long long)rep->context_samples);
         uint32_t *ix = sorted(&rep->types);
@@ -410,6 +485,12 @@ static int cmd_report(int argc, char **argv)
         }
         struct report rep;
         memset(&rep, 0, sizeof(rep));
+        rep.time = report_time_new();
+        if (!rep.time) {
+                jfr_reader_close(r);
+                fprintf(stderr, "ctxprof report: out of memory\n");
+                return 1;
+        }
         struct counter *all[] = {&rep.types, &rep.threads, &rep.stacks, &rep.labels, &rep.pairs};
         for (size_t i = 0; i < 5; i++)
                 jfr_strtab_init(&all[i]->names);
@@ -429,6 +510,10 @@ static int cmd_report(int argc, char **argv)
                         if (!err && !strcmp(ev.type->name, "jdk.ExecutionSample"))
                                 err = fh ? report_html_event(fh, r, &ev)
                                          : sample_event(&rep, r, &ev, depth);
+                        else if (!err && !strcmp(ev.type->name, "ctxprof.OffCPU"))
+                                err = offcpu_event(&rep, r, &ev);
+                        else if (!err && !strcmp(ev.type->name, "jdk.ActiveSetting"))
+                                setting_event(&rep, r, &ev);
                 }
                 bad_framing += e < 0;
         }
@@ -450,6 +535,7 @@ static int cmd_report(int argc, char **argv)
         for (size_t i = 0; i < 5; i++)
                 counter_free(all[i]);
         flame_html_free(fh);
+        report_time_free(rep.time);
         jfr_reader_close(r);
         return status;
 }

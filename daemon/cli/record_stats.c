@@ -77,6 +77,17 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        if (st.offcpu_received || st.offcpu || st.offcpu_short || st.offcpu_full)
+                fprintf(stderr,
+                        "ctxprof: off-CPU intervals %llu (received %llu), shorter than the "
+                        "minimum (dropped in the kernel) %llu, not tracked (no free thread slot) "
+                        "%llu, lost (ring full) %llu, slots freed at thread exit %llu (%llu "
+                        "still open), slots in use %llu\n",
+                        (unsigned long long)st.offcpu, (unsigned long long)st.offcpu_received,
+                        (unsigned long long)st.offcpu_short, (unsigned long long)st.offcpu_full,
+                        (unsigned long long)st.offcpu_lost, (unsigned long long)st.offcpu_exited,
+                        (unsigned long long)st.offcpu_open_exit,
+                        (unsigned long long)st.offcpu_slots);
         fprintf(stderr,
                 "ctxprof: samples without context: taken before the location (not recorded) "
                 "%llu, stale location %llu, not located %llu, no thread pointer %llu, "
@@ -150,6 +161,19 @@ static void json_unwind_stops(FILE *f, struct sampler *s)
         num(f, "unwind_stops_other_modules", other);
 }
 
+/* Off-CPU counters (event off-cpu / wall; zeros otherwise), as one JSON object. */
+static void json_offcpu(FILE *f, const struct sampler_stats *st)
+{
+        fprintf(f,
+                ",\n  \"offcpu\": {\"intervals\": %" PRIu64 ", \"received\": %" PRIu64
+                ", \"short\": %" PRIu64 ", \"no_slot\": %" PRIu64 ", \"lost\": %" PRIu64
+                ", \"exited\": %" PRIu64 ", \"open_at_exit\": %" PRIu64 ", \"slots\": %" PRIu64
+                ", \"bpf_run_ns\": %" PRIu64 ", \"bpf_run_cnt\": %" PRIu64 "}",
+                st->offcpu, st->offcpu_received, st->offcpu_short, st->offcpu_full, st->offcpu_lost,
+                st->offcpu_exited, st->offcpu_open_exit, st->offcpu_slots, st->offcpu_bpf_run_ns,
+                st->offcpu_bpf_run_cnt);
+}
+
 static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
 {
         fprintf(f,
@@ -192,6 +216,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         json_unwind_stops(f, s);
         json_ctx_missing(f, &st);
         json_otel(f, &st);
+        json_offcpu(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

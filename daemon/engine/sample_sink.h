@@ -52,6 +52,12 @@ struct decoded_sample {
         const struct ctxprof_frame *frames;
         unsigned n_frames;
         int truncated; /* the unwinder stopped before the outermost frame */
+        /* Off-CPU interval (--event off-cpu / wall) instead of a CPU sample: time_ns is when
+         * the thread blocked, the frames where it blocked (kernel frames first). */
+        int off_cpu;
+        uint64_t duration_ns; /* blocked until it ran again (run-queue delay included) */
+        uint64_t runq_ns;     /* of that, runnable but waiting for a CPU */
+        uint32_t off_state;   /* the task state it blocked in (1 = S, 2 = D, ...) */
 };
 
 struct sample_sink {

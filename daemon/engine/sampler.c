@@ -331,13 +331,15 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
 {
         const struct ctxprof_sample_rec *r = data;
         const struct ctxprof_sample_dwarf_rec *d = NULL;
+        const struct ctxprof_offcpu_rec *off = NULL;
         struct decoded_sample ds;
         struct proc *p;
         unsigned i, n = 0, nk, nu;
         int truncated = 0;
 
         if (size < sizeof(*r) ||
-            (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF)) {
+            (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF &&
+             r->type != CTXPROF_REC_OFFCPU)) {
                 s->st.bad_records++;
                 return 0;
         }
@@ -347,6 +349,14 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                         return 0;
                 }
                 d = data;
+        }
+        if (r->type == CTXPROF_REC_OFFCPU) {
+                if (size < sizeof(*off)) {
+                        s->st.bad_records++;
+                        return 0;
+                }
+                off = data;
+                s->st.offcpu_received++;
         }
         s->st.received++;
         p = procs_find(&s->procs, (pid_t)r->tgid);
@@ -389,6 +399,12 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         s->comm[CTXPROF_COMM_LEN] = '\0';
         ds.comm = s->comm;
         ds.process = p->name;
+        if (off) {
+                ds.off_cpu = 1;
+                ds.duration_ns = off->duration_ns;
+                ds.runq_ns = off->runq_ns;
+                ds.off_state = off->state;
+        }
         /* BPF read context only with a location made for the image the thread runs (exec
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
@@ -605,12 +621,36 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         return 0;
 }
 
+/* The off-CPU programs (bpf/offcpu.bpf.h) are loaded only for the off-cpu and wall events;
+ * otherwise their slot map shrinks to one entry, so the CPU-only mode costs nothing. */
+static int sampler_offcpu_config(struct sampler *s)
+{
+        const struct sampler_opts *o = &s->opts;
+        struct bpf_program *progs[] = {s->skel->progs.ctxprof_offcpu_switch,
+                                       s->skel->progs.ctxprof_offcpu_wakeup,
+                                       s->skel->progs.ctxprof_offcpu_exit};
+        int on = SAMPLER_EV_HAS_OFFCPU(o->event), err;
+        size_t i;
+
+        for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
+                if ((err = bpf_program__set_autoload(progs[i], on)))
+                        return err;
+        s->skel->rodata->offcpu_min_ns =
+            o->offcpu_min_ns ? o->offcpu_min_ns : CTXPROF_OFFCPU_MIN_NS_DEFAULT;
+        return bpf_map__set_max_entries(s->skel->maps.offcpu_threads,
+                                        !on ? 1
+                                        : o->offcpu_max_threads
+                                            ? o->offcpu_max_threads
+                                            : CTXPROF_OFFCPU_MAX_THREADS_DEFAULT);
+}
+
 /* Stage OPEN: the BPF object, configured (read-only data, ring size) before load. */
 static int sampler_open_bpf(struct sampler *s)
 {
         const struct sampler_opts *o = &s->opts;
         struct stat ns;
         size_t ring;
+        int err;
 
         s->skel = sampler_bpf__open();
         if (!s->skel)
@@ -630,7 +670,8 @@ static int sampler_open_bpf(struct sampler *s)
         if (o->dwarf && !o->ring_bytes)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
-        return bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
+        err = sampler_offcpu_config(s);
+        return err ? err : bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
 }
 
 /* Stage PERF: one sampling event per possible CPU (an offline one is skipped). */
@@ -647,6 +688,8 @@ static int sampler_open_perf(struct sampler *s)
                 return -ENOMEM;
         for (i = 0; i < s->ncpu; i++)
                 s->perf_fds[i] = -1;
+        if (!SAMPLER_EV_HAS_PERF(s->opts.event))
+                return 0; /* off-CPU only: the sched_switch program is the sampler */
         for (i = 0; i < s->ncpu; i++) {
                 s->perf_fds[i] = open_perf_event(&s->opts, i);
                 if (s->perf_fds[i] < 0 && errno != ENODEV) /* ENODEV: possible but offline */
@@ -671,7 +714,7 @@ static int sampler_attach(struct sampler *s)
                 s->perf_fds[i] = -1;
                 attached++;
         }
-        if (!attached)
+        if (!attached && SAMPLER_EV_HAS_PERF(s->opts.event))
                 return -ENODEV;
         return sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
 }
@@ -807,9 +850,9 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
         }
 }
 
-unsigned sampler_map_entries(struct sampler *s)
+/* Entries of a BPF hash map keyed by __u32 (walks it). */
+static unsigned map_entries(int fd)
 {
-        int fd = bpf_map__fd(s->skel->maps.targets);
         __u32 key, next, *prev = NULL;
         unsigned n = 0;
 
@@ -819,6 +862,11 @@ unsigned sampler_map_entries(struct sampler *s)
                 n++;
         }
         return n;
+}
+
+unsigned sampler_map_entries(struct sampler *s)
+{
+        return map_entries(bpf_map__fd(s->skel->maps.targets));
 }
 
 /* Consume one ring within the current drain's budget: 0 or -errno (a cut is no error). */
@@ -955,6 +1003,12 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
                 out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
                 out->otel_faults = sum[CTXPROF_CNT_OTEL_FAULT];
+                out->offcpu = sum[CTXPROF_CNT_OFFCPU];
+                out->offcpu_short = sum[CTXPROF_CNT_OFFCPU_SHORT];
+                out->offcpu_full = sum[CTXPROF_CNT_OFFCPU_FULL];
+                out->offcpu_lost = sum[CTXPROF_CNT_OFFCPU_LOST];
+                out->offcpu_exited = sum[CTXPROF_CNT_OFFCPU_EXITED];
+                out->offcpu_open_exit = sum[CTXPROF_CNT_OFFCPU_OPEN_EXIT];
         }
         free(v);
         struct bpf_prog_info info;
@@ -963,6 +1017,16 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_sample), &info, &len)) {
                 out->bpf_run_ns = info.run_time_ns;
                 out->bpf_run_cnt = info.run_cnt;
+        }
+        if (SAMPLER_EV_HAS_OFFCPU(s->opts.event)) {
+                memset(&info, 0, sizeof(info));
+                len = sizeof(info);
+                if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_offcpu_switch),
+                                            &info, &len)) {
+                        out->offcpu_bpf_run_ns = info.run_time_ns;
+                        out->offcpu_bpf_run_cnt = info.run_cnt;
+                }
+                out->offcpu_slots = map_entries(bpf_map__fd(s->skel->maps.offcpu_threads));
         }
 }
 

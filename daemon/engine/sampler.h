@@ -30,6 +30,10 @@ struct sampler_opts {
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
         size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */
+        /* event off-cpu / wall: intervals shorter than this are dropped in the kernel
+         * (0 = CTXPROF_OFFCPU_MIN_NS_DEFAULT); threads tracked at once (0 = default) */
+        uint64_t offcpu_min_ns;
+        unsigned offcpu_max_threads;
         /* Optional (the daemon): called from sampler_poll for every exec on the host of a
          * process other than ctxprof itself. For a non-target, > 0 makes it a target; for a
          * target, 0 drops it (its new image no longer matches), > 0 keeps it. May call
@@ -69,6 +73,12 @@ struct sampler_stats {
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
         uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
         uint64_t tls_stale; /* samples whose location was made before the target's last exec */
+        /* off-CPU (event off-cpu / wall): intervals emitted, dropped under the minimum,
+         * not tracked for lack of a slot, lost (ring full), slots freed at thread exit and
+         * of those still open; slots in use now; the sched_switch program's run time */
+        uint64_t offcpu, offcpu_short, offcpu_full, offcpu_lost, offcpu_exited, offcpu_open_exit;
+        uint64_t offcpu_slots, offcpu_bpf_run_ns, offcpu_bpf_run_cnt;
+        uint64_t offcpu_received; /* off-CPU records consumed (part of received) */
         /* the kernel's run-time stats of the sampling program (every invocation, targets or
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */
         uint64_t bpf_run_ns, bpf_run_cnt;

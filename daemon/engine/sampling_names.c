@@ -9,8 +9,11 @@
 #include "engine/sampling_names.h"
 
 /* Indexed by set, then by enum value. */
-static const char *const names[][3] = {
-    [SAMPLING_NAMES_EVENT] = {[SAMPLER_EV_CPU_CLOCK] = "cpu-clock", [SAMPLER_EV_CYCLES] = "cycles"},
+static const char *const names[][4] = {
+    [SAMPLING_NAMES_EVENT] = {[SAMPLER_EV_CPU_CLOCK] = "cpu-clock",
+                              [SAMPLER_EV_CYCLES] = "cycles",
+                              [SAMPLER_EV_OFFCPU] = "off-cpu",
+                              [SAMPLER_EV_WALL] = "wall"},
     [SAMPLING_NAMES_CALLGRAPH] = {[SAMPLER_CG_FP] = "fp", [SAMPLER_CG_DWARF] = "dwarf"},
     [SAMPLING_NAMES_MODE] = {[TARGET_MODE_ALL] = "all",
                              [TARGET_MODE_CONTEXT] = "context",

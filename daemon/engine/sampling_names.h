@@ -1,8 +1,8 @@
 /*
  * sampling_names.h — the one table of the user-visible names of how ctxprof samples: the
- * perf event ("cpu-clock", "cycles"), the call-graph method ("fp", "dwarf") and the target
- * mode ("all", "context", "selectors"), with their enums. `record`'s options, the daemon's
- * configuration, its status file and log, and the JFR recording's settings all parse and
+ * perf event ("cpu-clock", "cycles", "off-cpu", "wall"), the call-graph method ("fp", "dwarf") and
+ * the target mode ("all", "context", "selectors"), with their enums. `record`'s options, the
+ * daemon's configuration, its status file and log, and the JFR recording's settings all parse and
  * print these names here, so a name is spelled once. Pure: never prints, never allocates.
  */
 #ifndef CTXPROF_SAMPLING_NAMES_H
@@ -11,7 +11,13 @@
 enum sampler_event {
         SAMPLER_EV_CPU_CLOCK = 0, /* software cpu-clock: works everywhere (VMs included) */
         SAMPLER_EV_CYCLES = 1,    /* hardware cycles: needs a PMU */
+        SAMPLER_EV_OFFCPU = 2,    /* off-CPU intervals only (sched_switch), no perf event */
+        SAMPLER_EV_WALL = 3,      /* cpu-clock samples plus off-CPU intervals: wall-clock time */
 };
+/* 1 when the event records off-CPU intervals. */
+#define SAMPLER_EV_HAS_OFFCPU(ev) ((ev) == SAMPLER_EV_OFFCPU || (ev) == SAMPLER_EV_WALL)
+/* 1 when the event opens perf sampling events. */
+#define SAMPLER_EV_HAS_PERF(ev) ((ev) != SAMPLER_EV_OFFCPU)
 
 enum sampler_callgraph {
         SAMPLER_CG_FP = 0,    /* frame pointers (sampler_opts.dwarf = 0) */

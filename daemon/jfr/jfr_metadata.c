@@ -97,6 +97,22 @@ static const struct fdesc f_execution_sample[] = {
     {"localRootSpanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Local Root Span Id"},
     {"context", JFR_T_CONTEXT, F_CP, 0, NULL, "Context"},
 };
+/* An off-CPU interval: a duration event (JMC shows it with its stack); by-name readers
+ * only (async-profiler's converter skips an event it does not know by its size). The
+ * context fields are named as on jdk.ExecutionSample. */
+static const struct fdesc f_offcpu[] = {
+    START_TIME,
+    DURATION,
+    {"eventThread", JFR_T_THREAD, F_CP, 0, NULL, "Event Thread"},
+    {"stackTrace", JFR_T_STACKTRACE, F_CP, 0, NULL, "Stack Trace"},
+    {"state", JFR_T_THREADSTATE, F_CP, 0, NULL, "Thread State"},
+    {"blockedIn", JFR_T_STRING, 0, 0, NULL, "Blocked In"},
+    {"runQueueDelay", JFR_T_LONG, 0, JFR_A_TIMESPAN, "NANOSECONDS", "Run Queue Delay"},
+    {"contextId", JFR_T_LONG, 0, 0, NULL, "Context Id"},
+    {"spanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Span Id"},
+    {"localRootSpanId", JFR_T_LONG, 0, JFR_A_UNSIGNED, NULL, "Local Root Span Id"},
+    {"context", JFR_T_CONTEXT, F_CP, 0, NULL, "Context"},
+};
 static const struct fdesc f_context[] = {
     {"key", JFR_T_STRING, 0, 0, NULL, "Key"},
     {"value", JFR_T_STRING, 0, 0, NULL, "Value"},
@@ -225,6 +241,8 @@ static const struct tdesc types[] = {
           f_statistics),
     EVENT(JFR_E_PROCESS_CONTEXT, "ctxprof.ProcessContext", "OpenTelemetry Process Context",
           "ctxprof", NULL, f_process_context),
+    /* last: left out of chunks without off-CPU intervals (jfr_metadata_write_ext) */
+    EVENT(JFR_E_OFFCPU, "ctxprof.OffCPU", "Off-CPU Interval", "ctxprof", "Profiling", f_offcpu),
 };
 
 struct md {
@@ -321,6 +339,13 @@ static void class(struct md *m, const struct tdesc *t)
 
 int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id)
 {
+        return jfr_metadata_write_ext(out, start_ticks, metadata_id, 0);
+}
+
+int jfr_metadata_write_ext(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id,
+                           int with_offcpu)
+{
+        int ntypes = N(types) - (with_offcpu ? 0 : 1); /* ctxprof.OffCPU is last */
         struct md m = {.err = 0};
         jfr_strtab_init(&m.s);
         jfr_buf_init(&m.el);
@@ -328,8 +353,8 @@ int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metad
         head(&m, "root", 0);
         children(&m, 2);
         head(&m, "metadata", 0);
-        children(&m, (unsigned)N(types));
-        for (int i = 0; i < N(types); i++)
+        children(&m, (unsigned)ntypes);
+        for (int i = 0; i < ntypes; i++)
                 class(&m, &types[i]);
         head(&m, "region", 2);
         attr(&m, "locale", "en_US");

@@ -40,6 +40,7 @@ enum jfr_type_id {
         JFR_E_CPU_INFORMATION,
         JFR_E_STATISTICS,
         JFR_E_PROCESS_CONTEXT, /* ctxprof.ProcessContext: a process's OTel resource */
+        JFR_E_OFFCPU,          /* ctxprof.OffCPU: one off-CPU interval */
         JFR_A_LABEL = 200,
         JFR_A_DESCRIPTION,
         JFR_A_CATEGORY,
@@ -53,5 +54,9 @@ enum jfr_type_id {
 /* Append the complete metadata event (size, type 0, ..., root element) to out.
  * 0 or -ENOMEM. */
 int jfr_metadata_write(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id);
+/* The same, declaring ctxprof.OffCPU too when with_offcpu (only chunks that hold off-CPU
+ * intervals carry the type, so CPU-only files stay as they were). */
+int jfr_metadata_write_ext(struct jfr_buf *out, uint64_t start_ticks, uint64_t metadata_id,
+                           int with_offcpu);
 
 #endif

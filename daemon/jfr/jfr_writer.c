@@ -39,6 +39,9 @@ struct stored_sample {
         uint64_t span_id, root_span_id;
         uint32_t context_id, thread_key; /* thread_key 0: resolve by tid */
         pid_t tid;
+        /* off-CPU interval: off_cpu != 0; blocked_in = index in offcpu_strs + 1, 0 = none */
+        uint32_t off_cpu, state, blocked_in;
+        uint64_t duration_ns, runq_ns;
 };
 
 struct jfr_writer {
@@ -59,6 +62,7 @@ struct jfr_writer {
         uint64_t seq, start_wall_ns, start_ticks;
         uint32_t sym_base, class_base, method_base, stack_base, value_base;
         struct jfr_strtab syms;
+        struct jfr_strtab offcpu_strs;     /* blockedIn strings of this chunk's intervals */
         struct jfr_context_pool *contexts; /* label sets; value_base: snapshot string ids */
         struct jfr_buf snapshot;           /* the last finished chunk's LabelsSnapshot */
         struct jfr_u64map classes, methods, stacks, sets, tids, chunk_threads;
@@ -70,6 +74,7 @@ struct jfr_writer {
         uint32_t unknown_stack_key; /* 0 = not created yet */
         uint64_t chunk_dropped_keys, chunk_unknown_stacks;
         struct jfr_buf proc_events; /* this chunk's ctxprof.ProcessContext events */
+        uint64_t chunk_offcpu;      /* off-CPU intervals stored in this chunk */
         struct jfr_stats stats;
         uint32_t thread_base; /* synthetic thread keys: thread_base + identity index + 1 */
         uint32_t key_floor;   /* APPEND: every key and metadata id of the old chunks is <= */
@@ -130,6 +135,7 @@ static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t f
         w->seq = kf;
         jfr_strtab_init(&w->thread_ids);
         jfr_strtab_init(&w->syms);
+        jfr_strtab_init(&w->offcpu_strs);
         w->contexts = jfr_context_pool_new();
         jfr_buf_init(&w->snapshot);
         if (!w->contexts || !w->rec_name || !w->rec_event || !w->rec_callgraph || !w->destination ||
@@ -188,6 +194,7 @@ void jfr_writer_close(struct jfr_writer *w)
         jfr_u64map_free(&w->thread_idx_of);
         jfr_u64map_free(&w->thread_key_of);
         jfr_strtab_free(&w->syms);
+        jfr_strtab_free(&w->offcpu_strs);
         jfr_context_pool_free(w->contexts);
         jfr_buf_free(&w->snapshot);
         struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,
@@ -228,6 +235,7 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
                 return;
         w->in_chunk = 0;
         jfr_strtab_clear(&w->syms);
+        jfr_strtab_clear(&w->offcpu_strs);
         struct jfr_u64map *maps[] = {&w->classes, &w->methods, &w->stacks,
                                      &w->sets,    &w->tids,    &w->chunk_threads};
         for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
@@ -241,6 +249,7 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         w->unknown_stack_key = 0;
         w->chunk_dropped_keys = w->chunk_unknown_stacks = 0;
         jfr_buf_reset(&w->proc_events);
+        w->chunk_offcpu = 0;
 }
 
 int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_t start_ticks)
@@ -489,7 +498,9 @@ int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struc
         return err ? err : jfr_u64map_put(&w->sets, context_id, key);
 }
 
-int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
+/* The stored copy of s (and of o, for an off-CPU interval; NULL for a CPU sample). */
+static int store_sample(struct jfr_writer *w, const struct jfr_sample *s,
+                        const struct jfr_offcpu *off)
 {
         if (!w->in_chunk)
                 return -EINVAL;
@@ -498,13 +509,30 @@ int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
         if (err)
                 return err;
         struct stored_sample *o = &w->samples[w->nsamples];
+        memset(o, 0, sizeof(*o));
         o->span_id = s->span_id;
         o->root_span_id = s->root_span_id;
         o->ticks = s->ticks;
         o->trace_id = s->trace_id;
         o->context_id = s->context_id;
         o->tid = s->tid;
-        o->thread_key = 0;
+        if (off) {
+                w->chunk_offcpu++;
+                o->off_cpu = 1;
+                o->state = off->state;
+                o->duration_ns = off->duration_ns;
+                o->runq_ns = off->runq_ns;
+        }
+        if (off && off->blocked_in) {
+                char t[JFR_MAX_STRING];
+                size_t n =
+                    jfr_utf8_sanitize(off->blocked_in, strlen(off->blocked_in), t, sizeof(t));
+                uint32_t idx;
+
+                if ((err = jfr_strtab_intern(&w->offcpu_strs, t, n, &idx, NULL)))
+                        return err;
+                o->blocked_in = idx + 1;
+        }
         uint32_t k;
         if (jfr_u64map_get(&w->tids, (uint32_t)s->tid, &k))
                 o->thread_key = k; /* the identity current at sample time */
@@ -532,6 +560,17 @@ int jfr_writer_add_process(struct jfr_writer *w, pid_t pid, const char *service,
         jfr_buf_cstring(b, t);
         put_event(&w->proc_events, b);
         return w->proc_events.err ? -ENOMEM : 0;
+}
+
+int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s)
+{
+        return store_sample(w, s, NULL);
+}
+
+int jfr_writer_add_offcpu(struct jfr_writer *w, const struct jfr_sample *s,
+                          const struct jfr_offcpu *o)
+{
+        return o ? store_sample(w, s, o) : -EINVAL;
 }
 
 void jfr_writer_set_stats(struct jfr_writer *w, const struct jfr_stats *st)
@@ -667,6 +706,35 @@ static int sample_stack(struct jfr_writer *w, uint64_t trace_id, uint32_t *key)
         return 0;
 }
 
+/* One ctxprof.OffCPU event (field order: jfr_metadata.c f_offcpu). */
+static void put_offcpu(struct jfr_writer *w, const struct stored_sample *s, uint32_t th,
+                       uint32_t st, uint32_t ctx)
+{
+        struct jfr_buf *b = &w->scratch;
+        uint64_t t0 = file_ticks(w, s->ticks), t1 = file_ticks(w, s->ticks + s->duration_ns);
+        uint32_t state = s->state;
+
+        if (state != JFR_OFFCPU_SLEEPING && state != JFR_OFFCPU_UNINTERRUPTIBLE)
+                state = JFR_OFFCPU_OTHER;
+        ev_begin(b, JFR_E_OFFCPU, t0);
+        jfr_buf_varint(b, t1 > t0 ? t1 - t0 : 0);
+        jfr_buf_varint(b, th);
+        jfr_buf_varint(b, st);
+        jfr_buf_varint(b, state);
+        if (s->blocked_in)
+                jfr_buf_string(b, jfr_strtab_str(&w->offcpu_strs, s->blocked_in - 1),
+                               w->offcpu_strs.len[s->blocked_in - 1]);
+        else
+                jfr_buf_u8(b, 0); /* null string */
+        jfr_buf_varint(b, s->runq_ns);
+        jfr_buf_varint(b, ctx); /* contextId */
+        jfr_buf_varint(b, s->span_id);
+        jfr_buf_varint(b, s->root_span_id);
+        jfr_buf_varint(b, ctx); /* context */
+        put_event(&w->out, b);
+        w->c.offcpu_intervals++;
+}
+
 /* One jdk.ExecutionSample per sample: the JDK's four fields, then the context fields
  * (layout and why in docs/jfr.md, "Event layout"). */
 static int put_samples(struct jfr_writer *w)
@@ -682,6 +750,10 @@ static int put_samples(struct jfr_writer *w)
                         return err;
                 if (s->context_id)
                         jfr_u64map_get(&w->sets, s->context_id, &ctx);
+                if (s->off_cpu) {
+                        put_offcpu(w, s, th, st, ctx);
+                        continue;
+                }
                 ev_begin(b, JFR_E_EXECUTION_SAMPLE, file_ticks(w, s->ticks));
                 jfr_buf_varint(b, th);
                 jfr_buf_varint(b, st);
@@ -696,8 +768,8 @@ static int put_samples(struct jfr_writer *w)
                 jfr_buf_put(b, tail->data, tail->len);
                 put_event(&w->out, b);
                 w->c.context_samples += ctx || s->span_id || s->root_span_id;
+                w->c.samples++;
         }
-        w->c.samples += w->nsamples;
         return w->out.err ? w->out.err : tail->err;
 }
 
@@ -728,9 +800,14 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
                 jfr_buf_varint(o, JFR_FRAME_NATIVE + (unsigned)i);
                 jfr_buf_cstring(o, ft[i]);
         }
-        pool_head(o, JFR_T_THREADSTATE, 1);
-        jfr_buf_varint(o, STATE_CPU_KEY);
-        jfr_buf_cstring(o, "STATE_DEFAULT");
+        static const char *const states[] = {"STATE_DEFAULT", "STATE_SLEEPING",
+                                             "STATE_UNINTERRUPTIBLE", "STATE_OTHER"};
+        unsigned nstates = w->chunk_offcpu ? 4 : 1; /* off-CPU states only where used */
+        pool_head(o, JFR_T_THREADSTATE, nstates);
+        for (unsigned i = 0; i < nstates; i++) {
+                jfr_buf_varint(o, STATE_CPU_KEY + i); /* keys 1..4: enum jfr_offcpu_state */
+                jfr_buf_cstring(o, states[i]);
+        }
 
         if (w->nthreads) {
                 pool_head(o, JFR_T_THREAD, w->nthreads);
@@ -803,7 +880,7 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
         put_info_events(w, t0, t1, end_ticks);
         jfr_buf_put(o, w->proc_events.data, w->proc_events.len);
         size_t md_off = o->len;
-        if ((err = jfr_metadata_write(o, t0, w->seq)))
+        if ((err = jfr_metadata_write_ext(o, t0, w->seq, w->chunk_offcpu > 0)))
                 goto out;
         size_t cp_off = o->len;
         put_checkpoint(w, t0);

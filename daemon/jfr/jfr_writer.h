@@ -12,7 +12,9 @@
  *                           jfr_writer_finish_chunk   (encode + append + fsync)
  *                           jfr_writer_close
  *
- * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per sample (the
+ * What ends up in each chunk (see docs/jfr.md): one jdk.ExecutionSample per CPU sample and
+ * one ctxprof.OffCPU per off-CPU interval (start, duration, thread, stack, state, blockedIn,
+ * runQueueDelay, then the same context fields); for a sample (the
  * JDK's four fields, then contextBytes, contextId, spanId, localRootSpanId and context, the
  * label set as a ctxprof.types.Context chain); jdk.ActiveRecording, jdk.ActiveSetting,
  * jdk.OSInformation, jdk.CPUInformation and ctxprof.Statistics. Metadata id = chunk sequence
@@ -58,6 +60,13 @@ struct jfr_label {
         size_t key_len, value_len;
 };
 
+/* How an off-CPU interval's thread waited (the ThreadState pool keys it is written as). */
+enum jfr_offcpu_state {
+        JFR_OFFCPU_SLEEPING = 2,        /* interruptible sleep (S): STATE_SLEEPING */
+        JFR_OFFCPU_UNINTERRUPTIBLE = 3, /* uninterruptible sleep (D), usually I/O */
+        JFR_OFFCPU_OTHER = 4,           /* stopped, traced, ... */
+};
+
 struct jfr_sample {
         uint64_t ticks;    /* CLOCK_MONOTONIC ns */
         uint64_t trace_id; /* a trace added with jfr_writer_add_stack (else "[unknown stack]") */
@@ -65,6 +74,13 @@ struct jfr_sample {
         uint64_t root_span_id; /* local root span id, 0 = none */
         uint32_t context_id;   /* a label set added with jfr_writer_add_labels; 0 = no labels */
         pid_t tid;             /* a thread added with jfr_writer_add_thread (else "tid-N") */
+};
+
+/* What makes a sample an off-CPU interval (jfr_writer_add_offcpu). */
+struct jfr_offcpu {
+        uint64_t duration_ns, runq_ns; /* blocked (run-queue delay included); of it runnable */
+        enum jfr_offcpu_state state;
+        const char *blocked_in; /* the blocking kernel function, NULL = unknown (copied) */
 };
 
 /* Why a sample had no context (the sampler's reasons; docs/jfr.md explains each). */
@@ -113,6 +129,7 @@ struct jfr_recording_info {
 /* Writer-side counters (cumulative over the file). */
 struct jfr_writer_counters {
         uint64_t chunks, bytes, samples, context_samples;
+        uint64_t offcpu_intervals; /* ctxprof.OffCPU events (not in samples) */
         uint64_t unknown_stacks, unknown_threads, dropped_label_keys, append_errors;
         uint64_t trimmed_bytes; /* partial tail removed at open */
         uint64_t trim_errors;   /* a failed append's bytes could not be cut at once */
@@ -155,6 +172,10 @@ int jfr_writer_add_stack(struct jfr_writer *w, uint64_t trace_id, const struct j
 int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struct jfr_label *l,
                           size_t n);
 int jfr_writer_add_sample(struct jfr_writer *w, const struct jfr_sample *s);
+/* An off-CPU interval as a ctxprof.OffCPU event: s as for a sample (ticks = when it
+ * blocked), o its duration, state and blocking function. */
+int jfr_writer_add_offcpu(struct jfr_writer *w, const struct jfr_sample *s,
+                          const struct jfr_offcpu *o);
 void jfr_writer_set_stats(struct jfr_writer *w, const struct jfr_stats *st);
 /* Encode the chunk and append it (jfr_file_append: one write then fsync, or a rename with
  * JFR_WRITER_REPLACE). On failure (-ENOSPC, -EFBIG, -EIO, ...) the file keeps its complete

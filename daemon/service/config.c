@@ -19,6 +19,7 @@ const char *const config_keys[] = {
     "sampling.frequency",
     "sampling.event",
     "sampling.call-graph",
+    "sampling.offcpu-min",
     /* [targets] */
     "targets.mode",
     "targets.comm",
@@ -50,6 +51,7 @@ void config_defaults(struct daemon_config *c)
         memset(c, 0, sizeof(*c));
         c->frequency = 99;
         c->event = SAMPLER_EV_CPU_CLOCK;
+        c->offcpu_min_us = CONFIG_OFFCPU_MIN_DEFAULT_US;
         c->mode = TARGET_MODE_CONTEXT;
         snprintf(c->directory, sizeof(c->directory), "/var/lib/ctxprof");
         c->chunk_period_ms = 60000;
@@ -144,6 +146,16 @@ int config_parse_duration(const char *s, uint64_t min_ms, uint64_t max_ms, uint6
         return in_range(err, v, min_ms, max_ms, ms);
 }
 
+int config_parse_duration_us(const char *s, uint64_t min_us, uint64_t max_us, uint64_t *us)
+{
+        static const struct unit units[] = {{"", 1000000}, {"s", 1000000},  {"ms", 1000},
+                                            {"us", 1},     {"m", 60000000}, {"h", 3600000000ull}};
+        uint64_t v = 0;
+        int err = parse_scaled(s, units, sizeof(units) / sizeof(units[0]), &v);
+
+        return in_range(err, v, min_us, max_us, us);
+}
+
 int config_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *bytes)
 {
         static const struct unit units[] = {{"", 1},
@@ -226,6 +238,9 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                         return pick_name(v, SAMPLING_NAMES_EVENT, &c->event);
                 if (!strcmp(key, "call-graph"))
                         return pick_name(v, SAMPLING_NAMES_CALLGRAPH, &c->dwarf);
+                if (!strcmp(key, "offcpu-min"))
+                        return config_parse_duration_us(v, 0, CONFIG_OFFCPU_MIN_MAX_US,
+                                                        &c->offcpu_min_us);
         } else if (!strcmp(sec, "targets")) {
                 if (!strcmp(key, "mode"))
                         return pick_name(v, SAMPLING_NAMES_MODE, &c->mode);
@@ -295,6 +310,7 @@ const char *config_values(const char *key)
                 const char *key, *values;
         } help[] = {
             {"frequency", "a count from 1 to 100000"},
+            {"offcpu-min", "a duration up to 1h (e.g. 500us, 2ms; 0 = every interval)"},
             {"chunk-period", "a duration from 100ms to 1h"},
             {"rotate-period", "a duration from 1s to 3650d"},
             {"retain-age", "a duration up to 3650d (0 = keep forever)"},

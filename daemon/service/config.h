@@ -26,21 +26,24 @@ enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 /* Durations (ms) and sizes (bytes): anything longer than ten years or larger than a PiB is a
  * typo, and stays far from the 64-bit nanosecond and byte arithmetic that uses them. A chunk
  * is the unit that survives a crash and its samples wait in memory: 100 ms to 1 h. */
-#define CONFIG_DURATION_MAX_MS      (3650ull * 86400000ull)
-#define CONFIG_CHUNK_PERIOD_MIN_MS  100ull
-#define CONFIG_CHUNK_PERIOD_MAX_MS  3600000ull
-#define CONFIG_ROTATE_PERIOD_MIN_MS 1000ull
-#define CONFIG_SIZE_MAX             (1ull << 50)
-#define CONFIG_ROTATE_SIZE_MIN      4096ull
+#define CONFIG_DURATION_MAX_MS       (3650ull * 86400000ull)
+#define CONFIG_CHUNK_PERIOD_MIN_MS   100ull
+#define CONFIG_CHUNK_PERIOD_MAX_MS   3600000ull
+#define CONFIG_ROTATE_PERIOD_MIN_MS  1000ull
+#define CONFIG_SIZE_MAX              (1ull << 50)
+#define CONFIG_ROTATE_SIZE_MIN       4096ull
+#define CONFIG_OFFCPU_MIN_DEFAULT_US 1000ull       /* 1 ms */
+#define CONFIG_OFFCPU_MIN_MAX_US     3600000000ull /* 1 h */
 /* libinih (Debian's build) reads lines of at most INI_MAX_LINE = 200 bytes with "\r\n\0"
  * and silently cuts longer ones; config_load refuses them instead. */
 #define CONFIG_LINE_MAX 197
 
 struct daemon_config {
         /* [sampling] */
-        unsigned frequency; /* Hz per CPU */
-        int event;          /* enum sampler_event */
-        int dwarf;          /* enum sampler_callgraph */
+        unsigned frequency;     /* Hz per CPU */
+        int event;              /* enum sampler_event */
+        int dwarf;              /* enum sampler_callgraph */
+        uint64_t offcpu_min_us; /* event off-cpu/wall: shorter intervals are dropped */
         /* [targets] */
         int mode;                        /* enum target_mode */
         char comm[CONFIG_LIST_LEN];      /* comma-separated globs */
@@ -92,6 +95,8 @@ extern const char *const config_keys[];
 /* "30", "30s", "1.5s", "500ms", "10m", "2h", "7d" -> ms in [min_ms, max_ms]. 0, -EINVAL
  * (not a duration) or -ERANGE (outside the range, overflow included). */
 int config_parse_duration(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ms);
+/* The same in microseconds, with "us" too: "500us", "1.5ms", "2s" ("" = seconds). */
+int config_parse_duration_us(const char *s, uint64_t min_us, uint64_t max_us, uint64_t *us);
 /* "4096", "64K", "64M", "1G", "1GiB" (binary units) -> bytes in [min, max]. 0, -EINVAL or
  * -ERANGE. */
 int config_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *bytes);

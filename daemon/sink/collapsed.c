@@ -12,6 +12,7 @@
 #include "engine/context_decode.h"
 #include "sink/collapsed.h"
 #include "stack/symbolize.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #define KEY_MAX                                                                                    \
@@ -28,6 +29,7 @@ struct entry {
 
 struct collapsed {
         int span_frames;
+        uint64_t cpu_weight; /* 0: count records; else value = microseconds (see .h) */
         struct entry *tab;
         size_t cap, n;
         uint64_t samples;
@@ -105,6 +107,19 @@ static int label_cmp(const void *a, const void *b)
         return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
+void collapsed_set_time_weights(struct collapsed *c, uint64_t cpu_sample_us)
+{
+        c->cpu_weight = cpu_sample_us ? cpu_sample_us : 1;
+}
+
+/* What one record adds to its line: 1, or in time mode its microseconds. */
+static uint64_t weight_of(const struct collapsed *c, const struct decoded_sample *s)
+{
+        if (s->off_cpu)
+                return (s->duration_ns + NS_PER_US / 2) / NS_PER_US;
+        return c->cpu_weight ? c->cpu_weight : 1;
+}
+
 int collapsed_add(struct collapsed *c, const struct decoded_sample *s)
 {
         const struct decoded_label *sorted[CTXPROF_MAX_LABELS];
@@ -153,7 +168,7 @@ int collapsed_add(struct collapsed *c, const struct decoded_sample *s)
         for (j = h & (c->cap - 1); c->tab[j].key; j = (j + 1) & (c->cap - 1)) {
                 if (c->tab[j].hash == h && c->tab[j].len == len &&
                     !memcmp(c->tab[j].key, c->scratch, len)) {
-                        c->tab[j].count++;
+                        c->tab[j].count += weight_of(c, s);
                         c->samples++;
                         return 0;
                 }
@@ -170,7 +185,7 @@ int collapsed_add(struct collapsed *c, const struct decoded_sample *s)
         memcpy(c->tab[j].key, c->scratch, len);
         c->tab[j].len = (uint32_t)len;
         c->tab[j].hash = h;
-        c->tab[j].count = 1;
+        c->tab[j].count = weight_of(c, s);
         c->n++;
         c->samples++;
         return 0;

@@ -27,6 +27,10 @@ struct collapsed;
 
 struct collapsed *collapsed_new(int span_frames);
 void collapsed_free(struct collapsed *);
+/* Time mode (events off-cpu and wall): a line's value is microseconds, a CPU sample
+ * counting cpu_sample_us (its period) and an off-CPU interval its duration. Without it a
+ * line's value is its number of records (an off-CPU interval still counts its duration). */
+void collapsed_set_time_weights(struct collapsed *, uint64_t cpu_sample_us);
 /* Aggregate one sample (copies what it needs). 0 or -ENOMEM. */
 int collapsed_add(struct collapsed *, const struct decoded_sample *s);
 /* A sink that calls collapsed_add. */

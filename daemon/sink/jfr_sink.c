@@ -29,6 +29,7 @@
 #define XXH_INLINE_ALL /* header-only use of libxxhash-dev */
 #include <xxhash.h>
 
+#include "sink/blocked_in.h"
 #include "sink/host_facts.h"
 #include "engine/context_decode.h"
 #include "sink/jfr_sink.h"
@@ -38,11 +39,14 @@
 #include "util/fs.h"
 #include "util/grow.h"
 
-#define FIRST_CAP           64 /* elements of a growing array at first growth */
-#define JOBS_MAX            4  /* chunks cut but not yet written; more postpones the cut */
-#define SYM_PER_FRAME       16 /* inline chain entries kept per frame */
-#define DEFAULT_PERIOD_NS   (60ull * 1000000000ull)
-#define DEFAULT_MAX_SAMPLES 1000000u
+#define FIRST_CAP                64 /* elements of a growing array at first growth */
+#define JOBS_MAX                 4  /* chunks cut but not yet written; more postpones the cut */
+#define SYM_PER_FRAME            16 /* inline chain entries kept per frame */
+#define DEFAULT_PERIOD_NS        (60ull * 1000000000ull)
+#define DEFAULT_MAX_SAMPLES      1000000u
+#define BLOCKED_IN_MAX           96  /* bytes kept of a blocking function's name */
+#define TASK_INTERRUPTIBLE_BIT   0x1 /* Linux task states (off-CPU intervals) */
+#define TASK_UNINTERRUPTIBLE_BIT 0x2
 
 struct thread_ent {
         pid_t tid; /* 0 = empty bucket (tid 0 is the idle task, never a target) */
@@ -62,9 +66,16 @@ struct res_ent {
         char *service, *attributes; /* owned */
 };
 
+/* A sample of a batch: a CPU sample, or with off_cpu an off-CPU interval. */
+struct batch_sample {
+        struct jfr_sample s;
+        struct jfr_offcpu off; /* off.blocked_in is filled in by the writer thread */
+        int off_cpu;
+};
+
 /* One chunk's worth of samples and what they refer to. */
 struct batch {
-        struct jfr_sample *samples;
+        struct batch_sample *samples;
         size_t n, cap;
         char *arena; /* label sets: per label u32 key_len, key, u32 value_len, value */
         size_t arena_len, arena_cap;
@@ -82,6 +93,7 @@ struct stack_rec {
         size_t off; /* into job.frames */
         uint32_t n;
         int truncated;
+        char blocked_in[BLOCKED_IN_MAX]; /* off-CPU: the blocking kernel function, "" = none */
 };
 
 struct job {
@@ -315,6 +327,16 @@ static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32
         }
 }
 
+/* The JFR thread state of an off-CPU interval from the Linux task state. */
+static enum jfr_offcpu_state offcpu_state(uint32_t task_state)
+{
+        if (task_state & TASK_UNINTERRUPTIBLE_BIT)
+                return JFR_OFFCPU_UNINTERRUPTIBLE;
+        if (task_state & TASK_INTERRUPTIBLE_BIT)
+                return JFR_OFFCPU_SLEEPING;
+        return JFR_OFFCPU_OTHER;
+}
+
 static int sink_sample(void *ctx, const struct decoded_sample *ds)
 {
         struct jfr_sink *s = ctx;
@@ -337,13 +359,18 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
                 err = batch_thread(b, ds->tid, ds->comm);
         if (!err)
                 err = batch_resource(b, ds);
-        b->samples[b->n++] = (struct jfr_sample){
-            .ticks = ds->time_ns,
-            .trace_id = id,
-            .span_id = ds->has_span ? ds->span_id : 0,
-            .root_span_id = ds->has_span ? ds->root_span_id : 0,
-            .context_id = ctx_id,
-            .tid = ds->tid,
+        b->samples[b->n++] = (struct batch_sample){
+            .s = {.ticks = ds->time_ns,
+                  .trace_id = id,
+                  .span_id = ds->has_span ? ds->span_id : 0,
+                  .root_span_id = ds->has_span ? ds->root_span_id : 0,
+                  .context_id = ctx_id,
+                  .tid = ds->tid},
+            .off = {.duration_ns = ds->duration_ns,
+                    .runq_ns = ds->runq_ns,
+                    .state = offcpu_state(ds->off_state),
+                    .blocked_in = NULL},
+            .off_cpu = ds->off_cpu,
         };
         return err;
 }
@@ -400,7 +427,20 @@ struct symctx {
         char (*fallback)[192];
 };
 
-static int add_stack(struct jfr_writer *w, struct symctx *sc, const struct stack_rec *st,
+/* The stack's blocking kernel function (off-CPU intervals), from its symbolized frames. */
+static void note_blocked_in(struct stack_rec *st, const struct jfr_frame *jf, size_t nj)
+{
+        const char *names[CTXPROF_MAX_KSTACK];
+        size_t nk = 0;
+        const char *b;
+
+        for (size_t i = 0; i < nj && nk < CTXPROF_MAX_KSTACK && jf[i].type == JFR_FRAME_KERNEL; i++)
+                names[nk++] = jf[i].function;
+        b = blocked_in_pick(names, nk);
+        snprintf(st->blocked_in, sizeof(st->blocked_in), "%s", b ? b : "");
+}
+
+static int add_stack(struct jfr_writer *w, struct symctx *sc, struct stack_rec *st,
                      const struct ctxprof_frame *frames)
 {
         size_t nj = 0;
@@ -436,7 +476,29 @@ static int add_stack(struct jfr_writer *w, struct symctx *sc, const struct stack
                         };
                 }
         }
+        note_blocked_in(st, sc->jf, nj);
         return jfr_writer_add_stack(w, st->id, sc->jf, nj, st->truncated);
+}
+
+static int cmp_stack_id(const void *a, const void *b)
+{
+        uint64_t x = ((const struct stack_rec *)a)->id, y = ((const struct stack_rec *)b)->id;
+        return (x > y) - (x < y);
+}
+
+/* A sample of the job, with the blocking function of its stack when it is off-CPU (the
+ * job's stacks are sorted by id). */
+static int add_job_sample(struct jfr_writer *w, const struct job *j, const struct batch_sample *bs)
+{
+        struct jfr_offcpu o = bs->off;
+        struct stack_rec key = {.id = bs->s.trace_id};
+        const struct stack_rec *st;
+
+        if (!bs->off_cpu)
+                return jfr_writer_add_sample(w, &bs->s);
+        st = bsearch(&key, j->stacks, j->nstacks, sizeof(*j->stacks), cmp_stack_id);
+        o.blocked_in = st && st->blocked_in[0] ? st->blocked_in : NULL;
+        return jfr_writer_add_offcpu(w, &bs->s, &o);
 }
 
 static int write_labels(struct jfr_writer *w, const struct batch *b, const struct lset_ent *e)
@@ -479,13 +541,15 @@ static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_
         for (size_t i = 0; !err && i < b->res_n; i++)
                 err = jfr_writer_add_process(s->w, b->res[i].pid, b->res[i].service,
                                              b->res[i].attributes);
+        if (j->nstacks)
+                qsort(j->stacks, j->nstacks, sizeof(*j->stacks), cmp_stack_id);
         for (size_t i = 0; !err && i < j->nstacks; i++)
                 err = add_stack(s->w, sc, &j->stacks[i], j->frames + j->stacks[i].off);
         for (uint32_t i = 0; !err && i < b->lset_cap; i++)
                 if (b->lsets[i].id)
                         err = write_labels(s->w, b, &b->lsets[i]);
         for (size_t i = 0; !err && i < b->n; i++)
-                err = jfr_writer_add_sample(s->w, &b->samples[i]);
+                err = add_job_sample(s->w, j, &b->samples[i]);
         if (err) {
                 jfr_writer_abort_chunk(s->w);
                 return err;
@@ -661,7 +725,7 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
         j->ids = malloc((j->b.n ? j->b.n : 1) * sizeof(*j->ids));
         if (j->ids) {
                 for (size_t i = 0; i < j->b.n; i++)
-                        j->ids[i] = j->b.samples[i].trace_id;
+                        j->ids[i] = j->b.samples[i].s.trace_id;
                 qsort(j->ids, j->b.n, sizeof(*j->ids), cmp_u64);
                 for (size_t i = 0; i < j->b.n; i++)
                         if (!j->nids || j->ids[j->nids - 1] != j->ids[i])

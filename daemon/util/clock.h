@@ -13,6 +13,7 @@
 
 #define NS_PER_SEC 1000000000ull
 #define NS_PER_MS  1000000ull
+#define NS_PER_US  1000ull
 #define MS_PER_SEC 1000ull
 
 static inline uint64_t clock_ns(clockid_t id)

@@ -63,6 +63,7 @@ enum ctxprof_rec_type {
         CTXPROF_REC_SAMPLE = 1,       /* struct ctxprof_sample_rec */
         CTXPROF_REC_SAMPLE_DWARF = 2, /* struct ctxprof_sample_dwarf_rec */
         CTXPROF_REC_EVENT = 3,        /* struct ctxprof_event_rec */
+        CTXPROF_REC_OFFCPU = 4,       /* struct ctxprof_offcpu_rec */
 };
 
 /* ctxprof_sample_rec.flags */
@@ -175,6 +176,28 @@ _Static_assert(sizeof(struct ctxprof_sample_dwarf_rec) ==
                "dwarf record: no padding (22120 bytes)");
 
 /*
+ * Off-CPU interval (bpf/offcpu.bpf.h): a target thread left the CPU without being runnable
+ * (it blocked); the record is emitted when it next runs. base holds what was read at the
+ * switch-out (context, user and kernel stacks, time_ns = the switch-out), so the stacks are
+ * the blocking ones. Kept per thread in the BPF map `offcpu_threads` between the two.
+ */
+struct ctxprof_offcpu_rec {
+        struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_OFFCPU */
+        __u64 duration_ns;              /* switch-out to switch-in (run-queue delay included) */
+        __u64 runq_ns; /* wakeup to switch-in: runnable but not running; 0 = no wakeup seen */
+        __u64 wake_ns; /* BPF bookkeeping: time of the wakeup, 0 = none yet */
+        __u32 state;   /* prev_state at the switch-out (TASK_INTERRUPTIBLE = 1, ...) */
+        __u32 pad;
+};
+_Static_assert(sizeof(struct ctxprof_offcpu_rec) == sizeof(struct ctxprof_sample_rec) + 32,
+               "off-CPU record: the sample record + 32 bytes, no padding");
+
+/* Off-CPU intervals shorter than this are dropped in the kernel (and counted). */
+#define CTXPROF_OFFCPU_MIN_NS_DEFAULT 1000000ull /* 1 ms */
+/* Threads with an off-CPU slot at once (map `offcpu_threads`; more are counted, not kept). */
+#define CTXPROF_OFFCPU_MAX_THREADS_DEFAULT 8192
+
+/*
  * Lifecycle events. They travel in the ring `samples`, between the samples, so that the
  * consumer sees them in the order they happened: every sample a process took before it
  * exec'ed or exited comes out before the event. Only when `samples` is full are they put in
@@ -202,19 +225,25 @@ _Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, 
 
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
-        CTXPROF_CNT_SAMPLES = 0,    /* target samples taken */
-        CTXPROF_CNT_LOST,           /* ring full: record dropped */
-        CTXPROF_CNT_NO_TP,          /* thread pointer 0: no context read */
-        CTXPROF_CNT_SPAN_FAULT,     /* span address/read failures */
-        CTXPROF_CNT_LABELSET_FAULT, /* labelset pointer/header read failures */
-        CTXPROF_CNT_LABEL_FAULT,    /* entry/key/value read failures */
-        CTXPROF_CNT_USTACK_ERR,     /* bpf_get_stack(user) < 0 */
-        CTXPROF_CNT_KSTACK_ERR,     /* bpf_get_stack(kernel) < 0 */
-        CTXPROF_CNT_STACK_COPY_ERR, /* dwarf: first stack page unreadable */
-        CTXPROF_CNT_EVENTS_LOST,    /* both rings full: lifecycle event dropped */
-        CTXPROF_CNT_WAKEUPS,        /* forced ring wakeups */
-        CTXPROF_CNT_TLS_STALE,      /* location refused: made before the target's last exec */
-        CTXPROF_CNT_OTEL_FAULT,     /* otel_thread_ctx_v1 address/pointer/record read failures */
+        CTXPROF_CNT_SAMPLES = 0,      /* target samples taken */
+        CTXPROF_CNT_LOST,             /* ring full: record dropped */
+        CTXPROF_CNT_NO_TP,            /* thread pointer 0: no context read */
+        CTXPROF_CNT_SPAN_FAULT,       /* span address/read failures */
+        CTXPROF_CNT_LABELSET_FAULT,   /* labelset pointer/header read failures */
+        CTXPROF_CNT_LABEL_FAULT,      /* entry/key/value read failures */
+        CTXPROF_CNT_USTACK_ERR,       /* bpf_get_stack(user) < 0 */
+        CTXPROF_CNT_KSTACK_ERR,       /* bpf_get_stack(kernel) < 0 */
+        CTXPROF_CNT_STACK_COPY_ERR,   /* dwarf: first stack page unreadable */
+        CTXPROF_CNT_EVENTS_LOST,      /* both rings full: lifecycle event dropped */
+        CTXPROF_CNT_WAKEUPS,          /* forced ring wakeups */
+        CTXPROF_CNT_TLS_STALE,        /* location refused: made before the target's last exec */
+        CTXPROF_CNT_OTEL_FAULT,       /* otel_thread_ctx_v1 address/pointer/record read failures */
+        CTXPROF_CNT_OFFCPU,           /* off-CPU intervals emitted */
+        CTXPROF_CNT_OFFCPU_SHORT,     /* intervals under the minimum duration: dropped */
+        CTXPROF_CNT_OFFCPU_FULL,      /* switch-out of a target with no free slot: not tracked */
+        CTXPROF_CNT_OFFCPU_LOST,      /* ring full at switch-in: interval dropped */
+        CTXPROF_CNT_OFFCPU_EXITED,    /* slots freed at thread exit */
+        CTXPROF_CNT_OFFCPU_OPEN_EXIT, /* ... of those, with an interval still open: dropped */
         CTXPROF_CNT_MAX,
 };
 
