@@ -76,40 +76,39 @@ int upload_url_check(const char *url)
         return 0;
 }
 
-/* k=v[,k=v...], keys [A-Za-z0-9_.] (Pyroscope label names), values without , { } = */
-static int tags_ok(const char *s)
+int upload_tags_check(const char *s)
 {
         int in_key = 1, klen = 0, vlen = 0;
 
         if (!*s)
-                return 1;
+                return 0;
         for (; *s; s++) {
                 if (*s == '{' || *s == '}' || *s == '"' || (unsigned char)*s < 0x20)
-                        return 0;
+                        return -EINVAL;
                 if (in_key) {
                         if (*s == '=') {
                                 if (!klen)
-                                        return 0;
+                                        return -EINVAL;
                                 in_key = 0;
                                 vlen = 0;
                         } else if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
                                    (*s >= '0' && *s <= '9') || *s == '_' || *s == '.') {
                                 klen++;
                         } else {
-                                return 0;
+                                return -EINVAL;
                         }
                 } else if (*s == ',') {
                         if (!vlen)
-                                return 0;
+                                return -EINVAL;
                         in_key = 1;
                         klen = 0;
                 } else if (*s == '=') {
-                        return 0;
+                        return -EINVAL;
                 } else {
                         vlen++;
                 }
         }
-        return !in_key && vlen > 0;
+        return !in_key && vlen > 0 ? 0 : -EINVAL;
 }
 
 static int set_path(char *dst, size_t len, const char *v)
@@ -143,7 +142,7 @@ static int set_target(struct upload_target_config *t, const char *key, const cha
                 return 0;
         }
         if (!strcmp(key, "tags")) {
-                if (strlen(v) >= sizeof(t->tags) || !tags_ok(v))
+                if (strlen(v) >= sizeof(t->tags) || upload_tags_check(v))
                         return -EINVAL;
                 snprintf(t->tags, sizeof(t->tags), "%s", v);
                 return 0;

@@ -66,5 +66,8 @@ const char *upload_config_values(const char *key);
 /* "http://h[:p]/x" or "https://...": no credentials in it (user:pass@ goes in
  * basic-auth-file), no query or fragment. 0 or -EINVAL. */
 int upload_url_check(const char *url);
+/* "k=v[,k=v...]" (or ""): keys of [A-Za-z0-9_.] (Pyroscope label names), values without
+ * , { } = " or control characters. 0 or -EINVAL. */
+int upload_tags_check(const char *tags);
 
 #endif
