@@ -453,6 +453,8 @@ int uploader_new(const struct uploader_opts *o, struct uploader **out, char *why
         pthread_cond_init(&u->cv, &ca);
         pthread_condattr_destroy(&ca);
         err = -pthread_create(&u->th, NULL, uploader_main, u);
+        if (!err)
+                pthread_setname_np(u->th, "ctxprof-upload"); /* for top -H, benches */
         if (err) {
                 upload_client_free(u->cl);
                 upload_spool_close(u->sp);
