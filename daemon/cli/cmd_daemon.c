@@ -365,6 +365,43 @@ static void retain(struct daemon *d)
                 logm(LOG_WARNING, "retention: unlink failed: %s", strerror(-r.last_error));
 }
 
+/* The UTC start time in a recording's name (...-YYYYMMDDTHHMMSSZ[-N].jfr), 0 if none. */
+static uint64_t name_start(const char *name)
+{
+        struct tm tm;
+        size_t i, n = strlen(name);
+
+        for (i = 0; i + 16 <= n; i++) {
+                memset(&tm, 0, sizeof(tm));
+                if (name[i + 8] == 'T' && name[i + 15] == 'Z' &&
+                    strptime(name + i, "%Y%m%dT%H%M%SZ", &tm) == name + i + 16)
+                        return (uint64_t)timegm(&tm);
+        }
+        return 0;
+}
+
+/* A recording recovered at start (in progress at a crash) is delivered like a finished one,
+ * with the labels snapshot the previous daemon left beside it. */
+static void recovered_upload(void *ctx, const char *name)
+{
+        struct daemon *d = ctx;
+        char path[PATH_MAX + 256], labels[PATH_MAX + 256 + 16];
+        struct stat st;
+        struct upload_job j = {.profile_path = path, .remove_labels = 1};
+
+        if (!d->nup)
+                return;
+        snprintf(path, sizeof(path), "%s/%s", d->cfg.directory, name);
+        snprintf(labels, sizeof(labels), "%s.part.labels.pb", path);
+        if (!stat(labels, &st))
+                j.labels_path = labels;
+        j.until_s = !stat(path, &st) ? (uint64_t)st.st_mtime : (uint64_t)time(NULL);
+        j.from_s = name_start(name);
+        if (!j.from_s || j.from_s >= j.until_s)
+                j.from_s = j.until_s - 1;
+        uploader_add(d->up, d->nup, &j);
+}
+
 /* Recordings a previous daemon left in progress (crash, SIGKILL) become readable files,
  * unless another daemon writes to the same directory (then they may be its live files). The
  * directory's lock stays held for this daemon's life (d->dir_lock). */
@@ -385,7 +422,7 @@ static void recover(struct daemon *d)
                      strerror(-d->dir_lock));
                 return;
         }
-        if (output_dir_recover(d->cfg.directory, &r))
+        if (output_dir_recover_each(d->cfg.directory, &r, recovered_upload, d))
                 return;
         if (r.recovered || r.removed)
                 logm(LOG_WARNING,

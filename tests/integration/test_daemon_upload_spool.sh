@@ -1,6 +1,7 @@
 #!/bin/bash
 # The upload spool: profiles the backend has not accepted yet survive a SIGKILL of the
-# daemon (every one is delivered by the next daemon), and a spool over spool-size drops the
+# daemon (every one is delivered by the next daemon, and so is the recording that was in
+# progress, once recovered), and a spool over spool-size drops the
 # oldest first, counted and logged, while the newest are delivered once the backend heals.
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
@@ -55,7 +56,12 @@ before_kill_received() {
 	while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || return 1; done <"$TMP/before-kill"
 }
 wait_for 60 "every profile finished before the SIGKILL delivered" before_kill_received
+# the recording in progress at the SIGKILL, recovered by the new daemon, is delivered too
+wait_for 60 "every file in $OUT delivered (the recovered one too)" caught_up
 wait_for 60 "the spool drained" eval '[ "$(entries)" = 0 ]'
+for f in "$OUT"/ctxprof-*.jfr; do
+	[ ! -e "$f.part.labels.pb" ] || fail "the labels snapshot of $f was left after it was spooled"
+done
 stop_daemon
 echo "restart: all $(wc -l <"$TMP/before-kill") profiles finished before the kill delivered"
 # 3. a spool of 100 KiB (about three profiles), backend failing: the oldest are dropped
