@@ -36,6 +36,7 @@
 #include "service/status_file.h"
 #include "service/status_health.h"
 #include "service/target_select.h"
+#include "service/uploader.h"
 #include "util/clock.h"
 
 #define MAX_FLAGS        64
@@ -98,6 +99,8 @@ struct daemon {
         struct daemon_metrics *dm;      /* the series it serves */
         uint64_t status_write_errors;
         unsigned map_entries; /* at the last status (counting walks the kernel map) */
+        struct uploader *up[UPLOAD_TARGETS_MAX]; /* one per [upload] section */
+        unsigned nup;
         struct pending pend[PEND_MAX];
         int npend;
 };
@@ -140,13 +143,13 @@ static const char *config_error(int err)
 /* Defaults, then the file (if any), then the flags. 0 or -1 (logged). */
 static int build_config(struct daemon *d, struct daemon_config *c)
 {
-        struct config_error e;
+        struct config_error e = {0};
         const char *values;
         int i, err;
 
         config_defaults(c);
         err = d->config_path ? config_load(c, d->config_path, &e) : 0;
-        values = err == -EINVAL && e.key[0] ? config_values(e.key) : NULL;
+        values = e.why ? e.why : err == -EINVAL && e.key[0] ? config_values(e.key) : NULL;
         if (err == -EEXIST)
                 logm(LOG_ERROR, "%s:%d: %s set twice (first on line %d)", d->config_path, e.line,
                      e.key, e.first_line);
@@ -191,6 +194,96 @@ static int rs_alive(void *ctx, pid_t pid)
         return sampler_is_target(d->s, pid);
 }
 
+/* A finished recording goes to every upload target (queued: the uploaders' threads spool
+ * and send it). */
+static void rs_finished(void *ctx, const struct recording_finished *f)
+{
+        struct daemon *d = ctx;
+        char extra[64] = "";
+        struct upload_job j = {
+            .profile_path = f->path,
+            .labels_path = f->labels_path,
+            .remove_labels = 1,
+            .from_s = f->start_wall_s,
+            .until_s = f->end_wall_s > f->start_wall_s ? f->end_wall_s : f->start_wall_s + 1,
+            .extra_tags = extra,
+        };
+
+        if (!d->nup)
+                return;
+        if (f->pid)
+                snprintf(extra, sizeof(extra), "process=%s", f->comm);
+        uploader_add(d->up, d->nup, &j);
+}
+
+/* An uploader per [upload] section, each with its spool directory (spool-directory/NAME,
+ * default DIRECTORY/spool/NAME). 0 or -1 (logged). */
+static int start_uploads(struct daemon *d, const struct daemon_config *c)
+{
+        char dir[PATH_MAX + UPLOAD_NAME_LEN + 8], why[PATH_MAX + 256];
+        unsigned i;
+        int err;
+
+        for (i = 0; i < c->upload.n; i++) {
+                const struct upload_target_config *t = &c->upload.t[i];
+                struct uploader_opts o = {
+                    .target = t, .cfg = &c->upload, .spool_dir = dir, .ctx = d, .log = rs_log};
+
+                if (c->upload.spool_dir[0])
+                        snprintf(dir, sizeof(dir), "%s/%s", c->upload.spool_dir, t->name);
+                else
+                        snprintf(dir, sizeof(dir), "%s/spool/%s", c->directory, t->name);
+                err = uploader_new(&o, &d->up[d->nup], why, sizeof(why));
+                if (err) {
+                        logm(LOG_ERROR, "upload %s: %s", t->name, why[0] ? why : strerror(-err));
+                        return -1;
+                }
+                d->nup++;
+                logm(LOG_INFO, "upload %s: %s (%s), spool %s", t->name, t->url,
+                     t->format == UPLOAD_FORMAT_PPROF ? "pprof" : "jfr", dir);
+        }
+        return 0;
+}
+
+static void log_upload_counters(const char *name, const struct upload_counters *cp)
+{
+        const struct upload_counters c = *cp;
+        char fail[256] = "", drop[256] = "";
+        size_t fl = 0, dl = 0;
+        int i;
+
+        for (i = 1; i < UPLOAD_OUTCOME_N; i++)
+                if (c.failures[i] && fl < sizeof(fail))
+                        fl += (size_t)snprintf(fail + fl, sizeof(fail) - fl, " %s=%llu",
+                                               upload_outcome_name(i),
+                                               (unsigned long long)c.failures[i]);
+        for (i = 0; i < UPLOAD_DROP_N; i++)
+                if (c.dropped[i] && dl < sizeof(drop))
+                        dl +=
+                            (size_t)snprintf(drop + dl, sizeof(drop) - dl, " %s=%llu",
+                                             upload_drop_name(i), (unsigned long long)c.dropped[i]);
+        logm(LOG_INFO,
+             "upload %s: spooled %llu, delivered %llu (%llu bytes sent), failed attempts:%s, "
+             "dropped:%s, left in the spool %llu (%llu bytes)",
+             name, (unsigned long long)c.spooled, (unsigned long long)c.uploads_ok,
+             (unsigned long long)c.bytes_sent, fl ? fail : " 0", dl ? drop : " 0",
+             (unsigned long long)c.spool_files, (unsigned long long)c.spool_bytes);
+}
+
+/* Stop every uploader: what they hold stays in their spools for the next start. */
+static void stop_uploads(struct daemon *d, uint64_t grace_ms)
+{
+        while (d->nup) {
+                struct uploader *u = d->up[--d->nup];
+                struct upload_counters c;
+                char name[UPLOAD_NAME_LEN];
+
+                snprintf(name, sizeof(name), "%s", uploader_name(u));
+                uploader_stop(u, grace_ms, &c);
+                log_upload_counters(name, &c);
+        }
+}
+
 /* The output and status directories of c: refused (logged, -1) when another user could
  * write them or redirect the daemon's writes (service/trusted_dir.h), so that the daemon
  * stops at start, or a reload keeps the running configuration, instead of losing samples. */
@@ -226,6 +319,8 @@ static int open_output(struct daemon *d)
             .log = rs_log,
             .engine = rs_engine,
             .alive = rs_alive,
+            .labels_snapshot = d->nup > 0,
+            .finished = rs_finished,
         };
 
         d->rs = recording_set_new(&o);
@@ -278,6 +373,43 @@ static void retain(struct daemon *d)
                 logm(LOG_WARNING, "retention: unlink failed: %s", strerror(-r.last_error));
 }
 
+/* The UTC start time in a recording's name (...-YYYYMMDDTHHMMSSZ[-N].jfr), 0 if none. */
+static uint64_t name_start(const char *name)
+{
+        struct tm tm;
+        size_t i, n = strlen(name);
+
+        for (i = 0; i + 16 <= n; i++) {
+                memset(&tm, 0, sizeof(tm));
+                if (name[i + 8] == 'T' && name[i + 15] == 'Z' &&
+                    strptime(name + i, "%Y%m%dT%H%M%SZ", &tm) == name + i + 16)
+                        return (uint64_t)timegm(&tm);
+        }
+        return 0;
+}
+
+/* A recording recovered at start (in progress at a crash) is delivered like a finished one,
+ * with the labels snapshot the previous daemon left beside it. */
+static void recovered_upload(void *ctx, const char *name)
+{
+        struct daemon *d = ctx;
+        char path[PATH_MAX + 256], labels[PATH_MAX + 256 + 16];
+        struct stat st;
+        struct upload_job j = {.profile_path = path, .remove_labels = 1};
+
+        if (!d->nup)
+                return;
+        snprintf(path, sizeof(path), "%s/%s", d->cfg.directory, name);
+        snprintf(labels, sizeof(labels), "%s.part.labels.pb", path);
+        if (!stat(labels, &st))
+                j.labels_path = labels;
+        j.until_s = !stat(path, &st) ? (uint64_t)st.st_mtime : (uint64_t)time(NULL);
+        j.from_s = name_start(name);
+        if (!j.from_s || j.from_s >= j.until_s)
+                j.from_s = j.until_s - 1;
+        uploader_add(d->up, d->nup, &j);
+}
+
 /* Recordings a previous daemon left in progress (crash, SIGKILL) become readable files,
  * unless another daemon writes to the same directory (then they may be its live files). The
  * directory's lock stays held for this daemon's life (d->dir_lock). */
@@ -298,7 +430,7 @@ static void recover(struct daemon *d)
                      strerror(-d->dir_lock));
                 return;
         }
-        if (output_dir_recover(d->cfg.directory, &r))
+        if (output_dir_recover_each(d->cfg.directory, &r, recovered_upload, d))
                 return;
         if (r.recovered || r.removed)
                 logm(LOG_WARNING,
@@ -569,6 +701,11 @@ static void publish_metrics(struct daemon *d)
                 return;
         sampler_get_stats(d->s, &ms.st);
         output_counters(d, &ms.rc);
+        for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
+                snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
+                uploader_get_counters(d->up[i], &ms.up[i].c);
+                ms.nup = i + 1;
+        }
         daemon_metrics_publish(d->dm, &ms);
 }
 
@@ -649,6 +786,13 @@ static void reload(struct daemon *d)
         }
         /* New files with the new output settings (the old ones are finished and renamed). */
         close_output(d);
+        if (memcmp(&nc.upload, &d->cfg.upload, sizeof(nc.upload)) ||
+            strcmp(nc.directory, d->cfg.directory)) {
+                /* the finished files were queued to the old uploaders: they spool them */
+                stop_uploads(d, 0);
+                if (start_uploads(d, &nc))
+                        logm(LOG_ERROR, "reload: uploads are off until the next reload");
+        }
         target_select_free(d->sel);
         d->sel = ns;
         d->npend = 0;
@@ -806,6 +950,9 @@ static int start_sampling(struct daemon *d)
                         logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
                              (unsigned long long)privileges_effective());
         }
+        /* the uploader threads, after the drop; before recovery, which hands them its files */
+        if (start_uploads(d, &d->cfg))
+                return -1;
         recover(d);
         if (open_output(d))
                 return -1;
@@ -878,6 +1025,7 @@ static int finish(struct daemon *d)
         if (err < 0)
                 logm(LOG_WARNING, "draining samples failed: %s", strerror(-err));
         rc = close_output(d) ? 1 : 0;
+        stop_uploads(d, d->cfg.upload.stop_grace_ms);
         retain(d);
         write_status(d, "stopped");
         logm(LOG_INFO, "stopped");
@@ -889,6 +1037,7 @@ static void release(struct daemon *d)
         metrics_server_free(d->metrics); /* its thread stops before what it reports goes */
         daemon_metrics_free(d->dm);
         recording_set_free(d->rs); /* finished, or NULL; a failed start: .part stays */
+        stop_uploads(d, 0);
         sampler_free(d->s);
         target_select_free(d->sel);
         if (d->dir_lock >= 0)
@@ -907,8 +1056,10 @@ static int cmd_daemon(int argc, char **argv)
         if (rc >= 0)
                 return rc;
         rc = start_config(d);
-        if (rc)
+        if (rc) {
+                stop_uploads(d, 0);
                 return rc;
+        }
         rc = 1;
         if (!start_sampling(d)) {
                 run(d);

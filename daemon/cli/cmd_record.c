@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli/cmd.h"
+#include "cli/record_upload.h"
 #include "cli/launch.h"
 #include "cli/record_stats.h"
 #include "sink/collapsed.h"
@@ -92,6 +93,11 @@ static void help(FILE *f)
                "      --stats-json FILE      at exit, once the recording is written, write its\n"
                "                             counters (those printed at exit) to FILE as one\n"
                "                             JSON object (also with -q)\n"
+               "      --upload URL           then send the file (jfr or pprof) to Pyroscope's\n"
+               "                             URL/ingest; --upload-app NAME, --upload-tags k=v,..,\n"
+               "                             --upload-header-file F (\"Name: value\" lines),\n"
+               "                             --upload-basic-auth-file F (user:password),\n"
+               "                             --upload-timeout TIME (default 30s)\n"
                "  -q, --quiet                no status line, no counters\n"
                "  -h, --help                 this text\n"
                "\n"
@@ -102,7 +108,8 @@ static void help(FILE *f)
                "Exit status: 0 when the recording was written; with -- COMMAND that ended on\n"
                "its own, COMMAND's status instead (128+N if signal N killed it); 1 when\n"
                "recording failed, 2 for a usage error, 128+N when signal N (SIGINT, SIGTERM)\n"
-               "came before recording started (nothing is written, COMMAND is not run).\n");
+               "came before recording started (nothing is written, COMMAND is not run);\n"
+               "3 when the recording was written but --upload failed (the file is kept).\n");
 }
 
 static int parse_pids(char *s, pid_t *pids, int *n)
@@ -313,6 +320,7 @@ struct record_opts {
         unsigned max_stacks; /* 0 = the trace table's default */
         int span_frames, quiet;
         struct sigaction orig_int, orig_term; /* what ctxprof inherited: the command's */
+        struct record_upload_opts up;         /* --upload*: url "" = none */
 };
 
 /* One recording, from setup to cleanup. */
@@ -325,6 +333,7 @@ struct recording {
         struct sample_sink sink, jfr;
         FILE *out;
         int started;                           /* setup succeeded: sampling into the output */
+        int written;                           /* the output is complete (--upload sends it) */
         uint64_t start_wall_ns, start_mono_ns; /* when it started (pprof's time, duration) */
 };
 
@@ -338,7 +347,11 @@ enum {
         OPT_MAXSTACKS,
         OPT_STATS_JSON,
         OPT_OFFCPU_MIN,
+        OPT_UPLOAD, /* then one per --upload-NAME, in upload_opt_names order */
 };
+static const char *const upload_opt_names[] = {
+    "", "app", "tags", "header-file", "basic-auth-file", "timeout"};
+#define N_UPLOAD_OPTS (sizeof(upload_opt_names) / sizeof(upload_opt_names[0]))
 
 /* Parse stage: one option. 0, or the exit status of a usage error (printed). */
 static int parse_option(int opt, char *arg, struct record_opts *ro)
@@ -436,6 +449,9 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 ro->quiet = 1;
                 return 0;
         default:
+                if (opt >= OPT_UPLOAD && opt < OPT_UPLOAD + (int)N_UPLOAD_OPTS)
+                        return record_upload_option(&ro->up, upload_opt_names[opt - OPT_UPLOAD],
+                                                    arg);
                 help(stderr);
                 return 2;
         }
@@ -461,6 +477,12 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {"no-kernel", no_argument, NULL, OPT_NOKERNEL},
             {"stats-json", required_argument, NULL, OPT_STATS_JSON},
             {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
+            {"upload", required_argument, NULL, OPT_UPLOAD},
+            {"upload-app", required_argument, NULL, OPT_UPLOAD + 1},
+            {"upload-tags", required_argument, NULL, OPT_UPLOAD + 2},
+            {"upload-header-file", required_argument, NULL, OPT_UPLOAD + 3},
+            {"upload-basic-auth-file", required_argument, NULL, OPT_UPLOAD + 4},
+            {"upload-timeout", required_argument, NULL, OPT_UPLOAD + 5},
             {"quiet", no_argument, NULL, 'q'},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
@@ -514,6 +536,10 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
         }
         if (!strcmp(ro->format, "jfr") && !ro->outpath) {
                 fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
+                return 2;
+        }
+        if (ro->up.t.url[0] && (!ro->outpath || !strcmp(ro->format, "collapsed"))) {
+                fprintf(stderr, "ctxprof record: --upload needs -o FILE in jfr or pprof\n");
                 return 2;
         }
         /* A bad path fails now; an existing file is kept until setup succeeded. */
@@ -770,6 +796,7 @@ static int finish(struct recording *r)
                         return 1;
                 }
         }
+        r->written = 1;
         if (!ro->quiet)
                 record_stats_print(r->s, r->c);
         if (ro->stats_path &&
@@ -798,6 +825,7 @@ static int cleanup(struct recording *r, int rc)
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,
                         strerror(errno));
                 rc = 1;
+                r->written = 0;
         }
         return rc;
 }
@@ -809,8 +837,10 @@ static int cmd_record(int argc, char **argv)
             .chunk_ms = 60000,
         };
         struct recording r = {.ro = &ro, .cmd = {.pid = -1, .sync_fd = -1}};
-        int rc = parse_args(argc, argv, &ro);
+        int rc;
 
+        record_upload_defaults(&ro.up);
+        rc = parse_args(argc, argv, &ro);
         if (rc >= 0)
                 return rc;
         rc = 1;
@@ -818,7 +848,13 @@ static int cmd_record(int argc, char **argv)
                 sample_loop(&r);
                 rc = finish(&r);
         }
-        return cleanup(&r, rc);
+        rc = cleanup(&r, rc);
+        /* the file is complete and closed: a failed upload is its own exit status */
+        if (ro.up.t.url[0] && r.written &&
+            record_upload(&ro.up, ro.outpath, ro.format, r.start_wall_ns / NS_PER_SEC,
+                          (uint64_t)time(NULL), ro.quiet))
+                rc = RECORD_UPLOAD_FAILED;
+        return rc;
 }
 
 const struct ctxprof_cmd record_cmd = {"record", "sample processes: stacks + trace context",

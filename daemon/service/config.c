@@ -64,6 +64,7 @@ void config_defaults(struct daemon_config *c)
         c->split_max_open = 32;
         c->log_level = LOG_INFO;
         snprintf(c->status_file, sizeof(c->status_file), "%s", STATUS_FILE_DEFAULT);
+        upload_config_defaults(&c->upload);
 }
 
 int config_parse_count(const char *s, unsigned min, unsigned max, unsigned *out)
@@ -323,6 +324,8 @@ const char *config_values(const char *key)
         const char *dot = strchr(key, '.');
         size_t i;
 
+        if (upload_config_is_section(key))
+                return upload_config_values(key);
         for (i = 0; i < sizeof(help) / sizeof(help[0]); i++)
                 if (!strcmp(dot ? dot + 1 : key, help[i].key))
                         return help[i].values;
@@ -407,6 +410,23 @@ static int fail(struct load_ctx *l, int err, const char *section, const char *na
         return 0; /* stop */
 }
 
+/* [upload] / [upload.NAME]: upload_config.c's keys (with their own duplicate check). */
+static int on_upload_line(struct load_ctx *l, const char *section, const char *name,
+                          const char *value)
+{
+        int first, err = upload_config_set(&l->c->upload, section, name, value, l->lineno, &first);
+
+        if (!err)
+                return 1;
+        if (err == -EEXIST)
+                l->e->first_line = first;
+        else if (err == -ENOSPC)
+                l->e->why = "too many upload sections (at most 8)";
+        else if (err == -ENOTSUP)
+                l->e->why = "the daemon writes JFR: format = pprof is for record --upload";
+        return fail(l, err == -ERANGE ? -EINVAL : err, section, name);
+}
+
 static int on_line(void *user, const char *section, const char *name, const char *value)
 {
         struct load_ctx *l = user;
@@ -418,6 +438,8 @@ static int on_line(void *user, const char *section, const char *name, const char
          * lines */
         if (l->continued)
                 return fail(l, -EINVAL, section, name);
+        if (upload_config_is_section(section))
+                return on_upload_line(l, section, name, value);
         i = key_index(section, name);
         if (i >= 0 && l->seen[i]) {
                 l->e->first_line = l->seen[i];
@@ -460,6 +482,8 @@ int config_load(struct daemon_config *c, const char *path, struct config_error *
         }
         if (l.err)
                 return l.err;
+        if (upload_config_check(&tmp.upload, &e->line, &e->why))
+                return -EINVAL;
         *c = tmp;
         return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "engine/sampling_names.h" /* enum sampler_event, target_mode */
 #include "service/metrics_http.h"  /* METRICS_LISTEN_LEN */
+#include "service/upload_config.h"
 
 enum rotate_mode { ROTATE_PERIOD = 0, ROTATE_SIZE };
 enum split_mode { SPLIT_HOST = 0, SPLIT_PROCESS };
@@ -68,6 +69,8 @@ struct daemon_config {
         char metrics_listen[METRICS_LISTEN_LEN]; /* "HOST:PORT" (service/metrics_http.h); "" = no
                                                     endpoint */
         int metrics_allow_remote;                /* an address other than loopback is allowed */
+        /* [upload], [upload.NAME] (not flags) */
+        struct upload_config upload;
 };
 
 void config_defaults(struct daemon_config *c);
@@ -80,14 +83,15 @@ int config_set(struct daemon_config *c, const char *section, const char *key, co
 const char *config_values(const char *key);
 
 struct config_error {
-        int line;       /* the bad line, 0 if none */
-        int first_line; /* -EEXIST: where the key was set before */
-        char key[64];   /* "section.key", "" if none */
+        int line;        /* the bad line, 0 if none */
+        int first_line;  /* -EEXIST: where the key was set before */
+        char key[64];    /* "section.key", "" if none */
+        const char *why; /* a sentence that says more, NULL if none */
 };
 /* Read an INI file over *c. 0 ok; -errno when it cannot be read; for a bad line (number
  * and key in *e): -EINVAL/-ENOENT/-ENOTSUP as config_set, -EEXIST a key set twice (the
- * earlier line in e->first_line), -E2BIG a line longer than CONFIG_LINE_MAX. On error *c is
- * unchanged. */
+ * earlier line in e->first_line), -E2BIG a line longer than CONFIG_LINE_MAX; -ENOSPC too many
+ * [upload.NAME] sections. On error *c is unchanged. */
 int config_load(struct daemon_config *c, const char *path, struct config_error *e);
 /* Every key as "section.key" (NULL-terminated), for flag parsing and documentation. */
 extern const char *const config_keys[];

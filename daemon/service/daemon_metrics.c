@@ -52,6 +52,8 @@ static const struct series plain[] = {
       "DWARF unwinding failures (the frame-pointer stack was used).", st.unwind_errors),
     S("ctxprof_unwind_truncated_total", METRICS_COUNTER,
       "DWARF unwinding that stopped before the outermost frame.", st.unwind_truncated),
+    S("ctxprof_offcpu_intervals_total", METRICS_COUNTER,
+      "Off-CPU intervals the BPF program reported (--event off-cpu or wall).", st.offcpu),
     S("ctxprof_threads_seen_total", METRICS_COUNTER, "Distinct threads sampled.", st.threads),
     S("ctxprof_processes_seen_total", METRICS_COUNTER, "Target processes known (added, forked).",
       st.processes),
@@ -87,7 +89,14 @@ static const struct labelled labelled[] = {
     {"ctxprof_read_faults_total",
      "Reads of a thread's context that faulted in the BPF program (reported as no context).",
      "what",
-     {V("span", st.span_faults), V("labelset", st.labelset_faults), V("label", st.label_faults)}},
+     {V("span", st.span_faults), V("labelset", st.labelset_faults), V("label", st.label_faults),
+      V("otel", st.otel_faults)}},
+    {"ctxprof_offcpu_dropped_total",
+     "Off-CPU intervals not reported, by reason: short (under the minimum duration), full (no "
+     "free slot at switch-out), lost (ring full), open_exit (the thread exited while blocked).",
+     "reason",
+     {V("short", st.offcpu_short), V("full", st.offcpu_full), V("lost", st.offcpu_lost),
+      V("open_exit", st.offcpu_open_exit)}},
     {"ctxprof_stack_errors_total",
      "Stacks the BPF program could not take (the sample keeps the other stack).",
      "stack",
@@ -129,6 +138,68 @@ static void bpf_cost(const struct daemon_metrics_snapshot *s, struct metrics_tex
                                  s->st.bpf_run_ns / s->st.samples);
 }
 
+/* One family with a sample per [upload] target: a uint64_t field of struct upload_counters. */
+static void upload_family(const struct daemon_metrics_snapshot *s, struct metrics_text *t,
+                          const char *name, enum metrics_type type, const char *help, size_t off)
+{
+        metrics_text_family(t, name, type, help);
+        for (unsigned i = 0; i < s->nup; i++) {
+                struct metrics_label lb = {"target", s->up[i].name};
+
+                metrics_text_u64(t, name, &lb, 1,
+                                 *(const uint64_t *)((const char *)&s->up[i].c + off));
+        }
+}
+
+/* Upload series, by target; failures by outcome and drops by reason as a second label. */
+static void uploads(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
+{
+        unsigned i;
+        int k;
+
+        if (!s->nup)
+                return;
+        upload_family(s, t, "ctxprof_upload_success_total", METRICS_COUNTER,
+                      "Profiles the backend accepted (2xx).",
+                      offsetof(struct upload_counters, uploads_ok));
+        upload_family(s, t, "ctxprof_upload_bytes_total", METRICS_COUNTER,
+                      "Request bytes of accepted uploads.",
+                      offsetof(struct upload_counters, bytes_sent));
+        upload_family(s, t, "ctxprof_upload_attempted_bytes_total", METRICS_COUNTER,
+                      "Request bytes of every upload attempt, failed ones included.",
+                      offsetof(struct upload_counters, bytes_attempted));
+        upload_family(s, t, "ctxprof_upload_spool_files", METRICS_GAUGE,
+                      "Profiles waiting in the spool.",
+                      offsetof(struct upload_counters, spool_files));
+        upload_family(s, t, "ctxprof_upload_spool_bytes", METRICS_GAUGE,
+                      "Bytes waiting in the spool.", offsetof(struct upload_counters, spool_bytes));
+        upload_family(s, t, "ctxprof_upload_queue", METRICS_GAUGE,
+                      "Finished profiles handed to the uploader, not yet in the spool.",
+                      offsetof(struct upload_counters, queue));
+        metrics_text_family(t, "ctxprof_upload_failures_total", METRICS_COUNTER,
+                            "Upload attempts that failed, by outcome (the profile stays in the "
+                            "spool unless the outcome also counts a drop).");
+        for (i = 0; i < s->nup; i++)
+                for (k = 1; k < UPLOAD_OUTCOME_N; k++) {
+                        struct metrics_label lb[2] = {{"target", s->up[i].name},
+                                                      {"outcome", upload_outcome_name(k)}};
+
+                        metrics_text_u64(t, "ctxprof_upload_failures_total", lb, 2,
+                                         s->up[i].c.failures[k]);
+                }
+        metrics_text_family(t, "ctxprof_upload_dropped_total", METRICS_COUNTER,
+                            "Profiles given up on, by reason: refused (4xx), spool_full, expired, "
+                            "corrupt, spool_error.");
+        for (i = 0; i < s->nup; i++)
+                for (k = 0; k < UPLOAD_DROP_N; k++) {
+                        struct metrics_label lb[2] = {{"target", s->up[i].name},
+                                                      {"reason", upload_drop_name(k)}};
+
+                        metrics_text_u64(t, "ctxprof_upload_dropped_total", lb, 2,
+                                         s->up[i].c.dropped[k]);
+                }
+}
+
 static void render(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
 {
         size_t i, j;
@@ -150,6 +221,7 @@ static void render(const struct daemon_metrics_snapshot *s, struct metrics_text 
                 }
         }
         bpf_cost(s, t);
+        uploads(s, t);
 }
 
 struct daemon_metrics *daemon_metrics_new(void)

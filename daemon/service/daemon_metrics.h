@@ -1,6 +1,6 @@
 /*
  * daemon_metrics.h — the daemon's own series on the metrics endpoint: samples, lost, torn
- * reads, unwind failures, targets, files, errors and the BPF program's cost. The sampling
+ * reads, unwind failures, targets, files, errors, uploads and the BPF program's cost. The sampling
  * thread publishes a snapshot of its counters (daemon_metrics_publish, a copy under a mutex
  * held for nothing else); the endpoint's thread renders the last snapshot
  * (daemon_metrics_collect, a metrics_collect_fn). So a scrape never reads the sampler, and
@@ -15,8 +15,15 @@
 #include "engine/sampler.h"
 #include "service/metrics_text.h"
 #include "service/recording_set.h"
+#include "service/uploader.h"
 
 #define DAEMON_METRICS_PERIOD_MS 1000 /* the daemon publishes this often */
+
+/* One [upload] target's counters, by the name of its section. */
+struct daemon_metrics_upload {
+        char name[UPLOAD_NAME_LEN];
+        struct upload_counters c; /* uploader_get_counters */
+};
 
 /* The counters of one moment, filled by the sampling thread. */
 struct daemon_metrics_snapshot {
@@ -26,6 +33,8 @@ struct daemon_metrics_snapshot {
         uint64_t files_deleted;
         uint64_t status_write_errors; /* the status file could not be rewritten */
         uint64_t started, updated;    /* wall clock seconds: the daemon's start, this snapshot */
+        struct daemon_metrics_upload up[UPLOAD_TARGETS_MAX];
+        unsigned nup;
 };
 
 struct daemon_metrics;

@@ -387,7 +387,8 @@ static int is_part(const char *name)
 }
 
 /* One leftover NAME.jfr.part: trim to its complete chunks and rename, or delete. */
-static int recover_one(int dfd, const char *name, struct output_recover_result *res)
+static int recover_one(int dfd, const char *name, struct output_recover_result *res,
+                       void (*recovered)(void *ctx, const char *name), void *ctx)
 {
         char final[256], lpart[NAME_MAX + 1], lfinal[NAME_MAX + 1];
         uint64_t good = 0;
@@ -434,10 +435,18 @@ static int recover_one(int dfd, const char *name, struct output_recover_result *
                 rename_noreplace(dfd, lpart, lfinal);
         res->recovered++;
         res->bytes_trimmed += (uint64_t)st.st_size - good;
+        if (recovered)
+                recovered(ctx, final);
         return 0;
 }
 
 int output_dir_recover(const char *dir, struct output_recover_result *res)
+{
+        return output_dir_recover_each(dir, res, NULL, NULL);
+}
+
+int output_dir_recover_each(const char *dir, struct output_recover_result *res,
+                            void (*recovered)(void *ctx, const char *name), void *ctx)
 {
         struct dirent *d;
         DIR *dp;
@@ -449,7 +458,7 @@ int output_dir_recover(const char *dir, struct output_recover_result *res)
         while ((d = readdir(dp))) {
                 if (!is_part(d->d_name) || strlen(d->d_name) >= 256)
                         continue;
-                int err = recover_one(dirfd(dp), d->d_name, res);
+                int err = recover_one(dirfd(dp), d->d_name, res, recovered, ctx);
                 if (err)
                         res->last_error = err;
         }

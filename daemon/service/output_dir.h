@@ -79,5 +79,8 @@ struct output_recover_result {
  * recording of its own in dir. Only regular files with one link are touched (never through
  * a symbolic link). 0 or -errno (directory refused or unreadable). */
 int output_dir_recover(const char *dir, struct output_recover_result *res);
+/* The same, calling recovered(ctx, NAME.jfr) for each file recovered (e.g. to upload it). */
+int output_dir_recover_each(const char *dir, struct output_recover_result *res,
+                            void (*recovered)(void *ctx, const char *name), void *ctx);
 
 #endif

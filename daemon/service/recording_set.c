@@ -48,9 +48,10 @@ struct recording {
         struct jfr_sink *js;
         struct sample_sink sink;
         uint64_t start_ms; /* CLOCK_MONOTONIC */
-        uint64_t gone_ms;  /* first seen not a target, 0 = a target */
-        int retired;       /* to be finished at the next tick (not inside the sample callback) */
-        uint64_t samples;  /* routed to this file */
+        uint64_t start_wall_s;
+        uint64_t gone_ms; /* first seen not a target, 0 = a target */
+        int retired;      /* to be finished at the next tick (not inside the sample callback) */
+        uint64_t samples; /* routed to this file */
         struct jfr_sink_engine_counters base; /* engine counters when opened */
         uint64_t failed_logged;               /* chunks_failed when last logged */
         uint64_t written_at_failure;          /* chunks_written then (to log the recovery) */
@@ -214,6 +215,8 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                 jo.symbolizer = rs->sym;
         }
         jo.path = r->file.part;
+        jo.labels_snapshot = rs->o.labels_snapshot;
+        r->start_wall_s = (uint64_t)ts.tv_sec;
         jo.use_fd = 1;
         jo.fd = r->file.fd; /* the sink's from here on */
         jo.labels_snapshot = 1;
@@ -242,6 +245,40 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         else
                 logr(rs, LOG_INFO, "recording to %s", r->file.part);
         return 0;
+}
+
+/* The labels snapshot jfr_sink wrote beside the .part (labels_snapshot). */
+static void snapshot_path(const struct recording *r, char *out, size_t len)
+{
+        snprintf(out, len, "%s.labels.pb", r->file.part);
+}
+
+static void unlink_snapshot(const struct recording *r)
+{
+        char p[PATH_MAX + 16];
+
+        snapshot_path(r, p, sizeof(p));
+        unlink(p);
+}
+
+static void report_finished(struct recording_set *rs, const struct recording *r)
+{
+        char labels[PATH_MAX + 16];
+        struct recording_finished f = {
+            .path = r->file.final,
+            .pid = r->pid,
+            .comm = r->pid ? r->comm : "",
+            .start_wall_s = r->start_wall_s,
+            .end_wall_s = (uint64_t)time(NULL),
+        };
+
+        if (!rs->o.finished)
+                return;
+        if (rs->o.labels_snapshot) {
+                snapshot_path(r, labels, sizeof(labels));
+                f.labels_path = labels;
+        }
+        rs->o.finished(rs->o.ctx, &f);
 }
 
 /* Last chunk, rename to .jfr. The sink is gone afterwards. */
@@ -276,6 +313,8 @@ static int close_rec(struct recording_set *rs, struct recording *r,
                 err = output_dir_discard(rs->dfd, &r->file);
                 if (err)
                         logr(rs, LOG_ERROR, "cannot remove %s: %s", r->file.part, strerror(-err));
+                if (rs->o.labels_snapshot)
+                        unlink_snapshot(r);
                 return rc;
         }
         err = output_dir_finish(rs->dfd, &r->file);
@@ -284,6 +323,7 @@ static int close_rec(struct recording_set *rs, struct recording *r,
                 return err;
         }
         rs->c.files_written++;
+        report_finished(rs, r);
         logr(rs, LOG_INFO, "wrote %s: %llu chunks, %llu bytes, %llu samples", r->file.final,
              (unsigned long long)jc.chunks_written, (unsigned long long)jc.bytes_written,
              (unsigned long long)jc.samples_written);

@@ -69,6 +69,22 @@ stop_daemon() {
 	DPID=
 	[ "$rc" = 0 ] || { tail -20 "$DLOG"; fail "daemon exited $rc after SIGTERM"; }
 }
+# Capabilities and no_new_privs are per thread: every thread of the daemon (JFR writer,
+# metrics, uploaders) must hold the main thread's reduced set, not the one it was created with.
+threads_dropped() { # MIN_THREADS
+	local eff n=0 st teff tnnp
+	eff=$(awk '/^CapEff/ { print $2 }' /proc/$DPID/status)
+	for st in /proc/$DPID/task/*/status; do
+		teff=$(awk '/^CapEff/ { print $2 }' "$st" 2>/dev/null)
+		[ -n "$teff" ] || continue # the thread ended
+		tnnp=$(awk '/^NoNewPrivs/ { print $2 }' "$st" 2>/dev/null)
+		n=$((n + 1))
+		[ "$teff" = "$eff" ] || fail "thread $st has CapEff $teff, the main thread $eff"
+		[ "$tnnp" = 1 ] || fail "thread $st has no_new_privs $tnnp"
+	done
+	[ "$n" -ge "$1" ] || fail "expected at least $1 daemon threads, saw $n"
+	echo "$n daemon threads, all CapEff $eff NoNewPrivs 1"
+}
 dstat() { grep '^daemon ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # wait until the status file is rewritten (every 2 s; much later when the daemon is busy,
 # e.g. under ASan with 50 new processes at once)

@@ -27,19 +27,7 @@ for bit in 21 38 39 24 12; do
 	[ $(((0x$eff >> bit) & 1)) = 0 ] || fail "capability $bit still effective ($eff)"
 done
 [ $(((0x$eff >> 19) & 1)) = 1 ] || fail "CAP_SYS_PTRACE dropped ($eff)"
-# capabilities and no_new_privs are per thread: every thread (the JFR writer, metrics, upload)
-# must hold the main thread's reduced set, not the one it had when it was created
-ntask=0
-for st in /proc/$DPID/task/*/status; do
-	teff=$(awk '/^CapEff/ { print $2 }' "$st") || continue
-	tnnp=$(awk '/^NoNewPrivs/ { print $2 }' "$st")
-	[ -n "$teff" ] || continue
-	ntask=$((ntask + 1))
-	[ "$teff" = "$eff" ] || fail "thread $st has CapEff $teff, the main thread $eff"
-	[ "$tnnp" = 1 ] || fail "thread $st has no_new_privs $tnnp"
-done
-[ "$ntask" -ge 2 ] || fail "expected the main thread and the JFR writer, saw $ntask threads"
-echo "$ntask threads, all CapEff $eff NoNewPrivs 1"
+threads_dropped 2
 # a process started after the drop is sampled with context
 spawn -g a "$WL/wl_attrib" long 0 2 >/dev/null
 A=$SPAWNED

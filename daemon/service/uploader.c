@@ -1,0 +1,493 @@
+/*
+ * uploader.c — one upload target's delivery thread (see uploader.h). Owns the in-memory
+ * queue of finished profiles, the target's spool and HTTP client, the retry state and the
+ * counters. Must never block the caller of uploader_add on disk or network, remove a spool
+ * entry the backend did not accept (except the counted drops), or print.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/config.h"
+#include "service/upload_spool.h"
+#include "service/uploader.h"
+#include "util/clock.h"
+
+#define IDLE_WAKE_MS 1000 /* spool age limit checked at least this often */
+
+/* Files of one finished profile, shared by the queues of every target it went to. */
+struct job_files {
+        atomic_uint refs;
+        int remove_labels;
+        char *profile, *labels; /* labels NULL = none */
+};
+
+struct qjob {
+        struct qjob *next;
+        struct job_files *f;
+        uint64_t from_s, until_s;
+        char extra[UPLOAD_SPOOL_EXTRA];
+};
+
+struct uploader {
+        struct upload_target_config t;
+        struct upload_config cfg;
+        void *ctx;
+        void (*log)(void *ctx, int level, const char *msg);
+        struct upload_spool *sp;  /* the thread's */
+        struct upload_client *cl; /* the thread's */
+        pthread_t th;
+        pthread_mutex_t mu; /* guards the queue, stopping, c */
+        pthread_cond_t cv;
+        struct qjob *head, *tail;
+        int stopping;
+        uint64_t stop_deadline_ms; /* monotonic */
+        _Atomic int abort;         /* cut off an upload in flight */
+        struct upload_counters c;
+        /* the thread's retry state */
+        unsigned failures;
+        uint64_t next_try_ms; /* monotonic, 0 = now */
+        unsigned rnd_seed;
+};
+
+const char *upload_drop_name(int why)
+{
+        static const char *const names[UPLOAD_DROP_N] = {"refused", "spool_full", "expired",
+                                                         "corrupt", "spool_error"};
+
+        return why >= 0 && why < UPLOAD_DROP_N ? names[why] : "?";
+}
+
+__attribute__((format(printf, 3, 4))) static void logu(struct uploader *u, int level,
+                                                       const char *fmt, ...)
+{
+        char buf[1024];
+        int n;
+        va_list ap;
+
+        if (!u->log)
+                return;
+        n = snprintf(buf, sizeof(buf), "upload %s: ", u->t.name);
+        va_start(ap, fmt);
+        vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+        va_end(ap);
+        u->log(u->ctx, level, buf);
+}
+
+uint64_t upload_backoff_ms(unsigned failures, uint64_t min_ms, uint64_t max_ms, double rnd)
+{
+        uint64_t d = min_ms;
+        unsigned i;
+
+        for (i = 1; i < failures && d < max_ms; i++)
+                d *= 2;
+        if (d > max_ms)
+                d = max_ms;
+        if (rnd < 0)
+                rnd = 0;
+        if (rnd > 1)
+                rnd = 1;
+        return d / 2 + (uint64_t)((double)(d - d / 2) * rnd);
+}
+
+static void files_put(struct job_files *f)
+{
+        if (atomic_fetch_sub(&f->refs, 1) != 1)
+                return;
+        if (f->remove_labels && f->labels)
+                unlink(f->labels);
+        free(f->profile);
+        free(f->labels);
+        free(f);
+}
+
+/* ---- main thread ---- */
+
+int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_job *j)
+{
+        struct job_files *f = calloc(1, sizeof(*f));
+        struct qjob *q[UPLOAD_TARGETS_MAX] = {0};
+        unsigned i;
+
+        if (f) {
+                f->profile = strdup(j->profile_path);
+                f->labels = j->labels_path ? strdup(j->labels_path) : NULL;
+                f->remove_labels = j->remove_labels;
+                atomic_init(&f->refs, n);
+        }
+        for (i = 0; i < n && i < UPLOAD_TARGETS_MAX; i++)
+                q[i] = calloc(1, sizeof(*q[i]));
+        for (i = 0; i < n; i++)
+                if (!q[i] || !f || !f->profile || (j->labels_path && !f->labels))
+                        break;
+        if (i < n) {
+                for (i = 0; i < n; i++) {
+                        pthread_mutex_lock(&ups[i]->mu);
+                        ups[i]->c.dropped[UPLOAD_DROP_SPOOL_ERROR]++;
+                        pthread_mutex_unlock(&ups[i]->mu);
+                        logu(ups[i], LOG_ERROR, "%s not delivered: out of memory", j->profile_path);
+                        free(q[i]);
+                }
+                if (f) {
+                        free(f->profile);
+                        free(f->labels);
+                }
+                free(f);
+                return -ENOMEM;
+        }
+        for (i = 0; i < n; i++) {
+                q[i]->f = f;
+                q[i]->from_s = j->from_s;
+                q[i]->until_s = j->until_s;
+                snprintf(q[i]->extra, sizeof(q[i]->extra), "%s",
+                         j->extra_tags ? j->extra_tags : "");
+                pthread_mutex_lock(&ups[i]->mu);
+                if (ups[i]->tail)
+                        ups[i]->tail->next = q[i];
+                else
+                        ups[i]->head = q[i];
+                ups[i]->tail = q[i];
+                ups[i]->c.queue++;
+                pthread_cond_signal(&ups[i]->cv);
+                pthread_mutex_unlock(&ups[i]->mu);
+        }
+        return 0;
+}
+
+void uploader_get_counters(struct uploader *u, struct upload_counters *out)
+{
+        pthread_mutex_lock(&u->mu);
+        *out = u->c;
+        pthread_mutex_unlock(&u->mu);
+}
+
+const char *uploader_name(const struct uploader *u)
+{
+        return u->t.name;
+}
+
+/* ---- the uploader's thread ---- */
+
+static void gauges(struct uploader *u)
+{
+        uint64_t files, bytes;
+
+        upload_spool_usage(u->sp, &files, &bytes);
+        pthread_mutex_lock(&u->mu);
+        u->c.spool_files = files;
+        u->c.spool_bytes = bytes;
+        pthread_mutex_unlock(&u->mu);
+}
+
+static void count_drops(struct uploader *u, const struct upload_spool_dropped *d)
+{
+        if (!d->too_old && !d->over_size && !d->corrupt)
+                return;
+        pthread_mutex_lock(&u->mu);
+        u->c.dropped[UPLOAD_DROP_EXPIRED] += d->too_old;
+        u->c.dropped[UPLOAD_DROP_SPOOL_FULL] += d->over_size;
+        u->c.dropped_bytes += d->bytes;
+        pthread_mutex_unlock(&u->mu);
+        if (d->over_size)
+                logu(u, LOG_WARNING,
+                     "spool over spool-size: dropped the %u oldest profiles not yet delivered",
+                     d->over_size);
+        if (d->too_old)
+                logu(u, LOG_WARNING, "dropped %u profiles older than spool-age, not delivered",
+                     d->too_old);
+}
+
+static void trim(struct uploader *u)
+{
+        struct upload_spool_dropped d = {0};
+
+        upload_spool_trim(u->sp, u->cfg.spool_size, u->cfg.spool_age_ms,
+                          (uint64_t)time(NULL) * 1000, &d);
+        count_drops(u, &d);
+}
+
+/* Copy one finished profile into the spool. */
+static void spool_job(struct uploader *u, struct qjob *q)
+{
+        struct upload_spool_source src = {.format = u->t.format,
+                                          .from_s = q->from_s,
+                                          .until_s = q->until_s,
+                                          .extra = q->extra,
+                                          .labels_fd = -1};
+        int err;
+
+        src.profile_fd = open(q->f->profile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        err = src.profile_fd < 0 ? -errno : 0;
+        if (!err && q->f->labels) {
+                src.labels_fd = open(q->f->labels, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (src.labels_fd < 0 && errno != ENOENT)
+                        err = -errno;
+        }
+        if (!err)
+                err = upload_spool_add(u->sp, &src, (uint64_t)wall_ns() / 1000000ull);
+        if (src.profile_fd >= 0)
+                close(src.profile_fd);
+        if (src.labels_fd >= 0)
+                close(src.labels_fd);
+        pthread_mutex_lock(&u->mu);
+        if (err)
+                u->c.dropped[UPLOAD_DROP_SPOOL_ERROR]++;
+        else
+                u->c.spooled++;
+        u->c.queue--;
+        pthread_mutex_unlock(&u->mu);
+        if (err)
+                logu(u, LOG_ERROR, "cannot spool %s: %s: it is not delivered (the file stays)",
+                     q->f->profile, strerror(-err));
+        else
+                logu(u, LOG_DEBUG, "spooled %s", q->f->profile);
+        files_put(q->f);
+        free(q);
+}
+
+/* Take the queue and spool it; 1 when stopping was asked. */
+static int drain_queue(struct uploader *u)
+{
+        struct qjob *q, *next;
+        int stopping;
+
+        pthread_mutex_lock(&u->mu);
+        q = u->head;
+        u->head = u->tail = NULL;
+        stopping = u->stopping;
+        pthread_mutex_unlock(&u->mu);
+        for (; q; q = next) {
+                next = q->next;
+                spool_job(u, q);
+        }
+        trim(u);
+        gauges(u);
+        return stopping;
+}
+
+/* Sleep until the next try (or IDLE_WAKE_MS when there is nothing to send), a new job or a
+ * stop. */
+static void wait_for_work(struct uploader *u, int have_entries)
+{
+        uint64_t now = mono_ms(), until = now + IDLE_WAKE_MS;
+        struct timespec ts;
+
+        if (have_entries && u->next_try_ms > now && u->next_try_ms < until)
+                until = u->next_try_ms;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)((until - now) / 1000);
+        ts.tv_nsec += (long)((until - now) % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&u->mu);
+        if (!u->head && !u->stopping)
+                pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+        pthread_mutex_unlock(&u->mu);
+}
+
+static void on_failure(struct uploader *u, const struct upload_spool_entry *e,
+                       const struct upload_result *r)
+{
+        uint64_t delay;
+
+        u->failures++;
+        delay = upload_backoff_ms(u->failures, u->cfg.retry_min_ms, u->cfg.retry_max_ms,
+                                  (double)rand_r(&u->rnd_seed) / RAND_MAX);
+        if (r->retry_after_ms)
+                delay = r->retry_after_ms < UPLOAD_RETRY_AFTER_MAX_MS ? r->retry_after_ms
+                                                                      : UPLOAD_RETRY_AFTER_MAX_MS;
+        u->next_try_ms = mono_ms() + delay;
+        /* 1st, 2nd, 4th, 8th ... failure in a row: a backend down for hours logs a few lines */
+        if (!(u->failures & (u->failures - 1)))
+                logu(u, LOG_WARNING,
+                     "sending %s to %s failed (%s%s%.0ld: %s), attempt %u; next in %llu ms%s",
+                     e->name, upload_client_url(u->cl), upload_outcome_name(r->outcome),
+                     r->http_status ? ", HTTP " : "", r->http_status, r->detail, u->failures,
+                     (unsigned long long)delay, r->retry_after_ms ? " (Retry-After)" : "");
+}
+
+static void on_result(struct uploader *u, struct upload_spool_entry *e,
+                      const struct upload_result *r)
+{
+        int drop = r->outcome == UPLOAD_HTTP_REFUSED, ok = r->outcome == UPLOAD_OK;
+
+        pthread_mutex_lock(&u->mu);
+        u->c.bytes_attempted += r->bytes_sent;
+        if (r->http_status)
+                u->c.last_http_status = r->http_status;
+        if (ok) {
+                u->c.uploads_ok++;
+                u->c.bytes_sent += r->bytes_sent;
+                u->c.last_success_wall_s = (uint64_t)time(NULL);
+        } else if (r->outcome != UPLOAD_ABORTED) {
+                u->c.failures[r->outcome]++;
+        }
+        if (drop) {
+                u->c.dropped[UPLOAD_DROP_REFUSED]++;
+                u->c.dropped_bytes += e->bytes;
+        }
+        pthread_mutex_unlock(&u->mu);
+        if (ok || drop) {
+                if (drop)
+                        logu(u, LOG_ERROR, "%s refused %s (HTTP %ld: %s): dropped",
+                             upload_client_url(u->cl), e->name, r->http_status, r->detail);
+                else if (u->failures)
+                        logu(u, LOG_INFO, "delivering again after %u failed attempts", u->failures);
+                upload_spool_remove(u->sp, e);
+                u->failures = 0;
+                u->next_try_ms = 0;
+                return;
+        }
+        if (r->outcome != UPLOAD_ABORTED)
+                on_failure(u, e, r);
+}
+
+/* Send the oldest entry once. */
+static void send_oldest(struct uploader *u)
+{
+        struct upload_spool_entry e;
+        struct upload_result r;
+        int rc = upload_spool_oldest(u->sp, &e);
+
+        if (rc == -EBADMSG) {
+                logu(u, LOG_ERROR, "spool entry %s is unreadable: dropped", e.name);
+                pthread_mutex_lock(&u->mu);
+                u->c.dropped[UPLOAD_DROP_CORRUPT]++;
+                u->c.dropped_bytes += e.bytes;
+                pthread_mutex_unlock(&u->mu);
+                upload_spool_remove(u->sp, &e);
+                return;
+        }
+        if (rc <= 0) {
+                if (rc < 0 && rc != -EAGAIN) {
+                        logu(u, LOG_ERROR, "cannot open spool entry %s: %s", e.name, strerror(-rc));
+                        u->next_try_ms = mono_ms() + u->cfg.retry_max_ms;
+                }
+                return;
+        }
+        struct upload_request rq = {
+            .format = (int)e.h.format,
+            .from_s = e.h.from_s,
+            .until_s = e.h.until_s,
+            .extra_tags = e.extra,
+            .profile_fd = e.fd,
+            .profile_off = e.profile_off,
+            .profile_len = e.h.profile_len,
+            .labels_fd = e.fd,
+            .labels_off = e.labels_off,
+            .labels_len = e.h.labels_len,
+        };
+        upload_client_send(u->cl, &rq, &u->abort, &r);
+        on_result(u, &e, &r);
+        upload_spool_release(&e);
+        gauges(u);
+}
+
+static void *uploader_main(void *arg)
+{
+        struct uploader *u = arg;
+        uint64_t files, bytes;
+
+        for (;;) {
+                int stopping = drain_queue(u);
+                uint64_t now = mono_ms();
+
+                upload_spool_usage(u->sp, &files, &bytes);
+                if (stopping && (!files || now >= u->stop_deadline_ms || u->failures))
+                        break; /* what is left is sent by the next daemon */
+                if (files && now >= u->next_try_ms)
+                        send_oldest(u);
+                else
+                        wait_for_work(u, files > 0);
+        }
+        return NULL;
+}
+
+int uploader_new(const struct uploader_opts *o, struct uploader **out, char *why, size_t why_len)
+{
+        struct uploader *u = calloc(1, sizeof(*u));
+        uint64_t files, bytes;
+        pthread_condattr_t ca;
+        int err;
+
+        *out = NULL;
+        why[0] = '\0';
+        if (!u)
+                return -ENOMEM;
+        u->t = *o->target;
+        u->cfg = *o->cfg;
+        u->ctx = o->ctx;
+        u->log = o->log;
+        u->rnd_seed = (unsigned)(wall_ns() ^ (uint64_t)getpid());
+        err = upload_spool_open(o->spool_dir, &u->sp, why, why_len);
+        if (err) {
+                if (!why[0])
+                        snprintf(why, why_len, "spool %s: %s", o->spool_dir, strerror(-err));
+                free(u);
+                return err;
+        }
+        err = upload_client_new(&u->t, &u->cl, why, why_len);
+        if (err) {
+                upload_spool_close(u->sp);
+                free(u);
+                return err;
+        }
+        upload_spool_usage(u->sp, &files, &bytes);
+        u->c.spool_files = files;
+        u->c.spool_bytes = bytes;
+        if (files)
+                logu(u, LOG_INFO, "%llu profiles (%llu bytes) in the spool from before: sending",
+                     (unsigned long long)files, (unsigned long long)bytes);
+        pthread_mutex_init(&u->mu, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&u->cv, &ca);
+        pthread_condattr_destroy(&ca);
+        err = -pthread_create(&u->th, NULL, uploader_main, u);
+        if (!err)
+                pthread_setname_np(u->th, "ctxprof-upload"); /* for top -H, benches */
+        if (err) {
+                upload_client_free(u->cl);
+                upload_spool_close(u->sp);
+                free(u);
+                return err;
+        }
+        *out = u;
+        return 0;
+}
+
+void uploader_stop(struct uploader *u, uint64_t grace_ms, struct upload_counters *last)
+{
+        struct timespec ts;
+
+        if (!u)
+                return;
+        pthread_mutex_lock(&u->mu);
+        u->stopping = 1;
+        u->stop_deadline_ms = mono_ms() + grace_ms;
+        pthread_cond_signal(&u->cv);
+        pthread_mutex_unlock(&u->mu);
+        /* an upload in flight past the grace is cut off (its entry stays) */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)(grace_ms / 1000) + 1;
+        if (pthread_timedjoin_np(u->th, NULL, &ts)) {
+                atomic_store(&u->abort, 1);
+                pthread_join(u->th, NULL);
+        }
+        if (last)
+                *last = u->c; /* the thread is gone */
+        upload_client_free(u->cl);
+        upload_spool_close(u->sp);
+        pthread_cond_destroy(&u->cv);
+        pthread_mutex_destroy(&u->mu);
+        free(u);
+}

@@ -1,0 +1,103 @@
+#!/bin/bash
+# The upload spool: profiles the backend has not accepted yet survive a SIGKILL of the
+# daemon (every one is delivered by the next daemon, and so is the recording that was in
+# progress, once recovered), and a spool over spool-size drops the
+# oldest first, counted and logged, while the newest are delivered once the backend heals.
+. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/upload_lib.sh"
+trap 'stop_receiver; cleanup' EXIT
+start_receiver
+conf() { # SPOOL_SIZE
+	cat >"$TMP/ctxprof.conf" <<CONF
+[targets]
+mode = selectors
+cgroup = $CGSEL
+[output]
+directory = $OUT
+chunk-period = 500ms
+rotate-period = 1s
+[daemon]
+status-file = $ST
+[upload]
+url = http://127.0.0.1:$PORT
+application = ctxprof-test
+tags = env=test
+timeout = 2s
+retry-min = 100ms
+retry-max = 300ms
+spool-size = $1
+stop-grace = 10s
+CONF
+}
+SPOOL=$OUT/spool/default
+entries() { ls "$SPOOL"/*.entry 2>/dev/null | wc -l; }
+finished() { ls "$OUT"/ctxprof-*.jfr 2>/dev/null | wc -l; }
+caught_up() { refresh_hashes; all_finished_received; }
+spawn "$WL/wl_attrib" long 0 2 >/dev/null
+# 1. backend failing, spool filling, SIGKILL
+recv_mode 500
+conf 1G
+start_daemon --config "$TMP/ctxprof.conf"
+wait_for 60 "four profiles waiting in the spool" eval '[ "$(entries)" -ge 4 ]'
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+DPID=
+n=$(entries)
+ls "$OUT"/ctxprof-*.jfr >"$TMP/before-kill"
+[ -z "$(ls "$SPOOL"/*.tmp 2>/dev/null)" ] || echo "note: a .tmp left by the kill (removed at the next start)"
+echo "SIGKILL with $n profiles in the spool, $(wc -l <"$TMP/before-kill") files finished"
+[ "$(received)" = 0 ] || fail "something was accepted while the receiver answered 500"
+# 2. restart, backend healthy: every profile finished before the kill arrives
+recv_mode ok
+start_daemon --config "$TMP/ctxprof.conf"
+grep -q "profiles (.* bytes) in the spool from before: sending" "$DLOG" || fail "the spool was not taken over"
+grep "left in progress" "$DLOG" || true
+before_kill_received() {
+	refresh_hashes
+	while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || return 1; done <"$TMP/before-kill"
+}
+wait_for 60 "every profile finished before the SIGKILL delivered" before_kill_received
+# the recording in progress at the SIGKILL, recovered by the new daemon, is delivered too
+wait_for 60 "every file in $OUT delivered (the recovered one too)" caught_up
+wait_for 60 "the spool drained" eval '[ "$(entries)" = 0 ]'
+for f in "$OUT"/ctxprof-*.jfr; do
+	[ ! -e "$f.part.labels.pb" ] || fail "the labels snapshot of $f was left after it was spooled"
+done
+stop_daemon
+echo "restart: all $(wc -l <"$TMP/before-kill") profiles finished before the kill delivered"
+# 3. a spool of 100 KiB (about three profiles), backend failing: the oldest are dropped
+recv_mode 500
+conf 100K
+ls "$OUT"/ctxprof-*.jfr >"$TMP/phase2-old"
+r0=$(received)
+start_daemon --config "$TMP/ctxprof.conf"
+wait_for 60 "the spool over its limit" eval 'grep -q "spool over spool-size" "$DLOG"'
+wait_for 60 "eight files finished" eval '[ "$(($(finished) - $(wc -l <"$TMP/phase2-old")))" -ge 8 ]'
+kept=$(entries)
+[ "$(du -cb "$SPOOL"/*.entry | tail -1 | cut -f1)" -le 102400 ] || [ "$kept" = 1 ] ||
+	fail "the spool holds more than spool-size"
+recv_mode ok
+wait_for 60 "the spool drained" eval '[ "$(entries)" = 0 ]'
+stop_daemon
+line=$(grep "upload default: spooled" "$DLOG" | tail -1)
+echo "$line"
+dropped=$(echo "$line" | sed -n 's/.*spool_full=\([0-9]*\).*/\1/p')
+[ "${dropped:-0}" -gt 0 ] || fail "no spool_full drops counted"
+# what arrived in this phase is the newest profiles; every one not delivered is older than
+# every one delivered
+refresh_hashes
+ls "$OUT"/ctxprof-*.jfr | grep -vxF -f "$TMP/phase2-old" | sort >"$TMP/phase2"
+state=old
+bad=0
+while read -r f; do
+	if grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh"; then
+		state=new
+	elif [ $state = new ]; then
+		bad=$((bad + 1))
+		echo "lost after a delivered one: $f"
+	fi
+done <"$TMP/phase2"
+[ $bad = 0 ] || fail "a newer profile was dropped while an older one was delivered"
+missing=$(while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || echo x; done <"$TMP/phase2" | wc -l)
+[ "$missing" -le "$dropped" ] || fail "$missing profiles missing, only $dropped drops counted"
+echo "PASS: spool survives SIGKILL; over spool-size the $dropped oldest were dropped (counted), $(($(received) - r0)) newest delivered"

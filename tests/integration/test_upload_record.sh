@@ -1,0 +1,44 @@
+#!/bin/bash
+# record --upload URL: a one-off capture is sent to a real HTTP receiver (Pyroscope's
+# /ingest shape) after it is written: JFR with the labels snapshot (Grafana's JFR parser
+# reads it, every sample's context is named), pprof that `go tool pprof` reads with the
+# labels; a refused upload (400) and a receiver that is down exit 3 and keep the file.
+. "$(dirname "$0")/sampler_lib.sh"
+. "$(dirname "$0")/upload_lib.sh"
+trap 'stop_receiver; rm -rf "$TMP"' EXIT
+start_receiver
+U="--upload http://127.0.0.1:$PORT --upload-app ctxprof-test --upload-tags env=test,case=record"
+# JFR + labels
+record_ok 30 -F 499 -o "$TMP/a.jfr" $U -- "$WL/wl_attrib" long 2 2
+grep -q "uploaded $TMP/a.jfr" "$TMP/e" || fail "record did not report the upload"
+[ "$(received)" = 1 ] || fail "$(received) requests received, 1 expected"
+cmp "$TMP/a.jfr" "$RECV/req-1/jfr" || fail "the JFR part is not the file"
+cmp "$TMP/a.jfr.labels.pb" "$RECV/req-1/labels" || fail "the labels part is not FILE.labels.pb"
+check_jfr_request "$RECV/req-1" 100
+# pprof: one `profile` part, labels as sample labels
+record_ok 30 -F 499 -o "$TMP/p.pb.gz" $U -- "$WL/wl_attrib" long 2 2
+[ "$(received)" = 2 ] || fail "$(received) requests received, 2 expected"
+grep -q 'format=pprof' "$RECV/req-2/query" || fail "pprof query: $(cat "$RECV/req-2/query")"
+cmp "$TMP/p.pb.gz" "$RECV/req-2/profile" || fail "the profile part is not the file"
+go tool pprof -raw -tagfocus phase=A "$RECV/req-2/profile" >"$TMP/raw" 2>"$TMP/raw.err" ||
+	{ cat "$TMP/raw.err"; fail "go tool pprof cannot read the uploaded profile"; }
+grep -q work_A "$TMP/raw" || fail "no phase=A samples in work_A in the uploaded pprof"
+# refused for good: exit 3, one attempt, file kept
+recv_mode 400
+n=$(seen 400)
+timeout 60 "$CTXPROF" record -q -d 1 -o "$TMP/r.jfr" $U -- "$WL/wl_attrib" long 2 1 >/dev/null 2>"$TMP/e"
+rc=$?
+cat "$TMP/e"
+[ $rc = 3 ] || fail "a refused upload exits $rc, 3 expected"
+grep -q FAILED "$TMP/e" || fail "the refusal is not reported"
+[ -s "$TMP/r.jfr" ] || fail "the file was not kept"
+[ $(($(seen 400) - n)) = 1 ] || fail "a 400 was retried"
+# receiver down: retried, then exit 3
+stop_receiver
+timeout 60 "$CTXPROF" record -q -d 1 -o "$TMP/d.jfr" $U -- "$WL/wl_attrib" long 2 1 >/dev/null 2>"$TMP/e"
+rc=$?
+cat "$TMP/e"
+[ $rc = 3 ] || fail "an upload to a receiver that is down exits $rc, 3 expected"
+[ "$(grep -c 'retrying' "$TMP/e")" = 2 ] || fail "not retried twice"
+[ -s "$TMP/d.jfr" ] || fail "the file was not kept"
+echo "PASS: record --upload (jfr + labels, pprof, refused, receiver down)"

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""upload_receiver.py DIR [PORT] — a Pyroscope-like /ingest receiver for the upload tests.
+
+Python's standard library only (http.server, email). Listens on 127.0.0.1 on PORT or a free
+port (written to DIR/port once listening) and records every request it answers 2xx as
+DIR/req-N/: `query` (the raw query string), `headers`, and one file per multipart part
+(`jfr`, `labels`, `profile`). Every request, whatever the answer, is a line of DIR/log:
+"N MONOTONIC_SECONDS MODE BODY_BYTES_READ".
+
+What it answers is read from DIR/mode before each request (the test changes it while the
+daemon runs):
+  ok            200 (the default when DIR/mode is missing)
+  500           500
+  429 SECONDS   429 with Retry-After: SECONDS
+  400           400 (a refusal for good)
+  hang          reads nothing and answers nothing until the client gives up
+  close         reads half the body, then closes the connection without an answer
+"""
+import email.parser
+import email.policy
+import http.server
+import os
+import socket
+import sys
+import threading
+import time
+
+DIR = sys.argv[1]
+lock = threading.Lock()
+counter = [0]
+
+
+def mode():
+    try:
+        with open(os.path.join(DIR, "mode")) as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return ["ok"]
+
+
+def log(n, m, nbytes):
+    with lock, open(os.path.join(DIR, "log"), "a") as f:
+        f.write("%d %.3f %s %d\n" % (n, time.monotonic(), m, nbytes))
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def answer(self, code, extra=None):
+        body = b"refused by the test receiver\n" if code >= 400 else b"ok\n"
+        self.send_response(code)
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        with lock:
+            counter[0] += 1
+            n = counter[0]
+        m = mode()
+        length = int(self.headers.get("Content-Length", "0"))
+        if m[0] == "hang":
+            log(n, "hang", 0)
+            time.sleep(3600)
+            return
+        if m[0] == "close":
+            got = self.rfile.read(length // 2)
+            log(n, "close", len(got))
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        body = self.rfile.read(length)
+        log(n, " ".join(m), len(body))
+        if m[0] == "500":
+            return self.answer(500)
+        if m[0] == "429":
+            return self.answer(429, {"Retry-After": m[1]})
+        if m[0] == "400":
+            return self.answer(400)
+        self.save(n, body)
+        self.answer(200)
+
+    def save(self, n, body):
+        d = os.path.join(DIR, "req-%d" % n)
+        tmp = d + ".tmp"
+        os.makedirs(tmp)
+        with open(os.path.join(tmp, "query"), "w") as f:
+            f.write(self.path.split("?", 1)[1] if "?" in self.path else "")
+        with open(os.path.join(tmp, "headers"), "w") as f:
+            f.write(str(self.headers))
+        head = b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n"
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            if name not in ("jfr", "labels", "profile"):
+                continue
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(part.get_payload(decode=True))
+        os.rename(tmp, d)  # complete requests only
+
+
+http.server.ThreadingHTTPServer.allow_reuse_address = True
+server = http.server.ThreadingHTTPServer(
+    ("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 else 0), Handler)
+server.daemon_threads = True
+with open(os.path.join(DIR, "port.tmp"), "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(os.path.join(DIR, "port.tmp"), os.path.join(DIR, "port"))
+server.serve_forever()
