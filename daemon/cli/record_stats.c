@@ -109,6 +109,26 @@ static void num(FILE *f, const char *key, uint64_t v)
         fprintf(f, ",\n  \"%s\": %" PRIu64, key, v);
 }
 
+/* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
+static void json_kunwind(FILE *f, const struct sampler_stats *st)
+{
+        const struct kunwind_stats *t = &st->ku_tables;
+
+        fprintf(f,
+                ",\n  \"kunwind\": {\"samples\": %" PRIu64 ", \"frames\": %" PRIu64
+                ", \"no_mapping_list\": %" PRIu64 ", \"fp_steps\": %" PRIu64
+                ", \"unsupported_rule_steps\": %" PRIu64 ", \"unknown_mapping\": %" PRIu64
+                ", \"sync_errors\": %" PRIu64 ", \"compared\": %" PRIu64 ", \"equal\": %" PRIu64
+                ", \"tables\": %" PRIu64 ", \"rows\": %" PRIu64 ", \"row_capacity\": %" PRIu64
+                ", \"table_bytes\": %" PRIu64 ", \"builds\": %" PRIu64
+                ", \"build_errors\": %" PRIu64 ", \"tables_not_fitting\": %" PRIu64
+                ", \"build_ms\": %" PRIu64 ", \"unsupported_rows\": %" PRIu64 "}",
+                st->ku_samples, st->ku_frames, st->ku_noproc, st->ku_fp_steps, st->ku_unsup,
+                st->ku_nomap, st->ku_sync_errors, st->ku_compared, st->ku_equal, t->tables, t->rows,
+                t->row_cap, t->bytes, t->builds, t->build_errors, t->full, t->build_ns / 1000000,
+                t->unsup_rows);
+}
+
 static void json_unwind_stops(FILE *f, struct sampler *s)
 {
         struct module_tally_entry top[UNWIND_STOPS_SHOWN];
@@ -166,6 +186,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
         json_unwind_stops(f, s);
         json_ctx_missing(f, &st);
+        json_kunwind(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

@@ -41,6 +41,7 @@ struct proc {
         uint64_t samples, with_context;
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
+        uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
 };
 
 struct procs {

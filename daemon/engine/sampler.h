@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "engine/context_decode.h"
+#include "engine/kunwind.h"
 #include "stack/module_tally.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
@@ -67,6 +68,15 @@ struct sampler_stats {
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
         uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
         uint64_t tls_stale; /* samples whose location was made before the target's last exec */
+        /* in-kernel unwinding (--call-graph dwarf, dwarf-check): samples unwound, frames,
+         * samples of processes without a mapping list yet (frame pointers instead),
+         * frame-pointer steps (no table, a gap, a rule BPF cannot express), of which for
+         * unexpressible rules, samples that met an unknown mapping */
+        uint64_t ku_samples, ku_frames, ku_noproc, ku_fp_steps, ku_unsup, ku_nomap;
+        uint64_t ku_sync_errors;        /* mapping lists that could not be written */
+        uint64_t ku_compared;           /* dwarf-check: samples unwound both ways */
+        uint64_t ku_equal;              /* ... whose two stacks were equal */
+        struct kunwind_stats ku_tables; /* the tables in the kernel (memory, builds) */
         /* the kernel's run-time stats of the sampling program (every invocation, targets or
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */
         uint64_t bpf_run_ns, bpf_run_cnt;

@@ -9,9 +9,12 @@
 #include "engine/sampling_names.h"
 
 /* Indexed by set, then by enum value. */
-static const char *const names[][3] = {
+static const char *const names[][4] = {
     [SAMPLING_NAMES_EVENT] = {[SAMPLER_EV_CPU_CLOCK] = "cpu-clock", [SAMPLER_EV_CYCLES] = "cycles"},
-    [SAMPLING_NAMES_CALLGRAPH] = {[SAMPLER_CG_FP] = "fp", [SAMPLER_CG_DWARF] = "dwarf"},
+    [SAMPLING_NAMES_CALLGRAPH] = {[SAMPLER_CG_FP] = "fp",
+                                  [SAMPLER_CG_DWARF] = "dwarf",
+                                  [SAMPLER_CG_DWARF_COPY] = "dwarf-copy",
+                                  [SAMPLER_CG_DWARF_CHECK] = "dwarf-check"},
     [SAMPLING_NAMES_MODE] = {[TARGET_MODE_ALL] = "all",
                              [TARGET_MODE_CONTEXT] = "context",
                              [TARGET_MODE_SELECTORS] = "selectors"},

@@ -72,6 +72,12 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_CGROUP     0x80 /* sampled for its cgroup (not in the targets map yet) */
 /* taken while the location was pending (ctxprof/tls_target.h): recorded only with context */
 #define CTXPROF_SF_PENDING 0x100
+/* ustack[] came from the in-kernel .eh_frame unwinder (bpf/kunwind.bpf.h), not bpf_get_stack */
+#define CTXPROF_SF_KUNWIND     0x200
+#define CTXPROF_SF_KU_FALLBACK 0x400 /* ... and took at least one frame-pointer step */
+#define CTXPROF_SF_KU_NOMAP    0x800 /* ... and met an ip in no mapping it knows (dlopen) */
+/* ... and reached the outermost frame (return address undefined: _start, clone) */
+#define CTXPROF_SF_KU_COMPLETE 0x1000
 
 /* Cgroups whose processes are sampled without being in the targets map (daemon cgroup
  * selectors: the process and every descendant cgroup, checked in the kernel) */
@@ -194,6 +200,12 @@ enum ctxprof_counter {
         CTXPROF_CNT_EVENTS_LOST,    /* both rings full: lifecycle event dropped */
         CTXPROF_CNT_WAKEUPS,        /* forced ring wakeups */
         CTXPROF_CNT_TLS_STALE,      /* location refused: made before the target's last exec */
+        CTXPROF_CNT_KU_SAMPLES,     /* samples unwound in the kernel from unwind tables */
+        CTXPROF_CNT_KU_FRAMES,      /* frames those produced */
+        CTXPROF_CNT_KU_NOPROC,      /* no mapping list for the process yet: bpf_get_stack */
+        CTXPROF_CNT_KU_FP_STEPS,    /* frame-pointer steps: no table, gap or unsupported rule */
+        CTXPROF_CNT_KU_UNSUP,       /* ... of which for a rule BPF cannot express */
+        CTXPROF_CNT_KU_NOMAP,       /* an ip in no known mapping (unwinding stopped there) */
         CTXPROF_CNT_MAX,
 };
 

@@ -1,0 +1,11 @@
+# In-kernel .eh_frame unwinding (daemon/stack/cfi_table.c, daemon/engine/kunwind.c,
+# bpf/kunwind.bpf.h): its C++ fixture (exceptions and inlining), built like distro code
+# (-O2 -g, no frame pointers, no sanitizer). Owner: ehframe.
+KU_FX := $(B)/tests/fixtures
+ALL_TARGETS += $(KU_FX)/fx_throw
+
+$(KU_FX)/fx_throw: tests/fixtures/fx_throw.cpp
+	@echo "  CXX     $<"
+	$(Q)mkdir -p $(@D)
+	$(Q)g++ -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -o $@ $< \
+		$(filter-out $(SANFLAGS),$(ALL_LDFLAGS))
