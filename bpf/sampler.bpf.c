@@ -413,6 +413,8 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
         none.exec_gen = gen;
         none.flags = CTXPROF_TLS_F_PENDING; /* until the daemon located the new image */
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
+        /* The old image's mappings: frame pointers until the daemon wrote the new ones. */
+        bpf_map_delete_elem(&ku_procs, &tgid);
         emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
         return 0;
 }

@@ -9,3 +9,13 @@ $(KU_FX)/fx_throw: tests/fixtures/fx_throw.cpp
 	$(Q)mkdir -p $(@D)
 	$(Q)g++ -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -o $@ $< \
 		$(filter-out $(SANFLAGS),$(ALL_LDFLAGS))
+
+# Benchmarks: table build cost (no root), and the in-kernel unwinder against perf and
+# dwarf-copy on a ~30-frame stack through libc (root).
+ALL_TARGETS += $(KU_FX)/fx_deep30
+BENCHES += $(B)/bench/bench_cfi_table bench/bench_kunwind.sh
+
+$(B)/bench/bench_cfi_table: bench/bench_cfi_table.c $(B)/libctxprof.a
+	@echo "  CC      $<"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Idaemon -o $@ $< $(B)/libctxprof.a $(DAEMON_LIBS) $(ALL_LDFLAGS)

@@ -113,20 +113,36 @@ static void num(FILE *f, const char *key, uint64_t v)
 static void json_kunwind(FILE *f, const struct sampler_stats *st)
 {
         const struct kunwind_stats *t = &st->ku_tables;
+        const struct {
+                const char *key;
+                uint64_t v;
+        } kv[] = {
+            {"samples", st->ku_samples},
+            {"frames", st->ku_frames},
+            {"no_mapping_list", st->ku_noproc},
+            {"fp_steps", st->ku_fp_steps},
+            {"unsupported_rule_steps", st->ku_unsup},
+            {"unknown_mapping", st->ku_nomap},
+            {"sync_errors", st->ku_sync_errors},
+            {"compared", st->ku_compared},
+            {"equal", st->ku_equal},
+            {"tables", t->tables},
+            {"rows", t->rows},
+            {"row_capacity", t->row_cap},
+            {"table_bytes", t->bytes},
+            {"peak_tables", t->tables_peak},
+            {"peak_table_bytes", t->bytes_peak},
+            {"builds", t->builds},
+            {"build_errors", t->build_errors},
+            {"tables_not_fitting", t->full},
+            {"build_ms", t->build_ns / 1000000},
+            {"unsupported_rows", t->unsup_rows},
+        };
 
-        fprintf(f,
-                ",\n  \"kunwind\": {\"samples\": %" PRIu64 ", \"frames\": %" PRIu64
-                ", \"no_mapping_list\": %" PRIu64 ", \"fp_steps\": %" PRIu64
-                ", \"unsupported_rule_steps\": %" PRIu64 ", \"unknown_mapping\": %" PRIu64
-                ", \"sync_errors\": %" PRIu64 ", \"compared\": %" PRIu64 ", \"equal\": %" PRIu64
-                ", \"tables\": %" PRIu64 ", \"rows\": %" PRIu64 ", \"row_capacity\": %" PRIu64
-                ", \"table_bytes\": %" PRIu64 ", \"builds\": %" PRIu64
-                ", \"build_errors\": %" PRIu64 ", \"tables_not_fitting\": %" PRIu64
-                ", \"build_ms\": %" PRIu64 ", \"unsupported_rows\": %" PRIu64 "}",
-                st->ku_samples, st->ku_frames, st->ku_noproc, st->ku_fp_steps, st->ku_unsup,
-                st->ku_nomap, st->ku_sync_errors, st->ku_compared, st->ku_equal, t->tables, t->rows,
-                t->row_cap, t->bytes, t->builds, t->build_errors, t->full, t->build_ns / 1000000,
-                t->unsup_rows);
+        fputs(",\n  \"kunwind\": {", f);
+        for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+                fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", kv[i].key, kv[i].v);
+        fputc('}', f);
 }
 
 static void json_unwind_stops(FILE *f, struct sampler *s)

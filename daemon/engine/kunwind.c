@@ -178,6 +178,10 @@ static void table_load(struct kunwind *k, uint32_t id, struct table *tb)
                 k->st.tables++;
                 k->st.rows += t.n;
                 k->st.unsup_rows += t.st.unsup;
+                if (k->st.tables > k->st.tables_peak)
+                        k->st.tables_peak = k->st.tables;
+                if (k->st.rows * sizeof(struct ctxprof_cfi_row) > k->st.bytes_peak)
+                        k->st.bytes_peak = k->st.rows * sizeof(struct ctxprof_cfi_row);
         }
         cfi_table_free(&t);
 }

@@ -22,16 +22,17 @@
 #include "stack/proc_maps.h"
 
 struct kunwind_stats {
-        uint64_t tables;        /* tables loaded now */
-        uint64_t rows, row_cap; /* rows used now / capacity of the BPF array */
-        uint64_t bytes;         /* rows * row size: kernel memory the tables use */
-        uint64_t builds;        /* tables built (cfi_table_build calls that succeeded) */
-        uint64_t build_errors;  /* modules without a table: no .eh_frame_hdr, corrupt CFI */
-        uint64_t full;          /* tables that did not fit in the row array */
-        uint64_t build_ns;      /* total time spent building tables */
-        uint64_t unsup_rows;    /* loaded rows BPF cannot express (frame-pointer steps) */
-        uint64_t syncs;         /* mapping lists written to `ku_procs` */
-        uint64_t procs;         /* processes with a mapping list now */
+        uint64_t tables;                  /* tables loaded now */
+        uint64_t rows, row_cap;           /* rows used now / capacity of the BPF array */
+        uint64_t bytes;                   /* rows * row size: kernel memory the tables use */
+        uint64_t tables_peak, bytes_peak; /* the most at any time */
+        uint64_t builds;                  /* tables built (cfi_table_build calls that succeeded) */
+        uint64_t build_errors; /* modules without a table: no .eh_frame_hdr, corrupt CFI */
+        uint64_t full;         /* tables that did not fit in the row array */
+        uint64_t build_ns;     /* total time spent building tables */
+        uint64_t unsup_rows;   /* loaded rows BPF cannot express (frame-pointer steps) */
+        uint64_t syncs;        /* mapping lists written to `ku_procs` */
+        uint64_t procs;        /* processes with a mapping list now */
 };
 
 struct kunwind;
