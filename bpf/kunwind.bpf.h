@@ -39,6 +39,8 @@ struct ku_scratch {
         __u64 ip, sp, bp;
         __u32 n;     /* ips[] filled */
         __u32 flags; /* CTXPROF_SF_KU_* seen */
+        __u32 exact; /* sc->ip is an interrupted pc (after a signal frame) */
+        __u32 pad;
         __u64 fp_steps, unsup;
         __u64 ips[CTXPROF_MAX_USTACK];
 };
@@ -125,8 +127,9 @@ static __always_inline int ku_fp_step(struct ku_scratch *sc, __u64 *cfa, __u64 *
         return 0;
 }
 
-/* Caller's (cfa, ra, rbp) by the CFI row. 0, 1 (outermost frame), -1 (unwinding failed), or 2
- * (no rule BPF can use: take a frame-pointer step). */
+/* Caller's (cfa, ra, rbp) by the CFI row. 0, 1 (outermost frame), -1 (unwinding failed), 2
+ * (no rule BPF can use: take a frame-pointer step), or 3 (a signal frame: cfa is the
+ * interrupted rsp, which may lie anywhere, sigaltstack). */
 static __always_inline int ku_cfi_step(struct ku_scratch *sc, const struct ctxprof_cfi_row *r,
                                        __u64 *cfa, __u64 *ra, __u64 *bp)
 {
@@ -143,6 +146,14 @@ static __always_inline int ku_cfi_step(struct ku_scratch *sc, const struct ctxpr
                 break;
         case CTXPROF_CFA_END:
                 return 1;
+        case CTXPROF_CFA_SIGNAL:
+                if (bpf_probe_read_user(ra, sizeof(*ra), (void *)(sc->sp + CTXPROF_SIG_RIP_OFF)) ||
+                    bpf_probe_read_user(cfa, sizeof(*cfa),
+                                        (void *)(sc->sp + CTXPROF_SIG_RSP_OFF)) ||
+                    bpf_probe_read_user(bp, sizeof(*bp), (void *)(sc->sp + CTXPROF_SIG_RBP_OFF)))
+                        return -1;
+                sc->exact = 1; /* the interrupted pc: no call before it */
+                return 3;
         case CTXPROF_CFA_UNSUP:
                 sc->unsup++;
                 return 2;
@@ -175,7 +186,9 @@ static long ku_step(__u32 i, void *arg)
                 return KU_STOP;
         sc->ips[n] = sc->ip;
         sc->n = n + 1;
-        key = n ? sc->ip - 1 : sc->ip; /* a return address points after the call */
+        /* a return address points after the call; the leaf and an interrupted pc do not */
+        key = n && !sc->exact ? sc->ip - 1 : sc->ip;
+        sc->exact = 0;
         m = ku_find_map(c->pr, key);
         if (!m)
                 sc->flags |= CTXPROF_SF_KU_NOMAP;
@@ -187,10 +200,12 @@ static long ku_step(__u32 i, void *arg)
                 sc->flags |= CTXPROF_SF_KU_COMPLETE;
         if (st == 2)
                 st = ku_fp_step(sc, &cfa, &ra, &bp);
+        if (st == 3)
+                st = 0;
+        else if (!st && cfa <= sc->sp)
+                return KU_STOP; /* the stack grows down: a caller's frame is above */
         if (st)
                 return KU_STOP;
-        if (cfa <= sc->sp)
-                return KU_STOP; /* the stack grows down: a caller's frame is above */
         sc->ip = ra;
         sc->sp = cfa;
         sc->bp = bp;
@@ -220,6 +235,7 @@ static __always_inline int ku_unwind(struct ctxprof_sample_rec *r, const __u64 *
         c.sc->bp = regs[CTXPROF_REG_RBP];
         c.sc->n = 0;
         c.sc->flags = 0;
+        c.sc->exact = 0;
         c.sc->fp_steps = 0;
         c.sc->unsup = 0;
         bpf_loop(CTXPROF_MAX_USTACK, ku_step, &c, 0);

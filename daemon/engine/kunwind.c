@@ -150,18 +150,24 @@ static int upload(struct kunwind *k, uint32_t start, const struct cfi_table *t)
 /* Build and load module id's table. The state says what happened (NONE: frame pointers). */
 static void table_load(struct kunwind *k, uint32_t id, struct table *tb)
 {
+        struct module_info mi;
         struct cfi_table t;
         int64_t start;
-        int fd = modules_open(k->mods, id);
+        int err, fd = -1;
 
         tb->state = TABLE_NONE;
-        if (fd < 0 || cfi_table_build(fd, &t)) {
-                k->st.build_errors++;
+        if (!modules_info(k->mods, id, &mi) && !strcmp(mi.path, "[vdso]")) {
+                err = cfi_table_build_vdso(&t); /* the same image in every process */
+        } else {
+                fd = modules_open(k->mods, id);
+                err = fd < 0 ? fd : cfi_table_build(fd, &t);
                 if (fd >= 0)
                         close(fd);
+        }
+        if (err) {
+                k->st.build_errors++;
                 return;
         }
-        close(fd);
         k->st.builds++;
         k->st.build_ns += t.st.build_ns;
         start = t.n ? rows_alloc(k, (uint32_t)t.n) : -ENOSPC;

@@ -4,6 +4,7 @@
  * an error), never keep the ELF handle after cfi_table_build returns.
  */
 #include "stack/cfi_table.h"
+#include "stack/proc_maps.h"
 #include "util/clock.h"
 #include "util/grow.h"
 
@@ -15,6 +16,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
 
 /* .eh_frame_hdr (LSB "Exception Frame Header"): version 1 and the encodings GNU ld, gold and
  * lld write. Anything else is refused. */
@@ -100,6 +103,32 @@ static enum reg_kind reg_rule(Dwarf_Frame *f, int regno, int64_t *off)
         return REG_OTHER;
 }
 
+/* regno's rule is "saved at rsp + off" (DW_CFA_expression: DW_OP_breg7 off). */
+static bool at_rsp(Dwarf_Frame *f, int regno, int64_t off)
+{
+        Dwarf_Op mem[3], *ops = NULL;
+        size_t n = 0;
+
+        /* libdw gives a DW_CFA_expression with the CFA pushed first, as DWARF evaluates it */
+        return !dwarf_frame_register(f, regno, mem, &ops, &n) && n == 2 &&
+               ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_breg7 &&
+               (int64_t)ops[1].number == off;
+}
+
+/* glibc's x86-64 __restore_rt: CFA = *(rsp + 160), rip at rsp + 168, rbp at rsp + 120 (the
+ * ucontext the kernel pushed). Anything else marked a signal frame stays unsupported. */
+static bool is_sigframe(Dwarf_Frame *f)
+{
+        Dwarf_Op *ops = NULL;
+        size_t n = 0;
+
+        if (dwarf_frame_cfa(f, &ops, &n) || n != 2 || ops[0].atom != DW_OP_breg7 ||
+            (int64_t)ops[0].number != CTXPROF_SIG_RSP_OFF || ops[1].atom != DW_OP_deref)
+                return false;
+        return at_rsp(f, DW_REG_RA, CTXPROF_SIG_RIP_OFF) &&
+               at_rsp(f, DW_REG_RBP, CTXPROF_SIG_RBP_OFF);
+}
+
 /* The row for one CFI frame state (pc left for the caller). */
 static void frame_row(Dwarf_Frame *f, bool signal, struct ctxprof_cfi_row *r,
                       struct cfi_table_stats *st)
@@ -113,6 +142,8 @@ static void frame_row(Dwarf_Frame *f, bool signal, struct ctxprof_cfi_row *r,
         r->cfa_rule = CTXPROF_CFA_UNSUP;
         if (signal) {
                 st->signal++;
+                if (is_sigframe(f))
+                        r->cfa_rule = CTXPROF_CFA_SIGNAL;
                 return;
         }
         if (dwarf_frame_cfa(f, &ops, &n))
@@ -324,22 +355,16 @@ static int read_phdrs(struct builder *b, Elf *elf, GElf_Phdr *eh, size_t *segcap
         return found ? 0 : -ENOENT;
 }
 
-int cfi_table_build(int fd, struct cfi_table *out)
+/* The table of an opened ELF handle (not ended here). */
+static int build_elf(Elf *elf, struct cfi_table *out)
 {
         struct builder b = {.t = out};
         uint64_t t0 = mono_ns();
         size_t segcap = 0;
         GElf_Phdr eh = {0};
-        Elf *elf;
         int err;
 
-        if (!out || fd < 0)
-                return -EINVAL;
         memset(out, 0, sizeof(*out));
-        elf_version(EV_CURRENT);
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf)
-                return -EINVAL;
         err = elf_kind(elf) == ELF_K_ELF ? read_phdrs(&b, elf, &eh, &segcap) : -EINVAL;
         if (!err) {
                 b.cfi = dwarf_getcfi_elf(elf);
@@ -347,7 +372,6 @@ int cfi_table_build(int fd, struct cfi_table *out)
         }
         if (b.cfi)
                 dwarf_cfi_end(b.cfi);
-        elf_end(elf);
         free(b.segs);
         if (err) {
                 cfi_table_free(out);
@@ -356,6 +380,61 @@ int cfi_table_build(int fd, struct cfi_table *out)
         finish(out);
         out->st.build_ns = mono_ns() - t0;
         return 0;
+}
+
+int cfi_table_build(int fd, struct cfi_table *out)
+{
+        Elf *elf;
+        int err;
+
+        if (!out || fd < 0)
+                return -EINVAL;
+        elf_version(EV_CURRENT);
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!elf)
+                return -EINVAL;
+        err = build_elf(elf, out);
+        elf_end(elf);
+        return err;
+}
+
+struct vdso_range {
+        uint64_t start, end;
+};
+
+static int vdso_cb(const struct proc_map_line *l, void *arg)
+{
+        struct vdso_range *r = arg;
+
+        if (strcmp(l->path, "[vdso]"))
+                return 0;
+        r->start = l->start;
+        r->end = l->end;
+        return 1;
+}
+
+int cfi_table_build_vdso(struct cfi_table *out)
+{
+        struct vdso_range r = {0};
+        const void *img = (const void *)getauxval(AT_SYSINFO_EHDR);
+        char *copy;
+        Elf *elf;
+        int err;
+
+        if (!out)
+                return -EINVAL;
+        if (!img || proc_maps_parse(getpid(), vdso_cb, &r) != 1 || r.start != (uintptr_t)img)
+                return -ENOENT;
+        copy = malloc(r.end - r.start);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, img, r.end - r.start);
+        elf_version(EV_CURRENT);
+        elf = elf_memory(copy, r.end - r.start);
+        err = elf ? build_elf(elf, out) : -EINVAL;
+        elf_end(elf);
+        free(copy);
+        return err;
 }
 
 const struct ctxprof_cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t off)

@@ -22,8 +22,9 @@
 
 struct cfi_table_stats {
         uint32_t fdes;   /* FDEs listed in .eh_frame_hdr */
-        uint32_t unsup;  /* rows marked CTXPROF_CFA_UNSUP (signal frames included) */
-        uint32_t signal; /* rows of signal frames (__restore_rt) */
+        uint32_t unsup;  /* rows marked CTXPROF_CFA_UNSUP */
+        uint32_t signal; /* rows of signal frames (__restore_rt: CTXPROF_CFA_SIGNAL if the
+                          * standard layout, else UNSUP) */
         uint32_t plt;    /* rows recognised as the PLT expression */
         uint32_t gaps;   /* CTXPROF_CFA_NONE rows (pc ranges no FDE covers) */
         uint64_t build_ns;
@@ -39,6 +40,9 @@ struct cfi_table {
  * .eh_frame_hdr; -ENOTSUP: a header encoding other than the standard one; -EINVAL: not an
  * ELF file or corrupt CFI; -EFBIG: more than CFI_TABLE_MAX_ROWS; -ENOMEM. */
 int cfi_table_build(int fd, struct cfi_table *out);
+/* The table of the kernel's vDSO, read from this process's own (the same image every x86-64
+ * process of this kernel maps as [vdso]). -ENOENT when it cannot be found. */
+int cfi_table_build_vdso(struct cfi_table *out);
 /* The row that covers file offset off (the last with pc <= off), or NULL before the first. */
 const struct ctxprof_cfi_row *cfi_table_lookup(const struct cfi_table *, uint64_t off);
 void cfi_table_free(struct cfi_table *);

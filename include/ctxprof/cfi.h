@@ -19,15 +19,22 @@
 
 /* ctxprof_cfi_row.cfa_rule: how the caller's stack pointer (the CFA) is found. */
 enum ctxprof_cfa_rule {
-        CTXPROF_CFA_NONE = 0,  /* no CFI covers this pc (a gap): frame-pointer step, counted */
-        CTXPROF_CFA_RSP = 1,   /* cfa = rsp + cfa_off */
-        CTXPROF_CFA_RBP = 2,   /* cfa = rbp + cfa_off */
-        CTXPROF_CFA_PLT = 3,   /* PLT stub: cfa = rsp + 8 + ((ip & 15) >= cfa_off ? 8 : 0) */
-        CTXPROF_CFA_END = 4,   /* return address undefined: the outermost frame (_start, clone) */
-        CTXPROF_CFA_UNSUP = 5, /* a rule BPF cannot express (DWARF expression, other register,
-                                * return address not at cfa-8, signal frame): frame-pointer
-                                * step, counted */
+        CTXPROF_CFA_NONE = 0,   /* no CFI covers this pc (a gap): frame-pointer step, counted */
+        CTXPROF_CFA_RSP = 1,    /* cfa = rsp + cfa_off */
+        CTXPROF_CFA_RBP = 2,    /* cfa = rbp + cfa_off */
+        CTXPROF_CFA_PLT = 3,    /* PLT stub: cfa = rsp + 8 + ((ip & 15) >= cfa_off ? 8 : 0) */
+        CTXPROF_CFA_END = 4,    /* return address undefined: the outermost frame (_start, clone) */
+        CTXPROF_CFA_UNSUP = 5,  /* a rule BPF cannot express (DWARF expression, other register,
+                                 * return address not at cfa-8): frame-pointer step, counted */
+        CTXPROF_CFA_SIGNAL = 6, /* Linux x86-64 signal trampoline (__restore_rt): the interrupted
+                                 * rip, rsp, rbp are in the ucontext at rsp (offsets below); the
+                                 * next ip is exact, not a return address */
 };
+
+/* CTXPROF_CFA_SIGNAL: struct ucontext_t at rsp, uc_mcontext.gregs[] from byte 40 */
+#define CTXPROF_SIG_RBP_OFF 120 /* gregs[REG_RBP = 10] */
+#define CTXPROF_SIG_RSP_OFF 160 /* gregs[REG_RSP = 15] */
+#define CTXPROF_SIG_RIP_OFF 168 /* gregs[REG_RIP = 16] */
 
 /* ctxprof_cfi_row.rbp_rule: how the caller's rbp is found. */
 enum ctxprof_rbp_rule {

@@ -2,11 +2,11 @@
 # In-kernel .eh_frame unwinding (--call-graph dwarf) against libdwfl on the SAME samples
 # (--call-graph dwarf-check: BPF unwinds and copies the stack; the daemon unwinds the copy with
 # libdwfl and compares): >= 99% of the samples get equal stacks on fx_qsort (qsort through
-# libc), fx_throw (C++ exceptions through libgcc_s/libstdc++, inlined std::sort) and Debian's
-# own python3 running a busy loop. (test_sampler_kunwind_maps.sh: mappings that change.)
+# libc), fx_throw (C++ exceptions through libgcc_s/libstdc++, inlined std::sort), fx_signal
+# (a signal handler above glibc's __restore_rt) and Debian's own python3 running a busy loop. (test_sampler_kunwind_maps.sh: mappings that change.)
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures
-for f in fx_qsort fx_throw; do [ -e "$FX/$f" ] || fail "no $FX/$f"; done
+for f in fx_qsort fx_throw fx_signal; do [ -e "$FX/$f" ] || fail "no $FX/$f"; done
 
 # differential: NAME MIN_SAMPLES COMMAND...
 differential() {
@@ -22,6 +22,11 @@ differential() {
 }
 differential fx_qsort 1000 "$FX/fx_qsort" 5
 differential fx_throw 1000 "$FX/fx_throw" 5
+# signal frames: samples in a SIGALRM handler, above glibc's __restore_rt
+differential fx_signal 1000 "$FX/fx_signal" 5
+sig=$(count "$TMP/fx_signal.txt" ';main;work;.*handler_spin')
+echo "fx_signal: $sig samples in the handler, through the signal frame to main"
+[ "$sig" -ge 100 ] || fail "too few samples through the signal frame ($sig)"
 PY=/usr/bin/python3
 if [ -x "$PY" ]; then
 	differential python3 1000 "$PY" -c 'import time

@@ -58,6 +58,7 @@ Test(cfi_table, libc_rows)
         cr_assert_lt(t.n, CFI_TABLE_MAX_ROWS);
         cr_assert_lt(t.st.unsup * 100, t.n, "%u of %zu rows unsupported", t.st.unsup, t.n);
         cr_assert_geq(t.st.signal, 1, "__restore_rt is a signal frame");
+        cr_assert_eq(count_rule(&t, CTXPROF_CFA_SIGNAL), 1, "... with the standard layout");
         cr_assert_eq(count_rule(&t, CTXPROF_CFA_PLT), 1, "one .plt");
         cr_assert_geq(count_rule(&t, CTXPROF_CFA_END), 1, "clone/thread start: RA undefined");
         for (size_t i = 1; i < t.n; i++) {
@@ -78,6 +79,16 @@ Test(cfi_table, fixture_patterns)
         cr_assert_eq(count_rule(&t, CTXPROF_CFA_END), 1, "_start: .cfi_undefined rip");
         cr_assert_eq(t.st.unsup, 0);
         cr_assert_null(cfi_table_lookup(&t, 0), "before the first FDE");
+        cfi_table_free(&t);
+}
+
+Test(cfi_table, vdso_from_memory)
+{
+        struct cfi_table t;
+
+        cr_assert_eq(cfi_table_build_vdso(&t), 0);
+        cr_assert_gt(t.n, 5, "clock_gettime & co have CFI");
+        cr_assert_eq(t.st.unsup, 0);
         cfi_table_free(&t);
 }
 
