@@ -12,7 +12,7 @@ $(KU_FX)/fx_throw: tests/fixtures/fx_throw.cpp
 
 # Benchmarks: table build cost (no root), and the in-kernel unwinder against perf and
 # dwarf-copy on a ~30-frame stack through libc (root).
-ALL_TARGETS += $(KU_FX)/fx_deep30 $(KU_FX)/fx_signal
+ALL_TARGETS += $(KU_FX)/fx_deep30 $(KU_FX)/fx_signal $(KU_FX)/fx_dlchurn
 BENCHES += $(B)/bench/bench_cfi_table bench/bench_kunwind.sh
 
 $(B)/bench/bench_cfi_table: bench/bench_cfi_table.c $(B)/libctxprof.a

@@ -3,7 +3,8 @@
 # (--call-graph dwarf-check: BPF unwinds and copies the stack; the daemon unwinds the copy with
 # libdwfl and compares): >= 99% of the samples get equal stacks on fx_qsort (qsort through
 # libc), fx_throw (C++ exceptions through libgcc_s/libstdc++, inlined std::sort), fx_signal
-# (a signal handler above glibc's __restore_rt) and Debian's own python3 running a busy loop. (test_sampler_kunwind_maps.sh: mappings that change.)
+# (a signal handler above glibc's __restore_rt) and Debian's own python3 running a busy loop.
+# (test_sampler_kunwind_maps.sh: mappings that change or are bad.)
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures
 for f in fx_qsort fx_throw fx_signal; do [ -e "$FX/$f" ] || fail "no $FX/$f"; done

@@ -1,12 +1,13 @@
 #!/bin/bash
 # In-kernel .eh_frame unwinding (--call-graph dwarf) when mappings change or are bad: its own
 # stacks of fx_qsort reach main (>= 99%), with table memory reported; a library dlopen'ed after
-# the start gets its table (the plugin's frames reach main); a copy of fx_qsort with a corrupt
+# the start gets its table (the plugin's frames reach main), also when it is dlclose'd and
+# dlopen'ed again and again (>= 95%); a copy of fx_qsort with a corrupt
 # .eh_frame_hdr is sampled without a crash, its table counted as a build error and its frames
 # as frame-pointer steps.
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures
-for f in fx_qsort fx_dlopen libfx_plugin.so; do [ -e "$FX/$f" ] || fail "no $FX/$f"; done
+for f in fx_qsort fx_dlopen fx_dlchurn libfx_plugin.so; do [ -e "$FX/$f" ] || fail "no $FX/$f"; done
 
 # In-kernel mode proper: its own stacks reach main (no libdwfl involved).
 record_ok 60 -F 999 -d 6 --call-graph dwarf -o "$TMP/k.txt" -- "$FX/fx_qsort" 5
@@ -43,6 +44,16 @@ plugmain=$(count "$TMP/dl.txt" ';main;plugin_run;plugin_spin')
 echo "dlopen: $plugmain of $plug plugin samples reach main; tables $(stat_json .kunwind.builds "$TMP/dl.json") built"
 [ "$plug" -ge 500 ] || fail "too few plugin samples ($plug)"
 [ $((plugmain * 100)) -ge $((plug * 99)) ] || fail "only $plugmain of $plug plugin samples reach main"
+
+# unmapped while sampled: the plugin is dlopen'ed and dlclose'd over and over.
+record_ok 60 -F 999 -d 6 --call-graph dwarf -o "$TMP/churn.txt" -- "$FX/fx_dlchurn" 5
+spin=$(count "$TMP/churn.txt" ';plugin_spin')
+spinmain=$(count "$TMP/churn.txt" ';main;cycle;plugin_spin')
+echo "dlopen/dlclose churn: $spinmain of $spin plugin samples reach main;" \
+	"$(stat_json .kunwind.unknown_mapping) samples met an unknown mapping;" \
+	"tables at exit $(stat_json .kunwind.tables)"
+[ "$spin" -ge 500 ] || fail "too few plugin samples ($spin)"
+[ $((spinmain * 100)) -ge $((spin * 95)) ] || fail "only $spinmain of $spin plugin samples reach main"
 
 # corrupt .eh_frame_hdr: a build error, frame-pointer steps, no crash.
 cp "$FX/fx_qsort" "$TMP/fx_bad"
