@@ -18,7 +18,7 @@ $(B)/gen/vmlinux.h:
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(B)/gen/vmlinux.h
 	@echo "  BPF     $<"
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@.full
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -MT $@ -c $< -o $@.full
 	$(Q)$(LLVM_STRIP) -g $@.full -o $@ && rm -f $@.full
 
 $(B)/gen/%.skel.h: $(B)/bpf/%.bpf.o
