@@ -77,6 +77,20 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        if (st.ku_samples || st.ku_noproc)
+                fprintf(stderr,
+                        "ctxprof: in-kernel unwinding: %llu samples, %llu frames, %llu "
+                        "frame-pointer steps (%llu for rules BPF cannot express), %llu samples "
+                        "before the process's mappings were loaded; tables: peak %llu (%llu KiB), "
+                        "%llu built in %llu ms, %llu without one\n",
+                        (unsigned long long)st.ku_samples, (unsigned long long)st.ku_frames,
+                        (unsigned long long)st.ku_fp_steps, (unsigned long long)st.ku_unsup,
+                        (unsigned long long)st.ku_noproc,
+                        (unsigned long long)st.ku_tables.tables_peak,
+                        (unsigned long long)(st.ku_tables.bytes_peak / 1024),
+                        (unsigned long long)st.ku_tables.builds,
+                        (unsigned long long)(st.ku_tables.build_ns / 1000000),
+                        (unsigned long long)st.ku_tables.build_errors);
         fprintf(stderr,
                 "ctxprof: samples without context: taken before the location (not recorded) "
                 "%llu, stale location %llu, not located %llu, no thread pointer %llu, "
