@@ -1,9 +1,10 @@
 #!/bin/bash
 # bench_sampler.sh — sampler costs, printed (never asserted):
-#  1. BPF ns per sample (kernel BPF stats run_time_ns / run_cnt of ctxprof_sample) for fp and
-#     dwarf, with and without labels, with ctxprof's consumer running;
+#  1. BPF ns per sample (kernel BPF stats run_time_ns / run_cnt of ctxprof_sample) for fp,
+#     dwarf (in-kernel) and dwarf-copy, with and without labels, with ctxprof's consumer running;
 #  2. target slowdown (the workload's own throughput) at 99 and 999 Hz: none, ctxprof fp,
-#     ctxprof dwarf, perf record -g, perf record --call-graph dwarf, in one run;
+#     ctxprof dwarf, ctxprof dwarf-copy, perf record -g, perf record --call-graph dwarf, in one
+#     run;
 #  3. ctxprof's own CPU seconds and peak RSS, scaled per minute of recording.
 # Needs root. B=build dir (default build). SECS=seconds per throughput run (default 6),
 # ROUNDS=interleaved rounds per configuration (default 3).
@@ -34,8 +35,8 @@ filter=$(awk -v t="$1" -v c="$2" 'BEGIN { printf "%.0f", c ? t / c : 0 }')
 wait $rec
 kill $idle
 echo "filter only (non-target samples): $filter ns per invocation ($2 runs)"
-printf '%-16s %9s %8s %13s %16s\n' mode run_cnt samples ns/invocation ns/target_sample
-for mode in "fp labels" "fp nolabels" "dwarf labels" "dwarf nolabels"; do
+printf '%-20s %9s %8s %13s %16s\n' mode run_cnt samples ns/invocation ns/target_sample
+for mode in "fp labels" "fp nolabels" "dwarf labels" "dwarf nolabels" "dwarf-copy nolabels"; do
 	set -- $mode
 	cg=$1
 	wlmode=long
@@ -47,7 +48,7 @@ for mode in "fp labels" "fp nolabels" "dwarf labels" "dwarf nolabels"; do
 	set -- $(prog_stats) 0 0 0
 	wait $rec
 	awk -v m="$mode" -v t="$1" -v c="$2" -v s="$3" -v f="$filter" 'BEGIN {
-		printf "%-16s %9d %8d %13.0f %16.0f\n", m, c, s, c ? t / c : 0,
+		printf "%-20s %9d %8d %13.0f %16.0f\n", m, c, s, c ? t / c : 0,
 			s ? (t - (c - s) * f) / s : 0 }'
 done
 echo "(ns/target_sample = (total BPF time - non-target runs x filter cost) / target samples;"
@@ -66,12 +67,14 @@ run_cfg() { # cfg F out
 	ctxprof_fp) "$CTXPROF" record -q -F $2 -o /dev/null -- "$WL" bench "$SECS" 2 2>/dev/null ;;
 	ctxprof_dwarf) "$CTXPROF" record -q -F $2 --call-graph dwarf -o /dev/null -- \
 		"$WL" bench "$SECS" 2 2>/dev/null ;;
+	ctxprof_dwarf_copy) "$CTXPROF" record -q -F $2 --call-graph dwarf-copy -o /dev/null -- \
+		"$WL" bench "$SECS" 2 2>/dev/null ;;
 	perf_g) perf record -q -F $2 -g -o "$TMP/p.data" -- "$WL" bench "$SECS" 2 2>/dev/null ;;
 	perf_dwarf) perf record -q -F $2 --call-graph dwarf -o "$TMP/p.data" -- \
 		"$WL" bench "$SECS" 2 2>/dev/null ;;
 	esac >"$3"
 }
-CFGS="none ctxprof_fp ctxprof_dwarf perf_g perf_dwarf"
+CFGS="none ctxprof_fp ctxprof_dwarf ctxprof_dwarf_copy perf_g perf_dwarf"
 for F in 99 999; do
 	for r in $(seq "$ROUNDS"); do
 		for cfg in $CFGS; do
@@ -92,7 +95,7 @@ done
 echo "# 3. ctxprof's own cost at 999 Hz, 2-thread labelled workload: steady state (CPU ticks"
 echo "#    between t=2 s and t=20 s of the recording) and whole run incl. setup and output"
 tick=$(getconf CLK_TCK)
-for cg in fp dwarf; do
+for cg in fp dwarf dwarf-copy; do
 	# attach by pid: /usr/bin/time then counts ctxprof alone, not the workload it would
 	# otherwise have started as its child
 	"$WL" long 40 2 >/dev/null 2>&1 &

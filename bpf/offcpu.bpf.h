@@ -90,7 +90,7 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev, __
         r = &e->base;
         init_record(r, CTXPROF_REC_OFFCPU, tgid, tid, now, flags, t);
         read_context(r, t, tgid, c);
-        take_stacks(ctx, r, c, 1);
+        take_stacks(ctx, r, c, 1, 1);
         e->state = state;
         e->duration_ns = 0;
         e->runq_ns = 0;

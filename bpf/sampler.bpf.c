@@ -28,9 +28,12 @@
 #error "no BPF arch header for this target: see bpf/arch_x86.h"
 #endif
 
+#include "kunwind.bpf.h"
+
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records */
+const volatile __u32 kunwind = 0;         /* 1: user stacks from the .eh_frame tables */
 const volatile __u32 kernel_stacks = 1;   /* 1: also take the kernel stack */
 const volatile __u32 follow_children = 0; /* 1: processes forked by targets become targets */
 const volatile __u64 wakeup_bytes = 256 * 1024;
@@ -200,17 +203,20 @@ static __always_inline void init_record(struct ctxprof_sample_rec *r, __u32 type
         bpf_get_current_comm(r->comm, sizeof(r->comm));
 }
 
-/* The current thread's user (frame pointer) and, if kernel, kernel stacks into r. */
+/* The current thread's user stack by frame pointers (if user) and kernel stack (if kernel). */
 static __always_inline void take_stacks(void *ctx, struct ctxprof_sample_rec *r,
-                                        struct ctxprof_counters *c, int kernel)
+                                        struct ctxprof_counters *c, int user, int kernel)
 {
-        long n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
+        long n;
 
-        if (n < 0) {
-                r->errors |= CTXPROF_SE_USTACK;
-                count(c, CTXPROF_CNT_USTACK_ERR);
-        } else {
-                r->n_ustack = n / sizeof(r->ustack[0]);
+        if (user) {
+                n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
+                if (n < 0) {
+                        r->errors |= CTXPROF_SE_USTACK;
+                        count(c, CTXPROF_CNT_USTACK_ERR);
+                } else {
+                        r->n_ustack = n / sizeof(r->ustack[0]);
+                }
         }
         if (!kernel)
                 return;
@@ -247,27 +253,38 @@ struct {
  * all-or-nothing, and a thread's stack often ends a few KiB above sp (env/auxv on the main
  * thread, the TCB on others), so a single 16 KiB read would nearly always fail.
  */
-static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
-                                            struct ctxprof_sample_dwarf_rec *d,
-                                            struct ctxprof_counters *c)
+/* The interrupted user registers (enum ctxprof_reg order) into o; flags or errors on r.
+ * 0, or -1 when they are unavailable. */
+static __always_inline int user_regs(struct bpf_perf_event_data *ctx, __u64 *o,
+                                     struct ctxprof_sample_rec *r)
 {
         struct pt_regs kregs;
-        __u64 sp, first, off;
-        int i;
 
         if (arch_user_mode(ctx)) {
-                d->base.flags |= CTXPROF_SF_USER_MODE;
-                arch_regs_from_ctx(d->regs, ctx);
+                r->flags |= CTXPROF_SF_USER_MODE;
+                arch_regs_from_ctx(o, ctx);
         } else {
                 struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 
                 if (!ur || bpf_probe_read_kernel(&kregs, sizeof(kregs), ur)) {
-                        d->base.errors |= CTXPROF_SE_REGS;
-                        return;
+                        r->errors |= CTXPROF_SE_REGS;
+                        return -1;
                 }
-                arch_regs_from_ptregs(d->regs, &kregs);
+                arch_regs_from_ptregs(o, &kregs);
         }
-        d->base.flags |= CTXPROF_SF_REGS;
+        r->flags |= CTXPROF_SF_REGS;
+        return 0;
+}
+
+static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
+                                            struct ctxprof_sample_dwarf_rec *d,
+                                            struct ctxprof_counters *c)
+{
+        __u64 sp, first, off;
+        int i;
+
+        if (user_regs(ctx, d->regs, &d->base))
+                return;
 
         sp = d->regs[CTXPROF_REG_SP];
         first = ARCH_PAGE_SIZE - (sp & (ARCH_PAGE_SIZE - 1));
@@ -287,6 +304,24 @@ static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
                 off += ARCH_PAGE_SIZE;
         }
         d->stack_len = off;
+}
+
+/* In-kernel unwinding of this sample's user stack into r->ustack (the registers copied for
+ * the dwarf record when there is one). 0, or -1: the caller takes bpf_get_stack's. */
+static __always_inline int kunwind_sample(struct bpf_perf_event_data *ctx,
+                                          struct ctxprof_sample_rec *r,
+                                          struct ctxprof_sample_dwarf_rec *d, __u32 tgid,
+                                          struct ctxprof_counters *c)
+{
+        struct ku_scratch *sc;
+        __u32 zero = 0;
+
+        if (d)
+                return (r->flags & CTXPROF_SF_REGS) ? ku_unwind(r, d->regs, tgid, c) : -1;
+        sc = bpf_map_lookup_elem(&ku_scratch, &zero);
+        if (!sc || user_regs(ctx, sc->regs, r))
+                return -1;
+        return ku_unwind(r, sc->regs, tgid, c);
 }
 
 SEC("perf_event")
@@ -320,11 +355,12 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         init_record(r, dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE, tgid, tid,
                     bpf_ktime_get_ns(), flags, t);
         read_context(r, t, tgid, c);
-        take_stacks(ctx, r, c, kernel_stacks);
         if (dwarf_mode && d) {
                 d->stack_len = 0;
                 copy_user_stack(ctx, d, c);
         }
+        /* user stack: in-kernel .eh_frame unwinding, or frame pointers where it cannot */
+        take_stacks(ctx, r, c, !kunwind || kunwind_sample(ctx, r, d, tgid, c), kernel_stacks);
 
         flags = BPF_RB_NO_WAKEUP;
         if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
@@ -417,6 +453,8 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
         none.exec_gen = gen;
         none.flags = CTXPROF_TLS_F_PENDING; /* until the daemon located the new image */
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
+        /* The old image's mappings: frame pointers until the daemon wrote the new ones. */
+        bpf_map_delete_elem(&ku_procs, &tgid);
         emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
         return 0;
 }

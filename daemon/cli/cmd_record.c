@@ -77,8 +77,12 @@ static void help(FILE *f)
                "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
                "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
                "                             1.6 KiB each); more become [unknown stack], counted\n"
-               "      --call-graph fp|dwarf  fp: frame pointers (default, cheapest); dwarf: copy\n"
-               "                             16 KiB of user stack and unwind with .eh_frame\n"
+               "      --call-graph fp|dwarf|dwarf-copy|dwarf-check\n"
+               "                             fp: frame pointers (default, cheapest); dwarf:\n"
+               "                             unwind with .eh_frame in the kernel; dwarf-copy:\n"
+               "                             copy 16 KiB of user stack, unwind in user space\n"
+               "                             (libdwfl); dwarf-check: both, libdwfl's recorded,\n"
+               "                             compared\n"
                "      --event cpu-clock|cycles|off-cpu|wall\n"
                "                             cpu-clock, cycles: CPU samples (cycles needs a\n"
                "                             hardware PMU); off-cpu: the intervals a thread\n"
@@ -411,7 +415,9 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
         case OPT_CALLGRAPH:
                 v = sampling_name_parse(SAMPLING_NAMES_CALLGRAPH, arg);
                 if (v < 0) {
-                        fprintf(stderr, "ctxprof record: --call-graph fp or dwarf\n");
+                        fprintf(
+                            stderr,
+                            "ctxprof record: --call-graph fp, dwarf, dwarf-copy or dwarf-check\n");
                         return 2;
                 }
                 ro->o.dwarf = v;

@@ -88,6 +88,20 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
                         (unsigned long long)st.offcpu_lost, (unsigned long long)st.offcpu_exited,
                         (unsigned long long)st.offcpu_open_exit,
                         (unsigned long long)st.offcpu_slots);
+        if (st.ku_samples || st.ku_noproc)
+                fprintf(stderr,
+                        "ctxprof: in-kernel unwinding: %llu samples, %llu frames, %llu "
+                        "frame-pointer steps (%llu for rules BPF cannot express), %llu samples "
+                        "before the process's mappings were loaded; tables: peak %llu (%llu KiB), "
+                        "%llu built in %llu ms, %llu without one\n",
+                        (unsigned long long)st.ku_samples, (unsigned long long)st.ku_frames,
+                        (unsigned long long)st.ku_fp_steps, (unsigned long long)st.ku_unsup,
+                        (unsigned long long)st.ku_noproc,
+                        (unsigned long long)st.ku_tables.tables_peak,
+                        (unsigned long long)(st.ku_tables.bytes_peak / 1024),
+                        (unsigned long long)st.ku_tables.builds,
+                        (unsigned long long)(st.ku_tables.build_ns / 1000000),
+                        (unsigned long long)st.ku_tables.build_errors);
         fprintf(stderr,
                 "ctxprof: samples without context: taken before the location (not recorded) "
                 "%llu, stale location %llu, not located %llu, no thread pointer %llu, "
@@ -143,6 +157,42 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 ", \"bad_keys\": %" PRIu64 ", \"read_faults\": %" PRIu64 "}}",
                 p->decoded, p->absent, p->bad_header, p->too_large, p->torn, p->decode_errors,
                 p->bad_schema, p->bad_keys, p->read_faults);
+}
+
+/* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
+static void json_kunwind(FILE *f, const struct sampler_stats *st)
+{
+        const struct kunwind_stats *t = &st->ku_tables;
+        const struct {
+                const char *key;
+                uint64_t v;
+        } kv[] = {
+            {"samples", st->ku_samples},
+            {"frames", st->ku_frames},
+            {"no_mapping_list", st->ku_noproc},
+            {"fp_steps", st->ku_fp_steps},
+            {"unsupported_rule_steps", st->ku_unsup},
+            {"unknown_mapping", st->ku_nomap},
+            {"sync_errors", st->ku_sync_errors},
+            {"compared", st->ku_compared},
+            {"equal", st->ku_equal},
+            {"tables", t->tables},
+            {"rows", t->rows},
+            {"row_capacity", t->row_cap},
+            {"table_bytes", t->bytes},
+            {"peak_tables", t->tables_peak},
+            {"peak_table_bytes", t->bytes_peak},
+            {"builds", t->builds},
+            {"build_errors", t->build_errors},
+            {"tables_not_fitting", t->full},
+            {"build_ms", t->build_ns / 1000000},
+            {"unsupported_rows", t->unsup_rows},
+        };
+
+        fputs(",\n  \"kunwind\": {", f);
+        for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+                fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", kv[i].key, kv[i].v);
+        fputc('}', f);
 }
 
 static void json_unwind_stops(FILE *f, struct sampler *s)
@@ -217,6 +267,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         json_ctx_missing(f, &st);
         json_otel(f, &st);
         json_offcpu(f, &st);
+        json_kunwind(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

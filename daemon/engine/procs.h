@@ -43,6 +43,7 @@ struct proc {
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
+        uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
 };
 
 struct procs {

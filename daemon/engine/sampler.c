@@ -28,6 +28,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "ctxprof/cfi.h"
+#include "engine/kunwind.h"
 #include "engine/procs.h"
 #include "engine/sampler.h"
 #include "sampler.skel.h"
@@ -69,7 +71,8 @@ struct sampler {
         struct ring_buffer *rb;       /* ring `samples`: samples and lifecycle events */
         struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
-        struct dwarf_unwinder *unwinder;
+        struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
+        struct kunwind *ku;              /* dwarf, dwarf-check: the in-kernel unwinder's tables */
         struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
@@ -124,6 +127,31 @@ static int tid_set_add(struct tid_set *s, uint32_t tid)
         return 1;
 }
 
+/* Modes: which of the two unwinders run (sampling_names.h). */
+static int cg_copies(int cg)
+{
+        return cg == SAMPLER_CG_DWARF_COPY || cg == SAMPLER_CG_DWARF_CHECK;
+}
+static int cg_kunwind(int cg)
+{
+        return cg == SAMPLER_CG_DWARF || cg == SAMPLER_CG_DWARF_CHECK;
+}
+
+/* In-kernel unwinding: write p's mapping list (tables of new modules loaded). refresh: read
+ * /proc/PID/maps again first (a library was mapped). */
+static void ku_sync(struct sampler *s, struct proc *p, int refresh)
+{
+        if (!s->ku || !p || !p->alive)
+                return;
+        if (!p->maps && proc_maps_open(s->modules, p->pid, &p->maps))
+                return;
+        if (refresh && proc_maps_refresh(p->maps))
+                return;
+        p->ku_sync_ns = mono_ns();
+        if (kunwind_sync(s->ku, p->pid, p->maps))
+                s->st.ku_sync_errors++;
+}
+
 int sampler_add_target(struct sampler *s, pid_t pid)
 {
         struct ctxprof_tls_target pending = {.flags = CTXPROF_TLS_F_PENDING};
@@ -168,6 +196,7 @@ int sampler_add_target(struct sampler *s, pid_t pid)
          * retried from sampler_poll: context from the first sample where possible. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
+        ku_sync(s, p, 0);
         return 0;
 }
 
@@ -325,6 +354,47 @@ static void sampler_new_image(struct sampler *s, struct proc *p)
         proc_new_image(&s->procs, p, mono_ns());
         if (s->unwinder)
                 dwarf_unwinder_forget(s->unwinder, p->pid);
+        ku_sync(s, p, 0);
+}
+
+/* dwarf-check: the in-kernel stack (ustack) against libdwfl's (ips) of the same sample. When
+ * libdwfl stopped at the end of the stack copy, only its frames are compared. */
+static void ku_compare(struct sampler *s, const struct ctxprof_sample_rec *r, const uint64_t *ips,
+                       int cnt, int dwfl_truncated)
+{
+        unsigned nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
+        unsigned want = (unsigned)cnt, i;
+
+        if (!(r->flags & CTXPROF_SF_KUNWIND) || cnt <= 0)
+                return;
+        s->st.ku_compared++;
+        if (dwfl_truncated && nu > want)
+                nu = want;
+        if (want > CTXPROF_MAX_USTACK)
+                want = CTXPROF_MAX_USTACK;
+        if (nu != want)
+                return;
+        for (i = 0; i < nu; i++)
+                if (r->ustack[i] != ips[i])
+                        return;
+        s->st.ku_equal++;
+}
+
+/* In-kernel stack of r: statistics, and a resync when it met an unknown mapping. */
+static int ku_account(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r)
+{
+        unsigned nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
+
+        if (!(r->flags & CTXPROF_SF_KUNWIND))
+                return 0;
+        if ((r->flags & CTXPROF_SF_KU_NOMAP) && p->alive &&
+            mono_ns() - p->ku_sync_ns >= PROC_MAPS_REFRESH_NS)
+                ku_sync(s, p, 1);
+        if ((r->flags & CTXPROF_SF_KU_COMPLETE) || !nu || nu >= CTXPROF_MAX_USTACK)
+                return 0;
+        s->st.unwind_truncated++;
+        count_unwind_stop(s, p, r->ustack[nu - 1], nu > 1);
+        return 1;
 }
 
 static int handle_sample(struct sampler *s, const void *data, size_t size)
@@ -445,6 +515,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                                               d->stack, len, s->ips, CTXPROF_MAX_FRAMES, &ut)
                                : -ESRCH;
                 if (cnt > 0) {
+                        ku_compare(s, r, s->ips, cnt, ut);
                         add_user_frames(s, p, s->ips, (unsigned)cnt, &n, &truncated);
                         if (ut) {
                                 truncated = 1;
@@ -460,6 +531,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                         add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
                 }
         } else {
+                truncated = ku_account(s, p, r);
                 add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
         }
         if (!n)
@@ -488,7 +560,8 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         switch (e->event) {
         case CTXPROF_EV_FORK:
                 if (!p || !p->alive)
-                        procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
+                        p = procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
+                ku_sync(s, p, 0);
                 break;
         case CTXPROF_EV_EXEC_OTHER:
                 /* Not a target (exec_filter mode): the filter decides. */
@@ -504,7 +577,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 }
                 p = procs_find(&s->procs, (pid_t)e->tgid);
                 if (!p || !p->alive) {
-                        procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
+                        ku_sync(s, procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns()), 0);
                         break;
                 }
                 snprintf(p->name, sizeof(p->name), "%s", comm);
@@ -514,6 +587,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 /* BPF marked the location pending: locate again at the end of this poll. */
                 if (p && p->alive)
                         proc_location_pending(p, mono_ns());
+                ku_sync(s, p, 1); /* a library: its table, before its first sample if we can */
                 break;
         case CTXPROF_EV_EXIT:
                 if (p && p->alive)
@@ -613,7 +687,7 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         if (ms > 0)
                 s->record_delay_ns =
                     (uint64_t)(ms < RECORD_DELAY_MAX_US ? ms : RECORD_DELAY_MAX_US) * NS_PER_US;
-        if (o->dwarf) {
+        if (cg_copies(o->dwarf)) {
                 s->unwinder = dwarf_unwinder_new();
                 if (!s->unwinder)
                         return -ENOMEM;
@@ -644,6 +718,16 @@ static int sampler_offcpu_config(struct sampler *s)
                                             : CTXPROF_OFFCPU_MAX_THREADS_DEFAULT);
 }
 
+/* Rows of `ku_rows`: CTXPROF_KU_DEFAULT_ROWS, or CTXPROF_KU_ROWS (tests: a small bound). */
+static uint32_t ku_row_cap(void)
+{
+        const char *e = getenv("CTXPROF_KU_ROWS");
+        long v = e ? strtol(e, NULL, 10) : 0;
+
+        return v > 0 && v <= (long)CTXPROF_KU_DEFAULT_ROWS * 16 ? (uint32_t)v
+                                                                : CTXPROF_KU_DEFAULT_ROWS;
+}
+
 /* Stage OPEN: the BPF object, configured (read-only data, ring size) before load. */
 static int sampler_open_bpf(struct sampler *s)
 {
@@ -655,7 +739,8 @@ static int sampler_open_bpf(struct sampler *s)
         s->skel = sampler_bpf__open();
         if (!s->skel)
                 return -errno ? -errno : -EINVAL;
-        s->skel->rodata->dwarf_mode = o->dwarf ? 1 : 0;
+        s->skel->rodata->dwarf_mode = cg_copies(o->dwarf) ? 1 : 0;
+        s->skel->rodata->kunwind = cg_kunwind(o->dwarf) ? 1 : 0;
         s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
         s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
@@ -667,9 +752,13 @@ static int sampler_open_bpf(struct sampler *s)
                 s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
         }
         ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
-        if (o->dwarf && !o->ring_bytes)
+        if (cg_copies(o->dwarf) && !o->ring_bytes)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
+        /* The row array is allocated whole at load: only when it is used. */
+        if (bpf_map__set_max_entries(s->skel->maps.ku_rows,
+                                     cg_kunwind(o->dwarf) ? ku_row_cap() : 1))
+                return -EINVAL;
         err = sampler_offcpu_config(s);
         return err ? err : bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
 }
@@ -758,6 +847,15 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         if (!err) {
                 s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);
                 s->procs.exec_gens_fd = bpf_map__fd(s->skel->maps.exec_gens);
+                if (cg_kunwind(o->dwarf)) {
+                        s->ku = kunwind_new(s->modules, bpf_map__fd(s->skel->maps.ku_rows),
+                                            bpf_map__fd(s->skel->maps.ku_procs),
+                                            bpf_map__max_entries(s->skel->maps.ku_rows));
+                        if (!s->ku)
+                                err = -ENOMEM;
+                }
+        }
+        if (!err) {
                 *stage = SAMPLER_STAGE_PERF;
                 err = sampler_open_perf(s);
         }
@@ -817,6 +915,8 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
         if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
                 err = -errno;
         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
+        if (s->ku)
+                kunwind_forget(s->ku, pid);
         if (p && p->alive) {
                 proc_mark_dead(p, 1, mono_ns());
                 return 0;
@@ -1009,8 +1109,16 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->offcpu_lost = sum[CTXPROF_CNT_OFFCPU_LOST];
                 out->offcpu_exited = sum[CTXPROF_CNT_OFFCPU_EXITED];
                 out->offcpu_open_exit = sum[CTXPROF_CNT_OFFCPU_OPEN_EXIT];
+                out->ku_samples = sum[CTXPROF_CNT_KU_SAMPLES];
+                out->ku_frames = sum[CTXPROF_CNT_KU_FRAMES];
+                out->ku_noproc = sum[CTXPROF_CNT_KU_NOPROC];
+                out->ku_fp_steps = sum[CTXPROF_CNT_KU_FP_STEPS];
+                out->ku_unsup = sum[CTXPROF_CNT_KU_UNSUP];
+                out->ku_nomap = sum[CTXPROF_CNT_KU_NOMAP];
         }
         free(v);
+        if (s->ku)
+                kunwind_get_stats(s->ku, &out->ku_tables);
         struct bpf_prog_info info;
         __u32 len = sizeof(info);
         memset(&info, 0, sizeof(info));
@@ -1064,6 +1172,7 @@ void sampler_free(struct sampler *s)
         procs_free(&s->procs);
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);
+        kunwind_free(s->ku);
         modules_free(s->modules);
         free(s);
 }

@@ -18,6 +18,7 @@
 #include "engine/context_decode.h"
 #include "engine/otel_decode.h"
 #include "engine/otel_process_ctx.h"
+#include "engine/kunwind.h"
 #include "stack/module_tally.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
@@ -79,6 +80,15 @@ struct sampler_stats {
         uint64_t offcpu, offcpu_short, offcpu_full, offcpu_lost, offcpu_exited, offcpu_open_exit;
         uint64_t offcpu_slots, offcpu_bpf_run_ns, offcpu_bpf_run_cnt;
         uint64_t offcpu_received; /* off-CPU records consumed (part of received) */
+        /* in-kernel unwinding (--call-graph dwarf, dwarf-check): samples unwound, frames,
+         * samples of processes without a mapping list yet (frame pointers instead),
+         * frame-pointer steps (no table, a gap, a rule BPF cannot express), of which for
+         * unexpressible rules, samples that met an unknown mapping */
+        uint64_t ku_samples, ku_frames, ku_noproc, ku_fp_steps, ku_unsup, ku_nomap;
+        uint64_t ku_sync_errors;        /* mapping lists that could not be written */
+        uint64_t ku_compared;           /* dwarf-check: samples unwound both ways */
+        uint64_t ku_equal;              /* ... whose two stacks were equal */
+        struct kunwind_stats ku_tables; /* the tables in the kernel (memory, builds) */
         /* the kernel's run-time stats of the sampling program (every invocation, targets or
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */
         uint64_t bpf_run_ns, bpf_run_cnt;

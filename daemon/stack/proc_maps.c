@@ -259,6 +259,26 @@ void proc_maps_stats(const struct proc_maps *pm, struct proc_maps_stats *out)
                 *out = pm->st;
 }
 
+int proc_maps_refresh(struct proc_maps *pm)
+{
+        return pm ? refresh(pm) : -EINVAL;
+}
+
+int proc_maps_foreach(const struct proc_maps *pm, int (*cb)(const struct proc_maps_entry *, void *),
+                      void *arg)
+{
+        if (!pm || !cb)
+                return -EINVAL;
+        for (size_t i = 0; i < pm->n; i++) {
+                struct proc_maps_entry e = {pm->v[i].start, pm->v[i].end, pm->v[i].pgoff,
+                                            pm->v[i].module_id};
+                int r = cb(&e, arg);
+                if (r)
+                        return r;
+        }
+        return 0;
+}
+
 void proc_maps_free(struct proc_maps *pm)
 {
         if (!pm)

@@ -28,6 +28,17 @@ int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
  * Returns 0 (also for unknown ips) or -EINVAL. out->flags is set to 0. */
 int proc_maps_resolve(struct proc_maps *, uint64_t ip, struct ctxprof_frame *out);
 void proc_maps_free(struct proc_maps *);
+/* Re-read /proc/PID/maps now (no rate limit): 0 or -errno (the old table is kept). */
+int proc_maps_refresh(struct proc_maps *);
+
+/* One executable mapping as the table holds it. */
+struct proc_maps_entry {
+        uint64_t start, end, pgoff;
+        uint32_t module_id; /* CTXPROF_MODULE_UNKNOWN: anonymous or unreadable file */
+};
+/* The executable mappings, sorted by start; stops when cb returns non-zero and returns it. */
+int proc_maps_foreach(const struct proc_maps *, int (*cb)(const struct proc_maps_entry *, void *),
+                      void *arg);
 
 /* Counters for the caller's statistics. */
 struct proc_maps_stats {

@@ -79,6 +79,12 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_PENDING  0x100
 #define CTXPROF_SF_OTEL     0x200 /* otel.rec holds the header (and otel.len bytes) of a record */
 #define CTXPROF_SF_OTEL_CUT 0x400 /* attrs_data_size went past CTXPROF_OTEL_REC_MAX: not copied */
+/* ustack[] came from the in-kernel .eh_frame unwinder (bpf/kunwind.bpf.h), not bpf_get_stack */
+#define CTXPROF_SF_KUNWIND     0x800
+#define CTXPROF_SF_KU_FALLBACK 0x1000 /* ... and took at least one frame-pointer step */
+#define CTXPROF_SF_KU_NOMAP    0x2000 /* ... and met an ip in no mapping it knows (dlopen) */
+/* ... and reached the outermost frame (return address undefined: _start, clone) */
+#define CTXPROF_SF_KU_COMPLETE 0x4000
 
 /* Cgroups whose processes are sampled without being in the targets map (daemon cgroup
  * selectors: the process and every descendant cgroup, checked in the kernel) */
@@ -244,6 +250,12 @@ enum ctxprof_counter {
         CTXPROF_CNT_OFFCPU_LOST,      /* ring full at switch-in: interval dropped */
         CTXPROF_CNT_OFFCPU_EXITED,    /* slots freed at thread exit */
         CTXPROF_CNT_OFFCPU_OPEN_EXIT, /* ... of those, with an interval still open: dropped */
+        CTXPROF_CNT_KU_SAMPLES,       /* samples unwound in the kernel from unwind tables */
+        CTXPROF_CNT_KU_FRAMES,        /* frames those produced */
+        CTXPROF_CNT_KU_NOPROC,        /* no mapping list for the process yet: bpf_get_stack */
+        CTXPROF_CNT_KU_FP_STEPS,      /* frame-pointer steps: no table, gap or unsupported rule */
+        CTXPROF_CNT_KU_UNSUP,         /* ... of which for a rule BPF cannot express */
+        CTXPROF_CNT_KU_NOMAP,         /* an ip in no known mapping (unwinding stopped there) */
         CTXPROF_CNT_MAX,
 };
 

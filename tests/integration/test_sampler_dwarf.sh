@@ -1,24 +1,27 @@
 #!/bin/bash
-# --call-graph dwarf reaches main through libc's qsort callbacks (libc has no frame
-# pointers) in >= 99% of samples of the no-frame-pointer fixture fx_qsort, and says none of
-# them stopped early; of wl_deep, whose stack is deeper than the 16 KiB copy, it says at
-# exit that unwinding stopped early, and in which module: wl_deep.
+# --call-graph dwarf (in-kernel .eh_frame unwinding) and dwarf-copy (16 KiB stack copy +
+# libdwfl) reach main through libc's qsort callbacks (libc has no frame pointers) in >= 99% of
+# samples of the no-frame-pointer fixture fx_qsort, and say none of them stopped early; of
+# wl_deep, whose stack is deeper than dwarf-copy's 16 KiB copy, dwarf-copy says at exit that
+# unwinding stopped early, and in which module: wl_deep.
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures/fx_qsort
 [ -x "$FX" ] || fail "no $FX"
-record_ok 60 -F 999 -d 8 --call-graph dwarf -o "$TMP/out.txt" -- "$FX"
-total=$(count "$TMP/out.txt" '^fx_qsort-')
-main=$(count "$TMP/out.txt" '^fx_qsort-[0-9]+;[^;]*;(.*;)?main;')
-cb=$(count "$TMP/out.txt" ';main;run_sort;.*qsort.*;cmp_slow')
-echo "fx_qsort: $total samples, $main reach main, $cb show main;run_sort;...qsort...;cmp_slow"
-[ "$total" -ge 200 ] || fail "too few samples ($total)"
-[ $((main * 100)) -ge $((total * 99)) ] || fail "only $main of $total samples reach main"
-[ "$cb" -ge $((total / 2)) ] || fail "callback chain through qsort missing"
-trunc=$(stat_json .unwind_truncated)
-[ -n "$trunc" ] || fail "no 'unwind truncated' count at exit"
-[ $((trunc * 100)) -le "$total" ] || fail "$trunc of $total fx_qsort samples stopped early"
+for cg in dwarf dwarf-copy; do
+	record_ok 60 -F 999 -d 8 --call-graph $cg -o "$TMP/out.txt" -- "$FX"
+	total=$(count "$TMP/out.txt" '^fx_qsort-')
+	main=$(count "$TMP/out.txt" '^fx_qsort-[0-9]+;[^;]*;(.*;)?main;')
+	cb=$(count "$TMP/out.txt" ';main;run_sort;.*qsort.*;cmp_slow')
+	echo "fx_qsort ($cg): $total samples, $main reach main, $cb show main;run_sort;...qsort...;cmp_slow"
+	[ "$total" -ge 200 ] || fail "too few samples ($total)"
+	[ $((main * 100)) -ge $((total * 99)) ] || fail "only $main of $total samples reach main"
+	[ "$cb" -ge $((total / 2)) ] || fail "callback chain through qsort missing"
+	trunc=$(stat_json .unwind_truncated)
+	[ -n "$trunc" ] || fail "no 'unwind truncated' count at exit"
+	[ $((trunc * 100)) -le "$total" ] || fail "$trunc of $total fx_qsort samples stopped early"
+done
 
-record_ok 60 -F 999 --call-graph dwarf -o "$TMP/deep.txt" -- "$WL/wl_deep" 2
+record_ok 60 -F 999 --call-graph dwarf-copy -o "$TMP/deep.txt" -- "$WL/wl_deep" 2
 total=$(count "$TMP/deep.txt" '^wl_deep-')
 trunc=$(stat_json .unwind_truncated)
 top=$(stat_json '.unwind_stops[0] | "\(.module) \(.count)"')

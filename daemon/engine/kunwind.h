@@ -1,0 +1,51 @@
+/*
+ * kunwind.h — the user-space half of in-kernel .eh_frame unwinding: keeps the BPF maps
+ * `ku_rows` (every module's compact CFI rows, ctxprof/cfi.h) and `ku_procs` (each target's
+ * executable mappings with the slice of rows that covers them) current. A module's table is
+ * built (stack/cfi_table.c) the first time a target maps it, once per module id (modules.c
+ * gives one id per build id, so a library shared by many processes is converted and loaded
+ * once), and its rows are released when no target maps it any more. Never prints.
+ *
+ * Memory bound: the row array has a fixed capacity (chosen before the BPF load); a table that
+ * does not fit is not loaded (its frames take frame-pointer steps) and counted. User space
+ * keeps no copy of the rows.
+ *
+ * Not thread-safe: the sampler's consumer thread owns a struct kunwind.
+ */
+#ifndef CTXPROF_KUNWIND_H
+#define CTXPROF_KUNWIND_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "stack/modules.h"
+#include "stack/proc_maps.h"
+
+struct kunwind_stats {
+        uint64_t tables;                  /* tables loaded now */
+        uint64_t rows, row_cap;           /* rows used now / capacity of the BPF array */
+        uint64_t bytes;                   /* rows * row size: kernel memory the tables use */
+        uint64_t tables_peak, bytes_peak; /* the most at any time */
+        uint64_t builds;                  /* tables built (cfi_table_build calls that succeeded) */
+        uint64_t build_errors; /* modules without a table: no .eh_frame_hdr, corrupt CFI */
+        uint64_t full;         /* tables that did not fit in the row array */
+        uint64_t build_ns;     /* total time spent building tables */
+        uint64_t unsup_rows;   /* loaded rows BPF cannot express (frame-pointer steps) */
+        uint64_t syncs;        /* mapping lists written to `ku_procs` */
+        uint64_t procs;        /* processes with a mapping list now */
+};
+
+struct kunwind;
+
+/* rows_fd/procs_fd: the loaded BPF maps (not owned); row_cap: entries of `ku_rows`. */
+struct kunwind *kunwind_new(struct modules *mods, int rows_fd, int procs_fd, uint32_t row_cap);
+void kunwind_free(struct kunwind *);
+/* Write pid's mapping list from pm (the caller refreshed it), building and loading the tables
+ * of modules seen for the first time. 0 or -errno (-ENOMEM; a BPF map update failure). */
+int kunwind_sync(struct kunwind *, pid_t pid, const struct proc_maps *pm);
+/* pid stopped being a target (exit, exec away): its list is dropped, and tables no target
+ * maps any more are released. */
+void kunwind_forget(struct kunwind *, pid_t pid);
+void kunwind_get_stats(const struct kunwind *, struct kunwind_stats *out);
+
+#endif
