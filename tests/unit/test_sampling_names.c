@@ -18,8 +18,12 @@ Test(sampling_names, both_directions)
         } known[] = {
             {SAMPLING_NAMES_EVENT, "cpu-clock", SAMPLER_EV_CPU_CLOCK},
             {SAMPLING_NAMES_EVENT, "cycles", SAMPLER_EV_CYCLES},
+            {SAMPLING_NAMES_EVENT, "off-cpu", SAMPLER_EV_OFFCPU},
+            {SAMPLING_NAMES_EVENT, "wall", SAMPLER_EV_WALL},
             {SAMPLING_NAMES_CALLGRAPH, "fp", SAMPLER_CG_FP},
             {SAMPLING_NAMES_CALLGRAPH, "dwarf", SAMPLER_CG_DWARF},
+            {SAMPLING_NAMES_CALLGRAPH, "dwarf-copy", SAMPLER_CG_DWARF_COPY},
+            {SAMPLING_NAMES_CALLGRAPH, "dwarf-check", SAMPLER_CG_DWARF_CHECK},
             {SAMPLING_NAMES_MODE, "all", TARGET_MODE_ALL},
             {SAMPLING_NAMES_MODE, "context", TARGET_MODE_CONTEXT},
             {SAMPLING_NAMES_MODE, "selectors", TARGET_MODE_SELECTORS},
@@ -39,7 +43,7 @@ Test(sampling_names, refused)
         cr_assert_eq(sampling_name_parse(SAMPLING_NAMES_CALLGRAPH, ""), -EINVAL);
         cr_assert_eq(sampling_name_parse(SAMPLING_NAMES_MODE, NULL), -EINVAL);
         cr_assert_eq(sampling_name_parse((enum sampling_name_set)99, "fp"), -EINVAL);
-        cr_assert_null(sampling_name(SAMPLING_NAMES_EVENT, 2));
+        cr_assert_null(sampling_name(SAMPLING_NAMES_EVENT, SAMPLER_EV_WALL + 1));
         cr_assert_null(sampling_name(SAMPLING_NAMES_CALLGRAPH, -1));
         cr_assert_null(sampling_name((enum sampling_name_set)99, 0));
 }
