@@ -11,6 +11,9 @@
 OW_SRC   := tests/workloads/otel_spec_writer.c
 OW_HDR   := tests/workloads/otel_spec_writer.h
 OW_WL    := tests/workloads/wl_otel.c
+# Compiled and linked in one step: no sanitizer (SM_WL_LDFLAGS carries SANFLAGS for the
+# workloads that link a sanitized object; this one is a plain target in every variant).
+OW_LDFLAGS = $(filter-out $(SANFLAGS),$(SM_WL_LDFLAGS))
 OW_BINS  := $(addprefix $(SM_WL)/,wl_otel wl_otel_desc wl_otel_gd wl_otel_ie wl_otel_dlopen)
 OW_LIBS  := $(addprefix $(SM_WL)/,libotelw_desc.so libotelw_gd.so libotelw_ie.so)
 ALL_TARGETS += $(OW_BINS) $(OW_LIBS)
@@ -19,7 +22,7 @@ $(SM_WL)/wl_otel: $(OW_WL) $(OW_SRC) $(OW_HDR)
 	@echo "  CC      $@ (workload, OTel writer in the executable)"
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $(OW_WL) $(OW_SRC) \
-		-Wl,--export-dynamic-symbol=otel_thread_ctx_v1 $(SM_WL_LDFLAGS)
+		-Wl,--export-dynamic-symbol=otel_thread_ctx_v1 $(OW_LDFLAGS)
 
 $(SM_WL)/libotelw_desc.so: $(OW_SRC) $(OW_HDR)
 	$(Q)mkdir -p $(@D)
@@ -37,11 +40,11 @@ $(SM_WL)/libotelw_ie.so: $(OW_SRC) $(OW_HDR)
 $(SM_WL)/wl_otel_%: $(OW_WL) $(OW_HDR) $(SM_WL)/libotelw_%.so
 	@echo "  CC      $@ (workload, OTel writer in libotelw_$*.so)"
 	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $(OW_WL) -L$(SM_WL) -lotelw_$* -Wl,-rpath,'$$ORIGIN' \
-		$(SM_WL_LDFLAGS)
+		$(OW_LDFLAGS)
 $(SM_WL)/wl_otel_dlopen: $(OW_WL) $(OW_HDR) $(SM_WL)/libotelw_desc.so
 	@echo "  CC      $@ (workload, OTel writer dlopen'ed)"
 	$(Q)$(CC) $(SM_WL_CFLAGS) -DWL_DLOPEN -o $@ $(OW_WL) -Wl,-rpath,'$$ORIGIN' \
-		$(SM_WL_LDFLAGS) -ldl
+		$(OW_LDFLAGS) -ldl
 
 # The process-context decoder includes the generated protobuf-c headers (which include each
 # other by bare name), and libctxprof.a carries their code so that every user links it.

@@ -2,19 +2,20 @@
  * tsan_uploader.c — the uploader's threads: the main thread hands profiles over
  * (uploader_add) and reads the counters while the uploader's thread spools them and fails
  * to send them (nothing listens on the port); at stop every profile is in the spool, none
- * dropped, and a new uploader on the same spool finds them all. Also under TSan.
+ * dropped, and a new uploader on the same spool finds them all. Also under TSan, so a plain
+ * program (tests/plain_check.h): Criterion's runner cannot start there.
  */
-#include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "plain_check.h"
 #include "service/uploader.h"
 
 #define JOBS 40
 
-Test(uploader, add_while_failing_then_stop_keeps_everything)
+int main(void)
 {
         struct upload_config cfg;
         struct upload_target_config t = {
@@ -28,33 +29,45 @@ Test(uploader, add_while_failing_then_stop_keeps_everything)
         upload_config_defaults(&cfg);
         cfg.retry_min_ms = 10;
         cfg.retry_max_ms = 20;
-        cr_assert_not_null(mkdtemp(dir));
+        CHECK(mkdtemp(dir), "mkdtemp");
         fd = mkstemp(prof);
-        cr_assert(fd >= 0);
-        cr_assert_eq(write(fd, "FLR\0profile", 11), 11);
+        CHECK(fd >= 0, "mkstemp");
+        CHECK(write(fd, "FLR\0profile", 11) == 11, "write");
         close(fd);
         struct uploader_opts o = {.target = &t, .cfg = &cfg, .spool_dir = dir};
-        cr_assert_eq(uploader_new(&o, &u, why, sizeof(why)), 0, "%s", why);
+        CHECK(uploader_new(&o, &u, why, sizeof(why)) == 0, "uploader_new: %s", why);
         for (int i = 0; i < JOBS; i++) {
                 struct upload_job j = {.profile_path = prof, .from_s = 1, .until_s = 2};
 
-                cr_assert_eq(uploader_add(&u, 1, &j), 0);
+                CHECK(uploader_add(&u, 1, &j) == 0, "uploader_add %d", i);
                 uploader_get_counters(u, &c);
                 usleep(1000);
         }
         uploader_stop(u, 0, &c);
-        cr_assert_eq(c.spooled, JOBS);
-        cr_assert_eq(c.uploads_ok, 0);
-        cr_assert_gt(c.failures[UPLOAD_CONNECT], 0);
-        cr_assert_eq(c.dropped[UPLOAD_DROP_SPOOL_ERROR] + c.dropped[UPLOAD_DROP_SPOOL_FULL], 0);
-        cr_assert_eq(c.spool_files, JOBS);
-        cr_assert_eq(c.queue, 0);
+        CHECK(c.spooled == JOBS, "c.spooled: %llu, want %llu", (unsigned long long)(c.spooled),
+              (unsigned long long)(JOBS));
+        CHECK(c.uploads_ok == 0, "c.uploads_ok: %llu, want %llu",
+              (unsigned long long)(c.uploads_ok), (unsigned long long)(0));
+        CHECK(c.failures[UPLOAD_CONNECT] > 0, "no failed connect counted");
+        CHECK(c.dropped[UPLOAD_DROP_SPOOL_ERROR] + c.dropped[UPLOAD_DROP_SPOOL_FULL] == 0,
+              "c.dropped[UPLOAD_DROP_SPOOL_ERROR] + c.dropped[UPLOAD_DROP_SPOOL_FULL]: %llu, want "
+              "%llu",
+              (unsigned long long)(c.dropped[UPLOAD_DROP_SPOOL_ERROR] +
+                                   c.dropped[UPLOAD_DROP_SPOOL_FULL]),
+              (unsigned long long)(0));
+        CHECK(c.spool_files == JOBS, "c.spool_files: %llu, want %llu",
+              (unsigned long long)(c.spool_files), (unsigned long long)(JOBS));
+        CHECK(c.queue == 0, "c.queue: %llu, want %llu", (unsigned long long)(c.queue),
+              (unsigned long long)(0));
         /* the next daemon's uploader takes the spool over */
-        cr_assert_eq(uploader_new(&o, &u, why, sizeof(why)), 0, "%s", why);
+        CHECK(uploader_new(&o, &u, why, sizeof(why)) == 0, "uploader_new: %s", why);
         uploader_get_counters(u, &c);
-        cr_assert_eq(c.spool_files, JOBS);
+        CHECK(c.spool_files == JOBS, "c.spool_files: %llu, want %llu",
+              (unsigned long long)(c.spool_files), (unsigned long long)(JOBS));
         uploader_stop(u, 0, NULL);
         unlink(prof);
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-        cr_assert_eq(system(cmd), 0);
+        CHECK(system(cmd) == 0, "%s", cmd);
+        printf("ok: %d profiles spooled while every send failed, all kept, taken over\n", JOBS);
+        return 0;
 }
