@@ -40,7 +40,7 @@ for k in "Type=simple" "KillSignal=SIGTERM" 'ExecReload=/bin/kill -HUP $MAINPID'
 	"Restart=on-failure" "NoNewPrivileges=yes" "ProtectSystem=strict" \
 	"ReadWritePaths=/var/lib/ctxprof" "StateDirectory=ctxprof" "StateDirectoryMode=0750" \
 	"RuntimeDirectory=ctxprof" "ProtectHome=read-only" "PrivateTmp=yes" \
-	"RestrictAddressFamilies=AF_UNIX" "LockPersonality=yes" "MemoryDenyWriteExecute=yes" \
+	"RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" "LockPersonality=yes" "MemoryDenyWriteExecute=yes" \
 	"SystemCallArchitectures=native"; do
 	grep -qxF "$k" "$U" || fail "unit lacks $k"
 done
