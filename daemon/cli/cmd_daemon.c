@@ -202,8 +202,7 @@ static void rs_finished(void *ctx, const struct recording_finished *f)
         char extra[64] = "";
         struct upload_job j = {
             .profile_path = f->path,
-            .labels_path = f->labels_path,
-            .remove_labels = 1,
+            .labels_path = f->labels_path, /* the output directory's: copied, kept */
             .from_s = f->start_wall_s,
             .until_s = f->end_wall_s > f->start_wall_s ? f->end_wall_s : f->start_wall_s + 1,
             .extra_tags = extra,
@@ -319,7 +318,6 @@ static int open_output(struct daemon *d)
             .log = rs_log,
             .engine = rs_engine,
             .alive = rs_alive,
-            .labels_snapshot = d->nup > 0,
             .finished = rs_finished,
         };
 
@@ -395,12 +393,12 @@ static void recovered_upload(void *ctx, const char *name)
         struct daemon *d = ctx;
         char path[PATH_MAX + 256], labels[PATH_MAX + 256 + 16];
         struct stat st;
-        struct upload_job j = {.profile_path = path, .remove_labels = 1};
+        struct upload_job j = {.profile_path = path};
 
         if (!d->nup)
                 return;
         snprintf(path, sizeof(path), "%s/%s", d->cfg.directory, name);
-        snprintf(labels, sizeof(labels), "%s.part.labels.pb", path);
+        snprintf(labels, sizeof(labels), "%s.labels.pb", path); /* renamed by the recovery */
         if (!stat(labels, &st))
                 j.labels_path = labels;
         j.until_s = !stat(path, &st) ? (uint64_t)st.st_mtime : (uint64_t)time(NULL);

@@ -215,7 +215,6 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                 jo.symbolizer = rs->sym;
         }
         jo.path = r->file.part;
-        jo.labels_snapshot = rs->o.labels_snapshot;
         r->start_wall_s = (uint64_t)ts.tv_sec;
         jo.use_fd = 1;
         jo.fd = r->file.fd; /* the sink's from here on */
@@ -247,18 +246,10 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         return 0;
 }
 
-/* The labels snapshot jfr_sink wrote beside the .part (labels_snapshot). */
+/* The labels snapshot beside the finished recording: output_dir_finish renamed it with it. */
 static void snapshot_path(const struct recording *r, char *out, size_t len)
 {
-        snprintf(out, len, "%s.labels.pb", r->file.part);
-}
-
-static void unlink_snapshot(const struct recording *r)
-{
-        char p[PATH_MAX + 16];
-
-        snapshot_path(r, p, sizeof(p));
-        unlink(p);
+        snprintf(out, len, "%s.labels.pb", r->file.final);
 }
 
 static void report_finished(struct recording_set *rs, const struct recording *r)
@@ -274,10 +265,8 @@ static void report_finished(struct recording_set *rs, const struct recording *r)
 
         if (!rs->o.finished)
                 return;
-        if (rs->o.labels_snapshot) {
-                snapshot_path(r, labels, sizeof(labels));
-                f.labels_path = labels;
-        }
+        snapshot_path(r, labels, sizeof(labels));
+        f.labels_path = labels;
         rs->o.finished(rs->o.ctx, &f);
 }
 
@@ -313,9 +302,7 @@ static int close_rec(struct recording_set *rs, struct recording *r,
                 err = output_dir_discard(rs->dfd, &r->file);
                 if (err)
                         logr(rs, LOG_ERROR, "cannot remove %s: %s", r->file.part, strerror(-err));
-                if (rs->o.labels_snapshot)
-                        unlink_snapshot(r);
-                return rc;
+                return rc; /* output_dir_discard removed its labels snapshot too */
         }
         err = output_dir_finish(rs->dfd, &r->file);
         if (err) {

@@ -33,7 +33,8 @@
 /* A recording that was finished and renamed (for recording_set_opts.finished). */
 struct recording_finished {
         const char *path;        /* DIRECTORY/NAME.jfr */
-        const char *labels_path; /* its LabelsSnapshot, NULL without labels_snapshot */
+        const char *labels_path; /* its LabelsSnapshot, DIRECTORY/NAME.jfr.labels.pb (stays:
+                                    retention deletes it with the recording) */
         pid_t pid;               /* split=process: its process; 0 = the host file */
         const char *comm;        /* split=process: the command in its name, else "" */
         uint64_t start_wall_s, end_wall_s;
@@ -49,9 +50,6 @@ struct recording_set_opts {
         void (*engine)(void *ctx, struct jfr_sink_engine_counters *out);
         /* 1 while pid is a target (split=process: a recording is finished when it is not). */
         int (*alive)(void *ctx, pid_t pid);
-        /* Also write each recording's label sets as NAME.jfr.part.labels.pb (Pyroscope's
-         * LabelsSnapshot, for uploads); `finished` names it (the callee removes it). */
-        int labels_snapshot;
         /* Optional: called (on the calling thread) for every recording finished and renamed,
          * e.g. to hand it to the uploaders. */
         void (*finished)(void *ctx, const struct recording_finished *f);

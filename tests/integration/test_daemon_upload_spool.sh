@@ -61,7 +61,9 @@ wait_for 60 "every profile finished before the SIGKILL delivered" before_kill_re
 wait_for 60 "every file in $OUT delivered (the recovered one too)" caught_up
 wait_for 60 "the spool drained" eval '[ "$(entries)" = 0 ]'
 for f in "$OUT"/ctxprof-*.jfr; do
-	[ ! -e "$f.part.labels.pb" ] || fail "the labels snapshot of $f was left after it was spooled"
+	[ ! -e "$f.part.labels.pb" ] && [ ! -e "$f.labels.pb.part" ] ||
+		fail "a labels snapshot .part of $f was left after recovery"
+	[ -s "$f.labels.pb" ] || fail "no labels snapshot beside $f (the recovered one included)"
 done
 stop_daemon
 echo "restart: all $(wc -l <"$TMP/before-kill") profiles finished before the kill delivered"
