@@ -18,3 +18,4 @@ $(SM_WL)/wl_otel_ctx_a: $(OW_WL) $(OW_HDR) $(OX_SRC) $(LIBCTX_A) libctx/libctx.d
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(SM_WL_CFLAGS) -o $@ $(OW_WL) $(OX_SRC) $(LIBCTX_A) \
 		-Wl,--dynamic-list=libctx/libctx.dynlist $(SM_WL_LDFLAGS)
+BENCHES += bench/bench_otel_jfr_size.sh

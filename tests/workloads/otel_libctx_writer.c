@@ -5,6 +5,9 @@
  * The process context is libctx's: created when the library loads, service.name from
  * OTEL_SERVICE_NAME, the key map from the keys registered here. Only the well-formed paths
  * exist: the hostile records and publications are the spec writer's job (they abort here).
+ * WL_OTEL_UNIQUE=1: every call publishes a new trace and span id (the workload's ids with a
+ * per-thread request counter in their last bytes), as a server does per request (the JFR
+ * size measurement of bench/bench_otel_jfr_size.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +41,22 @@ static void check(int rc, const char *what)
 void otelw_set(int protocol, const uint8_t trace_id[16], const uint8_t span_id[8],
                const struct otelw_attr *a, unsigned n)
 {
+        static int unique = -1;
+        static __thread uint64_t request;
+        uint8_t trace[16];
+        uint64_t span = be64(span_id);
+
         (void)protocol;
-        check(ctx_set_trace(trace_id, be64(span_id), 0, 1), "ctx_set_trace");
+        if (unique < 0)
+                unique = getenv("WL_OTEL_UNIQUE") != NULL;
+        memcpy(trace, trace_id, sizeof(trace));
+        if (unique) {
+                request++;
+                for (int i = 0; i < 8; i++)
+                        trace[8 + i] ^= (uint8_t)(request >> (8 * (7 - i)));
+                span ^= request;
+        }
+        check(ctx_set_trace(trace, span, 0, 1), "ctx_set_trace");
         check(ctx_clear_labels(), "ctx_clear_labels");
         for (unsigned i = 0; i < n; i++) /* a repeated key: the later value replaces */
                 check(ctx_set_attr(key_index[a[i].key], a[i].val, a[i].len), "ctx_set_attr");
