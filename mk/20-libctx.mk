@@ -56,13 +56,21 @@ $(B)/libctx.so: $(LIBCTX_SO)
 
 # The archive carries the generated protobuf code and Debian's protobuf-c runtime object
 # (position-independent), so that every existing `libctx.a -lpthread` link keeps working;
-# -lprotobuf-c in libctx.pc's Libs.private is then redundant but harmless.
+# -lprotobuf-c in libctx.pc's Libs.private is then redundant but harmless. All of it is
+# prelinked into one object (ld -r) whose only global symbols are libctx.map's: the bundled
+# opentelemetry__proto__* and protobuf_c_* definitions are local, so they can neither clash
+# with nor silently replace (or be replaced by) a program's own copies (libctxprof.a, another
+# OTel protobuf build, another protobuf-c) — the archive-member lottery of which copy wins.
 PROTOBUF_C_A := $(firstword $(wildcard /usr/lib/$(shell $(CC) -print-multiarch)/libprotobuf-c.a \
                                        /usr/lib/libprotobuf-c.a))
-$(LIBCTX_A): $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_O)
-	$(Q)rm -f $@ && ar rcs $@ $^
-	$(Q)if [ -n "$(PROTOBUF_C_A)" ]; then d=$$(mktemp -d) && (cd $$d && ar x $(PROTOBUF_C_A)) && \
-		ar rcs $@ $$d/*.o && rm -rf $$d; fi
+$(LIBCTX_A): $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_O) libctx/libctx.map
+	$(Q)rm -f $@ && d=$$(mktemp -d) && \
+		if [ -n "$(PROTOBUF_C_A)" ]; then (cd $$d && ar x $(PROTOBUF_C_A)); fi && \
+		$(CC) -r -nostdlib -o $$d/libctx-all.o $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_O) \
+			$$(ls $$d/*.o 2>/dev/null) && \
+		sed -n 's/^ *\([a-z_0-9]*\);$$/\1/p' libctx/libctx.map >$$d/keep && \
+		objcopy --keep-global-symbols=$$d/keep $$d/libctx-all.o && \
+		ar rcs $@ $$d/libctx-all.o && rm -rf $$d
 
 $(LIBCTX_PC): libctx/libctx.pc.in mk/20-libctx.mk
 	$(Q)mkdir -p $(@D)

@@ -38,3 +38,70 @@ otel_record() { # NAME SECONDS BIN [ARGS...]
 	wait "$WPID" 2>/dev/null
 	[ $rc = 0 ] || { cat "$TMP/$name.err"; fail "$name: record failed (exit $rc)"; }
 }
+
+# Run workload BIN (env already set) for 4 s under folded recording NAME and check it: at
+# least 1000 samples in work_A/work_B, every one with exactly its phase's context (0 wrong),
+# the process named by its service.name (checkout-svc).
+run_mode() { # NAME VAR=value|- BIN
+	local name=$1 envspec=$2 bin=$3 total good wrong
+	[ "$envspec" = - ] || local -x "$envspec"
+	otel_record "$name" 4 "$bin"
+	read -r total good wrong < <(otel_tally "$TMP/$name.folded")
+	echo "$name: $total samples in work_A/work_B, $good with the exact context, $wrong wrong;" \
+		"otel $(jq -c '.otel | {records, not_valid, duplicates, unknown_keys}' "$TMP/$name.json")"
+	[ "$wrong" = 0 ] || fail "$name: wrong context"
+	[ "$total" -ge 1000 ] || { cat "$TMP/$name.err"; fail "$name: too few samples ($total)"; }
+	[ "$good" = "$total" ] || { grep -E ';work_[AB]' "$TMP/$name.folded" | grep -v "$CTX_A" |
+		grep -v "$CTX_B" | head -5; fail "$name: context incomplete in $((total - good)) samples"; }
+	grep -q "^checkout-svc-$WPID;" "$TMP/$name.folded" || fail "$name: process not named by service.name"
+}
+
+# jdk.ExecutionSample events of `jfr print --json` file JSON under work_A/work_B: prints
+# "TOTAL BAD", BAD the samples whose context chain, spanId or localRootSpanId is not exactly
+# their phase's (see test_otel_jfr.sh).
+otel_jfr_tally() { # JSON
+	python3 - "$1" "$TRACE_A" "$SPAN_A" "$TRACE_B" "$SPAN_B" <<'PY'
+import json, sys
+f, ta, sa, tb, sb = sys.argv[1:]
+want = {
+    "work_A": {"trace_id": ta, "span_id": sa, "http.route": "/a", "tier": "gold",
+               "user": "alice", "region": "eu"},
+    "work_B": {"trace_id": tb, "span_id": sb, "http.route": "/b", "tier": "free",
+               "user": "bob", "region": "us"},
+}
+span = {"work_A": int(sa, 16), "work_B": int(sb, 16)}
+total = bad = 0
+for e in json.load(open(f))["recording"]["events"]:
+    v = e["values"]
+    names = [fr["method"]["name"] for fr in (v.get("stackTrace") or {}).get("frames", [])]
+    phase = next((n for n in names if n in want), None)
+    if not phase:
+        continue
+    total += 1
+    ctx, node = {}, v.get("context")
+    while node:
+        ctx[node["key"]] = node["value"]
+        node = node.get("next")
+    if ctx != want[phase] or (v["spanId"] % 2**64) != span[phase] or v["localRootSpanId"] != 0:
+        bad += 1
+        if bad <= 3:
+            print("mismatch:", phase, ctx, v["spanId"], file=sys.stderr)
+print(total, bad)
+PY
+}
+
+# Record workload BIN as JFR $TMP/NAME.jfr (4 s), read it back with `jfr print --json` and
+# check it with otel_jfr_tally: at least 1000 samples under work_A/work_B, 0 not exactly
+# their phase's context.
+otel_jfr_check() { # NAME BIN
+	local name=$1 total bad
+	OTEL_OUT=jfr otel_record "$name" 4 "$2"
+	jfr print --json --events jdk.ExecutionSample "$TMP/$name.jfr" >"$TMP/$name.jfr.json" ||
+		fail "jfr print --json failed"
+	otel_jfr_tally "$TMP/$name.jfr.json" >"$TMP/$name.check" || fail "checking the JSON failed"
+	read -r total bad <"$TMP/$name.check"
+	echo "jfr print --json: $total samples under work_A/work_B, $bad not exactly their context"
+	[ "$total" -ge 1000 ] || fail "too few samples ($total)"
+	[ "$bad" = 0 ] || fail "$bad samples with a wrong or incomplete context"
+	OTEL_JFR_TOTAL=$total
+}

@@ -10,43 +10,7 @@
 . "$(dirname "$0")/otel_lib.sh"
 command -v jfr >/dev/null || skip "no jfr (JDK) installed"
 
-OTEL_OUT=jfr otel_record otel 4 "$WL/wl_otel_desc"
-jfr print --json --events jdk.ExecutionSample "$TMP/otel.jfr" >"$TMP/otel.json" ||
-	fail "jfr print --json failed"
-python3 - "$TMP/otel.json" "$TRACE_A" "$SPAN_A" "$TRACE_B" "$SPAN_B" >"$TMP/check.out" <<'PY' ||
-import json, sys
-f, ta, sa, tb, sb = sys.argv[1:]
-want = {
-    "work_A": {"trace_id": ta, "span_id": sa, "http.route": "/a", "tier": "gold",
-               "user": "alice", "region": "eu"},
-    "work_B": {"trace_id": tb, "span_id": sb, "http.route": "/b", "tier": "free",
-               "user": "bob", "region": "us"},
-}
-span = {"work_A": int(sa, 16), "work_B": int(sb, 16)}
-total = bad = 0
-for e in json.load(open(f))["recording"]["events"]:
-    v = e["values"]
-    names = [fr["method"]["name"] for fr in (v.get("stackTrace") or {}).get("frames", [])]
-    phase = next((n for n in names if n in want), None)
-    if not phase:
-        continue
-    total += 1
-    ctx, node = {}, v.get("context")
-    while node:
-        ctx[node["key"]] = node["value"]
-        node = node.get("next")
-    if ctx != want[phase] or (v["spanId"] % 2**64) != span[phase] or v["localRootSpanId"] != 0:
-        bad += 1
-        if bad <= 3:
-            print("mismatch:", phase, ctx, v["spanId"], file=sys.stderr)
-print(total, bad)
-PY
-	fail "checking the JSON failed"
-read -r total bad <"$TMP/check.out"
-echo "jfr print --json: $total samples under work_A/work_B, $bad not exactly their context"
-[ "$total" -ge 1000 ] || fail "too few samples ($total)"
-[ "$bad" = 0 ] || fail "$bad samples with a wrong or incomplete context"
-# the per-process event: the process's OpenTelemetry resource, once per chunk
+otel_jfr_check otel "$WL/wl_otel_desc"
 jfr print --json --events ctxprof.ProcessContext "$TMP/otel.jfr" >"$TMP/pc.json" ||
 	fail "jfr print --json --events ctxprof.ProcessContext failed"
 pc=$(python3 -c 'import json,sys
@@ -63,6 +27,6 @@ if [ -x "$T/pyroscope-jfr/pyrojfr" ]; then
 	"$T/pyroscope-jfr/pyrojfr" "$TMP/otel.jfr" >"$TMP/pyro.out" || fail "pyrojfr failed"
 	pc=$(sed -n 's/.*with contextId != 0 (Pyroscope labels): //p' "$TMP/pyro.out")
 	echo "pyroscope: ${pc:-0} samples with contextId"
-	[ "${pc:-0}" -ge "$total" ] || fail "Pyroscope sees context in ${pc:-0} samples, the JDK in $total"
+	[ "${pc:-0}" -ge "$OTEL_JFR_TOTAL" ] || fail "Pyroscope sees context in ${pc:-0} samples, the JDK in $OTEL_JFR_TOTAL"
 fi
 echo PASS

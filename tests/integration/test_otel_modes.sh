@@ -12,20 +12,6 @@
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/otel_lib.sh"
 
-run_mode() { # NAME VAR=value|- BIN
-	local name=$1 envspec=$2 bin=$3 total good wrong
-	[ "$envspec" = - ] || local -x "$envspec"
-	otel_record "$name" 4 "$bin"
-	read -r total good wrong < <(otel_tally "$TMP/$name.folded")
-	echo "$name: $total samples in work_A/work_B, $good with the exact context, $wrong wrong;" \
-		"otel $(jq -c '.otel | {records, not_valid, duplicates, unknown_keys}' "$TMP/$name.json")"
-	[ "$wrong" = 0 ] || fail "$name: wrong context"
-	[ "$total" -ge 1000 ] || { cat "$TMP/$name.err"; fail "$name: too few samples ($total)"; }
-	[ "$good" = "$total" ] || { grep -E ';work_[AB]' "$TMP/$name.folded" | grep -v "$CTX_A" |
-		grep -v "$CTX_B" | head -5; fail "$name: context incomplete in $((total - good)) samples"; }
-	grep -q "^checkout-svc-$WPID;" "$TMP/$name.folded" || fail "$name: process not named by service.name"
-}
-
 run_mode exe - "$WL/wl_otel"
 run_mode tlsdesc - "$WL/wl_otel_desc"
 run_mode gd - "$WL/wl_otel_gd"
