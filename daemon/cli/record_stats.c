@@ -153,10 +153,11 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
         fprintf(f,
                 ", \"process_context\": {\"decoded\": %" PRIu64 ", \"absent\": %" PRIu64
                 ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"torn\": %" PRIu64
-                ", \"decode_errors\": %" PRIu64 ", \"bad_schema\": %" PRIu64
-                ", \"bad_keys\": %" PRIu64 ", \"read_faults\": %" PRIu64 "}}",
+                ", \"decode_errors\": %" PRIu64 ", \"too_deep\": %" PRIu64
+                ", \"bad_schema\": %" PRIu64 ", \"bad_keys\": %" PRIu64
+                ", \"read_faults\": %" PRIu64 "}}",
                 p->decoded, p->absent, p->bad_header, p->too_large, p->torn, p->decode_errors,
-                p->bad_schema, p->bad_keys, p->read_faults);
+                p->too_deep, p->bad_schema, p->bad_keys, p->read_faults);
 }
 
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */

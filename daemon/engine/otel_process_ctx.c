@@ -16,6 +16,7 @@
 #include "engine/context_decode.h"
 #include "engine/otel_decode.h"
 #include "engine/otel_process_ctx.h"
+#include "engine/pb_nesting.h"
 #include "processcontext.pb-c.h"
 #include "tls/tls_locate.h"
 
@@ -274,11 +275,18 @@ static int take_resource(const ProcessContext *m, struct otel_pctx *next)
 static int decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
                   struct otel_pctx_stats *st)
 {
-        ProcessContext *m =
-            opentelemetry__proto__processcontext__v1development__process_context__unpack(NULL, len,
-                                                                                         buf);
-        int err;
+        ProcessContext *m;
+        int err = pb_nesting_check(buf, len, PB_NESTING_MAX);
 
+        /* protobuf-c recurses without a limit: a deep payload would overflow this stack */
+        if (err) {
+                if (err == -ELOOP)
+                        st->too_deep++;
+                st->decode_errors++;
+                return -EBADMSG;
+        }
+        m = opentelemetry__proto__processcontext__v1development__process_context__unpack(NULL, len,
+                                                                                         buf);
         if (!m) {
                 st->decode_errors++;
                 return -EBADMSG;

@@ -39,6 +39,7 @@ struct otel_pctx_stats {
         uint64_t too_large;     /* payload_size over OTEL_PCTX_MAX_PAYLOAD: refused */
         uint64_t torn;          /* being updated (or changed) during every read attempt */
         uint64_t decode_errors; /* the payload is not a ProcessContext protobuf */
+        uint64_t too_deep;      /* ... of which nested past PB_NESTING_MAX (engine/pb_nesting.h) */
         uint64_t bad_schema;    /* threadlocal.schema_version not one we read: keys ignored */
         uint64_t bad_keys;      /* key names that are not label keys */
         uint64_t read_faults;   /* header or payload unreadable */

@@ -1,10 +1,10 @@
 #!/bin/bash
 # Hostile OpenTelemetry contexts (tests/workloads/wl_otel.c, WL_OTEL_HOSTILE / WL_OTEL_PCTX):
 # threads alternate between the good contexts A and B and, in work_H, a broken record; or the
-# process context is absent, late, republished with a new key, corrupt, or claims a 2 GiB
-# payload. In every case: ctxprof exits 0, work_A/work_B samples carry no wrong label, work_H
-# samples carry nothing but trace H, span H, http.route=/h and tier=ok, and the case is
-# counted under its own counter in --stats-json .otel.
+# process context is absent, late, republished with a new key, corrupt, claims a 2 GiB
+# payload, or nests 30 000 levels deep. In every case: ctxprof exits 0, work_A/work_B samples
+# carry no wrong label, work_H samples carry nothing but trace H, span H, http.route=/h and
+# tier=ok, and the case is counted under its own counter in --stats-json .otel.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/otel_lib.sh"
 
@@ -40,6 +40,8 @@ check invalid .otel.not_valid invalid memfd
 check pctx_absent .otel.process_context.absent "" none
 check pctx_corrupt .otel.process_context.decode_errors "" corrupt
 check pctx_huge .otel.process_context.too_large "" huge
+# nested 30 000 deep: protobuf-c would recurse off the end of the daemon's stack
+check pctx_deep .otel.process_context.too_deep "" deep
 check pctx_late .otel.process_context.decoded "" late
 # late: once published, the attributes are there
 [ "$(count "$TMP/pctx_late.folded" ";$CTX_A;(.*;)?work_A(;| )")" -gt 0 ] || fail "pctx_late: attributes never appeared"

@@ -121,7 +121,7 @@ EXPORT void otelw_clear(void)
 
 /* ---- process context ---------------------------------------------------------------- */
 
-#define PCTX_MAP_BYTES  65536
+#define PCTX_MAP_BYTES  (512 * 1024) /* room for OTELW_PCTX_DEEP */
 #define PCTX_HDR_BYTES  32
 #define PCTX_VERSION    2
 #define PCTX_HUGE_SIZE  (1u << 31)
@@ -230,6 +230,26 @@ static size_t encode_payload(uint8_t *out, size_t cap, const char *service, cons
         return p.n;
 }
 
+/* OTELW_PCTX_DEEP: one more attribute whose value nests PCTX_DEEP_LEVELS arrays deep
+ * (AnyValue.array_value = 5 -> ArrayValue.values = 1 -> AnyValue ...), around "x". Written
+ * outside in: each wrap's length is known (3 bytes of "x" plus 4 per wrap inside it). */
+#define PCTX_DEEP_LEVELS 30000
+
+static void pb_deep_value(struct pb *p)
+{
+        unsigned wraps = 2 * PCTX_DEEP_LEVELS;
+
+        for (unsigned w = 0; w < wraps; w++) {
+                size_t len = 3 + (size_t)4 * (wraps - 1 - w);
+
+                pb_byte(p, PB_TAG(w % 2 == 0 ? 5 : 1, PB_LEN));
+                pb_byte(p, (uint8_t)(len | 0x80));
+                pb_byte(p, (uint8_t)(len >> 7 | 0x80));
+                pb_byte(p, (uint8_t)(len >> 14));
+        }
+        pb_str(p, 1, "x");
+}
+
 static struct pctx_header *pctx;
 
 static int pctx_map(int kind)
@@ -276,6 +296,17 @@ EXPORT int otelw_publish_process(int kind, int bad, const char *service, const c
         /* seqlock: 0 while the header and payload change */
         __atomic_store_n(&pctx->published_at_ns, 0, __ATOMIC_SEQ_CST);
         n = encode_payload(payload, PCTX_MAP_BYTES - PCTX_HDR_BYTES, service, keys, nkeys);
+        if (bad == OTELW_PCTX_DEEP) {
+                struct pb p = {.b = payload, .n = n, .cap = PCTX_MAP_BYTES - PCTX_HDR_BYTES};
+
+                pb_begin(&p, 2); /* ProcessContext.attributes: KeyValue */
+                pb_str(&p, 1, "deep");
+                pb_begin(&p, 2); /* KeyValue.value: AnyValue */
+                pb_deep_value(&p);
+                pb_end(&p);
+                pb_end(&p);
+                n = p.n;
+        }
         if (bad == OTELW_PCTX_CORRUPT)
                 memset(payload + n / 3, 0xff, n / 3); /* broken tags and lengths */
         memcpy(pctx->signature, "OTEL_CTX", 8);

@@ -49,6 +49,7 @@ enum otelw_pctx_bad {
         OTELW_PCTX_GOOD = 0,
         OTELW_PCTX_CORRUPT = 1, /* the payload is not a valid protobuf */
         OTELW_PCTX_HUGE = 2,    /* payload_size = 2^31 */
+        OTELW_PCTX_DEEP = 3,    /* an attribute nested 30 000 arrays deep (~240 KB) */
 };
 /* (Re)publish the process context with the OTEP's seqlock: resource service.name (and
  * service.version), threadlocal.schema_version, threadlocal.attribute_key_map = keys.

@@ -17,10 +17,10 @@
  *   WL_OTEL_PROTO=flip            update by clearing/setting `valid` (default: pointer swap);
  *                   flip-slow     the same with a 20 us pause inside the update
  *   WL_OTEL_SIGHZ=N               a per-thread timer signal at N Hz interrupts the writers
- *   WL_OTEL_PCTX=memfd|anon|none|late|newkeys|corrupt|huge   the process context (memfd):
+ *   WL_OTEL_PCTX=memfd|anon|none|late|newkeys|corrupt|huge|deep   the process context (memfd):
  *       late: published 1 s after start; newkeys: republished at 1 s with a 5th key
  *       "late.key", which threads then set (=v) in A; corrupt: a broken protobuf; huge:
- *       payload_size 2^31
+ *       payload_size 2^31; deep: an attribute nested 30 000 arrays deep
  *   WL_OTEL_HOSTILE=bigsize|overrun|badkey|badutf8|wildptr|invalid   a third phase, work_H,
  *       under trace H 11111111111111111111111111111111 span 2222222222222222 with a broken
  *       record: attrs_data_size 65535; an entry past attrs_data_size; a key index (200)
@@ -265,6 +265,8 @@ int main(int argc, char **argv)
                 publish(OTELW_PCTX_CORRUPT, NKEYS_FIRST);
         else if (!strcmp(pctx, "huge"))
                 publish(OTELW_PCTX_HUGE, NKEYS_FIRST);
+        else if (!strcmp(pctx, "deep"))
+                publish(OTELW_PCTX_DEEP, NKEYS_FIRST);
         for (long i = 1; i < nthreads; i++)
                 pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
         printf("ready\n");
