@@ -22,7 +22,9 @@
  * buffers alternate, so the bytes a reader may still be copying are only overwritten by the
  * publication after next (and the changed timestamp tells the reader to retry anyway).
  */
+#include <errno.h> /* program_invocation_short_name */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -42,10 +44,11 @@
 #define MFD_NOEXEC_SEAL 0x0008U
 #endif
 
-#define PAYLOAD_MAX   (64u * 1024u) /* 256 keys x 128 B + resource: well below */
-#define RES_MAX       16u           /* resource attributes */
-#define RES_VALUE_MAX 255u
-#define RES_KEY_MAX   CTX_MAX_KEY_LEN
+#define PAYLOAD_MAX     (64u * 1024u) /* 256 keys x 128 B + resource: well below */
+#define RES_MAX         16u           /* resource attributes */
+#define RES_VALUE_MAX   255u
+#define UNKNOWN_SERVICE "unknown_service" /* the SDKs' default service.name, + ":exe" */
+#define RES_KEY_MAX     CTX_MAX_KEY_LEN
 
 typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
 typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
@@ -346,8 +349,15 @@ __attribute__((constructor)) static void process_ctx_init(void)
         const char *sn = getenv("OTEL_SERVICE_NAME");
         if (sn && *sn)
                 (void)res_set("service.name", sn, strnlen(sn, RES_VALUE_MAX + 1));
-        if (!res_get("service.name"))
-                (void)res_set("service.name", "unknown_service", 15);
+        if (!res_get("service.name")) {
+                /* the SDKs' default: "unknown_service:" + the executable's name */
+                char def[RES_VALUE_MAX + 1];
+                int n = snprintf(def, sizeof(def), "%s:%s", UNKNOWN_SERVICE,
+                                 program_invocation_short_name);
+
+                (void)res_set("service.name", def,
+                              n > 0 && (size_t)n < sizeof(def) ? (size_t)n : strlen(def));
+        }
         if (!res_get("service.instance.id")) {
                 char id[37];
                 random_uuid(id);

@@ -28,6 +28,7 @@
 #define KEY_MAP_ATTR       "threadlocal.attribute_key_map"
 #define SCHEMA_ATTR        "threadlocal.schema_version"
 #define SERVICE_NAME_ATTR  "service.name"
+#define UNKNOWN_SERVICE    "unknown_service" /* OTel SDKs' default service.name prefix */
 #define VALUE_TEXT_MAX     256 /* resource values kept as text up to this many bytes */
 
 typedef Opentelemetry__Proto__Processcontext__V1development__ProcessContext ProcessContext;
@@ -265,7 +266,10 @@ static int take_resource(const ProcessContext *m, struct otel_pctx *next)
                         free(v);
                         return -ENOMEM;
                 }
-                if (!strcmp(kv->key, SERVICE_NAME_ATTR) && *v)
+                /* the SDKs' default "unknown_service[:exe]" names nothing: the executable
+                 * names the process then, as for a process without a context */
+                if (!strcmp(kv->key, SERVICE_NAME_ATTR) && *v &&
+                    strncmp(v, UNKNOWN_SERVICE, strlen(UNKNOWN_SERVICE)))
                         next->service_name = v;
                 next->n_res++;
         }

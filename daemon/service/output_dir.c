@@ -16,6 +16,7 @@
 
 #include "jfr/jfr_writer.h"
 #include "service/output_dir.h"
+#include "util/name.h"
 #include "service/trusted_dir.h"
 #include "util/fs.h"
 
@@ -39,25 +40,6 @@ int output_dir_open(const char *dir, char *why, size_t why_len)
                 return err;
         }
         return dfd;
-}
-
-/* Host names and commands go into file names: keep [A-Za-z0-9._-], replace the rest; an
- * empty name becomes `empty`. */
-static void clean_name(char *dst, size_t len, const char *src, const char *empty)
-{
-        size_t i;
-
-        for (i = 0; src[i] && i + 1 < len; i++) {
-                char c = src[i];
-
-                dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                                 (c >= '0' && c <= '9') || c == '.' || c == '-'
-                             ? c
-                             : '_';
-        }
-        dst[i] = '\0';
-        if (!i)
-                snprintf(dst, len, "%s", empty);
 }
 
 static const char *base_name(const char *path)
@@ -169,7 +151,7 @@ int output_dir_new_file(int dfd, const char *dir, const char *host, time_t start
 {
         char h[64];
 
-        clean_name(h, sizeof(h), host, "host");
+        name_clean(h, sizeof(h), host, "host");
         return new_file(dfd, dir, h, start, out);
 }
 
@@ -178,8 +160,8 @@ int output_dir_new_process_file(int dfd, const char *dir, const char *host, pid_
 {
         char h[64], c[16], name[96];
 
-        clean_name(h, sizeof(h), host, "host");
-        clean_name(c, sizeof(c), comm ? comm : "", "unknown");
+        name_clean(h, sizeof(h), host, "host");
+        name_clean(c, sizeof(c), comm ? comm : "", "unknown");
         snprintf(name, sizeof(name), "%s-%d-%s", h, (int)pid, c);
         return new_file(dfd, dir, name, start, out);
 }

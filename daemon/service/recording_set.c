@@ -25,6 +25,7 @@
 
 #include "service/output_dir.h"
 #include "service/recording_set.h"
+#include "util/name.h"
 #include "engine/sampling_names.h"
 #include "stack/symbolize.h"
 #include "util/clock.h"
@@ -190,8 +191,13 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
 
         r->pid = pid;
         snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
-        if (pid)
-                command_of(pid, r->process, service, r->comm, sizeof(r->comm));
+        if (pid) {
+                char raw[sizeof(r->comm)];
+
+                /* the target's own strings: made safe for file names, logs and upload tags */
+                command_of(pid, r->process, service, raw, sizeof(raw));
+                name_clean(r->comm, sizeof(r->comm), raw, "process");
+        }
         err = out_dir(rs);
         if (err)
                 return err;

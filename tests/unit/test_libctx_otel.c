@@ -117,7 +117,11 @@ Test(libctx_otel, process_context_mapping_and_payload)
         cr_assert_not_null(pc->resource);
         KeyValue **ra = pc->resource->attributes;
         size_t rn = pc->resource->n_attributes;
-        cr_assert_not_null(str_attr(ra, rn, "service.name"));
+        const char *svc = str_attr(ra, rn, "service.name");
+        cr_assert_not_null(svc);
+        if (!getenv("OTEL_SERVICE_NAME"))
+                cr_assert(!strncmp(svc, "unknown_service:", 16) && svc[16],
+                          "the SDKs' default, unknown_service:EXECUTABLE: %s", svc);
         const char *id = str_attr(ra, rn, "service.instance.id");
         cr_assert(id && strlen(id) == 36 && id[14] == '4', "instance id %s", id ? id : "-");
         char idcopy[37];
