@@ -388,6 +388,7 @@ Test(libctx_otel, fork_child_has_no_mapping)
 }
 
 /* --- a handler that sets the trace while the thread is setting it --- */
+#define OTEL_HEADER_BYTES 28 /* trace_id, span_id, valid, trace_flags, attrs_data_size */
 static volatile uint64_t n_main_i, n_handler_i, n_hw, n_herr, n_mixed, n_lands;
 static volatile int n_in_call;
 
@@ -452,9 +453,19 @@ Test(libctx_otel, handler_sets_trace_inside_set_trace, .timeout = 60)
                 __atomic_signal_fence(__ATOMIC_SEQ_CST);
                 n_in_call = 0;
                 calls++;
-                /* after the call: this call's trace, or the last handler's if one ran in it */
-                const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
-                if (!record_is(r, i) && !(n_hw != hw0 && record_is(r, n_handler_i)))
+                /* after the call: this call's trace, or the last handler's if one ran in it.
+                 * A handler may land in this check too: take the record's header and the
+                 * handler's last trace as one snapshot (no handler ran during the copy). */
+                static struct otel_thread_ctx_record snap;
+                uint64_t hw1, hlast;
+                do {
+                        hw1 = n_hw;
+                        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                        hlast = n_handler_i;
+                        memcpy(&snap, (const void *)otel_thread_ctx_v1, OTEL_HEADER_BYTES);
+                        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+                } while (hw1 != n_hw);
+                if (!record_is(&snap, i) && !(hw1 != hw0 && record_is(&snap, hlast)))
                         bad_after++;
         }
         timer_delete(tm);
