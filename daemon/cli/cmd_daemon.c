@@ -45,7 +45,8 @@
 #define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
-static int log_level = LOG_INFO;
+/* read by every thread that logs (uploaders, JFR writers), written by a reload */
+static _Atomic int log_level = LOG_INFO;
 
 static void on_stop(int sig)
 {

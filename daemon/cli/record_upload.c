@@ -29,10 +29,13 @@ void record_upload_defaults(struct record_upload_opts *u)
         u->t.timeout_ms = 30000;
 }
 
+/* The refused value is echoed, except a URL: it may carry a password (user:password@). */
 static int bad(const char *name, const char *arg, const char *what)
 {
-        fprintf(stderr, "ctxprof record: --upload%s%s '%s': %s\n", *name ? "-" : "", name, arg,
-                what);
+        if (!*name)
+                fprintf(stderr, "ctxprof record: --upload URL refused: %s\n", what);
+        else
+                fprintf(stderr, "ctxprof record: --upload-%s '%s': %s\n", name, arg, what);
         return 2;
 }
 

@@ -43,6 +43,7 @@ struct builder {
         size_t nsegs;
         struct cfi_table *t;
         size_t cap;
+        uint64_t steps; /* CFI instructions interpreted (about): bounded by CFI_TABLE_MAX_STEPS */
 };
 
 /* The standard x86-64 .plt expression (GNU ld):
@@ -231,10 +232,14 @@ static int add_row(struct builder *b, uint64_t va, const struct ctxprof_cfi_row 
 static int fde_rows(struct builder *b, uint64_t start, uint64_t limit)
 {
         static const struct ctxprof_cfi_row gap = {.cfa_rule = CTXPROF_CFA_NONE};
-        uint64_t pc = start;
+        uint64_t pc = start, rows = 0;
         int err;
 
         while (pc < limit) {
+                /* the row-th row of an FDE re-runs the row instructions before it */
+                b->steps += ++rows;
+                if (b->steps > CFI_TABLE_MAX_STEPS)
+                        return -EFBIG;
                 Dwarf_Frame *f = NULL;
                 Dwarf_Addr s, e;
                 bool signal = false;

@@ -19,6 +19,11 @@
 #include "ctxprof/cfi.h"
 
 #define CFI_TABLE_MAX_ROWS (1u << 22) /* a bigger table is refused (-EFBIG) */
+/* dwarf_cfi_addrframe re-runs an FDE's instructions from its start for every row, so an FDE
+ * of N rows costs N^2/2 instruction steps: a crafted .eh_frame (one FDE of a million
+ * advance_loc) would hold the sampling thread for minutes. The steps of one build are
+ * bounded (a build past it is refused, -EFBIG); libc and python3 stay far below it. */
+#define CFI_TABLE_MAX_STEPS (1ull << 26)
 
 struct cfi_table_stats {
         uint32_t fdes;   /* FDEs listed in .eh_frame_hdr */
