@@ -235,12 +235,20 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         return n;
 }
 
+/* What the progress callback needs: the caller's abort flag and tick. */
+struct progress {
+        const _Atomic int *abort;
+        const struct upload_request *rq;
+};
+
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-        const _Atomic int *abort = arg;
+        const struct progress *p = arg;
 
         (void)dt, (void)dn, (void)ut, (void)un;
-        return abort && *abort;
+        if (p->rq->tick)
+                p->rq->tick(p->rq->tick_ctx);
+        return p->abort && *p->abort;
 }
 
 /* name=APP{tags,extra}, from, until, format: the query of Pyroscope's /ingest. */
@@ -279,7 +287,7 @@ static int add_part(curl_mime *m, const char *name, struct part_src *src)
 }
 
 static void set_options(struct upload_client *c, curl_mime *m, struct response *body,
-                        const _Atomic int *abort, char *errbuf)
+                        const struct progress *pg, char *errbuf)
 {
         CURL *h = c->h;
 
@@ -306,7 +314,7 @@ static void set_options(struct upload_client *c, curl_mime *m, struct response *
         curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)abort);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)pg);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 }
 
@@ -361,7 +369,9 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
                          strerror(err ? -err : ENOMEM));
                 return res->outcome;
         }
-        set_options(c, m, &body, abort, errbuf);
+        struct progress pg = {abort, rq};
+
+        set_options(c, m, &body, &pg, errbuf);
         rc = curl_easy_perform(c->h);
         curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &res->http_status);
         curl_easy_getinfo(c->h, CURLINFO_REQUEST_SIZE, &hdr);

@@ -43,6 +43,11 @@ struct upload_request {
         uint64_t profile_off, profile_len;
         int labels_fd; /* -1 or labels_len 0: no labels part */
         uint64_t labels_off, labels_len;
+        /* Optional: called on the sending thread while the request is in flight (libcurl's
+         * progress callback: about once a second, more often while bytes move), so the caller
+         * can do work that must not wait for a slow backend. Must not send. */
+        void (*tick)(void *ctx);
+        void *tick_ctx;
 };
 
 struct upload_result {

@@ -253,7 +253,7 @@ static void spool_job(struct uploader *u, struct qjob *q)
 }
 
 /* Take the queue and spool it; 1 when stopping was asked. */
-static int drain_queue(struct uploader *u)
+static int spool_queued(struct uploader *u)
 {
         struct qjob *q, *next;
         int stopping;
@@ -267,6 +267,21 @@ static int drain_queue(struct uploader *u)
                 next = q->next;
                 spool_job(u, q);
         }
+        return stopping;
+}
+
+/* upload_request.tick: profiles finished while a request hangs are spooled at once, not
+ * after it (a SIGKILL in between would lose them uncounted). No trim here: the entry in
+ * flight must stay. */
+static void spool_during_send(void *ctx)
+{
+        spool_queued(ctx);
+}
+
+static int drain_queue(struct uploader *u)
+{
+        int stopping = spool_queued(u);
+
         trim(u);
         gauges(u);
         return stopping;
@@ -385,6 +400,8 @@ static void send_oldest(struct uploader *u)
             .labels_fd = e.fd,
             .labels_off = e.labels_off,
             .labels_len = e.h.labels_len,
+            .tick = spool_during_send,
+            .tick_ctx = u,
         };
         upload_client_send(u->cl, &rq, &u->abort, &r);
         on_result(u, &e, &r);

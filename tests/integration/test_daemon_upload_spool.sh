@@ -1,7 +1,8 @@
 #!/bin/bash
 # The upload spool: profiles the backend has not accepted yet survive a SIGKILL of the
 # daemon (every one is delivered by the next daemon, and so is the recording that was in
-# progress, once recovered), and a spool over spool-size drops the
+# progress, once recovered), also when the daemon is killed while a request hangs (what
+# finished meanwhile was spooled during the request); and a spool over spool-size drops the
 # oldest first, counted and logged, while the newest are delivered once the backend heals.
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
@@ -102,4 +103,29 @@ done <"$TMP/phase2"
 [ $bad = 0 ] || fail "a newer profile was dropped while an older one was delivered"
 missing=$(while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || echo x; done <"$TMP/phase2" | wc -l)
 [ "$missing" -le "$dropped" ] || fail "$missing profiles missing, only $dropped drops counted"
-echo "PASS: spool survives SIGKILL; over spool-size the $dropped oldest were dropped (counted), $(($(received) - r0)) newest delivered"
+echo "spool survives SIGKILL; over spool-size the $dropped oldest were dropped (counted), $(($(received) - r0)) newest delivered"
+# 4. a backend that hangs for the whole (long) timeout: the files finished meanwhile are
+# spooled while the request hangs, not after it, so a SIGKILL then loses none of them
+conf 1G
+sed -i 's/^timeout = .*/timeout = 60s/' "$TMP/ctxprof.conf"
+recv_mode hang
+ls "$OUT"/ctxprof-*.jfr >"$TMP/phase4-old"
+start_daemon --config "$TMP/ctxprof.conf"
+wait_for 30 "a request hanging" eval '[ "$(seen hang)" -gt 0 ]'
+h0=$(seen hang)
+wait_for 30 "three profiles spooled during one hanging request" eval '[ "$(entries)" -ge 3 ]'
+[ "$(seen hang)" = "$h0" ] || fail "the hanging request ended (timeout 60s): not the case under test"
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+DPID=
+ls "$OUT"/ctxprof-*.jfr | grep -vxF -f "$TMP/phase4-old" >"$TMP/phase4-kill"
+echo "SIGKILL during a hanging request: $(entries) profiles in the spool, $(wc -l <"$TMP/phase4-kill") finished since the start"
+recv_mode ok
+start_daemon --config "$TMP/ctxprof.conf"
+phase4_received() {
+	refresh_hashes
+	while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || return 1; done <"$TMP/phase4-kill"
+}
+wait_for 60 "every profile finished during the hang delivered after the restart" phase4_received
+stop_daemon
+echo "PASS: spool survives SIGKILL (also during a hanging request); over spool-size the oldest are dropped first, counted"
