@@ -397,39 +397,38 @@ static int ku_account(struct sampler *s, struct proc *p, const struct ctxprof_sa
         return 1;
 }
 
-static int handle_sample(struct sampler *s, const void *data, size_t size)
+/* Stage 1 of a sample: the record's type and size; *d / *off point at the dwarf or off-CPU
+ * record when it is one. 0, or -EBADMSG (counted). */
+static int check_record(struct sampler *s, const void *data, size_t size,
+                        const struct ctxprof_sample_dwarf_rec **d,
+                        const struct ctxprof_offcpu_rec **off)
 {
         const struct ctxprof_sample_rec *r = data;
-        const struct ctxprof_sample_dwarf_rec *d = NULL;
-        const struct ctxprof_offcpu_rec *off = NULL;
-        struct decoded_sample ds;
-        struct proc *p;
-        unsigned i, n = 0, nk, nu;
-        int truncated = 0;
 
         if (size < sizeof(*r) ||
             (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF &&
-             r->type != CTXPROF_REC_OFFCPU)) {
+             r->type != CTXPROF_REC_OFFCPU) ||
+            (r->type == CTXPROF_REC_SAMPLE_DWARF && size < sizeof(**d)) ||
+            (r->type == CTXPROF_REC_OFFCPU && size < sizeof(**off))) {
                 s->st.bad_records++;
-                return 0;
+                return -EBADMSG;
         }
-        if (r->type == CTXPROF_REC_SAMPLE_DWARF) {
-                if (size < sizeof(*d)) {
-                        s->st.bad_records++;
-                        return 0;
-                }
-                d = data;
-        }
+        if (r->type == CTXPROF_REC_SAMPLE_DWARF)
+                *d = data;
         if (r->type == CTXPROF_REC_OFFCPU) {
-                if (size < sizeof(*off)) {
-                        s->st.bad_records++;
-                        return 0;
-                }
-                off = data;
+                *off = data;
                 s->st.offcpu_received++;
         }
         s->st.received++;
-        p = procs_find(&s->procs, (pid_t)r->tgid);
+        return 0;
+}
+
+/* Stage 2: the sampled process (added when a cgroup selected it or its fork event is still
+ * behind), its location state brought up to what the record says. NULL: counted. */
+static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_rec *r)
+{
+        struct proc *p = procs_find(&s->procs, (pid_t)r->tgid);
+
         if ((!p || !p->alive) && (r->flags & CTXPROF_SF_CGROUP) &&
             !sampler_add_target(s, (pid_t)r->tgid))
                 p = procs_find(&s->procs, (pid_t)r->tgid); /* in a selected cgroup: a target now */
@@ -444,7 +443,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         }
         if (!p) {
                 s->st.sink_errors++;
-                return 0;
+                return NULL;
         }
         p->samples++;
         /* BPF refused a location made before an exec we have not handled. The EXEC event is
@@ -459,46 +458,62 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                 proc_maps_open(s->modules, p->pid, &p->maps);
         if (tid_set_add(&s->tids, r->tid) > 0)
                 s->st.threads++;
+        return p;
+}
 
-        memset(&ds, 0, sizeof(ds));
-        ds.pid = (pid_t)r->tgid;
-        ds.tid = (pid_t)r->tid;
-        ds.cpu = r->cpu;
-        ds.time_ns = r->time_ns;
+/* Stage 3: ids, times and the thread's context into *ds. 0, or 1 when the sample is not
+ * recorded (taken before the location, see engine/procs.c). */
+static int decode_context(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r,
+                          const struct ctxprof_offcpu_rec *off, struct decoded_sample *ds)
+{
+        memset(ds, 0, sizeof(*ds));
+        ds->pid = (pid_t)r->tgid;
+        ds->tid = (pid_t)r->tid;
+        ds->cpu = r->cpu;
+        ds->time_ns = r->time_ns;
         memcpy(s->comm, r->comm, CTXPROF_COMM_LEN);
         s->comm[CTXPROF_COMM_LEN] = '\0';
-        ds.comm = s->comm;
-        ds.process = p->name;
+        ds->comm = s->comm;
+        ds->process = p->name;
         if (off) {
-                ds.off_cpu = 1;
-                ds.duration_ns = off->duration_ns;
-                ds.runq_ns = off->runq_ns;
-                ds.off_state = off->state;
+                ds->off_cpu = 1;
+                ds->duration_ns = off->duration_ns;
+                ds->runq_ns = off->runq_ns;
+                ds->off_state = off->state;
         }
         /* BPF read context only with a location made for the image the thread runs (exec
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
-        ds.has_span = context_decode_span(r, &ds.span_id, &ds.root_span_id, &s->st.ctx);
-        ds.n_labels = context_decode_labels(r, ds.labels, &s->st.ctx);
+        ds->has_span = context_decode_span(r, &ds->span_id, &ds->root_span_id, &s->st.ctx);
+        ds->n_labels = context_decode_labels(r, ds->labels, &s->st.ctx);
         if (otel_decode(r, &s->otel, &s->st.otel))
-                use_otel(s, p, &ds);
+                use_otel(s, p, ds);
         else if (p->published.otel.mode != CTXPROF_TLS_NONE)
                 otel_refresh_due(s, p, NULL);
         if (p->otel.service_name)
-                ds.process = ds.service = p->otel.service_name; /* the OTel resource's */
+                ds->process = ds->service = p->otel.service_name; /* the OTel resource's */
         if (p->otel.n_res) {
                 s->resource = (struct decoded_resource){.version = p->otel.published_ns,
                                                         .n = p->otel.n_res,
                                                         .keys = p->otel.res_keys,
                                                         .values = p->otel.res_values};
-                ds.resource = &s->resource;
+                ds->resource = &s->resource;
         }
-        if (ds.has_span || ds.n_labels) {
+        if (ds->has_span || ds->n_labels) {
                 s->st.with_context++;
                 p->with_context++;
         } else if (count_ctx_missing(&s->st.ctx_missing, r, p)) {
                 p->samples--;
-                return 0; /* taken before the location: not recorded (engine/procs.c) */
+                return 1;
         }
+        return 0;
+}
+
+/* Stage 4: kernel frames, then user frames (libdwfl on the copied stack in dwarf-copy and
+ * dwarf-check, else what BPF took), into s->frames. Returns the frame count. */
+static unsigned build_frames(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r,
+                             const struct ctxprof_sample_dwarf_rec *d, int *truncated)
+{
+        unsigned i, n = 0, nk, nu;
 
         nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
         for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
@@ -516,9 +531,9 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                                : -ESRCH;
                 if (cnt > 0) {
                         ku_compare(s, r, s->ips, cnt, ut);
-                        add_user_frames(s, p, s->ips, (unsigned)cnt, &n, &truncated);
+                        add_user_frames(s, p, s->ips, (unsigned)cnt, &n, truncated);
                         if (ut) {
-                                truncated = 1;
+                                *truncated = 1;
                                 s->st.unwind_truncated++;
                                 /* (at the frame limit it did not stop: it was cut) */
                                 if (cnt < CTXPROF_MAX_FRAMES)
@@ -528,16 +543,34 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
                         s->st.unwind_errors++;
                         if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
                                 count_unwind_stop(s, p, d->regs[CTXPROF_REG_IP], 0);
-                        add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
+                        add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, truncated);
                 }
         } else {
-                truncated = ku_account(s, p, r);
-                add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, &truncated);
+                *truncated = ku_account(s, p, r);
+                add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, truncated);
         }
         if (!n)
                 s->st.no_stack++;
+        return n;
+}
+
+/* One sample or off-CPU record from the ring, by stage, to the sink. */
+static int handle_sample(struct sampler *s, const void *data, size_t size)
+{
+        const struct ctxprof_sample_rec *r = data;
+        const struct ctxprof_sample_dwarf_rec *d = NULL;
+        const struct ctxprof_offcpu_rec *off = NULL;
+        struct decoded_sample ds;
+        struct proc *p;
+        int truncated = 0;
+
+        if (check_record(s, data, size, &d, &off))
+                return 0;
+        p = sample_proc(s, r);
+        if (!p || decode_context(s, p, r, off, &ds))
+                return 0;
         ds.frames = s->frames;
-        ds.n_frames = n;
+        ds.n_frames = build_frames(s, p, r, d, &truncated);
         ds.truncated = truncated;
         if (s->sink.sample && s->sink.sample(s->sink.ctx, &ds))
                 s->st.sink_errors++;
