@@ -103,6 +103,25 @@ int ctx_set_label_str(const char *key, const char *val)
                              strnlen(val, CTX_MAX_VALUE_LEN + 1));
 }
 
+/* Remove key k's attribute (OTEL_ALL_KEYS: every attribute) from the thread's OTel record,
+ * as one record write. Called inside ctxi_enter. 0 or the -errno of ctxi_otel_enter. */
+#define OTEL_ALL_KEYS (-1)
+static int otel_remove(int k)
+{
+        int err = ctxi_otel_enter();
+        if (err)
+                return err;
+        struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
+        ctxi_otel_begin(r);
+        if (k == OTEL_ALL_KEYS)
+                CTXI_ST(r->attrs_data_size, 0);
+        else
+                ctxi_otel_del(r, (unsigned)k);
+        ctxi_otel_end(r);
+        ctxi_otel_leave();
+        return 0;
+}
+
 int ctx_remove_label(const char *key, size_t key_len)
 {
         if (!key || key_len == 0)
@@ -113,17 +132,9 @@ int ctx_remove_label(const char *key, size_t key_len)
         struct ctxi_slot *cur = ctxi_self.cur;
         int truncated = 0;
         int k = ctxi_key_find(key, ctxi_utf8_cut(key, key_len, CTX_MAX_KEY_LEN, &truncated));
-        if (cur && k >= 0 && ctxi_on(CTX_ABI_OTEL_THREAD)) {
-                err = ctxi_otel_enter();
-                if (err) {
-                        ctxi_leave();
-                        return err;
-                }
-                struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
-                ctxi_otel_begin(r);
-                ctxi_otel_del(r, (unsigned)k);
-                ctxi_otel_end(r);
-                ctxi_otel_leave();
+        if (cur && k >= 0 && ctxi_on(CTX_ABI_OTEL_THREAD) && (err = otel_remove(k))) {
+                ctxi_leave();
+                return err;
         }
         if (cur) /* no set yet: nothing to remove, and no need to take a slot */
                 err = ctxi_set_remove(cur, key, key_len);
@@ -144,17 +155,9 @@ int ctx_clear_labels(void)
         if (err)
                 return err;
         struct ctxi_slot *cur = ctxi_self.cur;
-        if (cur && ctxi_on(CTX_ABI_OTEL_THREAD)) {
-                err = ctxi_otel_enter();
-                if (err) {
-                        ctxi_leave();
-                        return err;
-                }
-                struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
-                ctxi_otel_begin(r);
-                CTXI_ST(r->attrs_data_size, 0);
-                ctxi_otel_end(r);
-                ctxi_otel_leave();
+        if (cur && ctxi_on(CTX_ABI_OTEL_THREAD) && (err = otel_remove(OTEL_ALL_KEYS))) {
+                ctxi_leave();
+                return err;
         }
         if (cur)
                 ctxi_set_clear(cur);
