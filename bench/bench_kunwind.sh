@@ -7,13 +7,10 @@
 # table build cost per file in bench_cfi_table. Needs root. B=build dir (default build).
 set -u
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh bench_kunwind
 B=${B:-build}
 CTXPROF=$B/ctxprof
 FX=$B/tests/fixtures/fx_deep30
-TMP=$(mktemp -d /tmp/ctxprof-bench.XXXXXX)
-old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
-trap 'echo "$old_stats" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null; rm -rf "$TMP"' EXIT
-[ "$(id -u)" = 0 ] || { echo "bench_kunwind: needs root, skipped"; exit 0; }
 [ -x "$CTXPROF" ] && [ -x "$FX" ] || { echo "bench_kunwind: build first"; exit 1; }
 prog_stats() { python3 bench/bpf_prog_stats.py; }
 

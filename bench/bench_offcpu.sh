@@ -9,14 +9,11 @@
 # Needs root. B=build dir (default build), LOOPS (default 200000), ROUNDS (default 3).
 set -u
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh bench_offcpu
 B=${B:-build}
 LOOPS=${LOOPS:-200000}
 ROUNDS=${ROUNDS:-3}
 CTXPROF=$B/ctxprof
-TMP=$(mktemp -d /tmp/ctxprof-bench-offcpu.XXXXXX)
-old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
-trap 'echo "$old_stats" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null; rm -rf "$TMP"' EXIT
-[ "$(id -u)" = 0 ] || { echo "bench_offcpu: needs root, skipped"; exit 0; }
 [ -x "$CTXPROF" ] || { echo "bench_offcpu: build first"; exit 1; }
 command -v perf >/dev/null || { echo "bench_offcpu: no perf, skipped"; exit 0; }
 PIPE="perf bench sched pipe -l $LOOPS"

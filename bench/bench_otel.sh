@@ -8,14 +8,12 @@
 # B=build dir (default build), SECS per run (default 6), ROUNDS interleaved (default 3).
 set -u
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh bench_otel
 B=${B:-build}
 SECS=${SECS:-6}
 ROUNDS=${ROUNDS:-3}
 CTXPROF=$B/ctxprof
 WL=$B/tests/workloads/wl_otel
-old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
-trap 'echo "$old_stats" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null' EXIT
-[ "$(id -u)" = 0 ] || { echo "bench_otel: needs root, skipped"; exit 0; }
 [ -x "$CTXPROF" ] && [ -x "$WL" ] || { echo "bench_otel: build first"; exit 1; }
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
 prog_stats() { python3 bench/bpf_prog_stats.py; }

@@ -10,15 +10,12 @@
 # ROUNDS=interleaved rounds per configuration (default 3).
 set -u
 cd "$(dirname "$0")/.."
+. bench/bench_lib.sh bench_sampler
 B=${B:-build}
 SECS=${SECS:-6}
 ROUNDS=${ROUNDS:-3}
 CTXPROF=$B/ctxprof
 WL=$B/tests/workloads/wl_attrib
-TMP=$(mktemp -d /tmp/ctxprof-bench.XXXXXX)
-old_stats=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
-trap 'echo "$old_stats" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null; rm -rf "$TMP"' EXIT
-[ "$(id -u)" = 0 ] || { echo "bench_sampler: needs root, skipped"; exit 0; }
 [ -x "$CTXPROF" ] && [ -x "$WL" ] || { echo "bench_sampler: build first"; exit 1; }
 
 echo "# 1. BPF cost per sample (kernel.bpf_stats_enabled=1; consumer running; 999 Hz, 8 s)"
