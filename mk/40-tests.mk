@@ -22,6 +22,8 @@ UNIT_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/
 TSAN_TESTS += $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(wildcard tests/unit/tsan_*.c))
 ROOT_TESTS += $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildcard tests/integration/test_*.c))
 ROOT_TESTS += $(wildcard tests/integration/test_*.sh)
+# Hostile targets (an unprivileged attacker against the default daemon; tests/hostile/hostile_lib.sh).
+ROOT_TESTS += $(wildcard tests/hostile/test_*.sh)
 # Churn (thousands of short processes: exec, exit, no mappings yet) also runs in the ASan/UBSan
 # variant: that is where a NULL/0 corner of the maps or ELF code aborts.
 ROOT_SAN_TESTS += $(wildcard tests/integration/test_*churn*.sh)

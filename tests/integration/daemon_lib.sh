@@ -2,7 +2,7 @@
 # sampler_lib.sh: OUT (output dir), ST (status file), start_daemon ARGS..., stop_daemon,
 # dstat KEY (a field of the daemon's status line), jfr_ok FILE (summary, print, print --json),
 # and this run's own targets: spawn, CG/CGSEL.
-. "$(dirname "$0")/sampler_lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/sampler_lib.sh"
 OUT=$TMP/out
 ST=$TMP/status
 DLOG=$TMP/daemon.log
