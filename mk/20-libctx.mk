@@ -33,7 +33,8 @@ LIBCTX_CL  := $(B)/libcustomlabels-ctx.so
 LIBCTX_A   := $(B)/libctx.a
 LIBCTX_PC  := $(B)/libctx.pc
 LIBCTX_FIXTURES := $(B)/tests/fixtures/libctx_exe $(B)/tests/fixtures/libctx_exe_nodynlist
-ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC) $(LIBCTX_FIXTURES)
+ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC)
+TEST_TARGETS += $(LIBCTX_FIXTURES)
 BENCHES += $(B)/bench/bench_libctx $(B)/bench/bench_libctx_static
 
 $(B)/pic/libctx/%.o: libctx/%.c | $(LIBCTX_PROTO_H)

@@ -67,5 +67,7 @@ deb:
 #   test_unit.sh      systemd-analyze verify + offline security score of the unit
 #   test_k8s_yaml.sh  the Kubernetes example parsed with python3-yaml; Containerfile paths
 #   test_deb.sh       dpkg-buildpackage, dpkg-deb checks, dpkg -x into a scratch root
+#   test_build_deps.sh  debian/control Build-Depends = scripts/deps.sh build set
 UNIT_TESTS += tests/packaging/test_install.sh tests/packaging/test_unit.sh \
-              tests/packaging/test_k8s_yaml.sh tests/packaging/test_deb.sh
+              tests/packaging/test_k8s_yaml.sh tests/packaging/test_deb.sh \
+              tests/packaging/test_build_deps.sh

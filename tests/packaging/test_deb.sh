@@ -8,7 +8,7 @@
 # are in the ctxprof package. lintian runs only if it is installed.
 . "$(dirname "$0")/lib.sh"
 for t in dpkg-buildpackage dh dpkg-deb; do
-	command -v $t >/dev/null || fail "$t missing (Debian packages dpkg-dev, debhelper: make deps)"
+	command -v $t >/dev/null || fail "$t missing (Debian packages dpkg-dev, debhelper: make deps-test)"
 done
 export DEB_BUILD_OPTIONS="nocheck noddebs parallel=2"
 t0=$SECONDS
