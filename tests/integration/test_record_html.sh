@@ -9,7 +9,8 @@
 # clicking its frame zooms it to the chart's width. Screenshots: $B/test-artifacts/html_*.png.
 . "$(dirname "$0")/sampler_lib.sh"
 
-[ -x /usr/bin/chromium ] || skip "needs Debian's chromium (make deps)"
+[ -x /usr/bin/chromium ] || need_oracle "Debian's chromium (make deps-test)"
+scripts/npm-deps.sh check 2>/dev/null || need_oracle "playwright-core in node_modules (make deps-test)"
 [ -f node_modules/playwright-core/package.json ] || skip "needs playwright-core (make deps)"
 command -v node >/dev/null || skip "needs node (make deps)"
 ART=$B/test-artifacts
