@@ -4,8 +4,8 @@
 # subsection per command listed there with that command's `--help`, verbatim. Never edits a
 # text; only escapes it for roff.
 #   scripts/gen-man.sh BUILD/ctxprof > ctxprof.1
-# The date is SOURCE_DATE_EPOCH's (dpkg-buildpackage sets it), else the last commit's, so the
-# page is reproducible.
+# The date is SOURCE_DATE_EPOCH's (dpkg-buildpackage sets it), else the last commit's, so
+# the page is reproducible (today's only outside git without SOURCE_DATE_EPOCH).
 set -euo pipefail
 bin=$1
 
@@ -17,7 +17,7 @@ verbatim() {
 	echo ".fi"
 }
 
-epoch=${SOURCE_DATE_EPOCH:-$(git -C "$(dirname "$0")" log -1 --format=%ct 2>/dev/null || echo 0)}
+epoch=${SOURCE_DATE_EPOCH:-$(git -C "$(dirname "$0")" log -1 --format=%ct 2>/dev/null || date +%s)}
 date=$(date -u -d "@$epoch" +%Y-%m-%d)
 version=$("$bin" version | sed -n 's/^ctxprof //p')
 [ -n "$version" ] || { echo "gen-man.sh: '$bin version' printed no version" >&2; exit 1; }
