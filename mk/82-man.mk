@@ -3,7 +3,10 @@
 # `make install` (install-man) and the Debian package. Owner: release.
 MANDIR    ?= $(PREFIX)/share/man
 CTXPROF_MAN := $(B)/ctxprof.1
+# (the sanitizer variants, SANFLAGS set, build the same page from the same texts: skipped)
+ifeq ($(SANFLAGS),)
 ALL_TARGETS += $(CTXPROF_MAN)
+endif
 
 $(CTXPROF_MAN): $(CTXPROF) scripts/gen-man.sh
 	@echo "  MAN     $@"

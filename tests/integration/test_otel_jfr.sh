@@ -5,7 +5,7 @@
 # user=alice, region=eu and nothing else, and spanId = span A as a number; the same for B;
 # 0 mismatches; one ctxprof.ProcessContext event per chunk names the process's service and
 # its resource attributes. Writer: tests/workloads/otel_spec_writer.c in a TLSDESC shared library.
-# Pyroscope's parser (../shared/tools, when present) sees the samples with context too.
+# Pyroscope's parser ($CTXPROF_TOOLS, default ../shared/tools; missing: SKIPPED, in CI a failure) sees the samples with context too.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/otel_lib.sh"
 command -v jfr >/dev/null || need_oracle "the JDK's jfr"

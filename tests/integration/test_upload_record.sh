@@ -5,7 +5,7 @@
 # labels; a refused upload (400) and a receiver that is down exit 3 and keep the file.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
-command -v go >/dev/null || need_oracle "go tool pprof (golang-go)"
+command -v go >/dev/null || need_oracle "go tool pprof (golang-go, make deps-test)"
 trap 'stop_receiver; rm -rf "$TMP"' EXIT
 start_receiver
 U="--upload http://127.0.0.1:$PORT --upload-app ctxprof-test --upload-tags env=test,case=record"
