@@ -22,7 +22,7 @@ libelf-dev libdw-dev zlib1g-dev
 pkgs_of() { # build|test
 	for f in "$(dirname "$0")"/../mk/*.pkgs; do
 		[ -f "$f" ] || continue
-		case "$f" in *.test.pkgs) kind=test ;; *) kind=build ;; esac
+		case "$f" in *.test.pkgs) kind="test" ;; *) kind="build" ;; esac
 		[ "$kind" = "$1" ] && grep -v '^#' "$f"
 	done
 	return 0

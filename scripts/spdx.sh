@@ -15,7 +15,7 @@
 #                                       alone and reported. Idempotent.
 # Without FILEs: every file git knows (tracked and new, not ignored) below the top directory.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 licence_of() { # path
 	case "$1" in

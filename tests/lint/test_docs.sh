@@ -4,7 +4,7 @@
 # docs/daemon.md, a key planted in config.c, a flag erased from the docs and a flag planted in
 # a --help text are each reported with the file and the flag or key.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 B=${TEST_BUILD:-build}
 check=scripts/check-docs.sh
 fail() { echo "FAIL: $*"; exit 1; }

@@ -5,7 +5,7 @@
 # doctype), leaves the wrong one and third-party code alone, and a second --apply changes
 # nothing.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 
 out=$(scripts/spdx.sh --check 2>&1) || fail "source files without their licence line:"$'\n'"$out"$'\n'"(run scripts/spdx.sh --apply)"

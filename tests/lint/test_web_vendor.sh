@@ -3,7 +3,7 @@
 # ones package-lock.json pins: byte for byte what `npm ci` put in node_modules. After a version
 # bump in package.json this fails until `scripts/npm-deps.sh vendor` is run and committed.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 
 if ! scripts/npm-deps.sh check 2>/dev/null; then

@@ -3,7 +3,7 @@
 # (`make deps`: the base list and mk/*.pkgs) less build-essential, which Debian implies; and
 # the comparison can fail: a planted extra and a planted missing package are each named.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 ESSENTIAL="binutils gcc make"
 
