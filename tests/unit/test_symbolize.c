@@ -1,10 +1,12 @@
 /*
  * test_symbolize.c — symbolization of real processes' frames: C++ demangling, inline frames
  * with file:line, unresolved frames keeping module+offset and build id, corrupt ELF files,
- * and frames of a process that exited (and whose file was deleted).
+ * frames of a process that exited (and whose file was deleted), libc's lines and inline
+ * frames from its debug file found by build id, names longer than SYM_NAME_MAX.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -520,4 +522,112 @@ Test(symbolize, anonymous_executable_memory_stays_a_raw_address)
         symbolizer_free(sym);
         modules_free(mods);
         munmap(jit, len);
+}
+
+/* libc's own functions are named with lines and inline frames from its separate debug file,
+ * found by build id under /usr/lib/debug/.build-id (Debian's libc6-dbg; skipped without it):
+ * the only place debug files are looked up (stack/debuginfo_find.h). */
+Test(symbolize, libc_lines_and_inline_frames_from_its_debug_file)
+{
+        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+        cr_assert_not_null(libc);
+        /* libc's malloc itself, not an interposer (ASan) */
+        uint64_t fn = (uint64_t)(uintptr_t)dlsym(libc, "malloc");
+        cr_assert_neq(fn, 0);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, fn, &f), 0);
+        struct module_info mi;
+        cr_assert_eq(modules_info(mods, f.module_id, &mi), 0);
+        char dbg[256];
+        snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", mi.build_id_hex,
+                 mi.build_id_hex + 2);
+        if (strlen(mi.build_id_hex) < 4 || access(dbg, R_OK)) {
+                proc_maps_free(pm);
+                symbolizer_free(sym);
+                modules_free(mods);
+                cr_skip_test("no debug file of libc (%s): install libc6-dbg", dbg);
+        }
+        int lines = 0, inl = 0, total = 0;
+        for (uint64_t d = 0; d < 256; d += 2) {
+                cr_assert_eq(proc_maps_resolve(pm, fn + d, &f), 0);
+                struct sym_frame sf[SYM_MAX_INLINE];
+                int n = symbolize(sym, &f, sf, SYM_MAX_INLINE);
+                cr_assert_geq(n, 1);
+                total++;
+                if (sf[0].file && ends_with(sf[0].file, "malloc.c") && sf[0].line > 0)
+                        lines++;
+                if (n >= 2 && sf[0].inlined && sf[n - 1].function &&
+                    strstr(sf[n - 1].function, "malloc"))
+                        inl++;
+        }
+        printf("libc malloc: %d/%d stops with malloc.c:LINE, %d in inline frames\n", lines, total,
+               inl);
+        cr_expect_geq(lines * 2, total, "only %d/%d stops have malloc.c:LINE", lines, total);
+        cr_expect_gt(inl, 0, "no inline frame in libc's malloc");
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
+
+/* A function of this program whose name (symbol table and DWARF) is 4095 'a', then 'é'
+ * (2 bytes: bytes 4095 and 4096), then "_tail": SYM_NAME_MAX cuts inside the 'é'. */
+_Static_assert(SYM_NAME_MAX == 4096, "the name below straddles byte 4096");
+#define CAT_(a, b)  CAT__(a, b)
+#define CAT__(a, b) a##b
+#define N1          a
+#define N2          CAT_(N1, N1)
+#define N4          CAT_(N2, N2)
+#define N8          CAT_(N4, N4)
+#define N16         CAT_(N8, N8)
+#define N32         CAT_(N16, N16)
+#define N64         CAT_(N32, N32)
+#define N128        CAT_(N64, N64)
+#define N256        CAT_(N128, N128)
+#define N512        CAT_(N256, N256)
+#define N1024       CAT_(N512, N512)
+#define N2048       CAT_(N1024, N1024)
+#define N4095                                                                                      \
+        CAT_(N2048,                                                                                \
+             CAT_(N1024,                                                                           \
+                  CAT_(N512,                                                                       \
+                       CAT_(N256,                                                                  \
+                            CAT_(N128,                                                             \
+                                 CAT_(N64,                                                         \
+                                      CAT_(N32, CAT_(N16, CAT_(N8, CAT_(N4, CAT_(N2, N1)))))))))))
+#define LONG_NAME CAT_(N4095, é_tail)
+
+__attribute__((noinline)) int LONG_NAME(int x);
+__attribute__((noinline)) int LONG_NAME(int x)
+{
+        __asm__ volatile("" : "+r"(x));
+        return x * 3 + 1;
+}
+
+Test(symbolize, long_names_are_cut_at_a_character_boundary)
+{
+        cr_assert_eq(LONG_NAME(1), 4);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)&LONG_NAME, &f), 0);
+        struct sym_frame sf[4];
+        int n = symbolize(sym, &f, sf, 4);
+        cr_assert_geq(n, 1);
+        const char *name = sf[n - 1].function;
+        cr_assert_not_null(name);
+        /* cut before the 'é' that crosses SYM_NAME_MAX, never inside it */
+        cr_expect_eq(strlen(name), SYM_NAME_MAX - 1, "name of %zu bytes", strlen(name));
+        cr_expect_eq(strspn(name, "a"), SYM_NAME_MAX - 1);
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        cr_expect_geq(st.names_cut, 1);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
 }
