@@ -57,6 +57,18 @@ static int check_debug_file(int fd, const unsigned char *id, size_t len, int wor
         return ok ? 0 : -ESTALE;
 }
 
+/* fd when it is the debug file asked for (check_debug_file), else closed and -ENOENT. */
+static int keep_checked(int fd, const unsigned char *id, size_t len, int world)
+{
+        if (fd < 0)
+                return -ENOENT;
+        if (check_debug_file(fd, id, len, world)) {
+                close(fd);
+                return -ENOENT;
+        }
+        return fd;
+}
+
 static int open_local(const unsigned char *id, size_t len)
 {
         char path[DEBUGINFO_PATH_MAX];
@@ -64,20 +76,15 @@ static int open_local(const unsigned char *id, size_t len)
         for (size_t i = 1; i < len; i++)
                 p += snprintf(path + p, sizeof(path) - (size_t)p, "%02x", id[i]);
         snprintf(path + p, sizeof(path) - (size_t)p, ".debug");
-        int fd = open(path, DEBUGINFO_OPEN_FLAGS);
-        if (fd < 0)
-                return -errno;
-        if (check_debug_file(fd, id, len, 1)) {
-                close(fd);
-                return -ENOENT;
-        }
-        return fd;
+        return keep_checked(open(path, DEBUGINFO_OPEN_FLAGS), id, len, 1);
 }
 
 static int open_debuginfod(Dwfl *dwfl, const unsigned char *id, size_t len)
 {
-        /* A client exists only when DEBUGINFOD_URLS was kept (CTXPROF_DEBUGINFOD=1). */
-        debuginfod_client *c = dwfl ? dwfl_get_debuginfod_client(dwfl) : NULL;
+        /* Only when DEBUGINFOD_URLS was kept (CTXPROF_DEBUGINFOD=1, debuginfod_policy.h):
+         * without it libdwfl would still load libdebuginfod for a client with no server. */
+        const char *urls = getenv("DEBUGINFOD_URLS");
+        debuginfod_client *c = dwfl && urls && urls[0] ? dwfl_get_debuginfod_client(dwfl) : NULL;
         if (!c)
                 return -ENOENT;
         pthread_once(&dfind_once, dfind_init);
@@ -86,13 +93,7 @@ static int open_debuginfod(Dwfl *dwfl, const unsigned char *id, size_t len)
         char *path = NULL;
         int fd = dfind(c, id, (int)len, &path);
         free(path);
-        if (fd < 0)
-                return -ENOENT;
-        if (check_debug_file(fd, id, len, 0)) {
-                close(fd);
-                return -ENOENT;
-        }
-        return fd;
+        return keep_checked(fd, id, len, 0);
 }
 
 int debuginfo_open_build_id(Dwfl *dwfl, const unsigned char *id, size_t len)
