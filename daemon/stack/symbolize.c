@@ -91,14 +91,17 @@ struct symbolizer {
         struct symbolizer_stats st;
 };
 
-/* The longest prefix of s (at least max bytes long) of at most max bytes that ends at a
- * UTF-8 character boundary (bytes that are not UTF-8 count as characters). */
+#define UTF8_MAX_CONT 3 /* continuation bytes of one UTF-8 character */
+
+/* Where to cut s (longer than max bytes) to at most max bytes: before the character that
+ * byte max continues, at most UTF8_MAX_CONT bytes back (bytes that are not UTF-8 are cut
+ * at max). */
 static size_t utf8_cut(const char *s, size_t max)
 {
         size_t n = max;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        while (n > 0 && max - n < UTF8_MAX_CONT && ((unsigned char)s[n] & 0xC0) == 0x80)
                 n--;
-        return n;
+        return ((unsigned char)s[n] & 0xC0) == 0x80 ? max : n;
 }
 
 /* str in the string pool, charged to module m (NULL: to none), cut to SYM_NAME_MAX bytes.
