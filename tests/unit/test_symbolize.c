@@ -631,3 +631,91 @@ Test(symbolize, long_names_are_cut_at_a_character_boundary)
         symbolizer_free(sym);
         modules_free(mods);
 }
+
+/* 0 when nobody has the FIFO at path open for reading (a blocked open(O_RDONLY) counts). */
+static int fifo_has_reader(const char *path)
+{
+        int fd = open(path, O_WRONLY | O_NONBLOCK);
+        if (fd >= 0)
+                close(fd);
+        return fd >= 0;
+}
+
+/* Copy src to dst with objcopy ARGS (a section added or removed); 0 on success. */
+static int objcopy(const char *args, const char *src, const char *dst)
+{
+        char cmd[2048];
+        snprintf(cmd, sizeof(cmd), "objcopy %s '%s' '%s' 2>/dev/null", args, src, dst);
+        return system(cmd);
+}
+
+/* The target's file names its debug information: a .gnu_debuglink (CRC 0) and a
+ * .gnu_debugaltlink naming FIFOs beside it. elfutils' standard lookup opened them (and
+ * blocked in open(2)); the symbolizer looks up debug files by build id only
+ * (stack/debuginfo_find.h): it names the frames from the symbol table, does not block, and
+ * leaves the FIFOs alone. (The daemon's version of this: tests/hostile/test_debug*_fifo.sh.) */
+Test(symbolize, debug_links_in_the_file_are_not_followed, .timeout = 30)
+{
+        if (system("command -v objcopy >/dev/null"))
+                cr_skip_test("needs objcopy (binutils) to plant the links");
+        char dir[600], link[700], altlink[700], fifo[700], altfifo[700], blob[700];
+        snprintf(dir, sizeof(dir), "%s/tests/tmp", test_build_dir());
+        mkdir(dir, 0755);
+        snprintf(dir, sizeof(dir), "%s/tests/tmp/links.%d", test_build_dir(), (int)getpid());
+        cr_assert_eq(mkdir(dir, 0755), 0, "%s: %s", dir, strerror(errno));
+        snprintf(link, sizeof(link), "%s/app", dir);
+        snprintf(altlink, sizeof(altlink), "%s/app_alt", dir);
+        snprintf(fifo, sizeof(fifo), "%s/app.debug", dir);
+        snprintf(altfifo, sizeof(altfifo), "%s/alt.debug", dir);
+        snprintf(blob, sizeof(blob), "%s/blob", dir);
+
+        /* no symbols of its own in the first (so a debug file is wanted), DWARF in the second */
+        static const char dl[] = "app.debug\0\0\0\0\0\0"; /* name, padding to 4, CRC 0 */
+        write_file(blob, dl, sizeof(dl) - 1);
+        char args[800];
+        snprintf(args, sizeof(args), "--add-section .gnu_debuglink='%s'", blob);
+        cr_assert_eq(objcopy(args, path_stripped, link), 0);
+        static const char al[] = "alt.debug\0"
+                                 "0123456789abcdefghij"; /* name, build id */
+        write_file(blob, al, sizeof(al) - 1);
+        snprintf(args, sizeof(args), "--add-section .gnu_debugaltlink='%s'", blob);
+        cr_assert_eq(objcopy(args, path_inline, altlink), 0);
+        cr_assert_eq(mkfifo(fifo, 0644), 0);
+        cr_assert_eq(mkfifo(altfifo, 0644), 0);
+
+        const char *paths[] = {link, altlink};
+        void *maps[2];
+        size_t lens[2];
+        for (int i = 0; i < 2; i++)
+                maps[i] = map_exec(paths[i], &lens[i]);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        for (int i = 0; i < 2; i++) {
+                /* every page of the file's text: any frame may be the one that looks */
+                for (size_t off = 0; off < lens[i]; off += 64) {
+                        struct ctxprof_frame f;
+                        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)maps[i] + off, &f),
+                                     0);
+                        struct sym_frame sf[SYM_MAX_INLINE];
+                        cr_assert_geq(symbolize(sym, &f, sf, SYM_MAX_INLINE), 1);
+                }
+        }
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        cr_expect_eq(st.dwarf_refused, 1, "the DWARF whose alt file has no build-id match is read");
+        cr_expect_not(fifo_has_reader(fifo), "someone sits in open(2) of %s", fifo);
+        cr_expect_not(fifo_has_reader(altfifo), "someone sits in open(2) of %s", altfifo);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        for (int i = 0; i < 2; i++) {
+                munmap(maps[i], lens[i]);
+                unlink(paths[i]);
+        }
+        unlink(fifo);
+        unlink(altfifo);
+        unlink(blob);
+        rmdir(dir);
+}
