@@ -51,7 +51,7 @@ struct sym_module {
         struct debuginfo_alt alt;   /* its dwz alt file, freed after dwfl_end */
         uint64_t last_use;
         uint64_t string_bytes; /* interned strings first met in this module */
-        uint32_t ncache;       /* result cache entries of this module */
+        size_t cache_bytes;    /* result cache entries of this module */
 };
 
 struct cache_ent {
@@ -81,7 +81,7 @@ struct symbolizer {
         unsigned nopen;
         uint64_t tick;
         struct cache_ent **cache;
-        size_t ncache;
+        size_t cache_bytes;
         struct str_ent **strs;
         int kallsyms_loaded;
         struct ksym *ksyms;
@@ -204,7 +204,7 @@ static void cache_clear(struct symbolizer *s)
 {
         for (size_t i = 0; i < s->nsmods; i++)
                 if (s->smods[i])
-                        s->smods[i]->ncache = 0;
+                        s->smods[i]->cache_bytes = 0;
         for (size_t i = 0; i < NCACHE_BUCKETS; i++) {
                 struct cache_ent *e = s->cache[i];
                 while (e) {
@@ -214,7 +214,7 @@ static void cache_clear(struct symbolizer *s)
                 }
                 s->cache[i] = NULL;
         }
-        s->ncache = 0;
+        s->cache_bytes = 0;
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -664,15 +664,16 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         struct sym_module *m = f->module_id >= CTXPROF_MODULE_FIRST && f->module_id < s->nsmods
                                    ? s->smods[f->module_id]
                                    : NULL;
-        if (cacheable && m && m->ncache >= SYM_MODULE_CACHE_MAX) {
+        size_t need = sizeof(struct cache_ent) + (size_t)n * sizeof(tmp[0]);
+        if (cacheable && m && m->cache_bytes + need > SYM_MODULE_CACHE_BYTES) {
                 cacheable = 0; /* one module (one target's file) cannot fill the cache */
                 s->st.cache_refused++;
         }
-        if (cacheable && s->ncache >= SYM_CACHE_MAX) {
+        if (cacheable && s->cache_bytes + need > SYM_CACHE_BYTES) {
                 cache_clear(s);
                 s->st.cache_clears++;
         }
-        struct cache_ent *e = cacheable ? malloc(sizeof(*e) + (size_t)n * sizeof(e->f[0])) : NULL;
+        struct cache_ent *e = cacheable ? malloc(need) : NULL;
         if (e) {
                 e->module_id = f->module_id;
                 e->offset = off;
@@ -680,9 +681,9 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
                 memcpy(e->f, tmp, (size_t)n * sizeof(tmp[0]));
                 e->next = s->cache[h];
                 s->cache[h] = e;
-                s->ncache++;
+                s->cache_bytes += need;
                 if (m)
-                        m->ncache++;
+                        m->cache_bytes += need;
         }
         int r = n < max ? n : max;
         copy_out(tmp, n, out, r);

@@ -11,9 +11,9 @@
  * Who subtracts 1: symbolize() does, for frames flagged CTXPROF_FRAME_RETADDR (return
  * addresses point after the call; the call's own line/inline chain is at offset - 1).
  * Memory bound (each bound counted in symbolizer_stats when hit):
- *   - at most SYM_CACHE_MAX cached frames (the cache is emptied when full: cache_clears), of
- *     which at most SYM_MODULE_CACHE_MAX of one module (more are resolved, not cached:
- *     cache_refused);
+ *   - at most SYM_CACHE_BYTES of cached frames, emptied when full (cache_clears; an entry is
+ *     24 bytes plus 24 per name of its inline chain), at most SYM_MODULE_CACHE_BYTES of them
+ *     of one module (its other frames are resolved, not cached: cache_refused);
  *   - at most SYM_MAX_OPEN modules open in elfutils at once (least recently used closed);
  *   - function and file names are cut to SYM_NAME_MAX bytes at a UTF-8 character boundary
  *     (names_cut; a longer mangled C++ name is not demangled) and interned; interned strings
@@ -27,8 +27,8 @@
 #include "stack/frame.h"
 #include "stack/modules.h"
 
-#define SYM_CACHE_MAX          (1u << 18)
-#define SYM_MODULE_CACHE_MAX   (1u << 16)
+#define SYM_CACHE_BYTES        (32u << 20) /* result cache, all modules */
+#define SYM_MODULE_CACHE_BYTES (8u << 20)  /* result cache entries of one module */
 #define SYM_MAX_OPEN           256
 #define SYM_MAX_INLINE         16   /* inline depth kept per frame */
 #define SYM_NAME_MAX           4096 /* bytes of one function or file name */
@@ -57,8 +57,8 @@ struct symbolizer_stats {
         uint64_t string_bytes;    /* interned strings held (freed only by symbolizer_free) */
         uint64_t names_cut;       /* names longer than SYM_NAME_MAX, cut */
         uint64_t strings_refused; /* names not kept: SYM_[MODULE_]STRINGS_MAX reached */
-        uint64_t cache_refused;   /* frames not cached: SYM_MODULE_CACHE_MAX reached */
-        uint64_t cache_clears;    /* times the cache was emptied at SYM_CACHE_MAX */
+        uint64_t cache_refused;   /* frames not cached: SYM_MODULE_CACHE_BYTES reached */
+        uint64_t cache_clears;    /* times the cache was emptied at SYM_CACHE_BYTES */
         uint64_t dwarf_refused;   /* modules whose DWARF would need a file by name */
 };
 void symbolizer_stats(struct symbolizer *, struct symbolizer_stats *out);

@@ -719,3 +719,36 @@ Test(symbolize, debug_links_in_the_file_are_not_followed, .timeout = 30)
         unlink(blob);
         rmdir(dir);
 }
+
+/* One module cannot take the whole result cache: past SYM_MODULE_CACHE_BYTES its frames are
+ * named but not cached (counted), and the cache is never emptied for it. */
+Test(symbolize, one_module_cannot_fill_the_result_cache)
+{
+        size_t len;
+        void *map = map_exec(path_stripped, &len);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)map, &f), 0);
+        cr_assert_geq(f.module_id, CTXPROF_MODULE_FIRST);
+        /* each distinct offset is one cache entry of at least 48 bytes */
+        uint64_t n = SYM_MODULE_CACHE_BYTES / 48 + 1000;
+        for (uint64_t i = 0; i < n; i++) {
+                struct sym_frame sf[4];
+                f.offset = i;
+                cr_assert_geq(symbolize(sym, &f, sf, 4), 1);
+        }
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        printf("%llu frames of one module: %llu not cached, cache emptied %llu times\n",
+               (unsigned long long)n, (unsigned long long)st.cache_refused,
+               (unsigned long long)st.cache_clears);
+        cr_expect_geq(st.cache_refused, 1000);
+        cr_expect_eq(st.cache_clears, 0);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        munmap(map, len);
+}
