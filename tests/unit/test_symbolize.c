@@ -654,7 +654,7 @@ static int objcopy(const char *args, const char *src, const char *dst)
  * blocked in open(2)); the symbolizer looks up debug files by build id only
  * (stack/debuginfo_find.h): it names the frames from the symbol table, does not block, and
  * leaves the FIFOs alone. (The daemon's version of this: tests/hostile/test_debug*_fifo.sh.) */
-Test(symbolize, debug_links_in_the_file_are_not_followed, .timeout = 30)
+Test(symbolize, debug_links_in_the_file_are_not_followed)
 {
         if (system("command -v objcopy >/dev/null"))
                 cr_skip_test("needs objcopy (binutils) to plant the links");
