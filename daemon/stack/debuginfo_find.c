@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * debuginfo_find.c — the rule of debuginfo_find.h: debug files by build id only, and DWARF
  * that never makes libdw open a file by a name the target chose. Never prints.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * debuginfo_find.h — where a module's separate debug information comes from, and the only
  * places: a file found by build id under DEBUGINFO_BUILD_ID_DIR (DIR/XX/REST.debug), or a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # debuginfo_lib.sh — helpers for the hostile tests of where the symbolizer looks for debug
 # information (sourced, not run; stack/debuginfo_find.h is the rule under test). On top of
 # hostile_lib.sh:
