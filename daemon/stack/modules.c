@@ -8,6 +8,7 @@
 #include "stack/sigbus_guard.h"
 #include "util/grow.h"
 #include "util/hash.h"
+#include "util/target_open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,9 @@ struct module_entry {
         ino_t ino;
         int fd; /* -1 if none kept */
         uint32_t id;
+        /* the latest process seen mapping it (reopened through it when no fd is kept) */
+        pid_t mapper;
+        uint64_t map_start, map_end;
 };
 
 struct modules {
@@ -44,6 +48,7 @@ struct modules {
         struct module_entry **byid; /* index = id - CTXPROF_MODULE_FIRST */
         size_t n, cap;
         unsigned nfds;
+        struct target_stats topen; /* files refused to the registry's callers */
 };
 
 struct modules *modules_new(void)
@@ -110,6 +115,18 @@ static char *make_key(const struct module_key *k, char *hex)
         return r < 0 ? NULL : key;
 }
 
+/* The mapping k was seen in: modules_open reopens the file through it (util/target_open.h). */
+static void remember_mapper(struct module_entry *e, const struct module_key *k)
+{
+        if (k->pid <= 0)
+                return;
+        e->mapper = k->pid;
+        e->map_start = k->map_start;
+        e->map_end = k->map_end;
+        e->dev = k->dev;
+        e->ino = k->ino;
+}
+
 int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32_t *id)
 {
         if (!m || !k || !k->path || !id || k->build_id_len > MODULES_BUILD_ID_MAX ||
@@ -135,6 +152,7 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
                                 if (e->fd >= 0)
                                         m->nfds++;
                         }
+                        remember_mapper(e, k);
                         *id = e->id;
                         goto out;
                 }
@@ -165,6 +183,7 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         e->dev = k->dev;
         e->ino = k->ino;
         e->fd = -1;
+        remember_mapper(e, k);
         if (fd >= 0 && m->nfds < MODULES_MAX_FDS) {
                 e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
                 if (e->fd >= 0)
@@ -254,11 +273,10 @@ int modules_open(struct modules *m, uint32_t id)
 {
         if (!m)
                 return -EINVAL;
-        char *path = NULL;
         unsigned char bid[MODULES_BUILD_ID_MAX];
         size_t bid_len = 0;
-        dev_t dev = 0;
-        ino_t ino = 0;
+        struct target_file tf = {0};
+        pid_t mapper = 0;
         int fd = -1;
 
         pthread_mutex_lock(&m->lock);
@@ -266,26 +284,24 @@ int modules_open(struct modules *m, uint32_t id)
         if (e) {
                 if (e->fd >= 0)
                         fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
-                else
-                        path = strdup(e->path);
                 if (e->build_id_len)
                         memcpy(bid, e->build_id, e->build_id_len);
                 bid_len = e->build_id_len;
-                dev = e->dev;
-                ino = e->ino;
+                mapper = e->mapper;
+                tf = (struct target_file){
+                    .start = e->map_start, .end = e->map_end, .dev = e->dev, .ino = e->ino};
         }
         pthread_mutex_unlock(&m->lock);
         if (!e)
                 return -ENOENT;
         if (fd >= 0)
                 return fd;
-        if (!path)
-                return -ENOMEM;
-        /* No kept descriptor: the path as seen from the daemon, verified. */
-        fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        free(path);
-        if (fd < 0)
+        /* No kept descriptor: only the mapping it was last seen in, never a path. */
+        if (mapper <= 0)
                 return -ENOENT;
+        fd = target_open(mapper, &tf, &m->topen);
+        if (fd < 0)
+                return fd == -ESTALE ? -ESTALE : -ENOENT;
         if (bid_len) {
                 unsigned char now[MODULES_BUILD_ID_MAX];
                 int r = modules_read_build_id(fd, now, sizeof(now));
@@ -293,12 +309,11 @@ int modules_open(struct modules *m, uint32_t id)
                         close(fd);
                         return -ESTALE;
                 }
-        } else {
-                struct stat st;
-                if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino) {
-                        close(fd);
-                        return -ESTALE;
-                }
         }
         return fd;
+}
+
+struct target_stats *modules_target_stats(struct modules *m)
+{
+        return m ? &m->topen : NULL;
 }

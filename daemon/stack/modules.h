@@ -8,7 +8,8 @@
  * Thread safety: every function may be called from any thread concurrently.
  * Memory bound: at most MODULES_MAX entries (then registering fails with -ENOSPC and the
  * caller uses CTXPROF_MODULE_UNKNOWN); at most MODULES_MAX_FDS open file descriptors (files
- * registered after that are reopened by path and checked by build id, see modules_open).
+ * registered after that are reopened through a process that maps them, see modules_open;
+ * never by path).
  * The files are the targets' own, read (and mapped, by elfutils) while the target may change
  * them: modules_new installs the process-wide SIGBUS guard (sigbus_guard.h) so a file
  * truncated under a reader becomes a corrupt module, never a crash.
@@ -19,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "util/target_stats.h"
 
 #define MODULES_MAX          65536
 #define MODULES_MAX_FDS      512
@@ -44,6 +47,9 @@ struct module_key {
         dev_t dev;
         ino_t ino;
         const char *path; /* as shown in /proc/PID/maps, without " (deleted)" */
+        /* the mapping it was seen in (pid 0: none): modules_open reopens through it */
+        pid_t pid;
+        uint64_t map_start, map_end;
 };
 
 /* Find or add the module for key; *id receives its id. fd (may be -1) is an open descriptor
@@ -52,10 +58,15 @@ struct module_key {
 int modules_intern(struct modules *, const struct module_key *key, int fd, uint32_t *id);
 
 /* A new read-only descriptor of the module's file for symbolization (caller closes it), or
- * -errno: -ENOENT unknown id or file no longer reachable, -ESTALE the file at the path now has
- * another build id. Works after the process that mapped the file exited when the registry
- * kept a descriptor. */
+ * -errno: -ENOENT unknown id or file no longer reachable, -ESTALE the mapping now holds another
+ * file (or build id). The registry's kept descriptor if it has one (then it works after the
+ * process that mapped the file exited), else the file is reopened only through the mapping it
+ * was last seen in (util/target_open.h), never by path. */
 int modules_open(struct modules *, uint32_t module_id);
+
+/* The registry's refusal counters (files its callers would not open, maps lines too long):
+ * proc_maps.c counts into them. Valid until modules_free. */
+struct target_stats *modules_target_stats(struct modules *);
 
 /* Read the NT_GNU_BUILD_ID note of the ELF file open at fd into buf. Returns its length,
  * 0 when the file has no build id, -errno (-EINVAL not an ELF file). */
