@@ -33,6 +33,7 @@
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
+#include "stack/modules.h"
 #include "service/status_file.h"
 #include "service/status_health.h"
 #include "service/target_select.h"
@@ -663,6 +664,8 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
                              st.target.unresolved + st.target.open_failed,
             .refused_lines = st.target.lines_too_long,
+            .modules = st.modules.live,
+            .modules_refused = st.modules.full + st.modules.target_full,
         };
         snprintf(sd->state, sizeof(sd->state), "%s", state);
         snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);

@@ -281,6 +281,12 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         json_ctx_missing(f, &st);
         json_otel(f, &st);
         json_target(f, &st.target);
+        fprintf(f,
+                ",\n  \"modules\": {\"live\": %" PRIu64 ", \"dead\": %" PRIu64
+                ", \"retired\": %" PRIu64 ", \"refused_global\": %" PRIu64
+                ", \"refused_target\": %" PRIu64 "}",
+                st.modules.live, st.modules.dead, st.modules.retired, st.modules.full,
+                st.modules.target_full);
         json_offcpu(f, &st);
         json_kunwind(f, &st);
         if (c)

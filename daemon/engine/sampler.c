@@ -1122,6 +1122,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         target_stats_add(&out->target, &s->procs.target);
         target_stats_add(&out->target, &s->st.pctx.target);
         dwarf_unwinder_target_stats(s->unwinder, &out->target);
+        modules_get_stats(s->modules, &out->modules);
         v = calloc((size_t)s->ncpu, sizeof(*v));
         if (!v)
                 return;

@@ -115,6 +115,7 @@ struct sampler_stats {
         /* hostile target input refused (util/target_stats.h): /proc lines over their cap,
          * mapped files not opened (no such mapping, not a regular file, another inode) */
         struct target_stats target;
+        struct modules_stats modules; /* the module registry (stack/modules.h) */
 };
 
 struct sampler;

@@ -55,6 +55,13 @@ static const struct series plain[] = {
     S("ctxprof_offcpu_intervals_total", METRICS_COUNTER,
       "Off-CPU intervals the BPF program reported (--event off-cpu or wall).", st.offcpu),
     S("ctxprof_threads_seen_total", METRICS_COUNTER, "Distinct threads sampled.", st.threads),
+    S("ctxprof_modules", METRICS_GAUGE,
+      "Code files in the module registry: mapped by a target, or dead and kept until the "
+      "chunks naming them are written.",
+      st.modules.live),
+    S("ctxprof_modules_retired_total", METRICS_COUNTER,
+      "Modules no target maps any more, retired (descriptor closed, id reused).",
+      st.modules.retired),
     S("ctxprof_target_files_opened_total", METRICS_COUNTER,
       "Files targets map, opened after their identity was checked (util/target_open.h).",
       st.target.opened),
@@ -121,6 +128,11 @@ static const struct labelled labelled[] = {
      {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
       V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
       V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed)}},
+    {"ctxprof_modules_refused_total",
+     "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
+     "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",
+     "bound",
+     {V("global", st.modules.full), V("target", st.modules.target_full)}},
 };
 
 static uint64_t field(const struct daemon_metrics_snapshot *s, size_t off)

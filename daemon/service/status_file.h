@@ -49,6 +49,9 @@ struct status_daemon {
         /* hostile target input refused (util/target_stats.h): files a target named that were
          * not opened, /proc lines over their cap */
         uint64_t refused_files, refused_lines;
+        /* modules registered (alive, or dead and not yet retired); registrations refused by
+         * the registry's global or per-process bound */
+        uint64_t modules, modules_refused;
 };
 
 /* One "target" line: a sampled process. */

@@ -48,8 +48,17 @@ struct refresh_ctx {
         int err;
 };
 
-/* A module id for the file of mapping l: reuse what the previous table knew about the same
- * mapping, else open the file and register it. */
+/* id with one more reference (the new table's entry holds it). */
+static uint32_t held(struct proc_maps *pm, uint32_t id)
+{
+        if (id != CTXPROF_MODULE_UNKNOWN)
+                modules_ref(pm->mods, id);
+        return id;
+}
+
+/* A module id for the file of mapping l, with a reference the table entry holds: reuse what
+ * the previous table knew about the same mapping, else open the file and register it (at
+ * most PROC_MAPS_MAX_MODULES mappings of one process, then UNKNOWN, counted). */
 static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
                            const struct maps_line *l)
 {
@@ -57,12 +66,16 @@ static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
                 const struct pm_map *o = &pm->v[i];
                 if (o->start == l->start && o->end == l->end && o->pgoff == l->pgoff &&
                     o->dev == l->dev && o->ino == l->ino && !strcmp(o->path, l->path))
-                        return o->module_id;
+                        return held(pm, o->module_id);
         }
         for (size_t i = 0; i < rc->n; i++) /* same file mapped twice in this pass */
                 if (rc->v[i].dev == l->dev && rc->v[i].ino == l->ino &&
                     !strcmp(rc->v[i].path, l->path) && l->ino)
-                        return rc->v[i].module_id;
+                        return held(pm, rc->v[i].module_id);
+        if (rc->n >= PROC_MAPS_MAX_MODULES) {
+                modules_count_target_full(pm->mods);
+                return CTXPROF_MODULE_UNKNOWN;
+        }
 
         struct module_key key = {.dev = l->dev,
                                  .ino = l->ino,
@@ -74,12 +87,7 @@ static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
         int fd = -1;
         if (l->path[0] == '/') {
                 /* exactly the mapped file, or nothing (util/target_open.h) */
-                struct target_file tf = {.start = l->start,
-                                         .end = l->end,
-                                         .dev = l->dev,
-                                         .ino = l->ino,
-                                         .path = l->path,
-                                         .deleted = l->deleted};
+                struct target_file tf = target_file_of(l);
                 fd = target_open(pm->pid, &tf, modules_target_stats(pm->mods));
                 if (fd >= 0) {
                         int r = modules_read_build_id(fd, bid, sizeof(bid));
@@ -122,10 +130,14 @@ static int refresh_cb(const struct maps_line *l, void *arg)
         return 0;
 }
 
-static void free_table(struct pm_map *v, size_t n)
+/* Free a table and drop the references its entries hold. */
+static void free_table(struct modules *mods, struct pm_map *v, size_t n)
 {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(v[i].path);
+                if (v[i].module_id != CTXPROF_MODULE_UNKNOWN)
+                        modules_unref(mods, v[i].module_id);
+        }
         free(v);
 }
 
@@ -141,13 +153,13 @@ static int refresh(struct proc_maps *pm)
         pm->last_read_ns = mono_ns();
         int r = maps_foreach(pm->pid, refresh_cb, &rc, modules_target_stats(pm->mods));
         if (r < 0) {
-                free_table(rc.v, rc.n);
+                free_table(pm->mods, rc.v, rc.n);
                 return r;
         }
         if (rc.n) /* none executable (a process mid-exec, a zombie): rc.v is NULL, and
                    * qsort's pointer must be valid even for 0 elements */
                 qsort(rc.v, rc.n, sizeof(*rc.v), cmp_map);
-        free_table(pm->v, pm->n);
+        free_table(pm->mods, pm->v, pm->n);
         pm->v = rc.v;
         pm->n = rc.n;
         return 0;
@@ -237,6 +249,6 @@ void proc_maps_free(struct proc_maps *pm)
 {
         if (!pm)
                 return;
-        free_table(pm->v, pm->n);
+        free_table(pm->mods, pm->v, pm->n);
         free(pm);
 }

@@ -6,6 +6,8 @@
  * dev:inode) to read build ids, so containers and deleted files work. Refusals are counted in
  * the registry's target_stats. Never prints; never reads process memory.
  *
+ * Each mapping of the table holds a reference on its module (stack/modules.h): a module lives
+ * while some process's table maps it.
  * A struct proc_maps is used by one thread at a time (the sampler's consumer); the modules
  * registry it feeds is thread-safe.
  */
@@ -17,6 +19,10 @@
 
 #include "stack/frame.h"
 #include "stack/modules.h"
+
+/* Executable mappings of one process that get a module (more are UNKNOWN, counted in the
+ * registry's target_full): what one process can make the module registry hold. */
+#define PROC_MAPS_MAX_MODULES 4096
 
 /* A miss re-reads /proc/PID/maps at most this often. */
 #define PROC_MAPS_REFRESH_NS 50000000ull /* 50 ms */

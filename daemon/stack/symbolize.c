@@ -80,6 +80,7 @@ struct symbolizer {
         char *kbuf;
         demangle_fn demangle;
         struct symbolizer_stats st;
+        uint64_t mods_gen; /* modules_generation when the caches below were filled */
 };
 
 static const char *intern(struct symbolizer *s, const char *str)
@@ -169,6 +170,20 @@ static void cache_clear(struct symbolizer *s)
                 s->cache[i] = NULL;
         }
         s->ncache = 0;
+}
+
+/* The registry retired ids (modules_reap): an id may name another file now, so forget
+ * everything known by id. */
+static void forget_modules(struct symbolizer *s)
+{
+        cache_clear(s);
+        for (size_t i = 0; i < s->nsmods; i++) {
+                if (s->smods[i]) {
+                        smod_close(s, s->smods[i]);
+                        free(s->smods[i]);
+                        s->smods[i] = NULL;
+                }
+        }
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -568,6 +583,11 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         h %= NCACHE_BUCKETS;
 
         pthread_mutex_lock(&s->lock);
+        uint64_t gen = modules_generation(s->mods);
+        if (gen != s->mods_gen) {
+                forget_modules(s);
+                s->mods_gen = gen;
+        }
         s->st.lookups++;
         for (struct cache_ent *e = s->cache[h]; e; e = e->next) {
                 if (e->module_id == f->module_id && e->offset == off) {

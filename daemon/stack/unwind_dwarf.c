@@ -65,11 +65,7 @@ static int find_map_cb(const struct maps_line *l, void *arg)
                 return 0;
         /* libdwfl's base is the start of the file's first mapping. */
         if (!fm->found || l->start == fm->base) {
-                fm->tf = (struct target_file){.start = l->start,
-                                              .end = l->end,
-                                              .dev = l->dev,
-                                              .ino = l->ino,
-                                              .deleted = l->deleted};
+                fm->tf = target_file_of(l); /* path: the caller's copy (l's is gone) */
                 fm->found = 1;
         }
         return l->start == fm->base;

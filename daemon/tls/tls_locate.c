@@ -67,12 +67,9 @@ static const char *const sym_names[NSYMS] = {
 };
 
 struct object {
-        uint64_t start, end, pgoff; /* first mapping of the file (lowest address) */
-        dev_t dev;
-        ino_t ino;
-        int exec;    /* some mapping of it is executable */
-        int deleted; /* the maps line said " (deleted)" */
-        char *path;  /* owned */
+        struct target_file tf; /* its first mapping (lowest address); tf.path owned */
+        uint64_t pgoff;
+        int exec; /* some mapping of it is executable */
 };
 
 int tls_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len)
@@ -102,7 +99,7 @@ static int read_u64(int mem_fd, uint64_t addr, uint64_t *v)
 static void free_objects(struct object *objs, int n)
 {
         for (int i = 0; i < n; i++)
-                free(objs[i].path);
+                free((char *)objs[i].tf.path);
         free(objs);
 }
 
@@ -124,7 +121,7 @@ static int object_cb(const struct maps_line *l, void *arg)
                 rc->musl = 1;
         int i;
         for (i = 0; i < rc->n; i++)
-                if (rc->objs[i].ino == l->ino && rc->objs[i].dev == l->dev)
+                if (rc->objs[i].tf.ino == l->ino && rc->objs[i].tf.dev == l->dev)
                         break;
         if (i == rc->n) {
                 if (rc->n == MAX_OBJECTS)
@@ -134,16 +131,13 @@ static int object_cb(const struct maps_line *l, void *arg)
                         return -ENOMEM;
                 struct object *o = &rc->objs[rc->n];
                 memset(o, 0, sizeof(*o));
-                o->path = strdup(l->path);
-                if (!o->path)
+                char *path = strdup(l->path);
+                if (!path)
                         return -ENOMEM;
                 rc->n++;
-                o->start = l->start;
-                o->end = l->end;
+                o->tf = target_file_of(l);
+                o->tf.path = path;
                 o->pgoff = l->pgoff;
-                o->dev = l->dev;
-                o->ino = l->ino;
-                o->deleted = l->deleted;
         }
         if (strchr(l->perms, 'x'))
                 rc->objs[i].exec = 1;
@@ -167,18 +161,6 @@ static int read_objects(pid_t pid, struct object **objsp, int *musl, struct targ
         *musl = rc.musl;
         *objsp = rc.objs;
         return rc.n;
-}
-
-/* The object's file as target_open.h gives it: a verified O_PATH descriptor, or -errno. */
-static int open_object(pid_t pid, const struct object *o, struct target_stats *st)
-{
-        struct target_file tf = {.start = o->start,
-                                 .end = o->end,
-                                 .dev = o->dev,
-                                 .ino = o->ino,
-                                 .path = o->path,
-                                 .deleted = o->deleted};
-        return target_open_path(pid, &tf, st);
 }
 
 static int is_user_pointer(uint64_t v)
@@ -407,7 +389,7 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
                 const struct object *o = &objs[i];
                 if (!o->exec)
                         continue;
-                int opath = open_object(pid, o, st);
+                int opath = target_open_path(pid, &o->tf, st);
                 if (opath < 0) {
                         if (opath == -ENOENT && kill(pid, 0) != 0 && errno == ESRCH) {
                                 err = -ESRCH;
@@ -443,7 +425,7 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
                 if (!has_labels && !has_span && !has_otel)
                         continue;
                 uint64_t bias;
-                if (elf_tls_load_bias(&info, o->start, o->pgoff, &bias) != 0) {
+                if (elf_tls_load_bias(&info, o->tf.start, o->pgoff, &bias) != 0) {
                         err = merge_err(err, -ENOEXEC);
                         continue;
                 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/maps_line.h"
 #include "util/target_stats.h"
 
 /* A mapped file as a maps line shows it. */
@@ -33,6 +34,17 @@ struct target_file {
         const char *path; /* in the target's mount namespace; NULL or deleted: no fallback */
         int deleted;      /* the maps line said " (deleted)" */
 };
+
+/* The mapped file a maps line names (path points into l). */
+static inline struct target_file target_file_of(const struct maps_line *l)
+{
+        return (struct target_file){.start = l->start,
+                                    .end = l->end,
+                                    .dev = l->dev,
+                                    .ino = l->ino,
+                                    .path = l->path,
+                                    .deleted = l->deleted};
+}
 
 /* A verified O_PATH descriptor of f (steps 1-3), or -errno: -ENOENT no such mapping (or the
  * process is gone), -EINVAL not a regular file, -ESTALE another dev:inode, -EXDEV the path
