@@ -1017,6 +1017,11 @@ static void run(struct daemon *d)
                         last_retain = now;
                 }
                 if (now - last_status >= STATUS_FILE_PERIOD_MS) {
+                        /* modules no process maps, dead before every writer's oldest
+                         * unwritten batch: no frame still to be written names them */
+                        if (d->rs)
+                                modules_reap(sampler_modules(d->s),
+                                             recording_set_written_before(d->rs));
                         write_status(d, "running");
                         last_status = now;
                 }

@@ -42,6 +42,7 @@ struct module_entry {
         /* the latest process seen mapping it (reopened through it when no fd is kept) */
         pid_t mapper;
         uint64_t map_start, map_end;
+        uint64_t serial;  /* unique over the registry's life: tells a reused id apart */
         uint32_t refs;    /* proc_maps table entries that point at it */
         uint64_t dead_ns; /* CLOCK_MONOTONIC when refs fell to 0; 0 while referenced */
 };
@@ -55,6 +56,7 @@ struct modules {
         size_t nfree, free_cap;
         unsigned nfds;
         uint64_t generation; /* bumped by every reap that retired an id */
+        uint64_t serials;    /* serials given */
         struct modules_stats st;
         struct target_stats topen; /* files refused to the registry's callers */
 };
@@ -249,6 +251,7 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         e->ino = k->ino;
         remember_mapper(e, k);
         e->refs = 1;
+        e->serial = ++m->serials;
         e->next = m->buckets[e->hash % NBUCKETS];
         m->buckets[e->hash % NBUCKETS] = e;
         e->id = nid;
@@ -325,6 +328,17 @@ unsigned modules_reap(struct modules *m, uint64_t before_ns)
                 m->generation++;
         pthread_mutex_unlock(&m->lock);
         return n;
+}
+
+uint64_t modules_serial(struct modules *m, uint32_t id)
+{
+        if (!m)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        struct module_entry *e = entry_get(m, id);
+        uint64_t serial = e ? e->serial : 0;
+        pthread_mutex_unlock(&m->lock);
+        return serial;
 }
 
 uint64_t modules_generation(struct modules *m)

@@ -12,10 +12,10 @@
  * chunks not written yet; modules_reap(before) retires the modules dead since before that
  * time (the daemon passes the start of the oldest batch no JFR writer has finished): the id
  * goes back to a free list and is reused, and modules_generation changes so that caches
- * keyed by id (symbolize.c) drop what they knew. Nobody reaping (record) keeps every module.
- * Memory bound: at most MODULES_MAX entries alive or dead (then registering fails with
- * -ENOSPC, counted, and the caller uses CTXPROF_MODULE_UNKNOWN; proc_maps.c also bounds what
- * one process registers); at most MODULES_MAX_FDS open file descriptors (files
+ * keyed by id (symbolize.c) drop what they knew of ids whose modules_serial changed. Nobody reaping
+ * (record) keeps every module. Memory bound: at most MODULES_MAX entries alive or dead (then
+ * registering fails with -ENOSPC, counted, and the caller uses CTXPROF_MODULE_UNKNOWN; proc_maps.c
+ * also bounds what one process registers); at most MODULES_MAX_FDS open file descriptors (files
  * registered after that are reopened through a process that maps them, see modules_open;
  * never by path).
  * The files are the targets' own, read (and mapped, by elfutils) while the target may change
@@ -84,6 +84,9 @@ void modules_unref(struct modules *, uint32_t module_id);
 unsigned modules_reap(struct modules *, uint64_t before_ns);
 /* Changes whenever an id was retired (and may name another file from now on). */
 uint64_t modules_generation(struct modules *);
+/* The module behind id now, unique over the registry's life (0: no such id): a cache keyed
+ * by id compares it to tell a reused id from the module it knew. */
+uint64_t modules_serial(struct modules *, uint32_t module_id);
 
 struct modules_stats {
         uint64_t live;        /* modules alive or dead (not yet reaped): at most MODULES_MAX */

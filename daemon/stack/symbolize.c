@@ -43,6 +43,7 @@ struct sym_module {
         size_t nsegs;
         int failed; /* the file cannot be read as ELF: every frame stays unresolved */
         uint64_t last_use;
+        uint64_t serial; /* modules_serial of its id when first seen */
 };
 
 struct cache_ent {
@@ -172,16 +173,30 @@ static void cache_clear(struct symbolizer *s)
         s->ncache = 0;
 }
 
-/* The registry retired ids (modules_reap): an id may name another file now, so forget
- * everything known by id. */
+/* The registry retired ids (modules_reap): forget the modules whose id names another module
+ * now (or none), and the frames cached for them. */
 static void forget_modules(struct symbolizer *s)
 {
-        cache_clear(s);
+        int gone = 0;
         for (size_t i = 0; i < s->nsmods; i++) {
-                if (s->smods[i]) {
+                if (s->smods[i] && s->smods[i]->serial != modules_serial(s->mods, (uint32_t)i)) {
                         smod_close(s, s->smods[i]);
                         free(s->smods[i]);
                         s->smods[i] = NULL;
+                        gone = 1;
+                }
+        }
+        for (size_t i = 0; gone && i < NCACHE_BUCKETS; i++) {
+                for (struct cache_ent **pp = &s->cache[i]; *pp;) {
+                        struct cache_ent *e = *pp;
+                        if (e->module_id >= CTXPROF_MODULE_FIRST &&
+                            (e->module_id >= s->nsmods || !s->smods[e->module_id])) {
+                                *pp = e->next;
+                                free(e);
+                                s->ncache--;
+                        } else {
+                                pp = &e->next;
+                        }
                 }
         }
 }
@@ -412,6 +427,7 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                 m = calloc(1, sizeof(*m));
                 if (!m)
                         return NULL;
+                m->serial = modules_serial(s->mods, id);
                 s->smods[id] = m;
         }
         m->last_use = ++s->tick;

@@ -32,7 +32,8 @@ Test(modules_reap, dead_kept_until_reaped_then_id_reused)
         struct modules_stats st;
 
         cr_assert_eq(modules_intern(m, &a, -1, &ia), 0);
-        uint64_t gen = modules_generation(m);
+        uint64_t gen = modules_generation(m), serial = modules_serial(m, ia);
+        cr_expect_neq(serial, 0);
         modules_unref(m, ia);
         uint64_t died_by = mono_ns();
         cr_expect_eq(modules_reap(m, died_by - 1000000000ull), 0, "reaped before its death");
@@ -48,6 +49,7 @@ Test(modules_reap, dead_kept_until_reaped_then_id_reused)
         cr_expect_neq(modules_generation(m), gen);
         cr_assert_eq(modules_intern(m, &b, -1, &ib), 0);
         cr_expect_eq(ib, ia, "the retired id is reused");
+        cr_expect_neq(modules_serial(m, ib), serial, "a reused id keeps the old module's serial");
         cr_assert_eq(modules_info(m, ib, &mi), 0);
         cr_expect_str_eq(mi.path, "/b.so");
         modules_get_stats(m, &st);
