@@ -44,6 +44,7 @@
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
 #define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define REAP_MARGIN_NS   1000000000ull /* modules dead this long before a writer's batch */
 #define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
@@ -1018,10 +1019,12 @@ static void run(struct daemon *d)
                 }
                 if (now - last_status >= STATUS_FILE_PERIOD_MS) {
                         /* modules no process maps, dead before every writer's oldest
-                         * unwritten batch: no frame still to be written names them */
-                        if (d->rs)
-                                modules_reap(sampler_modules(d->s),
-                                             recording_set_written_before(d->rs));
+                         * unwritten batch (with a margin: a sample resolved just before
+                         * a new file's first batch began): no frame to be written names
+                         * them */
+                        uint64_t before = d->rs ? recording_set_written_before(d->rs) : 0;
+                        if (before > REAP_MARGIN_NS)
+                                modules_reap(sampler_modules(d->s), before - REAP_MARGIN_NS);
                         write_status(d, "running");
                         last_status = now;
                 }
