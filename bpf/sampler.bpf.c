@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * sampler.bpf.c — the perf_event sampling program and the process lifecycle tracepoints.
  *
@@ -30,7 +30,8 @@
 
 #include "kunwind.bpf.h"
 
-char LICENSE[] SEC("license") = "GPL";
+/* GPL-compatible for the kernel (GPL-only helpers); the SPDX line above, README "Licence" */
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records */
 const volatile __u32 kunwind = 0;         /* 1: user stacks from the .eh_frame tables */

@@ -75,7 +75,7 @@ poll_until() { # SECONDS WHAT CMD...: polls CMD every 50 ms until it succeeds
 
 jfr_reasons() { # the JFR statistics event carries the reasons (jfr print, by field name)
 	local f=$TMP/reasons.jfr n
-	command -v jfr >/dev/null || { echo "no jfr tool: JFR statistics not checked"; return; }
+	command -v jfr >/dev/null || { oracle_missing "the JDK's jfr (JFR statistics)"; return; }
 	WL_DLOPEN_AFTER_MS=500 record_ok 60 -F 999 -o "$f" -- "$WL/wl_attrib_dlopen" long 2 2 noctx
 	jfr print --events ctxprof.Statistics "$f" >"$TMP/stats.txt" || fail "jfr print failed"
 	for k in Pending Stale NotLocated NoThreadPointer NoStorage ReadFaults NotSet; do
@@ -94,4 +94,5 @@ attach_mode dlopen - "$WL/wl_attrib_dlopen"
 attach_mode dlopen_dtv GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 "$WL/wl_attrib_dlopen"
 [ -z "$FAILS" ] || fail "${FAILS#; }"
 jfr_reasons
+oracle_verdict
 echo PASS

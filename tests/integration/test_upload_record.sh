@@ -5,6 +5,7 @@
 # labels; a refused upload (400) and a receiver that is down exit 3 and keep the file.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
+command -v go >/dev/null || need_oracle "go tool pprof (golang-go, make deps-test)"
 trap 'stop_receiver; rm -rf "$TMP"' EXIT
 start_receiver
 U="--upload http://127.0.0.1:$PORT --upload-app ctxprof-test --upload-tags env=test,case=record"
@@ -41,4 +42,5 @@ cat "$TMP/e"
 [ $rc = 3 ] || fail "an upload to a receiver that is down exits $rc, 3 expected"
 [ "$(grep -c 'retrying' "$TMP/e")" = 2 ] || fail "not retried twice"
 [ -s "$TMP/d.jfr" ] || fail "the file was not kept"
+oracle_verdict
 echo "PASS: record --upload (jfr + labels, pprof, refused, receiver down)"
