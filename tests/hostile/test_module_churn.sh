@@ -57,7 +57,7 @@ ATTACKER=$SPAWNED
 wait_for 60 "the attacker sampled by the daemon" target_over "$ATTACKER" 20
 echo "attacker $ATTACKER (publishes context, sampled) renames and remaps its code file $ROUNDS times"
 assert_rate_kept
-wait_for 300 "the attacker's $ROUNDS rounds" grep -q done "$ATK_HOME/rounds"
+wait_for 300 "the attacker's $ROUNDS rounds" grep -qx 'done' "$ATK_HOME/rounds"
 status_refresh
 mods=$(dstat modules)
 rss=$(daemon_rss_kb)

@@ -5,7 +5,7 @@
 # elfutils' debuglink finder planted in the unwinder, each in a copy of daemon/, are reported
 # with file and line; an open named in a comment or a string is not code.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 check=scripts/check-target-opens.sh
 fail() { echo "FAIL: $*"; exit 1; }
 
