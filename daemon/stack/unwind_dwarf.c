@@ -111,21 +111,17 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, 
         return -1; /* corrupt file: no CFI for this module */
 }
 
-/* No separate debug files: CFI comes from the mapped file's own .eh_frame/.debug_frame.
- * elfutils' standard lookup would follow .gnu_debuglink names relative to the module's path
- * in the daemon's own mount namespace (a target-chosen FIFO blocks it). */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                        const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                        char **debuginfo_file_name)
-{
-        (void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
-        (void)debuglink_file, (void)debuglink_crc, (void)debuginfo_file_name;
-        return -1;
-}
+/* Separate debug files (.debug_frame) only by build id under /usr/lib/debug/.build-id: the
+ * daemon's own files, named by hex digits. elfutils' standard lookup would also follow
+ * .gnu_debuglink names relative to the module's path in the daemon's own mount namespace (a
+ * target-chosen FIFO there blocks it). */
+static char debug_dir[] = "/usr/lib/debug";
+static char *debuginfo_path = debug_dir;
 
 static const Dwfl_Callbacks proc_cb = {
     .find_elf = find_elf,
-    .find_debuginfo = no_debuginfo,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .debuginfo_path = &debuginfo_path,
 };
 
 static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)

@@ -2,7 +2,7 @@
  * unwind_dwarf.h — CFI (.eh_frame/.debug_frame) unwinding of a copied user stack with elfutils
  * libdwfl, the perf/ddprof model: the sampler copies registers and the bytes from sp upwards;
  * this turns them into return addresses. One Dwfl per process (modules reported from
- * /proc/PID/maps, files opened only through util/target_open.h, no separate debug files),
+ * /proc/PID/maps, files opened only through util/target_open.h, debug files only by build id),
  * re-reported when an ip falls outside every known module (rate-limited). Never reads the live
  * process's memory: only the copy. Never prints.
  *
