@@ -33,15 +33,18 @@
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
+#include "stack/modules.h"
 #include "service/status_file.h"
 #include "service/status_health.h"
 #include "service/target_select.h"
 #include "service/uploader.h"
 #include "util/clock.h"
+#include "util/proc_lines.h"
 
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
 #define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define REAP_MARGIN_NS   1000000000ull /* modules dead this long before a writer's batch */
 #define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
@@ -561,20 +564,20 @@ static void scan_proc(struct daemon *d)
         logm(LOG_INFO, "%u running processes selected", n);
 }
 
+/* Threads of pid, from /proc/PID/status (lines capped: util/proc_lines.h). */
 static unsigned proc_threads(pid_t pid)
 {
-        char path[64], line[128];
+        char path[64], *line;
         unsigned n = 0;
-        FILE *f;
+        struct proc_lines r;
 
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
+        if (proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, NULL))
                 return 0;
-        while (fgets(line, sizeof(line), f))
+        while (proc_lines_next(&r, &line, NULL) > 0)
                 if (sscanf(line, "Threads: %u", &n) == 1)
                         break;
-        fclose(f);
+        proc_lines_close(&r);
         return n;
 }
 
@@ -619,6 +622,13 @@ static void output_counters(struct daemon *d, struct recording_set_counters *rc)
         rc->samples_no_file += d->before.samples_no_file;
 }
 
+/* The sampler's counters, with what the target selector's locator refused. */
+static void daemon_stats(struct daemon *d, struct sampler_stats *st)
+{
+        sampler_get_stats(d->s, st);
+        target_select_target_stats(d->sel, &st->target);
+}
+
 /* The daemon's record of the status file: its counters, those of the sets reloads replaced
  * included. */
 static void status_daemon(struct daemon *d, const char *state, struct status_daemon *sd)
@@ -627,7 +637,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
         struct recording_set_counters rc;
         const char *cur = d->rs ? recording_set_file(d->rs, 0) : NULL;
 
-        sampler_get_stats(d->s, &st);
+        daemon_stats(d, &st);
         output_counters(d, &rc);
         *sd = (struct status_daemon){
             .pid = (int)getpid(),
@@ -652,6 +662,11 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .overflow_samples = rc.samples_overflow,
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
+            .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
+                             st.target.unresolved + st.target.open_failed,
+            .refused_lines = st.target.lines_too_long,
+            .modules = st.modules.live,
+            .modules_refused = st.modules.full + st.modules.target_full,
         };
         snprintf(sd->state, sizeof(sd->state), "%s", state);
         snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);
@@ -698,7 +713,7 @@ static void publish_metrics(struct daemon *d)
 
         if (!d->dm)
                 return;
-        sampler_get_stats(d->s, &ms.st);
+        daemon_stats(d, &ms.st);
         output_counters(d, &ms.rc);
         for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
                 snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
@@ -1003,6 +1018,13 @@ static void run(struct daemon *d)
                         last_retain = now;
                 }
                 if (now - last_status >= STATUS_FILE_PERIOD_MS) {
+                        /* modules no process maps, dead before every writer's oldest
+                         * unwritten batch (with a margin: a sample resolved just before
+                         * a new file's first batch began): no frame to be written names
+                         * them */
+                        uint64_t before = d->rs ? recording_set_written_before(d->rs) : 0;
+                        if (before > REAP_MARGIN_NS)
+                                modules_reap(sampler_modules(d->s), before - REAP_MARGIN_NS);
                         write_status(d, "running");
                         last_status = now;
                 }

@@ -160,6 +160,19 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 p->too_deep, p->bad_schema, p->bad_keys, p->read_faults);
 }
 
+/* "target_files": hostile target input the daemon refused, by reason (util/target_stats.h),
+ * and the files it did open. */
+static void json_target(FILE *f, const struct target_stats *t)
+{
+        fprintf(f,
+                ",\n  \"target_files\": {\"opened\": %" PRIu64 ", \"opened_by_path\": %" PRIu64
+                ", \"no_mapping\": %" PRIu64 ", \"not_regular\": %" PRIu64
+                ", \"mismatch\": %" PRIu64 ", \"unresolved\": %" PRIu64
+                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64 "}",
+                t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch,
+                t->unresolved, t->open_failed, t->lines_too_long);
+}
+
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
 static void json_kunwind(FILE *f, const struct sampler_stats *st)
 {
@@ -267,6 +280,13 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         json_unwind_stops(f, s);
         json_ctx_missing(f, &st);
         json_otel(f, &st);
+        json_target(f, &st.target);
+        fprintf(f,
+                ",\n  \"modules\": {\"live\": %" PRIu64 ", \"dead\": %" PRIu64
+                ", \"retired\": %" PRIu64 ", \"refused_global\": %" PRIu64
+                ", \"refused_target\": %" PRIu64 "}",
+                st.modules.live, st.modules.dead, st.modules.retired, st.modules.full,
+                st.modules.target_full);
         json_offcpu(f, &st);
         json_kunwind(f, &st);
         if (c)

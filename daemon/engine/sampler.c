@@ -37,6 +37,7 @@
 #include "stack/proc_maps.h"
 #include "stack/unwind_dwarf.h"
 #include "util/clock.h"
+#include "util/proc_lines.h"
 
 #define DEFAULT_RING_BYTES (8u << 20)
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
@@ -203,19 +204,21 @@ int sampler_add_target(struct sampler *s, pid_t pid)
 /* Where the cgroup v2 hierarchy is mounted (the first cgroup2 line of /proc/self/mounts). */
 static int cgroup2_root(char *buf, size_t len)
 {
-        char line[4096], dev[256], dir[PATH_MAX], type[64];
-        FILE *f = fopen("/proc/self/mounts", "re");
-        int err = -ENOENT;
+        char dev[256], dir[PATH_MAX], type[64], *line;
+        struct proc_lines r;
+        int err = proc_lines_open(&r, "/proc/self/mounts", PROC_LINE_MAX_MAPS, NULL);
 
-        if (!f)
-                return -errno;
-        while (fgets(line, sizeof(line), f))
+        if (err)
+                return err;
+        err = -ENOENT;
+        /* capped lines: a mount point a user chose cannot end in a line of its own */
+        while (proc_lines_next(&r, &line, NULL) > 0)
                 if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 &&
                     !strcmp(type, "cgroup2")) {
                         err = snprintf(buf, len, "%s", dir) < (int)len ? 0 : -ENAMETOOLONG;
                         break;
                 }
-        fclose(f);
+        proc_lines_close(&r);
         return err;
 }
 
@@ -1114,6 +1117,12 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         out->processes = s->procs.processes;
         out->tls_located = s->procs.tls_located;
         out->tls_errors = s->procs.tls_errors;
+        out->target = (struct target_stats){0};
+        target_stats_add(&out->target, modules_target_stats(s->modules));
+        target_stats_add(&out->target, &s->procs.target);
+        target_stats_add(&out->target, &s->st.pctx.target);
+        dwarf_unwinder_target_stats(s->unwinder, &out->target);
+        modules_get_stats(s->modules, &out->modules);
         v = calloc((size_t)s->ncpu, sizeof(*v));
         if (!v)
                 return;

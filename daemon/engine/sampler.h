@@ -112,6 +112,10 @@ struct sampler_stats {
         uint64_t otel_faults; /* BPF: pointer or record unreadable (wild pointer, ...) */
         struct otel_decode_stats otel;
         struct otel_pctx_stats pctx;
+        /* hostile target input refused (util/target_stats.h): /proc lines over their cap,
+         * mapped files not opened (no such mapping, not a regular file, another inode) */
+        struct target_stats target;
+        struct modules_stats modules; /* the module registry (stack/modules.h) */
 };
 
 struct sampler;

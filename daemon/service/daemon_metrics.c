@@ -55,6 +55,16 @@ static const struct series plain[] = {
     S("ctxprof_offcpu_intervals_total", METRICS_COUNTER,
       "Off-CPU intervals the BPF program reported (--event off-cpu or wall).", st.offcpu),
     S("ctxprof_threads_seen_total", METRICS_COUNTER, "Distinct threads sampled.", st.threads),
+    S("ctxprof_modules", METRICS_GAUGE,
+      "Code files in the module registry: mapped by a target, or dead and kept until the "
+      "chunks naming them are written.",
+      st.modules.live),
+    S("ctxprof_modules_retired_total", METRICS_COUNTER,
+      "Modules no target maps any more, retired (descriptor closed, id reused).",
+      st.modules.retired),
+    S("ctxprof_target_files_opened_total", METRICS_COUNTER,
+      "Files targets map, opened after their identity was checked (util/target_open.h).",
+      st.target.opened),
     S("ctxprof_processes_seen_total", METRICS_COUNTER, "Target processes known (added, forked).",
       st.processes),
     S("ctxprof_files_written_total", METRICS_COUNTER, "Recording files finished and renamed.",
@@ -109,6 +119,20 @@ static const struct labelled labelled[] = {
      "kind",
      {V("sink", st.sink_errors), V("bad_record", st.bad_records), V("tls_locate", st.tls_errors),
       V("event_lost", st.events_lost), V("status_write", status_write_errors)}},
+    {"ctxprof_target_refused_total",
+     "Hostile target input refused, by reason: line_too_long (a /proc line over its cap, never "
+     "parsed), no_mapping (a maps line whose range is not mapped: forged), not_regular (a FIFO, "
+     "device, socket or directory), mismatch (another file than the maps line's dev:inode), "
+     "unresolved (the path does not resolve inside the target's root), open_failed.",
+     "reason",
+     {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
+      V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
+      V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed)}},
+    {"ctxprof_modules_refused_total",
+     "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
+     "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",
+     "bound",
+     {V("global", st.modules.full), V("target", st.modules.target_full)}},
 };
 
 static uint64_t field(const struct daemon_metrics_snapshot *s, size_t off)

@@ -72,6 +72,10 @@ static const struct field daemon_fields[] = {
     D("process_files", F_UINT, process_files),
     D("overflow_samples", F_U64, overflow_samples),
     D("no_file_samples", F_U64, no_file_samples),
+    D("refused_files", F_U64, refused_files),
+    D("refused_lines", F_U64, refused_lines),
+    D("modules", F_U64, modules),
+    D("modules_refused", F_U64, modules_refused),
     D("cap_eff", F_HEX, cap_eff),
 };
 

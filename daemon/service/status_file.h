@@ -46,6 +46,12 @@ struct status_daemon {
         unsigned process_files;
         uint64_t overflow_samples, no_file_samples;
         uint64_t cap_eff; /* written in hex, as /proc/PID/status shows CapEff */
+        /* hostile target input refused (util/target_stats.h): files a target named that were
+         * not opened, /proc lines over their cap */
+        uint64_t refused_files, refused_lines;
+        /* modules registered (alive, or dead and not yet retired); registrations refused by
+         * the registry's global or per-process bound */
+        uint64_t modules, modules_refused;
 };
 
 /* One "target" line: a sampled process. */

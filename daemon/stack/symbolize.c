@@ -52,6 +52,7 @@ struct sym_module {
         uint64_t last_use;
         uint64_t string_bytes; /* interned strings first met in this module */
         size_t cache_bytes;    /* result cache entries of this module */
+        uint64_t serial;       /* modules_serial of its id when first seen */
 };
 
 struct cache_ent {
@@ -89,6 +90,7 @@ struct symbolizer {
         char *kbuf;
         demangle_fn demangle;
         struct symbolizer_stats st;
+        uint64_t mods_gen; /* modules_generation when the caches below were filled */
 };
 
 #define UTF8_MAX_CONT 3 /* continuation bytes of one UTF-8 character */
@@ -215,6 +217,34 @@ static void cache_clear(struct symbolizer *s)
                 s->cache[i] = NULL;
         }
         s->cache_bytes = 0;
+}
+
+/* The registry retired ids (modules_reap): forget the modules whose id names another module
+ * now (or none), and the frames cached for them. */
+static void forget_modules(struct symbolizer *s)
+{
+        int gone = 0;
+        for (size_t i = 0; i < s->nsmods; i++) {
+                if (s->smods[i] && s->smods[i]->serial != modules_serial(s->mods, (uint32_t)i)) {
+                        smod_close(s, s->smods[i]);
+                        free(s->smods[i]);
+                        s->smods[i] = NULL;
+                        gone = 1;
+                }
+        }
+        for (size_t i = 0; gone && i < NCACHE_BUCKETS; i++) {
+                for (struct cache_ent **pp = &s->cache[i]; *pp;) {
+                        struct cache_ent *e = *pp;
+                        if (e->module_id >= CTXPROF_MODULE_FIRST &&
+                            (e->module_id >= s->nsmods || !s->smods[e->module_id])) {
+                                *pp = e->next;
+                                s->cache_bytes -= sizeof(*e) + (size_t)e->n * sizeof(e->f[0]);
+                                free(e);
+                        } else {
+                                pp = &e->next;
+                        }
+                }
+        }
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -458,6 +488,7 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                 if (!m)
                         return NULL;
                 m->alt = DEBUGINFO_ALT_NONE;
+                m->serial = modules_serial(s->mods, id);
                 s->smods[id] = m;
         }
         m->last_use = ++s->tick;
@@ -629,6 +660,11 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         h %= NCACHE_BUCKETS;
 
         pthread_mutex_lock(&s->lock);
+        uint64_t gen = modules_generation(s->mods);
+        if (gen != s->mods_gen) {
+                forget_modules(s);
+                s->mods_gen = gen;
+        }
         s->st.lookups++;
         for (struct cache_ent *e = s->cache[h]; e; e = e->next) {
                 if (e->module_id == f->module_id && e->offset == off) {
