@@ -1,7 +1,10 @@
 /*
  * record_upload.c — `record --upload URL` (see record_upload.h): one profile, sent with
  * service/upload_http.h, retried a few times after a connection failure, a timeout, a 408,
- * 429 or 5xx (honouring Retry-After up to RETRY_AFTER_CAP_MS); never deletes the file.
+ * 429 or 5xx (honouring Retry-After up to RETRY_AFTER_CAP_MS); not retried when the backend
+ * condemned the profile (400, 413, 422) or denied access (401, 403, 404...: the same
+ * classification as the daemon's uploader, which drops only the former); never deletes the
+ * file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,7 +98,7 @@ static int send_with_retries(struct upload_client *cl, const struct upload_reque
         for (attempt = 1;; attempt++) {
                 upload_client_send(cl, rq, NULL, r);
                 if (r->outcome == UPLOAD_OK || r->outcome == UPLOAD_HTTP_REFUSED ||
-                    attempt == ATTEMPTS)
+                    r->outcome == UPLOAD_HTTP_DENIED || attempt == ATTEMPTS)
                         return r->outcome;
                 delay = r->retry_after_ms
                             ? (r->retry_after_ms < RETRY_AFTER_CAP_MS ? r->retry_after_ms
@@ -147,6 +150,11 @@ int record_upload(const struct record_upload_opts *u, const char *path, const ch
                 fprintf(stderr, "ctxprof: upload of %s to %s FAILED (%s%s%.0ld: %s); %s is kept\n",
                         path, upload_client_url(cl), upload_outcome_name(r.outcome),
                         r.http_status ? ", HTTP " : "", r.http_status, r.detail, path);
+                if (r.outcome == UPLOAD_HTTP_DENIED)
+                        fprintf(stderr, "ctxprof: the backend denies access: check the URL and "
+                                        "--upload-header-file / --upload-basic-auth-file\n");
+                else if (r.outcome == UPLOAD_HTTP_REFUSED)
+                        fprintf(stderr, "ctxprof: the backend refused this profile\n");
         }
         close(rq.profile_fd);
         if (rq.labels_fd >= 0)

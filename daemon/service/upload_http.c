@@ -20,6 +20,10 @@
 #define CONNECT_TIMEOUT_MS 10000
 #define URL_MAX            (UPLOAD_URL_LEN + 3 * (UPLOAD_APP_LEN + 2 * UPLOAD_TAGS_LEN) + 128)
 #define SPY_NAME           "ctxprof"
+/* the answers that condemn the profile sent, not the target */
+#define HTTP_BAD_REQUEST   400
+#define HTTP_TOO_LARGE     413
+#define HTTP_UNPROCESSABLE 422
 
 struct upload_client {
         struct upload_target_config t;
@@ -51,7 +55,8 @@ static void curl_init(void)
 const char *upload_outcome_name(int outcome)
 {
         static const char *const names[UPLOAD_OUTCOME_N] = {
-            "ok", "connect", "timeout", "network", "http_retry", "http_refused", "aborted"};
+            "ok",         "connect",      "timeout",     "network",
+            "http_retry", "http_refused", "http_denied", "aborted"};
 
         return outcome >= 0 && outcome < UPLOAD_OUTCOME_N ? names[outcome] : "?";
 }
@@ -341,7 +346,11 @@ static int classify(CURLcode rc, long status, const _Atomic int *abort)
                 return UPLOAD_OK;
         if (status == 408 || status == 429 || status >= 500)
                 return UPLOAD_HTTP_RETRY;
-        return UPLOAD_HTTP_REFUSED;
+        /* only an answer about the request itself condemns the profile; an auth error (a
+         * token rotated early) or a wrong path must not empty the spool */
+        if (status == HTTP_BAD_REQUEST || status == HTTP_TOO_LARGE || status == HTTP_UNPROCESSABLE)
+                return UPLOAD_HTTP_REFUSED;
+        return UPLOAD_HTTP_DENIED;
 }
 
 int upload_client_send(struct upload_client *c, const struct upload_request *rq,

@@ -27,11 +27,16 @@ enum upload_outcome {
         UPLOAD_TIMEOUT,      /* the request took longer than the timeout */
         UPLOAD_NETWORK,      /* the connection broke mid-request or mid-response */
         UPLOAD_HTTP_RETRY,   /* 408, 429, 5xx: try again later */
-        UPLOAD_HTTP_REFUSED, /* another 4xx (or 3xx, 1xx): this profile will never be taken */
-        UPLOAD_ABORTED,      /* the caller's abort flag was set */
+        UPLOAD_HTTP_REFUSED, /* 400, 413, 422: this profile will never be taken */
+        /* 401, 403, 404 and every other answer (3xx: no redirect is followed, 405, 409...):
+         * the target refuses access or is not there; not this profile's fault, so it is kept
+         * and sent again once the target (or its credentials) is fixed */
+        UPLOAD_HTTP_DENIED,
+        UPLOAD_ABORTED, /* the caller's abort flag was set */
         UPLOAD_OUTCOME_N,
 };
-/* "ok", "connect", "timeout", "network", "http_retry", "http_refused", "aborted" */
+/* "ok", "connect", "timeout", "network", "http_retry", "http_refused", "http_denied",
+ * "aborted" */
 const char *upload_outcome_name(int outcome);
 
 /* What one request carries. */

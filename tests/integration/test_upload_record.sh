@@ -2,7 +2,8 @@
 # record --upload URL: a one-off capture is sent to a real HTTP receiver (Pyroscope's
 # /ingest shape) after it is written: JFR with the labels snapshot (Grafana's JFR parser
 # reads it, every sample's context is named), pprof that `go tool pprof` reads with the
-# labels; a refused upload (400) and a receiver that is down exit 3 and keep the file.
+# labels; a refused upload (400, 413, 422), a denied one (401, 404) and a receiver that is
+# down exit 3 and keep the file.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 trap 'stop_receiver; rm -rf "$TMP"' EXIT
@@ -33,6 +34,21 @@ cat "$TMP/e"
 grep -q FAILED "$TMP/e" || fail "the refusal is not reported"
 [ -s "$TMP/r.jfr" ] || fail "the file was not kept"
 [ $(($(seen 400) - n)) = 1 ] || fail "a 400 was retried"
+# the daemon's classification: 401/403/404 deny access (not retried: a one-off command's
+# credentials do not change; said so), 413/422 condemn the profile like 400; the file is kept
+for code in 401 404 413 422; do
+	recv_mode "$code"
+	n=$(seen "^$code$")
+	timeout 60 "$CTXPROF" record -q -d 1 -o "$TMP/c$code.jfr" $U -- "$WL/wl_attrib" long 2 1 >/dev/null 2>"$TMP/e"
+	rc=$?
+	[ $rc = 3 ] || { cat "$TMP/e"; fail "HTTP $code exits $rc, 3 expected"; }
+	[ $(($(seen "^$code$") - n)) = 1 ] || fail "HTTP $code was retried"
+	[ -s "$TMP/c$code.jfr" ] || fail "the file was not kept after HTTP $code"
+	case $code in
+	40[14]) grep -q "denies access" "$TMP/e" || { cat "$TMP/e"; fail "HTTP $code not reported as denied access"; } ;;
+	*) grep -q "refused this profile" "$TMP/e" || { cat "$TMP/e"; fail "HTTP $code not reported as a refused profile"; } ;;
+	esac
+done
 # receiver down: retried, then exit 3
 stop_receiver
 timeout 60 "$CTXPROF" record -q -d 1 -o "$TMP/d.jfr" $U -- "$WL/wl_attrib" long 2 1 >/dev/null 2>"$TMP/e"

@@ -10,9 +10,15 @@ DIR/req-N/: `query` (the raw query string), `headers`, and one file per multipar
 What it answers is read from DIR/mode before each request (the test changes it while the
 daemon runs):
   ok            200 (the default when DIR/mode is missing)
-  500           500
+  CODE          that status (500, 400, 401, 403, 404, 413, 422...)
   429 SECONDS   429 with Retry-After: SECONDS
-  400           400 (a refusal for good)
+  auth CODE TOKEN
+                200 when the request carries "Authorization: Bearer TOKEN", else CODE
+                (401, 403, 404: a backend whose credentials were rotated; the log's mode
+                of a denied request is "denied CODE")
+  refuse-once CODE
+                CODE for the next request (saved as DIR/refused-N/, like req-N/), then
+                mode ok
   hang          reads nothing and answers nothing until the client gives up
   close         reads half the body, then closes the connection without an answer
 """
@@ -75,18 +81,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self.rfile.read(length)
+        if m[0] == "auth" and self.headers.get("Authorization") != "Bearer " + m[2]:
+            m = ["denied", m[1]]
         log(n, " ".join(m), len(body))
-        if m[0] == "500":
-            return self.answer(500)
         if m[0] == "429":
             return self.answer(429, {"Retry-After": m[1]})
-        if m[0] == "400":
-            return self.answer(400)
-        self.save(n, body)
+        if m[0].isdigit():
+            return self.answer(int(m[0]))
+        if m[0] == "denied":
+            return self.answer(int(m[1]))
+        if m[0] == "refuse-once":
+            self.save("refused-%d" % n, body)
+            with open(os.path.join(DIR, "mode.tmp"), "w") as f:
+                f.write("ok\n")
+            os.rename(os.path.join(DIR, "mode.tmp"), os.path.join(DIR, "mode"))
+            return self.answer(int(m[1]))
+        self.save("req-%d" % n, body)
         self.answer(200)
 
-    def save(self, n, body):
-        d = os.path.join(DIR, "req-%d" % n)
+    def save(self, name, body):
+        d = os.path.join(DIR, name)
         tmp = d + ".tmp"
         os.makedirs(tmp)
         with open(os.path.join(tmp, "query"), "w") as f:
