@@ -13,14 +13,12 @@
 #include "profile.pb-c.h"
 #include "sink/pprof.h"
 #include "stack/symbolize.h"
-#include "util/grow.h"
-#include "util/hash.h"
+#include "util/idmap.h"
 
-#define IDMAP_FIRST_CAP 256
-#define GZIP_WINDOW     (15 + 16) /* zlib: 32 KiB window, gzip header and trailer */
-#define GZIP_MEMLEVEL   8
-#define OUT_CHUNK       65536
-#define SPAN_HEX_LEN    16
+#define GZIP_WINDOW   (15 + 16) /* zlib: 32 KiB window, gzip header and trailer */
+#define GZIP_MEMLEVEL 8
+#define OUT_CHUNK     65536
+#define SPAN_HEX_LEN  16
 /* Pseudo frames, keyed like frames with a module id no real frame has. */
 #define PSEUDO_MODULE    UINT32_MAX
 #define PSEUDO_TRUNCATED 1
@@ -35,115 +33,14 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-/* Byte-string key -> value, open addressing; keys copied. */
-struct idmap_slot {
-        uint64_t hash;
-        unsigned char *key; /* NULL = empty */
-        size_t len;
-        uint64_t val;
-};
-struct idmap {
-        struct idmap_slot *tab;
-        size_t cap, n;
-};
-
-/* A growing array of message pointers (protobuf-c's repeated message field). */
-struct msgs {
-        void **v;
-        size_t n, cap;
-};
-
 struct builder {
         struct symbolizer *sym;
         struct modules *mods;
         uint64_t period;
-        struct msgs strs, maps, funcs, locs, samples;
+        struct ptrvec strs, maps, funcs, locs, samples;
         struct idmap strmap, mapmap, funcmap, locmap;
         int64_t k_process, k_thread, k_pid, k_span;
 };
-
-static void idmap_free(struct idmap *m)
-{
-        for (size_t i = 0; i < m->cap; i++)
-                free(m->tab[i].key);
-        free(m->tab);
-}
-
-static int idmap_grow(struct idmap *m)
-{
-        size_t ncap = m->cap ? m->cap * 2 : IDMAP_FIRST_CAP;
-        struct idmap_slot *nt = calloc(ncap, sizeof(*nt));
-
-        if (!nt)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->cap; i++) {
-                size_t j;
-
-                if (!m->tab[i].key)
-                        continue;
-                for (j = m->tab[i].hash & (ncap - 1); nt[j].key; j = (j + 1) & (ncap - 1))
-                        ;
-                nt[j] = m->tab[i];
-        }
-        free(m->tab);
-        m->tab = nt;
-        m->cap = ncap;
-        return 0;
-}
-
-/* The slot holding key, or the empty slot where it goes (the table always has room). */
-static struct idmap_slot *idmap_slot(struct idmap *m, const void *key, size_t len, uint64_t h)
-{
-        size_t j;
-
-        for (j = h & (m->cap - 1); m->tab[j].key; j = (j + 1) & (m->cap - 1))
-                if (m->tab[j].hash == h && m->tab[j].len == len && !memcmp(m->tab[j].key, key, len))
-                        break;
-        return &m->tab[j];
-}
-
-/* *val = the value stored for key; 1 if found, 0 if not (then idmap_add may follow). */
-static int idmap_get(struct idmap *m, const void *key, size_t len, uint64_t *val)
-{
-        struct idmap_slot *s;
-
-        if (!m->cap)
-                return 0;
-        s = idmap_slot(m, key, len, fnv1a64(key, len));
-        if (!s->key)
-                return 0;
-        *val = s->val;
-        return 1;
-}
-
-static int idmap_add(struct idmap *m, const void *key, size_t len, uint64_t val)
-{
-        uint64_t h = fnv1a64(key, len);
-        struct idmap_slot *s;
-
-        if ((m->n + 1) * 2 > m->cap && idmap_grow(m))
-                return -ENOMEM;
-        s = idmap_slot(m, key, len, h);
-        s->key = malloc(len ? len : 1);
-        if (!s->key)
-                return -ENOMEM;
-        memcpy(s->key, key, len);
-        s->len = len;
-        s->hash = h;
-        s->val = val;
-        m->n++;
-        return 0;
-}
-
-static int msgs_push(struct msgs *a, void *m)
-{
-        if (!m || grow_array((void **)&a->v, &a->cap, sizeof(*a->v), a->n + 1, 64)) {
-                free(m);
-                return -ENOMEM;
-        }
-        a->v[a->n++] = m;
-        return 0;
-}
 
 /* The string table index of s[0..n), added when new; or -ENOMEM. */
 static int64_t str(struct builder *b, const char *s, size_t n)
@@ -155,7 +52,7 @@ static int64_t str(struct builder *b, const char *s, size_t n)
                 return (int64_t)idx;
         copy = strndup(s, n);
         idx = b->strs.n;
-        if (msgs_push(&b->strs, copy) || idmap_add(&b->strmap, s, n, idx))
+        if (ptrvec_push(&b->strs, copy) || idmap_add(&b->strmap, s, n, idx))
                 return -ENOMEM;
         return (int64_t)idx;
 }
@@ -190,7 +87,7 @@ static int64_t mapping(struct builder *b, uint32_t module_id)
         m->build_id = cstr(b, mi.build_id_hex ? mi.build_id_hex : "");
         m->has_functions = m->has_filenames = m->has_line_numbers = m->has_inline_frames =
             b->sym != NULL;
-        if (m->filename < 0 || m->build_id < 0 || msgs_push(&b->maps, m) ||
+        if (m->filename < 0 || m->build_id < 0 || ptrvec_push(&b->maps, m) ||
             idmap_add(&b->mapmap, &module_id, sizeof(module_id), id))
                 return -ENOMEM;
         return (int64_t)id;
@@ -215,7 +112,7 @@ static int64_t function(struct builder *b, const char *name, const char *file)
         f->id = id;
         f->name = f->system_name = key[0];
         f->filename = key[1];
-        if (msgs_push(&b->funcs, f) || idmap_add(&b->funcmap, key, sizeof(key), id))
+        if (ptrvec_push(&b->funcs, f) || idmap_add(&b->funcmap, key, sizeof(key), id))
                 return -ENOMEM;
         return (int64_t)id;
 }
@@ -271,7 +168,7 @@ static int64_t location(struct builder *b, const struct ctxprof_frame *fr)
         perftools__profiles__location__init(loc);
         id = b->locs.n + 1;
         loc->id = id;
-        if (msgs_push(&b->locs, loc))
+        if (ptrvec_push(&b->locs, loc))
                 return -ENOMEM;
         if (fr->module_id != PSEUDO_MODULE) {
                 int64_t mid = mapping(b, fr->module_id);
@@ -346,7 +243,7 @@ static int add_sample(void *arg, const struct collapsed_entry *e)
         struct ctxprof_frame pseudo = {.module_id = PSEUDO_MODULE};
         size_t n = e->n_frames + 1;
 
-        if (msgs_push(&b->samples, s))
+        if (ptrvec_push(&b->samples, s))
                 return -ENOMEM;
         perftools__profiles__sample__init(s);
         s->location_id = calloc(n, sizeof(*s->location_id));
