@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "sink/frame_names.h"
 #include "sink/otlp.h"
 #include "util/idmap.h"
 
@@ -57,7 +58,7 @@ struct proc {
 };
 
 struct builder {
-        const struct otlp_names *names;
+        const struct frame_names *names;
         struct ptrvec strs, attrs, maps, funcs, locs, stacks, links, procs;
         struct idmap strmap, attrmap, mapmap, funcmap, locmap, stackmap, linkmap, procmap;
         int32_t k_thread, k_span, k_build_id, k_frame_type;
@@ -772,7 +773,7 @@ out:
         return err;
 }
 
-int otlp_write(const struct collapsed *c, FILE *out, const struct otlp_names *names,
+int otlp_write(const struct collapsed *c, FILE *out, const struct frame_names *names,
                const struct otlp_meta *meta)
 {
         struct builder b = {.names = names};
@@ -786,36 +787,14 @@ int otlp_write(const struct collapsed *c, FILE *out, const struct otlp_names *na
         return err;
 }
 
-/* A recording's names: its symbolizer and module registry. */
-struct sym_names {
-        struct symbolizer *sym;
-        struct modules *mods;
-};
-
-static int sym_frame(void *ctx, const struct ctxprof_frame *fr, struct sym_frame *out, int max)
-{
-        struct sym_names *sn = ctx;
-
-        return sn->sym ? symbolize(sn->sym, fr, out, max) : 0;
-}
-
-static int sym_module(void *ctx, uint32_t module_id, struct module_info *out)
-{
-        struct sym_names *sn = ctx;
-
-        return sn->mods ? modules_info(sn->mods, module_id, out) : -ENOENT;
-}
-
 int otlp_write_symbolized(const struct collapsed *c, FILE *out, struct modules *mods,
                           const struct otlp_meta *meta)
 {
-        struct sym_names sn = {mods ? symbolizer_new(mods) : NULL, mods};
-        struct otlp_names names = {&sn, sym_frame, sym_module};
+        struct frame_names_sym s;
         int err;
 
-        if (mods && !sn.sym)
-                return -ENOMEM;
-        err = otlp_write(c, out, &names, meta);
-        symbolizer_free(sn.sym);
+        frame_names_sym_init(&s, mods);
+        err = otlp_write(c, out, &s.names, meta);
+        frame_names_sym_free(&s);
         return err;
 }

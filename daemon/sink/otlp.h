@@ -27,7 +27,6 @@
 
 #include "sink/collapsed.h"
 #include "stack/modules.h"
-#include "stack/symbolize.h"
 
 struct otlp_meta {
         uint64_t period_ns;   /* nanoseconds of CPU one sample stands for (1e9 / freq) */
@@ -35,21 +34,11 @@ struct otlp_meta {
         uint64_t duration_ns; /* length of the recording */
 };
 
-/* What names the frames of the table: for a recording, the symbolizer over its modules
- * (otlp_write_symbolized); for frames read back from a file, that file's names. */
-struct otlp_names {
-        void *ctx;
-        /* up to max entries for fr, innermost inline first, the real function last
-         * (symbolize()'s contract); 0, or a last entry without a function: the frame stays
-         * unnamed; -ENOMEM */
-        int (*frame)(void *ctx, const struct ctxprof_frame *fr, struct sym_frame *out, int max);
-        /* a module's path and build id; nonzero: unknown */
-        int (*module)(void *ctx, uint32_t module_id, struct module_info *out);
-};
+struct frame_names;
 
-/* Writes the whole request (not compressed). 0 or -errno (-ENOMEM, -EIO on a write
- * error). */
-int otlp_write(const struct collapsed *c, FILE *out, const struct otlp_names *names,
+/* Writes the whole request (not compressed), frames named by names (sink/frame_names.h).
+ * 0 or -errno (-ENOMEM, -EIO on a write error). */
+int otlp_write(const struct collapsed *c, FILE *out, const struct frame_names *names,
                const struct otlp_meta *meta);
 /* The same with frames named by a symbolizer over mods (NULL: nothing named). */
 int otlp_write_symbolized(const struct collapsed *c, FILE *out, struct modules *mods,

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "profile.pb-c.h"
+#include "sink/frame_names.h"
 #include "sink/pprof.h"
 #include "stack/symbolize.h"
 #include "util/idmap.h"
@@ -34,8 +35,7 @@ typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
 struct builder {
-        struct symbolizer *sym;
-        struct modules *mods;
+        const struct frame_names *names;
         uint64_t period;
         struct ptrvec strs, maps, funcs, locs, samples;
         struct idmap strmap, mapmap, funcmap, locmap;
@@ -74,8 +74,8 @@ static int64_t mapping(struct builder *b, uint32_t module_id)
                 return (int64_t)id;
         if (module_id == CTXPROF_MODULE_KERNEL)
                 name = "[kernel.kallsyms]";
-        else if (module_id != CTXPROF_MODULE_UNKNOWN && b->mods &&
-                 !modules_info(b->mods, module_id, &mi) && mi.path)
+        else if (module_id != CTXPROF_MODULE_UNKNOWN && b->names->module &&
+                 !b->names->module(b->names->ctx, module_id, &mi) && mi.path)
                 name = mi.path;
         m = malloc(sizeof(*m));
         if (!m)
@@ -86,7 +86,7 @@ static int64_t mapping(struct builder *b, uint32_t module_id)
         m->filename = cstr(b, name);
         m->build_id = cstr(b, mi.build_id_hex ? mi.build_id_hex : "");
         m->has_functions = m->has_filenames = m->has_line_numbers = m->has_inline_frames =
-            b->sym != NULL;
+            b->names->frame != NULL;
         if (m->filename < 0 || m->build_id < 0 || ptrvec_push(&b->maps, m) ||
             idmap_add(&b->mapmap, &module_id, sizeof(module_id), id))
                 return -ENOMEM;
@@ -130,7 +130,7 @@ static int location_lines(struct builder *b, Location *loc, const struct ctxprof
                     .line = -1};
                 n = 1;
         } else {
-                n = b->sym ? symbolize(b->sym, fr, out, SYM_MAX_INLINE) : 0;
+                n = b->names->frame ? b->names->frame(b->names->ctx, fr, out, SYM_MAX_INLINE) : 0;
                 if (n < 1 || !out[n - 1].function)
                         return n == -ENOMEM ? -ENOMEM : 0;
         }
@@ -310,7 +310,6 @@ static void builder_free(struct builder *b)
         idmap_free(&b->mapmap);
         idmap_free(&b->funcmap);
         idmap_free(&b->locmap);
-        symbolizer_free(b->sym);
 }
 
 /* gzip buf[0..len) to out. 0 or -EIO / -ENOMEM. */
@@ -382,14 +381,25 @@ static int fill_profile(struct builder *b, Profile *p, ValueType vt[2], ValueTyp
 int pprof_write(const struct collapsed *c, FILE *out, struct modules *mods,
                 const struct pprof_meta *meta)
 {
-        struct builder b = {.mods = mods, .period = meta->period_ns};
+        struct frame_names_sym s;
+        int err;
+
+        frame_names_sym_init(&s, mods);
+        err = pprof_write_named(c, out, &s.names, meta);
+        frame_names_sym_free(&s);
+        return err;
+}
+
+int pprof_write_named(const struct collapsed *c, FILE *out, const struct frame_names *names,
+                      const struct pprof_meta *meta)
+{
+        struct builder b = {.names = names, .period = meta->period_ns};
         Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
         ValueType vt[2], *vtp[2], period_type;
         uint8_t *buf = NULL;
         size_t len;
         int err = -ENOMEM;
 
-        b.sym = mods ? symbolizer_new(mods) : NULL;
         /* string_table[0] must be "" */
         if (cstr(&b, "") != 0 || (b.k_process = cstr(&b, "process")) < 0 ||
             (b.k_thread = cstr(&b, "thread")) < 0 || (b.k_pid = cstr(&b, "pid")) < 0 ||
