@@ -127,7 +127,7 @@ for code in 400 413 422; do
 	wait_for 60 "a file finished" eval '[ "$(finished)" -gt "$f0" ]'
 	recv_mode refuse-once "$code"
 	wait_for 60 "a profile refused with $code" eval '[ "$(ls -d "$RECV"/refused-* 2>/dev/null | wc -l)" = $n ]'
-	r=$(ls -d "$RECV"/refused-* | sort -t- -k2 -n | tail -1)
+	r=$RECV/$(ls "$RECV" | grep "^refused-[0-9]*$" | sort -t- -k2 -n | tail -1)
 	h=$(sha256sum <"$r/jfr" | cut -d' ' -f1)
 	f0=$(finished)
 	wait_for 60 "a file finished after the refusal" eval '[ "$(finished)" -gt "$f0" ]'
