@@ -240,7 +240,7 @@ static int start_uploads(struct daemon *d, const struct daemon_config *c)
                 }
                 d->nup++;
                 logm(LOG_INFO, "upload %s: %s (%s), spool %s", t->name, t->url,
-                     t->format == UPLOAD_FORMAT_PPROF ? "pprof" : "jfr", dir);
+                     t->format == UPLOAD_FORMAT_OTLP ? "otlp" : "jfr", dir);
         }
         return 0;
 }

@@ -102,7 +102,9 @@ static void help(FILE *f)
                "                             counters (those printed at exit) to FILE as one\n"
                "                             JSON object (also with -q)\n"
                "      --upload URL           then send the file (jfr or pprof) to Pyroscope's\n"
-               "                             URL/ingest; --upload-app NAME, --upload-tags k=v,..,\n"
+               "                             URL/ingest, or (otlp) gzip'd to an OTLP receiver's\n"
+               "                             URL/v1development/profiles;\n"
+               "                             --upload-app NAME, --upload-tags k=v,..,\n"
                "                             --upload-header-file F (\"Name: value\" lines),\n"
                "                             --upload-basic-auth-file F (user:password),\n"
                "                             --upload-timeout TIME (default 30s)\n"
@@ -552,8 +554,9 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
                 fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
                 return 2;
         }
-        if (ro->up.t.url[0] && (!ro->outpath || !strcmp(ro->format, "collapsed"))) {
-                fprintf(stderr, "ctxprof record: --upload needs -o FILE in jfr or pprof\n");
+        if (ro->up.t.url[0] &&
+            (!ro->outpath || !strcmp(ro->format, "collapsed") || !strcmp(ro->format, "html"))) {
+                fprintf(stderr, "ctxprof record: --upload needs -o FILE in jfr, pprof or otlp\n");
                 return 2;
         }
         /* A bad path fails now; an existing file is kept until setup succeeded. */

@@ -5,7 +5,7 @@
  * JFR file works. A file that is not JFR (or has no complete chunk) is an error only; a
  * chunk cut short at the end (a writer killed inside it) is ignored with a warning and the
  * complete chunks are reported (exit 0); a corrupt file reports what was readable and exits
- * 1. With --html or --format it converts instead (cli/report_html.c, cli/report_convert.c)
+ * 1. With --html or --format it converts instead (cli/report_html.c, cli/jfr_convert.c)
  * and writes only the -o file (or standard output).
  */
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
-#include "cli/report_convert.h"
+#include "sink/jfr_convert.h"
 #include "cli/report_html.h"
 #include "cli/report_time.h"
 #include "jfr/jfr_dict.h"
@@ -182,18 +182,6 @@ static int offcpu_event(struct report *rep, const struct jfr_reader *r, const st
         return report_time_offcpu(rep->time, groups, n,
                                   jfr_value_str(r, jfr_value_field(r, v, "blockedIn")),
                                   (uint64_t)((unsigned __int128)ticks * 1000000000ull / tps), runq);
-}
-
-/* jdk.ActiveSetting "frequency" of jdk.ExecutionSample ("99 Hz"): the sampling period. */
-static void setting_event(struct report *rep, const struct jfr_reader *r,
-                          const struct jfr_event *ev)
-{
-        const char *name = jfr_value_str(r, jfr_value_field(r, ev->value, "name"));
-        const char *value = jfr_value_str(r, jfr_value_field(r, ev->value, "value"));
-        unsigned long hz;
-
-        if (name && value && !strcmp(name, "frequency") && sscanf(value, "%lu Hz", &hz) == 1 && hz)
-                rep->sample_period_ns = 1000000000ull / hz;
 }
 
 /* Labels of a sample: jdk.ExecutionSample's `context`, a chain of ctxprof.types.Context
@@ -423,8 +411,8 @@ static int check_file(const char *path, uint64_t *torn)
 
 /* What a conversion writes, and the file it came from. */
 struct converted {
-        struct flame_html *fh;       /* --html */
-        struct report_convert *conv; /* --format collapsed|pprof|otlp */
+        struct flame_html *fh;    /* --html */
+        struct jfr_convert *conv; /* --format collapsed|pprof|otlp */
         const char *path;
         uint64_t period_ns, first_ns, last_ns;
 };
@@ -439,8 +427,8 @@ static int write_converted(const struct converted *cv, const char *out)
         snprintf(title, sizeof(title), "ctxprof report %s", cv->path);
         if (!err)
                 err = cv->fh ? flame_html_write(cv->fh, f, title)
-                             : report_convert_write(cv->conv, f, cv->period_ns, cv->first_ns,
-                                                    cv->last_ns);
+                             : jfr_convert_write(cv->conv, f, cv->period_ns, cv->first_ns,
+                                                 cv->last_ns);
         if (f && f != stdout && fclose(f) && !err)
                 err = -errno;
         if (!err)
@@ -510,8 +498,8 @@ static int cmd_report(int argc, char **argv)
                 jfr_reader_close(r);
                 return 1;
         }
-        struct report_convert *conv = NULL;
-        if (format && !html && !(conv = report_convert_new(format))) {
+        struct jfr_convert *conv = NULL;
+        if (format && !html && !(conv = jfr_convert_new(format, NULL))) {
                 fprintf(stderr, "ctxprof report: out of memory\n");
                 flame_html_free(fh);
                 jfr_reader_close(r);
@@ -543,12 +531,12 @@ static int cmd_report(int argc, char **argv)
                         err = count(&rep.types, ev.type->name, 1, NULL);
                         if (!err && !strcmp(ev.type->name, "jdk.ExecutionSample"))
                                 err = fh     ? report_html_event(fh, r, &ev)
-                                      : conv ? report_convert_event(conv, r, &ev)
+                                      : conv ? jfr_convert_event(conv, r, &ev)
                                              : sample_event(&rep, r, &ev, depth);
                         else if (!err && !strcmp(ev.type->name, "ctxprof.OffCPU"))
                                 err = offcpu_event(&rep, r, &ev);
                         else if (!err && !strcmp(ev.type->name, "jdk.ActiveSetting"))
-                                setting_event(&rep, r, &ev);
+                                jfr_setting_period(r, &ev, &rep.sample_period_ns);
                 }
                 bad_framing += e < 0;
         }
@@ -572,7 +560,7 @@ static int cmd_report(int argc, char **argv)
         for (size_t i = 0; i < 5; i++)
                 counter_free(all[i]);
         flame_html_free(fh);
-        report_convert_free(conv);
+        jfr_convert_free(conv);
         report_time_free(rep.time);
         jfr_reader_close(r);
         return status;

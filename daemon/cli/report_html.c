@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_convert.h"
+#include "sink/jfr_convert.h"
 #include "cli/report_html.h"
 
 #define FRAME_NAME_MAX  1024
@@ -35,8 +35,8 @@ static unsigned context_labels(const struct jfr_reader *r, const struct jfr_valu
                                struct flame_label *l, unsigned max)
 {
         const char *k[CTXPROF_MAX_LABELS], *val[CTXPROF_MAX_LABELS];
-        unsigned n = report_context_labels(r, v, k, val,
-                                           max < CTXPROF_MAX_LABELS ? max : CTXPROF_MAX_LABELS);
+        unsigned n =
+            jfr_context_labels(r, v, k, val, max < CTXPROF_MAX_LABELS ? max : CTXPROF_MAX_LABELS);
 
         for (unsigned i = 0; i < n; i++)
                 l[i] = (struct flame_label){k[i], val[i], strlen(k[i]), strlen(val[i])};

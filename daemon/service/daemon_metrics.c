@@ -180,6 +180,10 @@ static void uploads(const struct daemon_metrics_snapshot *s, struct metrics_text
                       "Times the target started denying access (401, 403, 404...): paused, "
                       "its spool kept.",
                       offsetof(struct upload_counters, pauses));
+        upload_family(s, t, "ctxprof_upload_rejected_total", METRICS_COUNTER,
+                      "Profiles an OTLP receiver rejected in an accepted request (partial "
+                      "success).",
+                      offsetof(struct upload_counters, rejected));
         upload_family(s, t, "ctxprof_upload_credential_reloads_total", METRICS_COUNTER,
                       "Credentials files re-read (SIGHUP).",
                       offsetof(struct upload_counters, credential_reloads));

@@ -20,7 +20,9 @@
 #include "service/config.h"
 #include "service/upload_spool.h"
 #include "service/uploader.h"
+#include "sink/jfr_convert.h"
 #include "util/clock.h"
+#include "util/gzip.h"
 
 #define IDLE_WAKE_MS 1000 /* spool age limit checked at least this often */
 
@@ -232,6 +234,23 @@ static void trim(struct uploader *u)
         count_drops(u, &d);
 }
 
+/* The OTLP body of a finished JFR file: converted, gzip'd, in a memfd at offset 0. The
+ * descriptor or -errno. */
+static int otlp_body(struct uploader *u, const char *jfr)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        int err = m ? jfr_convert_file(jfr, "otlp", u->t.application, m) : -ENOMEM;
+
+        if (m && fclose(m) && !err)
+                err = -ENOMEM;
+        if (!err)
+                err = gzip_memfd((const uint8_t *)buf, len);
+        free(buf);
+        return err;
+}
+
 /* Copy one finished profile into the spool. */
 static void spool_job(struct uploader *u, struct qjob *q)
 {
@@ -242,9 +261,12 @@ static void spool_job(struct uploader *u, struct qjob *q)
                                           .labels_fd = -1};
         int err;
 
-        src.profile_fd = open(q->f->profile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        err = src.profile_fd < 0 ? -errno : 0;
-        if (!err && q->f->labels) {
+        if (u->t.format == UPLOAD_FORMAT_OTLP)
+                src.profile_fd = otlp_body(u, q->f->profile);
+        else if ((src.profile_fd = open(q->f->profile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                src.profile_fd = -errno;
+        err = src.profile_fd < 0 ? src.profile_fd : 0;
+        if (!err && q->f->labels && u->t.format != UPLOAD_FORMAT_OTLP) {
                 src.labels_fd = open(q->f->labels, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (src.labels_fd < 0 && errno != ENOENT)
                         err = -errno;
@@ -397,6 +419,7 @@ static void on_result(struct uploader *u, struct upload_spool_entry *e,
                 u->c.uploads_ok++;
                 u->c.bytes_sent += r->bytes_sent;
                 u->c.last_success_wall_s = (uint64_t)time(NULL);
+                u->c.rejected += r->rejected;
         } else if (r->outcome != UPLOAD_ABORTED) {
                 u->c.failures[r->outcome]++;
         }
@@ -405,6 +428,11 @@ static void on_result(struct uploader *u, struct upload_spool_entry *e,
                 u->c.dropped_bytes += e->bytes;
         }
         pthread_mutex_unlock(&u->mu);
+        if (ok && r->rejected)
+                logu(u, LOG_WARNING,
+                     "%s accepted %s in part: %llu profiles rejected (partial success: %s)",
+                     upload_client_url(u->cl), e->name, (unsigned long long)r->rejected,
+                     r->detail[0] ? r->detail : "no message");
         if (ok || drop) {
                 if (drop)
                         logu(u, LOG_ERROR, "%s refused %s (HTTP %ld: %s): dropped",

@@ -12,7 +12,10 @@
  * again after the same backoff, and the state change is logged once (and counted), not each
  * attempt; uploader_reload_credentials (SIGHUP) re-reads the credentials files and tries at
  * once. What is dropped — refused, spool over its size (oldest first), older than spool-age,
- * unreadable — is counted by reason and logged.
+ * unreadable — is counted by reason and logged. A target of format otlp gets each finished
+ * JFR file converted (sink/jfr_convert.h, in memory, on the uploader's thread) to one
+ * gzip'd ExportProfilesServiceRequest when it is spooled; the profiles an OTLP receiver
+ * rejects in a 2xx answer (partial success, not to be retried) are counted and logged.
  *
  * Threads: uploader_add, uploader_get_counters and uploader_stop are called by the daemon's
  * main thread; logging happens on the uploader's thread (the callback must be thread-safe).
@@ -70,6 +73,7 @@ struct upload_counters {
         int state;                           /* enum upload_state (gauge) */
         uint64_t pauses;                     /* times the target started denying access */
         uint64_t credential_reloads;         /* credentials files re-read (SIGHUP) */
+        uint64_t rejected;                   /* OTLP partial success: profiles refused */
 };
 
 /* A finished profile to deliver. Paths are copied; the profile is only read. */

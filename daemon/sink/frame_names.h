@@ -2,7 +2,7 @@
  * frame_names.h — what names the frames of the outputs built from the collapsed table
  * (sink/collapsed.c, sink/pprof.c, sink/otlp.c, sink/flame_html.c): for a recording, a
  * symbolizer over its module registry (frame_names_sym_init); for frames read back from a
- * JFR file, that file's names (cli/report_convert.c). Never prints.
+ * JFR file, that file's names (sink/jfr_convert.c). Never prints.
  */
 #ifndef CTXPROF_FRAME_NAMES_H
 #define CTXPROF_FRAME_NAMES_H

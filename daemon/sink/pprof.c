@@ -8,18 +8,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "profile.pb-c.h"
 #include "sink/frame_names.h"
 #include "sink/pprof.h"
 #include "stack/symbolize.h"
+#include "util/gzip.h"
 #include "util/idmap.h"
 
-#define GZIP_WINDOW   (15 + 16) /* zlib: 32 KiB window, gzip header and trailer */
-#define GZIP_MEMLEVEL 8
-#define OUT_CHUNK     65536
-#define SPAN_HEX_LEN  16
+#define SPAN_HEX_LEN 16
 /* Pseudo frames, keyed like frames with a module id no real frame has. */
 #define PSEUDO_MODULE    UINT32_MAX
 #define PSEUDO_TRUNCATED 1
@@ -312,34 +309,6 @@ static void builder_free(struct builder *b)
         idmap_free(&b->locmap);
 }
 
-/* gzip buf[0..len) to out. 0 or -EIO / -ENOMEM. */
-static int write_gzip(FILE *out, const uint8_t *buf, size_t len)
-{
-        unsigned char chunk[OUT_CHUNK];
-        z_stream z = {0};
-        int zr;
-
-        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, GZIP_WINDOW, GZIP_MEMLEVEL,
-                         Z_DEFAULT_STRATEGY) != Z_OK)
-                return -ENOMEM;
-        z.next_in = (unsigned char *)buf;
-        z.avail_in = (uInt)len; /* profiles stay far below 4 GiB */
-        do {
-                z.next_out = chunk;
-                z.avail_out = sizeof(chunk);
-                zr = deflate(&z, Z_FINISH);
-                if (zr == Z_STREAM_ERROR || fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) !=
-                                                sizeof(chunk) - z.avail_out) {
-                        deflateEnd(&z);
-                        return -EIO;
-                }
-        } while (zr != Z_STREAM_END);
-        deflateEnd(&z);
-        if (fflush(out) || ferror(out))
-                return -EIO;
-        return 0;
-}
-
 /* Profile-level fields: sample types, period, times, the message arrays. 0 or -ENOMEM. */
 static int fill_profile(struct builder *b, Profile *p, ValueType vt[2], ValueType **vtp,
                         ValueType *period_type, const struct pprof_meta *meta)
@@ -417,7 +386,7 @@ int pprof_write_named(const struct collapsed *c, FILE *out, const struct frame_n
         if (!buf)
                 goto out;
         perftools__profiles__profile__pack(&p, buf);
-        err = write_gzip(out, buf, len);
+        err = gzip_write(out, buf, len);
 out:
         free(buf);
         builder_free(&b);

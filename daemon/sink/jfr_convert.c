@@ -1,6 +1,6 @@
 /*
- * report_convert.c — JFR samples back into the collapsed table, written by the record sinks
- * (report_convert.h). Owns the table and the file's frame names: a frame is keyed as
+ * jfr_convert.c — JFR samples back into the collapsed table, written by the record sinks
+ * (jfr_convert.h). Owns the table and the file's frame names: a frame is keyed as
  * (module = 2 + the index of its class name, offset = the index of its (method, line)), or
  * the kernel module for a Kernel frame, and struct frame_names gives those names back to
  * the sinks. Never reads the file or prints (cmd_report.c does).
@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/report_convert.h"
+#include "sink/jfr_convert.h"
 #include "jfr/jfr_dict.h"
 #include "sink/collapsed.h"
 #include "sink/frame_names.h"
 #include "sink/otlp.h"
 #include "sink/pprof.h"
+#include "util/clock.h"
 #include "util/grow.h"
 #include "util/idmap.h"
 
@@ -32,8 +33,9 @@ struct fn_line {
         int32_t line;
 };
 
-struct report_convert {
+struct jfr_convert {
         int format;
+        char process[CTXPROF_COMM_LEN];
         struct collapsed *c;
         struct jfr_strtab names;   /* method and module names */
         struct jfr_strtab modules; /* module names, by module id - MODULE_FIRST */
@@ -45,7 +47,7 @@ struct report_convert {
 
 static int conv_frame(void *ctx, const struct ctxprof_frame *fr, struct sym_frame *out, int max)
 {
-        struct report_convert *rc = ctx;
+        struct jfr_convert *rc = ctx;
 
         if (max < 1 || fr->offset >= rc->nfns)
                 return 0;
@@ -58,7 +60,7 @@ static int conv_frame(void *ctx, const struct ctxprof_frame *fr, struct sym_fram
 
 static int conv_module(void *ctx, uint32_t module_id, struct module_info *out)
 {
-        struct report_convert *rc = ctx;
+        struct jfr_convert *rc = ctx;
 
         if (module_id < MODULE_FIRST || module_id - MODULE_FIRST >= rc->modules.n)
                 return -ENOENT;
@@ -66,12 +68,13 @@ static int conv_module(void *ctx, uint32_t module_id, struct module_info *out)
         return 0;
 }
 
-struct report_convert *report_convert_new(const char *format)
+struct jfr_convert *jfr_convert_new(const char *format, const char *process)
 {
-        struct report_convert *rc = calloc(1, sizeof(*rc));
+        struct jfr_convert *rc = calloc(1, sizeof(*rc));
 
         if (!rc)
                 return NULL;
+        snprintf(rc->process, sizeof(rc->process), "%s", process ? process : "?");
         rc->format = !strcmp(format, "pprof")  ? FMT_PPROF
                      : !strcmp(format, "otlp") ? FMT_OTLP
                                                : FMT_COLLAPSED;
@@ -80,13 +83,13 @@ struct report_convert *report_convert_new(const char *format)
         jfr_strtab_init(&rc->modules);
         rc->fn = (struct frame_names){rc, conv_frame, conv_module};
         if (!rc->c) {
-                report_convert_free(rc);
+                jfr_convert_free(rc);
                 return NULL;
         }
         return rc;
 }
 
-void report_convert_free(struct report_convert *rc)
+void jfr_convert_free(struct jfr_convert *rc)
 {
         if (!rc)
                 return;
@@ -99,7 +102,7 @@ void report_convert_free(struct report_convert *rc)
 }
 
 /* The frame offset of (name, line), added when new; or -ENOMEM. */
-static int64_t fn_index(struct report_convert *rc, const char *name, int32_t line)
+static int64_t fn_index(struct jfr_convert *rc, const char *name, int32_t line)
 {
         struct fn_line k = {.line = line};
         uint64_t idx;
@@ -118,7 +121,7 @@ static int64_t fn_index(struct report_convert *rc, const char *name, int32_t lin
 }
 
 /* A JFR frame as a keyed frame. 0 or -ENOMEM. */
-static int convert_frame(struct report_convert *rc, const struct jfr_reader *r,
+static int convert_frame(struct jfr_convert *rc, const struct jfr_reader *r,
                          const struct jfr_value *jf, struct ctxprof_frame *out)
 {
         const struct jfr_value *m = jfr_value_field(r, jf, "method");
@@ -157,8 +160,8 @@ static int convert_frame(struct report_convert *rc, const struct jfr_reader *r,
         return 0;
 }
 
-unsigned report_context_labels(const struct jfr_reader *r, const struct jfr_value *ev,
-                               const char **key, const char **value, unsigned max)
+unsigned jfr_context_labels(const struct jfr_reader *r, const struct jfr_value *ev,
+                            const char **key, const char **value, unsigned max)
 {
         unsigned n = 0;
         int hops = 0;
@@ -180,15 +183,15 @@ static unsigned context_labels(const struct jfr_reader *r, const struct jfr_valu
                                struct decoded_label *l)
 {
         const char *k[CTXPROF_MAX_LABELS], *val[CTXPROF_MAX_LABELS];
-        unsigned n = report_context_labels(r, v, k, val, CTXPROF_MAX_LABELS);
+        unsigned n = jfr_context_labels(r, v, k, val, CTXPROF_MAX_LABELS);
 
         for (unsigned i = 0; i < n; i++)
                 l[i] = (struct decoded_label){k[i], strlen(k[i]), val[i], strlen(val[i]), 0};
         return n;
 }
 
-int report_convert_event(struct report_convert *rc, const struct jfr_reader *r,
-                         const struct jfr_event *ev)
+int jfr_convert_event(struct jfr_convert *rc, const struct jfr_reader *r,
+                      const struct jfr_event *ev)
 {
         const struct jfr_value *v = ev->value;
         const struct jfr_value *st = jfr_value_field(r, v, "stackTrace");
@@ -196,7 +199,8 @@ int report_convert_event(struct report_convert *rc, const struct jfr_reader *r,
         const struct jfr_value *th = jfr_value_field(r, v, "sampledThread");
         const char *tname = jfr_value_str(r, jfr_value_field(r, th, "osName"));
         struct ctxprof_frame *fr = calloc(CTXPROF_MAX_FRAMES, sizeof(*fr));
-        struct decoded_sample s = {.process = "?", .comm = tname ? tname : "?", .frames = fr};
+        struct decoded_sample s = {
+            .process = rc->process, .comm = tname ? tname : "?", .frames = fr};
         uint32_t n = frames && frames->kind == JFR_V_ARRAY ? frames->n : 0;
         uint64_t tid = 0, span = 0, root = 0, trunc = 0;
         int err = fr ? 0 : -ENOMEM;
@@ -220,8 +224,8 @@ int report_convert_event(struct report_convert *rc, const struct jfr_reader *r,
         return err;
 }
 
-int report_convert_write(struct report_convert *rc, FILE *out, uint64_t period_ns,
-                         uint64_t start_ns, uint64_t end_ns)
+int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uint64_t start_ns,
+                      uint64_t end_ns)
 {
         uint64_t duration = end_ns > start_ns ? end_ns - start_ns : 0;
 
@@ -236,4 +240,50 @@ int report_convert_write(struct report_convert *rc, FILE *out, uint64_t period_n
                 return otlp_write(rc->c, out, &rc->fn, &m);
         }
         return collapsed_write_named(rc->c, out, &rc->fn);
+}
+
+void jfr_setting_period(const struct jfr_reader *r, const struct jfr_event *ev, uint64_t *period_ns)
+{
+        const char *name = jfr_value_str(r, jfr_value_field(r, ev->value, "name"));
+        const char *value = jfr_value_str(r, jfr_value_field(r, ev->value, "value"));
+        unsigned long hz;
+
+        if (name && value && !strcmp(name, "frequency") && sscanf(value, "%lu Hz", &hz) == 1 && hz)
+                *period_ns = NS_PER_SEC / hz;
+}
+
+int jfr_convert_file(const char *path, const char *format, const char *process, FILE *out)
+{
+        struct jfr_convert *rc = jfr_convert_new(format, process);
+        uint64_t first = UINT64_MAX, last = 0, period = 0;
+        struct jfr_reader *r = NULL;
+        struct jfr_event ev;
+        int err = rc ? jfr_reader_open(path, &r) : -ENOMEM, more;
+
+        while (!err && (more = jfr_reader_next_chunk(r)) != 0) {
+                const struct jfr_chunk_info *ci = jfr_reader_chunk(r);
+
+                if (more < 0) {
+                        err = first == UINT64_MAX ? -EBADMSG : 0; /* keep the complete chunks */
+                        break;
+                }
+                if (ci->start_nanos < first)
+                        first = ci->start_nanos;
+                if (ci->start_nanos + ci->duration_nanos > last)
+                        last = ci->start_nanos + ci->duration_nanos;
+                while (!err && jfr_reader_next_event(r, &ev) == 1) {
+                        if (!strcmp(ev.type->name, "jdk.ExecutionSample"))
+                                err = jfr_convert_event(rc, r, &ev);
+                        else if (!strcmp(ev.type->name, "jdk.ActiveSetting"))
+                                jfr_setting_period(r, &ev, &period);
+                }
+        }
+        if (!err && first == UINT64_MAX)
+                err = -EBADMSG;
+        if (!err)
+                err = jfr_convert_write(rc, out, period, first, last);
+        if (r)
+                jfr_reader_close(r);
+        jfr_convert_free(rc);
+        return err;
 }
