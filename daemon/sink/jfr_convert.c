@@ -35,7 +35,7 @@ struct fn_line {
 
 struct jfr_convert {
         int format;
-        char process[CTXPROF_COMM_LEN];
+        char *process; /* the samples' process; OTLP: the resources' service.name, whole */
         struct collapsed *c;
         struct jfr_strtab names;   /* method and module names */
         struct jfr_strtab modules; /* module names, by module id - MODULE_FIRST */
@@ -74,7 +74,7 @@ struct jfr_convert *jfr_convert_new(const char *format, const char *process)
 
         if (!rc)
                 return NULL;
-        snprintf(rc->process, sizeof(rc->process), "%s", process ? process : "?");
+        rc->process = strdup(process ? process : "?");
         rc->format = !strcmp(format, "pprof")  ? FMT_PPROF
                      : !strcmp(format, "otlp") ? FMT_OTLP
                                                : FMT_COLLAPSED;
@@ -82,7 +82,7 @@ struct jfr_convert *jfr_convert_new(const char *format, const char *process)
         jfr_strtab_init(&rc->names);
         jfr_strtab_init(&rc->modules);
         rc->fn = (struct frame_names){rc, conv_frame, conv_module};
-        if (!rc->c) {
+        if (!rc->c || !rc->process) {
                 jfr_convert_free(rc);
                 return NULL;
         }
@@ -94,6 +94,7 @@ void jfr_convert_free(struct jfr_convert *rc)
         if (!rc)
                 return;
         collapsed_free(rc->c);
+        free(rc->process);
         jfr_strtab_free(&rc->names);
         jfr_strtab_free(&rc->modules);
         idmap_free(&rc->fnmap);
@@ -235,7 +236,7 @@ int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uin
                 return pprof_write_named(rc->c, out, &rc->fn, &m);
         }
         if (rc->format == FMT_OTLP) {
-                struct otlp_meta m = {period_ns, start_ns, duration};
+                struct otlp_meta m = {period_ns, start_ns, duration, rc->process};
 
                 return otlp_write(rc->c, out, &rc->fn, &m);
         }

@@ -683,7 +683,7 @@ static void envelope_fill(struct envelope *env, struct proc *p, Scope *scope,
         }
         env->kv[0].key = KEY_SERVICE;
         env->av[0].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-        env->av[0].string_value = p->name;
+        env->av[0].string_value = meta->service ? (char *)meta->service : p->name;
         env->kv[1].key = KEY_PID;
         env->av[1].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
         env->av[1].int_value = p->pid;

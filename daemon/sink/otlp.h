@@ -32,6 +32,7 @@ struct otlp_meta {
         uint64_t period_ns;   /* nanoseconds of CPU one sample stands for (1e9 / freq) */
         uint64_t start_ns;    /* wall clock (CLOCK_REALTIME) when recording started */
         uint64_t duration_ns; /* length of the recording */
+        const char *service;  /* service.name of every resource; NULL: the process's name */
 };
 
 struct frame_names;

@@ -32,7 +32,7 @@ listen = 127.0.0.1:0
 [upload]
 url = http://127.0.0.1:$PORT
 format = otlp
-application = otlp-test
+application = otlp-test-service-with-a-long-name
 timeout = 2s
 retry-min = 100ms
 retry-max = 400ms
@@ -73,7 +73,7 @@ for d in "$RECV"/req-[0-9]*; do
 		opentelemetry/proto/collector/profiles/v1development/profiles_service.proto <"$d/otlp" >"$d/otlp.txt" ||
 		fail "protoc cannot decode $d/otlp with the upstream schema"
 	$CHECK check "$d/otlp.txt" || fail "$d/otlp breaks the dictionary's rules"
-	grep -q 'string_value: "otlp-test"' "$d/otlp.txt" || fail "$d: the resource is not named by the application"
+	grep -q 'string_value: "otlp-test-service-with-a-long-name"' "$d/otlp.txt" || fail "$d: the resource is not named by the application"
 	$CHECK stacks "$d/otlp.txt" >>"$TMP/all.stacks"
 done
 sent=$(awk '{ n += $NF } END { print n + 0 }' "$TMP/all.stacks")
