@@ -9,12 +9,7 @@
 # and not retried.
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
-command -v protoc >/dev/null || skip "needs protoc (Debian protobuf-compiler: make deps)"
-T=${CTXPROF_TOOLS:-../shared/tools}
-P=$T/otel-proto
-[ -f "$P/opentelemetry/proto/collector/profiles/v1development/profiles_service.proto" ] ||
-	skip "no upstream opentelemetry-proto in $P"
-CHECK="python3 $(dirname "$0")/otlp_check.py"
+. "$(dirname "$0")/otlp_lib.sh"
 trap 'stop_receiver; cleanup' EXIT
 start_receiver
 cat >"$TMP/ctxprof.conf" <<CONF
@@ -68,10 +63,7 @@ n=0
 for d in "$RECV"/req-[0-9]*; do
 	[ -f "$d/otlp" ] || continue
 	n=$((n + 1))
-	protoc --proto_path="$P" \
-		--decode=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest \
-		opentelemetry/proto/collector/profiles/v1development/profiles_service.proto <"$d/otlp" >"$d/otlp.txt" ||
-		fail "protoc cannot decode $d/otlp with the upstream schema"
+	otlp_decode "$d/otlp" "$d/otlp.txt"
 	$CHECK check "$d/otlp.txt" || fail "$d/otlp breaks the dictionary's rules"
 	grep -q 'string_value: "otlp-test-service-with-a-long-name"' "$d/otlp.txt" || fail "$d: the resource is not named by the application"
 	$CHECK stacks "$d/otlp.txt" >>"$TMP/all.stacks"

@@ -9,22 +9,10 @@
 # time and duration are set.
 . "$(dirname "$0")/sampler_lib.sh"
 
-command -v protoc >/dev/null || skip "needs protoc (Debian protobuf-compiler: make deps)"
-T=${CTXPROF_TOOLS:-../shared/tools}
-P=$T/otel-proto
-[ -f "$P/opentelemetry/proto/collector/profiles/v1development/profiles_service.proto" ] ||
-	skip "no upstream opentelemetry-proto in $P"
-CHECK="python3 $(dirname "$0")/otlp_check.py"
-# decode FILE.otlp > FILE.txt with the upstream schema
-decode() {
-	protoc --proto_path="$P" \
-		--decode=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest \
-		opentelemetry/proto/collector/profiles/v1development/profiles_service.proto <"$1" >"$2" ||
-		fail "protoc cannot decode $1 with the upstream schema"
-}
+. "$(dirname "$0")/otlp_lib.sh"
 
 record_ok 60 -F 999 -o "$TMP/p.otlp" --stats-json "$TMP/stats.json" -- "$WL/wl_attrib" long 4 2
-decode "$TMP/p.otlp" "$TMP/p.txt"
+otlp_decode "$TMP/p.otlp" "$TMP/p.txt"
 $CHECK check "$TMP/p.txt" || fail "the request breaks the dictionary's rules"
 $CHECK samples "$TMP/p.txt" >"$TMP/samples"
 # per sample: "service.name=..,process.pid=..,thread.name=..,[span_id=..,]labels | stack N"

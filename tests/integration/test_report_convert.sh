@@ -10,20 +10,9 @@
 # conversion is the flame graph page.
 . "$(dirname "$0")/sampler_lib.sh"
 
-command -v protoc >/dev/null || skip "needs protoc (Debian protobuf-compiler: make deps)"
-T=${CTXPROF_TOOLS:-../shared/tools}
-P=$T/otel-proto
+. "$(dirname "$0")/otlp_lib.sh"
 CONV=$T/async-profiler-converter/jfr-converter.jar
-[ -f "$P/opentelemetry/proto/collector/profiles/v1development/profiles_service.proto" ] ||
-	skip "no upstream opentelemetry-proto in $P"
 [ -f "$CONV" ] || skip "no async-profiler converter in $T"
-CHECK="python3 $(dirname "$0")/otlp_check.py"
-decode() {
-	protoc --proto_path="$P" \
-		--decode=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest \
-		opentelemetry/proto/collector/profiles/v1development/profiles_service.proto <"$1" >"$2" ||
-		fail "protoc cannot decode $1 with the upstream schema"
-}
 report() { "$CTXPROF" report "$@" 2>"$TMP/report.err" || { cat "$TMP/report.err"; fail "ctxprof report $*"; }; }
 
 record_ok 60 -F 499 -o "$TMP/r.jfr" -- "$WL/wl_attrib" long 3 2
@@ -34,8 +23,8 @@ report --format html -o "$TMP/h.html" "$TMP/r.jfr"
 CONV=$(realpath "$CONV")
 (cd "$TMP" && timeout 120 java -jar "$CONV" -o otlp r.jfr conv.otlp) >"$TMP/conv.log" 2>&1 ||
 	{ cat "$TMP/conv.log"; fail "async-profiler's converter failed"; }
-decode "$TMP/o.otlp" "$TMP/o.txt"
-decode "$TMP/conv.otlp" "$TMP/conv.txt"
+otlp_decode "$TMP/o.otlp" "$TMP/o.txt"
+otlp_decode "$TMP/conv.otlp" "$TMP/conv.txt"
 $CHECK check "$TMP/o.txt" || fail "our OTLP breaks the dictionary's rules"
 
 # sample totals per stack (function names root first): ours, the converter's, the collapsed
