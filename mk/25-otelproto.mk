@@ -31,3 +31,4 @@ $(OTEL_PROTO_A): $(OTEL_PROTO_O)
 
 ALL_TARGETS += $(OTEL_PROTO_A)
 $(B)/daemon/sink/otlp.o: $(OTEL_PROTO_H)
+$(B)/daemon/service/upload_http.o: $(OTEL_PROTO_H)
