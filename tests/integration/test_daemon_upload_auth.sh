@@ -132,7 +132,7 @@ for code in 400 413 422; do
 	f0=$(finished)
 	wait_for 60 "a file finished" eval '[ "$(finished)" -gt "$f0" ]'
 	recv_mode refuse-once "$code"
-	wait_for 60 "a profile refused with $code" eval '[ "$(ls -d "$RECV"/refused-* 2>/dev/null | wc -l)" = $n ]'
+	wait_for 60 "a profile refused with $code" eval '[ "$(ls "$RECV" | grep -c "^refused-[0-9]*$")" = $n ]'
 	r=$RECV/$(ls "$RECV" | grep "^refused-[0-9]*$" | sort -t- -k2 -n | tail -1)
 	h=$(sha256sum <"$r/jfr" | cut -d' ' -f1)
 	f0=$(finished)
