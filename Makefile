@@ -30,7 +30,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # -fno-omit-frame-pointer: ctxprof and its tests are profiled by ctxprof itself.
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -D_GNU_SOURCE \
-             -Iinclude -I$(B)/gen $(SANFLAGS)
+             -Iinclude -I$(B)/gen -I$(B)/gen/otel $(SANFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
 # Filled in by the fragments.

@@ -25,7 +25,9 @@ LIBCTX_LDFLAGS := -shared -Wl,--version-script=libctx/libctx.map -Wl,-z,now -Wl,
 # prerequisite lists, which make expands immediately.)
 LIBCTX_LIBS := -lprotobuf-c -lpthread
 LIBCTX_PROTO_A := $(B)/libotelproto.a
-LIBCTX_PROTO_O := $(patsubst proto/otel/%.proto,$(B)/gen/otel/%.pb-c.o,$(wildcard proto/otel/*.proto))
+LIBCTX_PROTO_O := $(addprefix $(B)/gen/otel/,processcontext.pb-c.o \
+                    opentelemetry/proto/common/v1/common.pb-c.o \
+                    opentelemetry/proto/resource/v1/resource.pb-c.o)
 LIBCTX_PROTO_H := $(LIBCTX_PROTO_O:.o=.h)
 
 LIBCTX_SO  := $(B)/libctx.so.$(LIBCTX_VERSION)

@@ -4,7 +4,7 @@
 #   bpf/                GPL-2.0-only OR BSD-2-Clause
 #   everything else     MIT
 # Source files: C/C++ (.c .h .cpp), shell (.sh, .ci/run), Python, Java, JavaScript, proto,
-# make (.mk, Makefile, packaging/debian/rules) and the HTML template; never web/vendor/
+# make (.mk, Makefile, packaging/debian/rules) and the HTML template; never web/vendor/ or proto/otel/opentelemetry/
 # (third-party code under its own licence) or generated files (nothing under build/ is
 # tracked).
 #   scripts/spdx.sh --check [FILE...]   one line per file without the line or with another
@@ -26,7 +26,7 @@ licence_of() { # path
 
 is_source() { # path
 	case "$1" in
-	web/vendor/* | node_modules/* | build/*) return 1 ;;
+	web/vendor/* | proto/otel/opentelemetry/* | node_modules/* | build/*) return 1 ;;
 	*.c | *.h | *.cpp | *.sh | *.py | *.java | *.js | *.proto | *.mk | *.html) return 0 ;;
 	Makefile | */Makefile | packaging/debian/rules | .ci/run) return 0 ;;
 	esac

@@ -243,7 +243,7 @@ static int start_uploads(struct daemon *d, const struct daemon_config *c)
                 }
                 d->nup++;
                 logm(LOG_INFO, "upload %s: %s (%s), spool %s", t->name, t->url,
-                     t->format == UPLOAD_FORMAT_PPROF ? "pprof" : "jfr", dir);
+                     t->format == UPLOAD_FORMAT_OTLP ? "otlp" : "jfr", dir);
         }
         return 0;
 }
@@ -676,6 +676,27 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
         snprintf(sd->split, sizeof(sd->split), "%s", split_name(d));
 }
 
+/* One "upload" line per target: a paused one (access denied) shows here. */
+static void status_uploads(struct daemon *d, struct status_text *t)
+{
+        for (unsigned i = 0; i < d->nup; i++) {
+                struct upload_counters c;
+                struct status_upload su = {0};
+
+                uploader_get_counters(d->up[i], &c);
+                snprintf(su.name, sizeof(su.name), "%s", uploader_name(d->up[i]));
+                snprintf(su.state, sizeof(su.state), "%s", upload_state_name(c.state));
+                su.http_status = (int)c.last_http_status;
+                su.spool_files = c.spool_files;
+                su.spool_bytes = c.spool_bytes;
+                su.delivered = c.uploads_ok;
+                for (int k = 0; k < UPLOAD_DROP_N; k++)
+                        su.dropped += c.dropped[k];
+                su.pauses = c.pauses;
+                status_text_upload(t, &su);
+        }
+}
+
 static void write_status(struct daemon *d, const char *state)
 {
         struct status_text t = {0};
@@ -686,6 +707,7 @@ static void write_status(struct daemon *d, const char *state)
         status_daemon(d, state, &sd);
         status_text_daemon(&t, &sd);
         sampler_foreach_target(d->s, status_target, &sc);
+        status_uploads(d, &t);
         if (t.err) {
                 logm(LOG_WARNING, "status: out of memory");
                 status_text_free(&t);
@@ -806,6 +828,10 @@ static void reload(struct daemon *d)
                 stop_uploads(d, 0);
                 if (start_uploads(d, &nc))
                         logm(LOG_ERROR, "reload: uploads are off until the next reload");
+        } else {
+                /* the same text may name rotated secrets: re-read them, the spools stay */
+                for (unsigned i = 0; i < d->nup; i++)
+                        uploader_reload_credentials(d->up[i]);
         }
         target_select_free(d->sel);
         d->sel = ns;

@@ -200,6 +200,27 @@ static void uploads(const struct daemon_metrics_snapshot *s, struct metrics_text
         upload_family(s, t, "ctxprof_upload_queue", METRICS_GAUGE,
                       "Finished profiles handed to the uploader, not yet in the spool.",
                       offsetof(struct upload_counters, queue));
+        upload_family(s, t, "ctxprof_upload_pauses_total", METRICS_COUNTER,
+                      "Times the target started denying access (401, 403, 404...): paused, "
+                      "its spool kept.",
+                      offsetof(struct upload_counters, pauses));
+        upload_family(s, t, "ctxprof_upload_rejected_total", METRICS_COUNTER,
+                      "Profiles an OTLP receiver rejected in an accepted request (partial "
+                      "success).",
+                      offsetof(struct upload_counters, rejected));
+        upload_family(s, t, "ctxprof_upload_credential_reloads_total", METRICS_COUNTER,
+                      "Credentials files re-read (SIGHUP).",
+                      offsetof(struct upload_counters, credential_reloads));
+        metrics_text_family(t, "ctxprof_upload_state", METRICS_GAUGE,
+                            "1 for the target's state: ok, retrying (unreachable, 408, 429, "
+                            "5xx) or paused (access denied: 401, 403, 404...).");
+        for (i = 0; i < s->nup; i++)
+                for (k = 0; k < UPLOAD_STATE_N; k++) {
+                        struct metrics_label lb[2] = {{"target", s->up[i].name},
+                                                      {"state", upload_state_name(k)}};
+
+                        metrics_text_u64(t, "ctxprof_upload_state", lb, 2, s->up[i].c.state == k);
+                }
         metrics_text_family(t, "ctxprof_upload_failures_total", METRICS_COUNTER,
                             "Upload attempts that failed, by outcome (the profile stays in the "
                             "spool unless the outcome also counts a drop).");
@@ -212,7 +233,8 @@ static void uploads(const struct daemon_metrics_snapshot *s, struct metrics_text
                                          s->up[i].c.failures[k]);
                 }
         metrics_text_family(t, "ctxprof_upload_dropped_total", METRICS_COUNTER,
-                            "Profiles given up on, by reason: refused (4xx), spool_full, expired, "
+                            "Profiles given up on, by reason: refused (400, 413, 422), spool_full, "
+                            "expired, "
                             "corrupt, spool_error.");
         for (i = 0; i < s->nup; i++)
                 for (k = 0; k < UPLOAD_DROP_N; k++) {

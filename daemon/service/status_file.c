@@ -86,6 +86,18 @@ static const struct field target_fields[] = {
     T("file", F_STR, file),
 };
 
+#define U(k, t, m) FIELD(status_upload, k, t, m)
+static const struct field upload_fields[] = {
+    U("name", F_STR, name),
+    U("state", F_STR, state),
+    U("http_status", F_INT, http_status),
+    U("spool_files", F_U64, spool_files),
+    U("spool_bytes", F_U64, spool_bytes),
+    U("delivered", F_U64, delivered),
+    U("dropped", F_U64, dropped),
+    U("pauses", F_U64, pauses),
+};
+
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
 
 __attribute__((format(printf, 2, 3))) static void text_printf(struct status_text *t,
@@ -166,6 +178,11 @@ void status_text_daemon(struct status_text *t, const struct status_daemon *d)
 void status_text_target(struct status_text *t, const struct status_target *tg)
 {
         text_record(t, "target", target_fields, NFIELDS(target_fields), tg);
+}
+
+void status_text_upload(struct status_text *t, const struct status_upload *up)
+{
+        text_record(t, "upload", upload_fields, NFIELDS(upload_fields), up);
 }
 
 void status_text_free(struct status_text *t)

@@ -7,8 +7,8 @@
  * Format: one record per line, "KIND key=value key=value ...\n"; values never contain
  * spaces, '=' or control characters (status_file_value), an empty string is "-". The first
  * line is the daemon record ("daemon pid=... state=... ..."), then one "target ..." line per
- * sampled process. Readers look fields up by key and ignore keys they do not know.
- * Never prints.
+ * sampled process, then one "upload ..." line per upload target. Readers look fields up by key and
+ * ignore keys they do not know. Never prints.
  */
 #ifndef CTXPROF_STATUS_FILE_H
 #define CTXPROF_STATUS_FILE_H
@@ -64,6 +64,14 @@ struct status_target {
         char file[STATUS_FILE_LEN]; /* its samples' file (base name); "" = none */
 };
 
+/* One "upload" line: an upload target's state (service/uploader.h's names and counters). */
+struct status_upload {
+        char name[STATUS_COMM_LEN];
+        char state[STATUS_NAME_LEN]; /* "ok", "retrying", "paused" */
+        int http_status;             /* of the last answer, 0 = none */
+        uint64_t spool_files, spool_bytes, delivered, dropped, pauses;
+};
+
 /* The text of a status file, grown as records are appended (free with status_text_free). */
 struct status_text {
         char *p;
@@ -73,6 +81,7 @@ struct status_text {
 
 void status_text_daemon(struct status_text *t, const struct status_daemon *d);
 void status_text_target(struct status_text *t, const struct status_target *tg);
+void status_text_upload(struct status_text *t, const struct status_upload *up);
 void status_text_free(struct status_text *t);
 
 /* One parsed line: KIND and its key=value pairs, pointing into the line (which it edits). */
