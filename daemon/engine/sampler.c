@@ -346,9 +346,9 @@ static void use_otel(struct sampler *s, struct proc *p, struct decoded_sample *d
         otel_refresh_due(s, p, &s->otel);
         ds->n_labels = otel_labels(&s->otel, (const char *const *)p->otel.keys, p->otel.n_keys,
                                    ds->labels, CTXPROF_MAX_LABELS, &s->st.otel);
-        ds->has_span = 1;
-        ds->span_id = otel_span_u64(&s->otel);
-        ds->root_span_id = 0;
+        ds->has_span = !s->otel.no_ids;
+        ds->span_id = s->otel.no_ids ? 0 : otel_span_u64(&s->otel);
+        ds->root_span_id = s->otel.local_root_span_id;
 }
 
 /* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
