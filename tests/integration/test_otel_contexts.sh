@@ -9,7 +9,13 @@
 #            /cut...) and tier=ok (counted .otel.oversized);
 #   datadog  key 0 of the key map is datadog.local_root_span_id: every work_H sample has the
 #            label and, in JFR read back by the JDK's `jfr print --json`, localRootSpanId
-#            123456789 (0 for A and B, whose key-0 values are not hex: .otel.root_span_bad).
+#            123456789 (0 for A and B, whose key-0 values are not hex: .otel.root_span_bad);
+#   ld       wl_otel_ld: otel_thread_ctx_v1 hidden in libotelw_ld.so (.symtab only), reached
+#            with -ftls-model=local-dynamic (module-relative DTPMOD64): every work_A/work_B
+#            sample has exactly its phase's context, the process is named checkout-svc;
+#   pctx alone  wl_otel_pctxonly publishes the process context (memfd; anonymous memory named
+#            OTEL_CTX too where the kernel can name it, CONFIG_ANON_VMA_NAME) and has no
+#            otel_thread_ctx_v1: every sample is named checkout-svc.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/otel_lib.sh"
 
@@ -41,6 +47,30 @@ check bigsize .otel.oversized "http.route=/h;span_id=$SPAN_H;tier=ok;trace_id=$T
 check datadog .otel.root_span_bad \
 	"datadog.local_root_span_id=00000000075bcd15;span_id=$SPAN_H;tier=ok;trace_id=$TRACE_H" \
 	WL_OTEL_PCTX=datadog
+
+otel_record ld 3 "$WL/wl_otel_ld"
+read -r total good wrong < <(otel_tally "$TMP/ld.folded")
+echo "ld: $total samples in work_A/work_B, $good with the exact context, $wrong wrong"
+[ "$total" -ge 300 ] || fail "ld: too few samples ($total)"
+[ "$wrong" = 0 ] && [ "$good" = "$total" ] || fail "ld: $((total - good)) samples without exactly their context"
+grep -q "^checkout-svc-$WPID;" "$TMP/ld.folded" || fail "ld: process not named by service.name"
+
+# the process context alone: every sample's process is checkout-svc-PID
+kinds=memfd
+if zgrep -qs '^CONFIG_ANON_VMA_NAME=y' /proc/config.gz; then
+	kinds="memfd anon"
+else
+	echo "alone_anon: not run (this kernel cannot name anonymous memory: no CONFIG_ANON_VMA_NAME)"
+fi
+for kind in $kinds; do
+	WL_OTEL_OFF=1 WL_OTEL_PCTX=$kind otel_record "alone_$kind" 3 "$WL/wl_otel_pctxonly"
+	all=$(awk '{ n += $NF } END { print n + 0 }' "$TMP/alone_$kind.folded")
+	named=$(grep "^checkout-svc-$WPID;" "$TMP/alone_$kind.folded" | awk '{ n += $NF } END { print n + 0 }')
+	echo "alone_$kind: $all samples, $named named checkout-svc-$WPID;" \
+		"process_context $(jq -c '.otel.process_context | {decoded, absent}' "$TMP/alone_$kind.json")"
+	[ "$all" -ge 300 ] || fail "alone_$kind: too few samples ($all)"
+	[ "$named" = "$all" ] || fail "alone_$kind: $((all - named)) samples not named by service.name"
+done
 
 command -v jfr >/dev/null || need_oracle "the JDK's jfr"
 WL_OTEL_HOSTILE=datadog WL_OTEL_PCTX=datadog OTEL_OUT=jfr otel_record dd_jfr 3 "$WL/wl_otel"

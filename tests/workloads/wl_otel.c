@@ -190,7 +190,11 @@ static void start_thread_timer(void)
         struct itimerspec its = {{0, 1000000000L / sighz}, {0, 1000000000L / sighz}};
         timer_t t;
 
+#ifdef sigev_notify_thread_id /* musl */
+        ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+#else
         ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+#endif
         if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &t) || timer_settime(t, 0, &its, NULL)) {
                 perror("timer");
                 exit(1);
