@@ -66,3 +66,30 @@ $(B)/daemon/engine/otel_process_ctx.o: $(OTEL_PROTO_H)
 $(B)/libctxprof.a: $(OTEL_PROTO_O)
 
 BENCHES += bench/bench_otel.sh
+
+# musl (musl-gcc, Debian's musl-tools; test package): the writer in a legacy general-dynamic,
+# a TLSDESC and an initial-exec library, and the TLSDESC one dlopen'ed (musl gives it dynamic
+# TLS: read through musl's DTV). Built only where musl-gcc is installed
+# (tests/integration/test_otel_musl.sh says SKIPPED otherwise).
+MUSL_CC := $(shell command -v musl-gcc 2>/dev/null)
+ifneq ($(MUSL_CC),)
+OW_MUSL_CFLAGS := -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -Wall -Werror
+OW_MUSL_TLS_gd   := -ftls-model=global-dynamic -mtls-dialect=gnu
+OW_MUSL_TLS_desc := -ftls-model=global-dynamic -mtls-dialect=gnu2
+OW_MUSL_TLS_ie   := -ftls-model=initial-exec
+OW_MUSL_KINDS    := gd desc ie
+TEST_TARGETS += $(foreach k,$(OW_MUSL_KINDS),$(SM_WL)/libotelw_musl_$(k).so \
+	$(SM_WL)/wl_otel_musl_$(k)) $(SM_WL)/wl_otel_musl_dlopen
+
+$(SM_WL)/libotelw_musl_%.so: $(OW_SRC) $(OW_HDR)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(MUSL_CC) $(OW_MUSL_CFLAGS) -fPIC -shared $(OW_MUSL_TLS_$*) \
+		-Wl,-soname,libotelw_musl_$*.so -o $@ $(OW_SRC)
+$(SM_WL)/wl_otel_musl_dlopen: $(OW_WL) $(OW_HDR) $(SM_WL)/libotelw_musl_desc.so
+	@echo "  CC      $@ (workload, musl, OTel writer dlopen'ed)"
+	$(Q)$(MUSL_CC) $(OW_MUSL_CFLAGS) -DWL_DLOPEN -o $@ $(OW_WL) -Wl,-rpath,'$$ORIGIN' -pthread
+$(SM_WL)/wl_otel_musl_%: $(OW_WL) $(OW_HDR) $(SM_WL)/libotelw_musl_%.so
+	@echo "  CC      $@ (workload, musl, OTel writer in libotelw_musl_$*.so)"
+	$(Q)$(MUSL_CC) $(OW_MUSL_CFLAGS) -o $@ $(OW_WL) -L$(SM_WL) -lotelw_musl_$* \
+		-Wl,-rpath,'$$ORIGIN' -pthread
+endif

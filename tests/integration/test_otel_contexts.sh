@@ -48,12 +48,7 @@ check datadog .otel.root_span_bad \
 	"datadog.local_root_span_id=00000000075bcd15;span_id=$SPAN_H;tier=ok;trace_id=$TRACE_H" \
 	WL_OTEL_PCTX=datadog
 
-otel_record ld 3 "$WL/wl_otel_ld"
-read -r total good wrong < <(otel_tally "$TMP/ld.folded")
-echo "ld: $total samples in work_A/work_B, $good with the exact context, $wrong wrong"
-[ "$total" -ge 300 ] || fail "ld: too few samples ($total)"
-[ "$wrong" = 0 ] && [ "$good" = "$total" ] || fail "ld: $((total - good)) samples without exactly their context"
-grep -q "^checkout-svc-$WPID;" "$TMP/ld.folded" || fail "ld: process not named by service.name"
+otel_exact ld "$WL/wl_otel_ld"
 
 # the process context alone: every sample's process is checkout-svc-PID
 kinds=memfd

@@ -165,20 +165,22 @@ Test(otel_decode, datadog_local_root_span_id)
         cr_assert_eq(ctx.local_root_span_id, 123456789);
         cr_assert_str_eq(value_of(out, n, "datadog.local_root_span_id"), "00000000075bcd15");
         /* uppercase, or not 16 digits: no root span id, counted */
-        make("\x00\x10"
-             "00000000075BCD15",
-             18);
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
-        otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
-        cr_assert_eq(ctx.local_root_span_id, 0);
-        cr_assert_eq(st.root_span_bad, 1);
-        make("\x00\x03"
-             "abc",
-             5);
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
-        otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
-        cr_assert_eq(ctx.local_root_span_id, 0);
-        cr_assert_eq(st.root_span_bad, 1);
+        static const struct {
+                const char *entry;
+                uint16_t len;
+        } bad[] = {{"\x00\x10"
+                    "00000000075BCD15",
+                    18},
+                   {"\x00\x03"
+                    "abc",
+                    5}};
+        for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                make(bad[i].entry, bad[i].len);
+                cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
+                otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
+                cr_assert_eq(ctx.local_root_span_id, 0);
+                cr_assert_eq(st.root_span_bad, 1);
+        }
 }
 
 Test(otel_decode, unknown_and_unusable_keys_are_dropped)
