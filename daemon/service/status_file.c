@@ -73,6 +73,10 @@ static const struct field daemon_fields[] = {
     D("overflow_samples", F_U64, overflow_samples),
     D("no_file_samples", F_U64, no_file_samples),
     D("cap_eff", F_HEX, cap_eff),
+    D("load_hook", F_STR, load_hook),
+    D("events_limited", F_U64, events_limited),
+    D("exec_events_limited", F_U64, exec_events_limited),
+    D("targets_full", F_U64, targets_full),
 };
 
 static const struct field target_fields[] = {

@@ -46,6 +46,10 @@ struct status_daemon {
         unsigned process_files;
         uint64_t overflow_samples, no_file_samples;
         uint64_t cap_eff; /* written in hex, as /proc/PID/status shows CapEff */
+        /* the library-load hook in use ("uprobe", "sys_exit") and the event bounds
+         * (sampler_stats: events_limited, exec_events_limited, targets_full) */
+        char load_hook[STATUS_NAME_LEN];
+        uint64_t events_limited, exec_events_limited, targets_full;
 };
 
 /* One "target" line: a sampled process. */
