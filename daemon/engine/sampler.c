@@ -836,6 +836,17 @@ static uint32_t ku_row_cap(void)
                                                                 : CTXPROF_KU_DEFAULT_ROWS;
 }
 
+/* Entries of `targets`: CTXPROF_MAX_TARGETS, or CTXPROF_TEST_MAX_TARGETS (tests: a map a
+ * fork bomb fills under a small pids.max; at least TEST_MIN_TARGETS). */
+#define TEST_MIN_TARGETS 8
+static uint32_t targets_cap(void)
+{
+        const char *e = getenv("CTXPROF_TEST_MAX_TARGETS");
+        long v = e ? strtol(e, NULL, 10) : 0;
+
+        return v >= TEST_MIN_TARGETS && v < CTXPROF_MAX_TARGETS ? (uint32_t)v : CTXPROF_MAX_TARGETS;
+}
+
 /* Stage OPEN: the BPF object, configured (read-only data, ring size) before load. */
 static int sampler_open_bpf(struct sampler *s)
 {
@@ -866,6 +877,8 @@ static int sampler_open_bpf(struct sampler *s)
         /* The row array is allocated whole at load: only when it is used. */
         if (bpf_map__set_max_entries(s->skel->maps.ku_rows,
                                      cg_kunwind(o->dwarf) ? ku_row_cap() : 1))
+                return -EINVAL;
+        if (bpf_map__set_max_entries(s->skel->maps.targets, targets_cap()))
                 return -EINVAL;
         /* Attached by load_hook_new: per target, or sys_exit as the fallback. */
         bpf_program__set_autoattach(s->skel->progs.ctxprof_dl_notify, false);
