@@ -12,8 +12,9 @@
  * Records are submitted with BPF_RB_NO_WAKEUP (a wakeup costs ~6 µs per record on this VM);
  * the consumer polls on a timer, and a wakeup is forced above `wakeup_bytes` of pending data.
  * Lifecycle events share the sample ring (in order with the samples); only those that make a
- * target's context wait for the daemon (its exec, a library it loaded) wake it, and every
- * event is bounded per process (ctxprof/sample.h, "Event bounds").
+ * target's context wait (its exec, a library it loaded) wake the consumer, and only for
+ * `record` (see prompt_events); every event is bounded per process (ctxprof/sample.h,
+ * "Event bounds").
  *
  * Host-wide hooks (sched_process_fork/exec/exit) run for every task on the host: each returns
  * after one hash lookup for a non-target. The library-load hook is per target (a uprobe on
@@ -245,6 +246,15 @@ struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
 } samples SEC(".maps");
+
+/* Whether a target's exec or library load wakes the consumer (~6 µs in the target): for
+ * `record` (a few chosen targets), yes; for the daemon (notify_exec_all: possibly every
+ * process on the host), no, its 100 ms timer reads them, and samples taken meanwhile are
+ * known to be pending. */
+static __always_inline int prompt_events(void)
+{
+        return !notify_exec_all;
+}
 
 /* Event budgets per process (tgid): see "Event bounds" in ctxprof/sample.h. LRU: a process
  * that no longer sends events loses its slot first. */
@@ -545,7 +555,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
                 count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EV_LIMITED);
                 return 0;
         }
-        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p, 1);
+        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p, prompt_events());
         return 0;
 }
 
@@ -602,7 +612,7 @@ static __always_inline void mappings_changed(struct ctxprof_tls_target *t, __u32
                 count(c, CTXPROF_CNT_EV_LIMITED);
                 return;
         }
-        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf(), 1);
+        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf(), prompt_events());
 }
 
 /*
