@@ -80,8 +80,9 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
         if (st.hook.kind != LOAD_HOOK_UPROBE || st.events_limited || st.exec_events_limited ||
             st.targets_full)
                 fprintf(stderr,
-                        "ctxprof: library loads seen by %s%s%s, events over their budget %llu "
-                        "(exec of other processes %llu), targets not added (map full) %llu\n",
+                        "ctxprof: library loads seen by %s%s%s; events over a budget: a "
+                        "process's %llu, exec notifications %llu; targets refused (map full) "
+                        "%llu\n",
                         st.hook.name ? st.hook.name : "none", st.hook.why[0] ? ": " : "",
                         st.hook.why, (unsigned long long)st.events_limited,
                         (unsigned long long)st.exec_events_limited,

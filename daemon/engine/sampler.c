@@ -154,14 +154,17 @@ static void ku_sync(struct sampler *s, struct proc *p, int refresh)
                 s->st.ku_sync_errors++;
 }
 
-/* A new entry for pid with its library-load hook (NULL: the table is full). */
-static struct proc *new_proc(struct sampler *s, pid_t pid, const char *comm)
+/* Attach p's library-load hook if it has none: at attach, and at a process's first sample
+ * (a child or an exec'ed image too short-lived to be sampled never costs a probe). A location
+ * still searching retries at once: a library loaded before the probe was there is found. */
+static void hook_proc(struct sampler *s, struct proc *p)
 {
-        struct proc *p = procs_new(&s->procs, pid, comm, mono_ns());
-
-        if (p && s->hook)
-                load_hook_attach(s->hook, pid);
-        return p;
+        if (!s->hook || p->load_hooked || !p->alive)
+                return;
+        p->load_hooked = 1;
+        load_hook_attach(s->hook, p->pid);
+        if (p->tls_state == PROC_TLS_SEARCHING)
+                p->tls_next_ns = 0;
 }
 
 /* p is no target any more: what the sampler keeps for it goes (not the BPF targets map). */
@@ -169,8 +172,9 @@ static void forget_target(struct sampler *s, struct proc *p)
 {
         if (s->ku)
                 kunwind_forget(s->ku, p->pid);
-        if (s->hook)
+        if (s->hook && p->load_hooked)
                 load_hook_detach(s->hook, p->pid);
+        p->load_hooked = 0;
         proc_mark_dead(p, 1, mono_ns());
 }
 
@@ -260,13 +264,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
          * retried from sampler_poll: context from the first sample where possible. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
-        /* Hooked once located (attaching takes milliseconds its samples would wait for):
-         * a library loaded meanwhile is found by the retry a location still searching has. */
-        if (s->hook && p->alive) {
-                load_hook_attach(s->hook, pid);
-                if (p->tls_state == PROC_TLS_SEARCHING)
-                        p->tls_next_ns = 0;
-        }
+        /* Hooked once located: attaching takes milliseconds its samples would wait for. */
+        hook_proc(s, p);
         ku_sync(s, p, 0);
         return 0;
 }
@@ -423,8 +422,10 @@ static void use_otel(struct sampler *s, struct proc *p, struct decoded_sample *d
 static void sampler_new_image(struct sampler *s, struct proc *p)
 {
         proc_new_image(&s->procs, p, mono_ns());
-        if (s->hook)
-                load_hook_attach(s->hook, p->pid); /* the new image's loader */
+        if (s->hook && p->load_hooked) {
+                load_hook_detach(s->hook, p->pid); /* the new image's loader: at its sample */
+                p->load_hooked = 0;
+        }
         if (s->unwinder)
                 dwarf_unwinder_forget(s->unwinder, p->pid);
         ku_sync(s, p, 0);
@@ -509,7 +510,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
                 char path[32];
 
                 /* a forked child seen before its event (or whose event the budget refused) */
-                p = new_proc(s, (pid_t)r->tgid, NULL);
+                p = procs_new(&s->procs, (pid_t)r->tgid, NULL, mono_ns());
                 snprintf(path, sizeof(path), "/proc/%u", r->tgid);
                 if (p && access(path, F_OK)) /* a late sample of a process already gone */
                         proc_mark_dead(p, 0, mono_ns());
@@ -529,6 +530,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
                 proc_location_pending(p, mono_ns());
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
+        hook_proc(s, p);
         if (tid_set_add(&s->tids, r->tid) > 0)
                 s->st.threads++;
         return p;
@@ -666,7 +668,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         switch (e->event) {
         case CTXPROF_EV_FORK:
                 if (!p || !p->alive)
-                        p = new_proc(s, (pid_t)e->tgid, comm);
+                        p = procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
                 ku_sync(s, p, 0);
                 break;
         case CTXPROF_EV_EXEC_OTHER:
@@ -683,7 +685,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 }
                 p = procs_find(&s->procs, (pid_t)e->tgid);
                 if (!p || !p->alive) {
-                        ku_sync(s, new_proc(s, (pid_t)e->tgid, comm), 0);
+                        ku_sync(s, procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns()), 0);
                         break;
                 }
                 snprintf(p->name, sizeof(p->name), "%s", comm);
