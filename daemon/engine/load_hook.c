@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -37,6 +38,7 @@
 #define SYM_CACHE_SLOTS 8    /* distinct loaders (glibc, musl, a container's) */
 #define FD_HEADROOM     256  /* descriptors beyond one per target the process keeps */
 #define UPROBE_PMU_TYPE "/sys/bus/event_source/devices/uprobe/type"
+#define FUSE_MAGIC      0x65735546 /* a FUSE file's reads are served by a user process */
 
 struct hooked {
         pid_t pid;
@@ -122,6 +124,7 @@ static int read_auxv(pid_t pid, uint64_t *base, uint64_t *entry)
  * file (the descriptor pins it: nothing is opened by path after this). -errno. */
 static int open_mapped(pid_t pid, const struct proc_map_line *l, struct stat *st)
 {
+        struct statfs fs;
         char path[96];
         int fd;
 
@@ -132,6 +135,11 @@ static int open_mapped(pid_t pid, const struct proc_map_line *l, struct stat *st
                 return errno == ENOENT ? -ESRCH : -errno;
         if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_ino != l->ino ||
             st->st_dev != l->dev) {
+                close(fd);
+                return -EPERM;
+        }
+        /* Reading it (its symbols) must not wait for whoever serves a FUSE mount. */
+        if (fstatfs(fd, &fs) || fs.f_type == FUSE_MAGIC) {
                 close(fd);
                 return -EPERM;
         }
@@ -266,9 +274,11 @@ static int attach_uprobe(struct load_hook *h, pid_t pid, pid_t probe_pid, struct
         char path[48];
         int err, fd = -1;
 
+        /* What the target has or shows (its files, its /proc entries) fails for it alone:
+         * never an error that would switch every target to the fallback (systemic). */
         err = find_loader(h, pid, &fd, &offset, NULL);
         if (err)
-                return err;
+                return err < 0 ? -ENOENT : err;
         /* The kernel resolves the path itself: our descriptor, so the file checked. */
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         *out = bpf_program__attach_uprobe_opts(h->uprobe, probe_pid, path, (size_t)offset, &opts);
