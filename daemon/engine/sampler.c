@@ -178,20 +178,6 @@ static void forget_target(struct sampler *s, struct proc *p)
         proc_mark_dead(p, 1, mono_ns());
 }
 
-/* Entries of a BPF hash map keyed by __u32 (walks it). */
-static unsigned map_entries(int fd)
-{
-        __u32 key, next, *prev = NULL;
-        unsigned n = 0;
-
-        while (!bpf_map_get_next_key(fd, prev, &next)) {
-                key = next;
-                prev = &key;
-                n++;
-        }
-        return n;
-}
-
 /* Targets whose exit the daemon missed leave the map (BPF removes the others at their exit). */
 static void sweep_dead(struct sampler *s)
 {
@@ -254,7 +240,6 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 proc_mark_dead(p, 0, mono_ns());
                 return err;
         }
-
         /* An exit between the checks above and the insert emitted no event: look again. */
         if (proc_gone(pid)) {
                 sampler_remove_target(s, pid);
@@ -1084,6 +1069,20 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .context_located = p->tls_state == PROC_TLS_LOCATED};
                 fn(ctx, &t);
         }
+}
+
+/* Entries of a BPF hash map keyed by __u32 (walks it). */
+static unsigned map_entries(int fd)
+{
+        __u32 key, next, *prev = NULL;
+        unsigned n = 0;
+
+        while (!bpf_map_get_next_key(fd, prev, &next)) {
+                key = next;
+                prev = &key;
+                n++;
+        }
+        return n;
 }
 
 unsigned sampler_map_entries(struct sampler *s)
