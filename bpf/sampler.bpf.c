@@ -249,11 +249,12 @@ struct {
 
 /* Whether a target's exec or library load wakes the consumer (~6 µs in the target): for
  * `record` (a few chosen targets), yes; for the daemon (notify_exec_all: possibly every
- * process on the host), no, its 100 ms timer reads them, and samples taken meanwhile are
- * known to be pending. */
-static __always_inline int prompt_events(void)
+ * process on the host), only for a process whose context was located (t, before the event):
+ * the others wait for its 100 ms timer, their samples meanwhile known to be pending. */
+static __always_inline int prompt_events(const struct ctxprof_tls_target *t)
 {
-        return !notify_exec_all;
+        return !notify_exec_all || t->labels.mode != CTXPROF_TLS_NONE ||
+               t->span.mode != CTXPROF_TLS_NONE || t->otel.mode != CTXPROF_TLS_NONE;
 }
 
 /* Event budgets per process (tgid): see "Event bounds" in ctxprof/sample.h. LRU: a process
@@ -517,12 +518,15 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
         __u32 tgid, tid, zero = 0;
         struct ctxprof_tls_target none = {};
+        const struct ctxprof_tls_target *t;
         struct ev_budget *host;
         __u64 gen, now;
+        int wake;
 
         if (cur_ids(&tgid, &tid)) /* p is current */
                 return 0;
-        if (!bpf_map_lookup_elem(&targets, &tgid)) {
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (!t) {
                 if (!notify_exec_all || tgid == self_tgid)
                         return 0;
                 /* The daemon decides whether the new image is to be sampled: within the
@@ -542,6 +546,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
          * the old image published from now on (the daemon may be writing one) is refused,
          * then no context reads until the daemon locates again. Only this thread is left in
          * the process: nothing else updates its count. */
+        wake = prompt_events(t); /* the old image's location, before it goes */
         gen = exec_gen_of(tgid) + 1;
         bpf_map_update_elem(&exec_gens, &tgid, &gen, BPF_ANY);
         none.exec_gen = gen;
@@ -555,7 +560,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
                 count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EV_LIMITED);
                 return 0;
         }
-        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p, prompt_events());
+        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p, wake);
         return 0;
 }
 
@@ -596,23 +601,26 @@ static long vma_has_file(struct task_struct *task, struct vm_area_struct *vma, v
 
 /*
  * A target's mappings changed in a way that may bring a TLS variable (a library loaded or
- * unloaded): its location is marked pending, so the samples taken until the daemon located
- * again are known to be taken without it, and the daemon is woken (CTXPROF_EV_MAP) within the
- * process's event budget; over it, the pending mark alone tells the daemon at the next sample.
+ * unloaded): within the process's event budget, its location is marked pending, so the
+ * samples taken until the daemon located again are known to be taken without it, and the
+ * daemon is told (CTXPROF_EV_MAP). Over the budget (a dlopen loop), nothing is marked: a
+ * pending mark the daemon would clear only at its next look would hold back the process's
+ * samples most of the time; the locator's own retry (while a variable is missing) and the
+ * in-kernel unwinder's unknown-mapping resync find what was loaded.
  */
 static __always_inline void mappings_changed(struct ctxprof_tls_target *t, __u32 tgid, __u32 tid)
 {
         struct ctxprof_counters *c;
         __u32 zero = 0;
 
-        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
         c = bpf_map_lookup_elem(&counters, &zero);
         count(c, CTXPROF_CNT_DL_NOTIFY);
         if (!proc_budget(tgid, bpf_ktime_get_ns())) {
                 count(c, CTXPROF_CNT_EV_LIMITED);
                 return;
         }
-        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf(), prompt_events());
+        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
+        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf(), prompt_events(t));
 }
 
 /*

@@ -235,9 +235,9 @@ _Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, 
  * CTXPROF_EV_PER_PROC MAP, EXEC and FORK events per CTXPROF_EV_WINDOW_NS per process, and
  * EXEC_OTHER events (notify_exec_all) at most CTXPROF_EV_PER_PROC per process and
  * CTXPROF_EXEC_OTHER_PER_WINDOW host-wide per window. What the budget refuses is counted
- * (CTXPROF_CNT_EV_LIMITED, CTXPROF_CNT_EXEC_LIMITED), never half-done: the BPF side still marks
- * the target's location pending (MAP) or counts the exec (EXEC), so the daemon catches up
- * from the next sample's flags. EXIT events are never limited (one per process).
+ * (CTXPROF_CNT_EV_LIMITED, CTXPROF_CNT_EXEC_LIMITED). A refused EXEC still counts the exec and
+ * marks the location pending (the daemon catches up from the next sample's flags); a refused
+ * MAP marks nothing (the locator's retry finds the library). EXIT events are never limited.
  */
 #define CTXPROF_EV_WINDOW_NS          1000000000ull /* 1 s */
 #define CTXPROF_EV_PER_PROC           32
