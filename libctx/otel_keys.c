@@ -58,7 +58,7 @@ static uint32_t probe(const char *key, size_t klen, int *found)
                         *found = 0;
                         return c;
                 }
-                if (name_len[v - 1] == klen && memcmp(names[v - 1], key, klen) == 0) {
+                if (name_len[v - 1] == klen && ctxi_eq_small(names[v - 1], key, klen)) {
                         *found = 1;
                         return c;
                 }

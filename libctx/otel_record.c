@@ -96,35 +96,35 @@ static int defer(const struct ctxi_trace *t)
 }
 
 /* The thread's home slot, taking it if needed (needs the label-write guard to attach). */
-static struct ctxi_slot *home_slot(int *err)
+static struct ctxi_slot *home_slot(struct ctxi_tls *t, int *err)
 {
-        struct ctxi_slot *h = ctxi_self.home;
+        struct ctxi_slot *h = t->self.home;
         if (__builtin_expect(h != NULL, 1))
                 return h;
-        *err = ctxi_enter();
+        *err = ctxi_enter(t);
         if (*err)
                 return NULL;
-        ctxi_thread_slot(err);
-        ctxi_leave();
-        return ctxi_self.home;
+        ctxi_thread_slot(t, err);
+        ctxi_leave(t);
+        return t->self.home;
 }
 
-int ctxi_otel_set_trace(const struct ctxi_trace *t)
+int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr)
 {
         int err = 0;
-        struct ctxi_slot *h = home_slot(&err);
+        struct ctxi_slot *h = home_slot(t, &err);
         if (!h)
                 return err;
-        if (__builtin_expect(!CTXI_LD(ctxi_otel_ptr), 0)) /* the ABI was switched on later */
+        if (__builtin_expect(!CTXI_LD(t->otel_ptr), 0)) /* the ABI was switched on later */
                 ctxi_otel_attach(h);
-        if (CTXI_LD(ctxi_self.otel_busy))
-                return defer(t);
-        CTXI_ST(ctxi_self.otel_busy, 1);
+        if (CTXI_LD(t->self.otel_busy))
+                return defer(tr);
+        CTXI_ST(t->self.otel_busy, 1);
         CTXI_ORDER();
-        CTXI_ST(ctxi_self.otel_pending, 0); /* this write is later than any deferred one */
+        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
         CTXI_ORDER();
-        write_trace(&h->otel, t);
-        ctxi_otel_leave();
+        write_trace(&h->otel, tr);
+        ctxi_otel_leave(t);
         return 0;
 }
 
