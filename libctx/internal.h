@@ -145,9 +145,14 @@ CTXI_HIDDEN void ctxi_pool_stats(struct ctx_stats *out);
 /* labelset.c — careful in-place edits of a (possibly published) label set. */
 CTXI_HIDDEN void ctxi_set_reset(struct ctxi_slot *s); /* empty set, mirrors hidden */
 CTXI_HIDDEN void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src);
-/* k: the key's registry index when known (the OTel ABI is on), else CTXI_NO_KEY */
+/* k: the key's registry index when known, else CTXI_NO_KEY. put = find + put_at. */
 CTXI_HIDDEN int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen,
                              const char *val, size_t vlen);
+/* The entry holding key (klen already cut to CTX_MAX_KEY_LEN) or -1, and the first hole. */
+CTXI_HIDDEN int ctxi_set_find(struct ctxi_slot *s, int k, const char *key, size_t klen, int *hole);
+/* Replace entry i (>= 0) or add key at hole (or append): CTX_TRUNCATED for a cut value. */
+CTXI_HIDDEN int ctxi_set_put_at(struct ctxi_slot *s, int i, int hole, int k, const char *key,
+                                size_t klen, const char *val, size_t vlen);
 CTXI_HIDDEN int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen);
 CTXI_HIDDEN void ctxi_set_clear(struct ctxi_slot *s);
 

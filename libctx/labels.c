@@ -6,7 +6,8 @@
  * Must never allocate, lock or make a system call for a known key; never scan an unbounded
  * string (the _str forms read at most one byte past the limit to find a UTF-8 boundary).
  *
- * Order of one set: key index (registering a new key: lock, republish), OTel guard, Custom
+ * Order of one set: label-set search (which also yields the OTel key index once the set has
+ * seen the key; else the registry: lookup or lock + republish), OTel guard, Custom
  * Labels entry, OTel entry (between valid 0 and 1). The OTel record holds 612 bytes of
  * attributes: a label that does not fit is left out of it (and its old value removed),
  * counted in ctx_stats.otel_attrs_full. A reader interrupting in between
@@ -31,11 +32,15 @@ static inline int otel_put(struct ctxi_tls *t, int k, const char *val, size_t vl
         return -ENOSPC;
 }
 
-/* One set in every enabled ABI, with one TLS address for all of it (t) and one key lookup
- * (k: the registry index, shared by the label-set search and the OTel entry, or CTXI_NO_KEY;
- * otel: write the OTel record, which needs k). The status is the Custom Labels one when that ABI is
- * on (the OTel value is cut to 255 bytes and may be left out when the record is full, both without
- * changing the status), else the OTel one. */
+/* One set in every enabled ABI, with one TLS address for all of it (t) and one key lookup:
+ * the search of the thread's own label set, which the Custom Labels write needs anyway,
+ * also yields the key's registry index (kidx, learned at the first set of the key), so the
+ * OTel entry needs no hash probe; only a key the set has not seen goes to the registry.
+ * k: the registry index if the caller knows it (ctx_set_attr), else CTXI_NO_KEY; otel: write
+ * the OTel record. The status is the Custom Labels one when that ABI is on (the OTel value is
+ * cut to 255 bytes and may be left out when the record is full, both without changing the
+ * status), else the OTel one. Registering a new key (lock, republish) happens here with the
+ * label guard held: a handler's label write meanwhile gets -EBUSY, as inside any set. */
 static inline int put_all(struct ctxi_tls *t, int k, int otel, const char *key, size_t klen,
                           const char *val, size_t vlen)
 {
@@ -45,11 +50,26 @@ static inline int put_all(struct ctxi_tls *t, int k, int otel, const char *key, 
         struct ctxi_slot *s = ctxi_thread_slot(t, &err);
         if (!s)
                 goto out;
+        int ktrunc = 0, hole;
+        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &ktrunc);
+        int i = ctxi_set_find(s, k, key, klen, &hole);
+        if (otel && k < 0) {
+                k = i >= 0 ? s->kidx[i] : CTXI_NO_KEY;
+                if (k < 0 && (k = ctxi_key_index(key, klen)) < 0) {
+                        err = k;
+                        goto out;
+                }
+                if (i >= 0)
+                        s->kidx[i] = (int16_t)k;
+        }
         if (otel && (err = ctxi_otel_enter(t)) != 0)
                 goto out;
         int labels = ctxi_on(CTX_ABI_CUSTOM_LABELS);
-        if (labels)
-                err = ctxi_set_put(s, k, key, klen, val, vlen);
+        if (labels) {
+                err = ctxi_set_put_at(s, i, hole, k, key, klen, val, vlen);
+                if (err == 0 && ktrunc)
+                        err = CTX_TRUNCATED;
+        }
         if (otel) {
                 if (err >= 0) {
                         int truncated = 0;
@@ -69,13 +89,8 @@ int ctx_set_label(const char *key, size_t key_len, const char *val, size_t val_l
 {
         if (!key || key_len == 0 || (!val && val_len))
                 return -EINVAL;
-        int k = CTXI_NO_KEY, otel = ctxi_on(CTX_ABI_OTEL_THREAD);
-        if (otel) {
-                k = ctxi_key_index(key, key_len);
-                if (k < 0)
-                        return k;
-        }
-        return put_all(ctxi_tls_addr(), k, otel, key, key_len, val ? val : "", val_len);
+        return put_all(ctxi_tls_addr(), CTXI_NO_KEY, ctxi_on(CTX_ABI_OTEL_THREAD), key, key_len,
+                       val ? val : "", val_len);
 }
 
 int ctx_set_attr(int key_index, const char *val, size_t val_len)

@@ -110,11 +110,12 @@ void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src)
         dst->mirror_root = src->mirror_root;
 }
 
-/* The user entry holding key (k: its registry index or CTXI_NO_KEY), or -1 and the first
- * hole. An entry whose index is known and differs from a known k holds another key: no byte
- * compare. An entry found by its bytes learns k (writer-private). */
-static int find(struct ctxi_slot *s, size_t count, int k, const char *key, size_t klen, int *hole)
+/* The user entry holding key (k: its registry index or CTXI_NO_KEY; klen already cut), or -1
+ * and the first hole (-1: none). An entry whose index is known and differs from a known k
+ * holds another key: no byte compare. An entry found by its bytes learns k (writer-private). */
+int ctxi_set_find(struct ctxi_slot *s, int k, const char *key, size_t klen, int *hole)
 {
+        size_t count = s->set.count;
         *hole = -1;
         for (size_t i = CTX_RESERVED_LABELS; i < count; i++) {
                 const custom_labels_label_t *l = &s->labels[i];
@@ -138,15 +139,11 @@ static int find(struct ctxi_slot *s, size_t count, int k, const char *key, size_
         return -1;
 }
 
-int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const char *val,
-                 size_t vlen)
+int ctxi_set_put_at(struct ctxi_slot *s, int i, int hole, int k, const char *key, size_t klen,
+                    const char *val, size_t vlen)
 {
         int truncated = 0;
-        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
         vlen = ctxi_utf8_cut(val, vlen, CTX_MAX_VALUE_LEN, &truncated);
-        size_t count = s->set.count;
-        int hole;
-        int i = find(s, count, k, key, klen, &hole);
         if (i >= 0) { /* replace: hide, rewrite, show */
                 custom_labels_label_t *l = &s->labels[i];
                 CTXI_ST(l->key.buf, NULL);
@@ -157,6 +154,7 @@ int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const
                 CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
                 return truncated ? CTX_TRUNCATED : 0;
         }
+        size_t count = s->set.count;
         size_t j = hole >= 0 ? (size_t)hole : count;
         if (j >= CTX_MAX_LABELS)
                 return -ENOSPC;
@@ -179,13 +177,23 @@ int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const
         return truncated ? CTX_TRUNCATED : 0;
 }
 
+int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const char *val,
+                 size_t vlen)
+{
+        int truncated = 0, hole;
+        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
+        int i = ctxi_set_find(s, k, key, klen, &hole);
+        int err = ctxi_set_put_at(s, i, hole, k, key, klen, val, vlen);
+        return err == 0 && truncated ? CTX_TRUNCATED : err;
+}
+
 int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen)
 {
         int truncated = 0;
         klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
         size_t count = s->set.count;
         int hole;
-        int i = find(s, count, CTXI_NO_KEY, key, klen, &hole);
+        int i = ctxi_set_find(s, CTXI_NO_KEY, key, klen, &hole);
         if (i < 0)
                 return 0;
         CTXI_ST(s->labels[i].key.buf, NULL);
