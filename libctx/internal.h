@@ -48,6 +48,7 @@ struct ctxi_slot {
          * bytes). Equal indexes = equal keys, so with the OTel ABI on the one registry lookup
          * a set needs anyway also finds the label: no second byte compare */
         int16_t kidx[CTX_MAX_LABELS];
+        uint8_t hint; /* the user entry last found or added (ctxi_set_find tries it first) */
         /* home slot: the thread's OTel record (otel_thread_ctx_v1 points here while the thread
          * lives); scoped slot: the home record's attributes saved for the end of the scope */
         struct otel_thread_ctx_record otel __attribute__((aligned(8)));
@@ -148,11 +149,8 @@ CTXI_HIDDEN void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *sr
 /* k: the key's registry index when known, else CTXI_NO_KEY. put = find + put_at. */
 CTXI_HIDDEN int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen,
                              const char *val, size_t vlen);
-/* The entry holding key (klen already cut to CTX_MAX_KEY_LEN) or -1, and the first hole. */
-CTXI_HIDDEN int ctxi_set_find(struct ctxi_slot *s, int k, const char *key, size_t klen, int *hole);
-/* Replace entry i (>= 0) or add key at hole (or append): CTX_TRUNCATED for a cut value. */
-CTXI_HIDDEN int ctxi_set_put_at(struct ctxi_slot *s, int i, int hole, int k, const char *key,
-                                size_t klen, const char *val, size_t vlen);
+/* labelset_edit.h: ctxi_set_find (the entry holding a key, or the first hole) and
+ * ctxi_set_put_at (replace or add), inline for the set paths. */
 CTXI_HIDDEN int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen);
 CTXI_HIDDEN void ctxi_set_clear(struct ctxi_slot *s);
 
@@ -188,15 +186,21 @@ static inline int ctxi_eq_small(const void *a, const void *b, size_t n)
         return 1;
 }
 /* memcpy for short strings into a writer-owned buffer. gcc expands a variable-length memcpy
- * into `rep movsq` here, whose startup cost dominated set-label; 16-byte moves with an
- * overlapping tail are several times cheaper for keys and values of a few dozen bytes. */
+ * into `rep movsq` here, whose startup cost dominated set-label; two overlapping moves from
+ * each end (16, 8 or 4 bytes) copy up to 32 bytes without a loop, longer strings take 16-byte
+ * moves and an overlapping tail. Overlap writes some bytes twice: fine for a buffer no reader
+ * looks at while it is written. */
 static inline void ctxi_copy_small(unsigned char *d, const char *s, size_t n)
 {
-        while (n >= 16) {
+        if (n > 32) {
+                size_t i = 0;
+                for (; i + 16 < n; i += 16)
+                        __builtin_memcpy(d + i, s + i, 16);
+                __builtin_memcpy(d + n - 16, s + n - 16, 16);
+        } else if (n >= 16) {
                 __builtin_memcpy(d, s, 16);
-                d += 16, s += 16, n -= 16;
-        }
-        if (n >= 8) {
+                __builtin_memcpy(d + n - 16, s + n - 16, 16);
+        } else if (n >= 8) {
                 __builtin_memcpy(d, s, 8);
                 __builtin_memcpy(d + n - 8, s + n - 8, 8);
         } else if (n >= 4) {
@@ -261,9 +265,31 @@ static inline void ctxi_otel_end(struct otel_thread_ctx_record *r) /* valid = 1 
         CTXI_ST(r->valid, OTEL_THREAD_CTX_VALID);
 }
 CTXI_HIDDEN int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vlen);
-/* Between begin and end: set k's entry if it fits (0), else remove it (-ENOSPC). */
-CTXI_HIDDEN int ctxi_otel_set(struct otel_thread_ctx_record *r, unsigned k, const char *v,
-                              size_t vlen);
+/* Byte offset of key k's entry in r's attributes, or -1. Entries are well formed (ours). */
+static inline int ctxi_otel_find(const struct otel_thread_ctx_record *r, unsigned k)
+{
+        unsigned size = r->attrs_data_size, off = 0;
+        while (off + 2 <= size) {
+                if (r->attrs_data[off] == k)
+                        return (int)off;
+                off += 2u + r->attrs_data[off + 1];
+        }
+        return -1;
+}
+CTXI_HIDDEN int ctxi_otel_set_moved(struct otel_thread_ctx_record *r, unsigned k, const char *v,
+                                    size_t vlen, int off);
+/* Between begin and end: set k's entry if it fits (0), else remove it (-ENOSPC). A value of
+ * the same length is rewritten in place (inline: the common case of a tracer's set). */
+static inline int ctxi_otel_set(struct otel_thread_ctx_record *r, unsigned k, const char *v,
+                                size_t vlen)
+{
+        int off = ctxi_otel_find(r, k);
+        if (off >= 0 && r->attrs_data[off + 1] == vlen) {
+                ctxi_copy_small(&r->attrs_data[off + 2], v, vlen);
+                return 0;
+        }
+        return ctxi_otel_set_moved(r, k, v, vlen, off);
+}
 CTXI_HIDDEN void ctxi_otel_put(struct otel_thread_ctx_record *r, unsigned k, const char *v,
                                size_t vlen);
 CTXI_HIDDEN void ctxi_otel_del(struct otel_thread_ctx_record *r, unsigned k);

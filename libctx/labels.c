@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "labelset_edit.h"
 
 /* OTel part of a set (guard held): the entry, or — when the record has no room — no entry
  * for the key at all (never a stale value), counted. 0 or -ENOSPC. */
@@ -41,8 +41,9 @@ static inline int otel_put(struct ctxi_tls *t, int k, const char *val, size_t vl
  * cut to 255 bytes and may be left out when the record is full, both without changing the
  * status), else the OTel one. Registering a new key (lock, republish) happens here with the
  * label guard held: a handler's label write meanwhile gets -EBUSY, as inside any set. */
-static inline int put_all(struct ctxi_tls *t, int k, int otel, const char *key, size_t klen,
-                          const char *val, size_t vlen)
+static inline __attribute__((always_inline)) int put_all(struct ctxi_tls *t, int k, int otel,
+                                                         const char *key, size_t klen,
+                                                         const char *val, size_t vlen)
 {
         int err = ctxi_enter(t);
         if (err)

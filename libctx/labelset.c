@@ -39,7 +39,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "labelset_edit.h"
 
 static const char mirror_key0[] = CTX_SPAN_ID_KEY;
 static const char mirror_key1[] = CTX_ROOT_SPAN_ID_KEY;
@@ -70,6 +70,7 @@ void ctxi_set_reset(struct ctxi_slot *s)
                 s->labels[i].value.len = 0;
                 s->kidx[i] = CTXI_NO_KEY;
         }
+        s->hint = 0;
         memcpy(s->buf[0].key, mirror_key0, sizeof(mirror_key0) - 1);
         s->labels[0].key.len = sizeof(mirror_key0) - 1;
         memcpy(s->buf[1].key, mirror_key1, sizeof(mirror_key1) - 1);
@@ -95,6 +96,7 @@ void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src)
                 dl->key.len = 0;
                 dl->value.len = 0;
                 dst->kidx[i] = src->kidx[i];
+                dst->hint = src->hint;
                 if (i >= count || (!sl->key.buf && i >= CTX_RESERVED_LABELS))
                         continue;
                 dl->key.len = sl->key.len;
@@ -108,73 +110,6 @@ void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src)
         dst->mirror_shown = src->mirror_shown;
         dst->mirror_span = src->mirror_span;
         dst->mirror_root = src->mirror_root;
-}
-
-/* The user entry holding key (k: its registry index or CTXI_NO_KEY; klen already cut), or -1
- * and the first hole (-1: none). An entry whose index is known and differs from a known k
- * holds another key: no byte compare. An entry found by its bytes learns k (writer-private). */
-int ctxi_set_find(struct ctxi_slot *s, int k, const char *key, size_t klen, int *hole)
-{
-        size_t count = s->set.count;
-        *hole = -1;
-        for (size_t i = CTX_RESERVED_LABELS; i < count; i++) {
-                const custom_labels_label_t *l = &s->labels[i];
-                if (!l->key.buf) {
-                        if (*hole < 0)
-                                *hole = (int)i;
-                        continue;
-                }
-                int ki = s->kidx[i];
-                if (k >= 0 && ki >= 0) {
-                        if (ki == k)
-                                return (int)i;
-                        continue;
-                }
-                if (l->key.len == klen && ctxi_eq_small(s->buf[i].key, key, klen)) {
-                        if (k >= 0)
-                                s->kidx[i] = (int16_t)k;
-                        return (int)i;
-                }
-        }
-        return -1;
-}
-
-int ctxi_set_put_at(struct ctxi_slot *s, int i, int hole, int k, const char *key, size_t klen,
-                    const char *val, size_t vlen)
-{
-        int truncated = 0;
-        vlen = ctxi_utf8_cut(val, vlen, CTX_MAX_VALUE_LEN, &truncated);
-        if (i >= 0) { /* replace: hide, rewrite, show */
-                custom_labels_label_t *l = &s->labels[i];
-                CTXI_ST(l->key.buf, NULL);
-                CTXI_ORDER();
-                ctxi_copy_small(s->buf[i].val, val, vlen);
-                CTXI_ST(l->value.len, vlen);
-                CTXI_ORDER();
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
-                return truncated ? CTX_TRUNCATED : 0;
-        }
-        size_t count = s->set.count;
-        size_t j = hole >= 0 ? (size_t)hole : count;
-        if (j >= CTX_MAX_LABELS)
-                return -ENOSPC;
-        custom_labels_label_t *l = &s->labels[j];
-        s->kidx[j] = (int16_t)k;
-        /* entry j is hidden (a hole) or beyond count: nobody reads these bytes */
-        ctxi_copy_small(s->buf[j].key, key, klen);
-        ctxi_copy_small(s->buf[j].val, val, vlen);
-        CTXI_ST(l->key.len, klen);
-        CTXI_ST(l->value.len, vlen);
-        CTXI_ST(l->value.buf, (const unsigned char *)s->buf[j].val);
-        if (j < count) {
-                CTXI_ORDER();
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[j].key);
-        } else {
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[j].key);
-                CTXI_ORDER();
-                CTXI_ST(s->set.count, j + 1);
-        }
-        return truncated ? CTX_TRUNCATED : 0;
 }
 
 int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const char *val,
