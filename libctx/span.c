@@ -67,27 +67,32 @@ static const char digits2[201] = "0001020304050607080910111213141516171819202122
                                  "62636465666768697071727374757677787980818283848586878889909192"
                                  "93949596979899";
 
+/* Number of decimal digits of v (1..20). */
+static inline size_t decimal_digits(uint64_t v)
+{
+        size_t n = 1;
+        while (v >= 10000) {
+                v /= 10000;
+                n += 4;
+        }
+        return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+/* v in decimal at out, written from its last digit backwards two at a time (no temporary
+ * buffer and no copy loop: a third of a mirrored set-span went into the old conversion). */
 static size_t u64_decimal(unsigned char *out, uint64_t v)
 {
-        unsigned char tmp[20];
-        size_t p = sizeof(tmp);
+        size_t n = decimal_digits(v), p = n;
         while (v >= 100) {
                 unsigned r = (unsigned)(v % 100);
                 v /= 100;
                 p -= 2;
-                tmp[p] = (unsigned char)digits2[2 * r];
-                tmp[p + 1] = (unsigned char)digits2[2 * r + 1];
+                __builtin_memcpy(&out[p], &digits2[2 * r], 2);
         }
-        if (v >= 10) {
-                p -= 2;
-                tmp[p] = (unsigned char)digits2[2 * v];
-                tmp[p + 1] = (unsigned char)digits2[2 * v + 1];
-        } else {
-                tmp[--p] = (unsigned char)('0' + v);
-        }
-        size_t n = sizeof(tmp) - p;
-        for (size_t i = 0; i < n; i++)
-                out[i] = tmp[p + i];
+        if (v >= 10)
+                __builtin_memcpy(&out[0], &digits2[2 * v], 2);
+        else
+                out[0] = (unsigned char)('0' + v);
         return n;
 }
 
@@ -216,8 +221,10 @@ static inline int otel_shows_no_trace(struct ctxi_tls *t)
         return (a | b | c | r->trace_flags) == 0;
 }
 
-int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
-                  uint8_t trace_flags)
+/* ctx_set_trace, inlined into both entry points (ctx_set_span: trace_id NULL, a constant
+ * that removes the trace branch). */
+static inline __attribute__((always_inline)) int
+set_trace(const uint8_t *trace_id, uint64_t span_id, uint64_t root_span_id, uint8_t trace_flags)
 {
         struct ctxi_tls *t = ctxi_tls_addr(); /* the one TLS address of the whole call */
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
@@ -238,9 +245,15 @@ int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_sp
         return err ? err : e2;
 }
 
+int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
+                  uint8_t trace_flags)
+{
+        return set_trace(trace_id, span_id, root_span_id, trace_flags);
+}
+
 int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 {
-        return ctx_set_trace(NULL, span_id, root_span_id, 0);
+        return set_trace(NULL, span_id, root_span_id, 0);
 }
 
 int ctx_clear_span(void)
