@@ -151,6 +151,9 @@ CTXI_HIDDEN int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t
                              const char *val, size_t vlen);
 /* labelset_edit.h: ctxi_set_find (the entry holding a key, or the first hole) and
  * ctxi_set_put_at (replace or add), inline for the set paths. */
+/* The add half of ctxi_set_put_at (value already cut): 0 or -ENOSPC. */
+CTXI_HIDDEN int ctxi_set_add(struct ctxi_slot *s, int hole, int k, const char *key, size_t klen,
+                             const char *val, size_t vlen);
 CTXI_HIDDEN int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen);
 CTXI_HIDDEN void ctxi_set_clear(struct ctxi_slot *s);
 

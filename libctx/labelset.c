@@ -112,6 +112,34 @@ void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src)
         dst->mirror_root = src->mirror_root;
 }
 
+/* Add key at hole (or append after count): the entry is invisible while it is filled. */
+int ctxi_set_add(struct ctxi_slot *s, int hole, int k, const char *key, size_t klen,
+                 const char *val, size_t vlen)
+{
+        size_t count = s->set.count;
+        size_t j = hole >= 0 ? (size_t)hole : count;
+        if (j >= CTX_MAX_LABELS)
+                return -ENOSPC;
+        custom_labels_label_t *l = &s->labels[j];
+        s->kidx[j] = (int16_t)k;
+        s->hint = (uint8_t)j;
+        /* entry j is hidden (a hole) or beyond count: nobody reads these bytes */
+        ctxi_copy_small(s->buf[j].key, key, klen);
+        ctxi_copy_small(s->buf[j].val, val, vlen);
+        CTXI_ST(l->key.len, klen);
+        CTXI_ST(l->value.len, vlen);
+        CTXI_ST(l->value.buf, (const unsigned char *)s->buf[j].val);
+        if (j < count) {
+                CTXI_ORDER();
+                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[j].key);
+        } else {
+                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[j].key);
+                CTXI_ORDER();
+                CTXI_ST(s->set.count, j + 1);
+        }
+        return 0;
+}
+
 int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const char *val,
                  size_t vlen)
 {

@@ -55,37 +55,18 @@ static inline int ctxi_set_put_at(struct ctxi_slot *s, int i, int hole, int k, c
 {
         int truncated = 0;
         vlen = ctxi_utf8_cut(val, vlen, CTX_MAX_VALUE_LEN, &truncated);
-        if (i >= 0) { /* replace: hide, rewrite, show */
-                custom_labels_label_t *l = &s->labels[i];
-                CTXI_ST(l->key.buf, NULL);
-                CTXI_ORDER();
-                ctxi_copy_small(s->buf[i].val, val, vlen);
-                CTXI_ST(l->value.len, vlen);
-                CTXI_ORDER();
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
-                return truncated ? CTX_TRUNCATED : 0;
+        if (__builtin_expect(i < 0, 0)) {
+                int err = ctxi_set_add(s, hole, k, key, klen, val, vlen);
+                return err == 0 && truncated ? CTX_TRUNCATED : err;
         }
-        size_t count = s->set.count;
-        size_t j = hole >= 0 ? (size_t)hole : count;
-        if (j >= CTX_MAX_LABELS)
-                return -ENOSPC;
-        custom_labels_label_t *l = &s->labels[j];
-        s->kidx[j] = (int16_t)k;
-        s->hint = (uint8_t)j;
-        /* entry j is hidden (a hole) or beyond count: nobody reads these bytes */
-        ctxi_copy_small(s->buf[j].key, key, klen);
-        ctxi_copy_small(s->buf[j].val, val, vlen);
-        CTXI_ST(l->key.len, klen);
+        /* replace: hide, rewrite, show */
+        custom_labels_label_t *l = &s->labels[i];
+        CTXI_ST(l->key.buf, NULL);
+        CTXI_ORDER();
+        ctxi_copy_small(s->buf[i].val, val, vlen);
         CTXI_ST(l->value.len, vlen);
-        CTXI_ST(l->value.buf, (const unsigned char *)s->buf[j].val);
-        if (j < count) {
-                CTXI_ORDER();
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[j].key);
-        } else {
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[j].key);
-                CTXI_ORDER();
-                CTXI_ST(s->set.count, j + 1);
-        }
+        CTXI_ORDER();
+        CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
         return truncated ? CTX_TRUNCATED : 0;
 }
 

@@ -251,9 +251,30 @@ int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_sp
         return set_trace(trace_id, span_id, root_span_id, trace_flags);
 }
 
-int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+static __attribute__((noinline)) int set_span_slow(uint64_t span_id, uint64_t root_span_id)
 {
         return set_trace(NULL, span_id, root_span_id, 0);
+}
+
+/* set_trace(NULL, ...) shaped as a leaf: every case that needs more than the span record's
+ * four stores leaves through a tail call (the OTel record shows a trace to clear: the whole
+ * call again, out of line; the mirrors: mirror_update), so the common path pushes nothing. */
+int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
+{
+        struct ctxi_tls *t = ctxi_tls_addr();
+        unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
+        if ((abis & CTX_ABI_OTEL_THREAD) && !otel_shows_no_trace(t))
+                return set_span_slow(span_id, root_span_id);
+        if (abis & CTX_ABI_SPAN_RECORD)
+                span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
+        if (!(abis & CTX_ABI_CUSTOM_LABELS))
+                return 0;
+        if (!ctxi_mirroring_on()) {
+                struct ctxi_slot *cur = t->self.cur; /* as in span_and_mirrors */
+                if (!cur || !CTXI_LD(cur->mirror_shown))
+                        return 0;
+        }
+        return mirror_update(t);
 }
 
 int ctx_clear_span(void)
