@@ -17,10 +17,14 @@
  * remove it) and prints pair - replace, labelled as an estimate: adding a key is not the
  * same work as replacing one, so the difference is only close to the cost of the remove.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ctx/ctx.h"
 
@@ -107,42 +111,46 @@ static void noop(void *p)
         (void)p;
 }
 
+static inline __attribute__((always_inline)) void run_once(int which, uint64_t i)
+{
+        switch (which) {
+        case 0:
+        case 1:
+                ctx_set_span(i + 1, (i >> 4) + 1);
+                break;
+        case 2:
+                ctx_set_label(KEY16, 16, VAL32, 32);
+                break;
+        case 3:
+                ctx_set_label(KEY16B, 16, VAL32, 32);
+                ctx_remove_label(KEY16B, 16);
+                break;
+        case 4: {
+                ctx_label_kv kv[] = {{KEY16B, VAL32}};
+                ctx_with_labels(kv, 1, noop, NULL);
+                break;
+        }
+        case 5:
+                bl_set(KEY16, 16, VAL32, 32);
+                break;
+        case 6:
+                ctx_set_tag(3, (uint32_t)i);
+                break;
+        case 7: /* the OTel trace: a new trace id and span each call */
+                trace[0] = (uint8_t)i;
+                ctx_set_trace(trace, i + 1, 7, 1);
+                break;
+        case 8:
+                ctx_set_attr(attr_key, VAL32, 32);
+                break;
+        }
+}
+
 static double run(int which)
 {
         double t0 = now_ns();
-        for (uint64_t i = 0; i < ITERS; i++) {
-                switch (which) {
-                case 0:
-                case 1:
-                        ctx_set_span(i + 1, (i >> 4) + 1);
-                        break;
-                case 2:
-                        ctx_set_label(KEY16, 16, VAL32, 32);
-                        break;
-                case 3:
-                        ctx_set_label(KEY16B, 16, VAL32, 32);
-                        ctx_remove_label(KEY16B, 16);
-                        break;
-                case 4: {
-                        ctx_label_kv kv[] = {{KEY16B, VAL32}};
-                        ctx_with_labels(kv, 1, noop, NULL);
-                        break;
-                }
-                case 5:
-                        bl_set(KEY16, 16, VAL32, 32);
-                        break;
-                case 6:
-                        ctx_set_tag(3, (uint32_t)i);
-                        break;
-                case 7: /* the OTel trace: a new trace id and span each call */
-                        trace[0] = (uint8_t)i;
-                        ctx_set_trace(trace, i + 1, 7, 1);
-                        break;
-                case 8:
-                        ctx_set_attr(attr_key, VAL32, 32);
-                        break;
-                }
-        }
+        for (uint64_t i = 0; i < ITERS; i++)
+                run_once(which, i);
         return (now_ns() - t0) / ITERS;
 }
 
@@ -153,6 +161,47 @@ static double median(int which)
                 r[i] = run(which);
         qsort(r, RUNS, sizeof(r[0]), cmp_d);
         return r[RUNS / 2];
+}
+
+/* Instructions of one call of case `which`, counted by single-stepping a forked child with
+ * ptrace: independent of the machine's load, which makes the ns figures of a busy 2-vCPU box
+ * swing by a third. The count includes the marker stores and the call itself (~5). -1 if
+ * ptrace is not allowed. */
+static volatile int step_mark;
+static long instructions(int which)
+{
+        run_once(which, 999); /* the state a call in the timed loop starts from */
+        fflush(NULL);
+        pid_t c = fork();
+        if (c < 0)
+                return -1;
+        if (c == 0) {
+                if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+                        _exit(1);
+                raise(SIGSTOP);
+                step_mark = 1;
+                run_once(which, 1000);
+                step_mark = 2;
+                _exit(0);
+        }
+        int st;
+        long n = 0;
+        if (waitpid(c, &st, 0) != c || !WIFSTOPPED(st))
+                return -1;
+        for (;;) {
+                if (ptrace(PTRACE_SINGLESTEP, c, 0, 0) != 0 || waitpid(c, &st, 0) != c ||
+                    !WIFSTOPPED(st)) {
+                        n = -1;
+                        break;
+                }
+                long m = ptrace(PTRACE_PEEKDATA, c, (void *)&step_mark, 0);
+                if ((int)m == 2)
+                        break;
+                n += (int)m == 1;
+        }
+        kill(c, SIGKILL);
+        waitpid(c, &st, 0);
+        return n;
 }
 
 /* budget <= factor x the malloc-style baseline of the same run (issue 24) */
@@ -226,5 +275,12 @@ int main(int argc, char **argv)
         printf("  %-44s %7.1f\n", "ctx_with_labels, 1 label, empty callback", median(4));
         printf("  %-44s %7.1f\n", "set-tag", median(6));
         subsets();
+        printf("  instructions per call, every ABI on (single-stepped; independent of load):\n");
+        ctx_set_span_mirroring(0);
+        long sp0 = instructions(0);
+        ctx_set_span_mirroring(1);
+        printf("    set-span %ld (mirrors off), %ld (on); set-trace %ld; set-label %ld; "
+               "set-attr %ld\n",
+               sp0, instructions(1), instructions(7), instructions(2), instructions(8));
         return 0;
 }
