@@ -301,8 +301,23 @@ CTXI_HIDDEN void ctxi_otel_del(struct otel_thread_ctx_record *r, unsigned k);
 /* otel_keys.c — the process-wide attribute key registry (threadlocal.attribute_key_map). */
 CTXI_HIDDEN int ctxi_key_find(const char *key, size_t klen);  /* index or -1; lock-free */
 CTXI_HIDDEN int ctxi_key_index(const char *key, size_t klen); /* find or register */
-CTXI_HIDDEN unsigned ctxi_key_count(void);
-CTXI_HIDDEN const char *ctxi_key_name(unsigned i, size_t *len); /* NUL-terminated */
+/* The registry's storage, read inline by ctx_set_attr: a name and its length never change
+ * once `count` (stored with release after them) covers their index. */
+struct ctxi_keys {
+        char name[OTEL_THREAD_CTX_MAX_KEYS][CTX_MAX_KEY_LEN + 1]; /* NUL-terminated */
+        uint8_t len[OTEL_THREAD_CTX_MAX_KEYS];
+        uint32_t count; /* registered keys */
+};
+extern struct ctxi_keys ctxi_keys CTXI_HIDDEN;
+static inline unsigned ctxi_key_count(void)
+{
+        return __atomic_load_n(&ctxi_keys.count, __ATOMIC_ACQUIRE);
+}
+static inline const char *ctxi_key_name(unsigned i, size_t *len)
+{
+        *len = ctxi_keys.len[i];
+        return ctxi_keys.name[i];
+}
 
 /* otel_process.c — the OTEL_CTX mapping; republish when the key map grew (try-lock: never
  * waits; a busy publisher picks the change up). */
