@@ -265,16 +265,7 @@ int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
         if ((abis & CTX_ABI_OTEL_THREAD) && !otel_shows_no_trace(t))
                 return set_span_slow(span_id, root_span_id);
-        if (abis & CTX_ABI_SPAN_RECORD)
-                span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
-        if (!(abis & CTX_ABI_CUSTOM_LABELS))
-                return 0;
-        if (!ctxi_mirroring_on()) {
-                struct ctxi_slot *cur = t->self.cur; /* as in span_and_mirrors */
-                if (!cur || !CTXI_LD(cur->mirror_shown))
-                        return 0;
-        }
-        return mirror_update(t);
+        return span_and_mirrors(t, abis, span_id, root_span_id); /* mirrors: a tail call */
 }
 
 int ctx_clear_span(void)
