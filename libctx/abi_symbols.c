@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libctx/abi_symbols.c — defines the five symbols out-of-process readers look up in .dynsym:
- * the two version constants and the three thread-local records (include/ctx/abi.h). Owns their
- * storage, nothing else. Must never change a name, a size or a layout (wire format), and must
- * keep the TLS variables default-visibility and non-protected so that code in the shared
- * object reaches them through R_X86_64_TLSDESC relocations *naming the symbol* — the
- * relocation readers use to find each thread's copy.
+ * the two version constants and the three thread-local records (include/ctx/abi.h), and the
+ * one TLS block (ctxi_tls) that holds those records and the writer's per-thread state.
+ * Owns that storage, nothing else. Must never change a name, a size or a layout (wire
+ * format), and must keep the TLS variables default-visibility and non-protected so that code
+ * in the shared object reaches them through R_X86_64_TLSDESC relocations *naming the
+ * symbol* — the relocation readers use to find each thread's copy.
  */
 #include "internal.h"
 
