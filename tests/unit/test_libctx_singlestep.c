@@ -2,14 +2,14 @@
 /*
  * tests/unit/test_libctx_singlestep.c — a reader interrupting a libctx write at *every*
  * instruction: a forked child runs each write path once (add, replace same/other length,
- * set-attr, remove into a hole, clear, set-span with mirrors, set-trace, clear-span) while the
- * parent single-steps it with ptrace and, at every stop, reads all three ABIs out of the
- * child (process_vm_readv, the way an out-of-process reader does: follow the set pointer,
- * respect count and len, skip NULL keys, first duplicate wins; checksum; OTel valid flag).
- * Each view must be the state before or after the write in progress, never a mix: per label
- * key the old or new value (absent only during that key's own update); a valid span record
- * holding the old or new ids; a valid OTel record equal, as a whole, to the old or new one.
- * The child is a fork of this thread, so its TLS and pool addresses are this thread's.
+ * set-attr, a key registered by its first set, remove, add into the hole, clear, set-span with
+ * mirrors, set-trace, clear-span) while the parent single-steps it with ptrace and, at every
+ * stop, reads all three ABIs out of the child (process_vm_readv, the way an out-of-process reader
+ * does: follow the set pointer, respect count and len, skip NULL keys, first duplicate wins;
+ * checksum; OTel valid flag). Each view must be the state before or after the write in progress,
+ * never a mix: per label key the old or new value (absent only during that key's own update); a
+ * valid span record holding the old or new ids; a valid OTel record equal, as a whole, to the old
+ * or new one. The child is a fork of this thread, so its TLS and pool addresses are this thread's.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -55,8 +55,12 @@ struct ss_write {
         uint64_t span, root;
 };
 
-static const char *const KEYS[] = {"http.route", "tenant", "a.key.longer.than.16"};
-static int key_index[3];
+/* the first three are registered before the fork; the child registers "late.key" inside its
+ * set (lock, republish of the process context), as the fourth key: index 3 */
+#define SS_KEYS 4
+static const char *const KEYS[SS_KEYS] = {"http.route", "tenant", "a.key.longer.than.16",
+                                          "late.key"};
+static int key_index[SS_KEYS] = {-1, -1, -1, 3};
 static const uint8_t TRACE[16] = {0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
                                   0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36};
 
@@ -73,6 +77,7 @@ static const struct ss_write WRITES[] = {
     {OP_TRACE, NULL, NULL, 0x1122334455667788ull, 99},
     {OP_SPAN, NULL, NULL, 7, 42},
     {OP_LABEL, "a.key.longer.than.16", "v", 0, 0},
+    {OP_LABEL, "late.key", "first set registers the key", 0, 0},
     {OP_REMOVE, "http.route", NULL, 0, 0},
     {OP_LABEL, "http.route", "back", 0, 0},
     {OP_CLEAR_SPAN, NULL, NULL, 0, 0},
@@ -84,7 +89,7 @@ static volatile int ss_phase; /* the child: index + 1 of the write in progress *
 
 static int kidx_of(const char *key)
 {
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < SS_KEYS; i++)
                 if (!strcmp(KEYS[i], key))
                         return key_index[i];
         return -1;
@@ -153,7 +158,7 @@ static void model_apply(struct ss_state *s, const struct ss_write *w)
                 model_attr_del(s, (unsigned)kidx_of(w->key));
                 break;
         case OP_CLEAR_LABELS:
-                for (int i = 0; i < 3; i++)
+                for (int i = 0; i < SS_KEYS; i++)
                         model_del(s, KEYS[i]);
                 s->nattrs = 0;
                 break;
@@ -365,7 +370,7 @@ Test(libctx_singlestep, every_instruction_of_every_write_shows_old_or_new, .time
         ctx_set_abis(CTX_ABI_ALL);
         ctx_set_span_mirroring(1);
         for (int i = 0; i < 3; i++) /* registered up front: indexes known to both sides */
-                cr_assert_geq(key_index[i] = ctx_register_key(KEYS[i], strlen(KEYS[i])), 0);
+                cr_assert_eq(key_index[i] = ctx_register_key(KEYS[i], strlen(KEYS[i])), i);
         /* this thread's state is the child's initial one: no labels, no span, no trace */
         fflush(NULL);
         child = fork();
