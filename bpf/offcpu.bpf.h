@@ -28,14 +28,20 @@
 
 const volatile __u64 offcpu_min_ns = CTXPROF_OFFCPU_MIN_NS_DEFAULT;
 
+/* A thread's off-CPU record as built at its switch-out: a ctxprof_offcpu_rec head, then the
+ * variable parts (ctxprof/sample.h); sent as it is, base.len bytes, at the switch-in. */
+struct offcpu_slot {
+        __u8 b[CTXPROF_REC_CTX_MAX];
+};
+
 /* One slot per target thread that blocked at least once (key: the kernel's tid). Allocated
- * on first use (no prealloc: 5.6 KiB each), freed at thread exit. Resized before load. */
+ * on first use (no prealloc: 6.4 KiB each), freed at thread exit. Resized before load. */
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, CTXPROF_OFFCPU_MAX_THREADS_DEFAULT);
         __uint(map_flags, BPF_F_NO_PREALLOC);
         __type(key, __u32);
-        __type(value, struct ctxprof_offcpu_rec);
+        __type(value, struct offcpu_slot);
 } offcpu_threads SEC(".maps");
 
 /* Source of a new slot's first value (the BPF stack is 512 bytes). */
@@ -43,13 +49,13 @@ struct {
         __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
         __uint(max_entries, 1);
         __type(key, __u32);
-        __type(value, struct ctxprof_offcpu_rec);
+        __type(value, struct offcpu_slot);
 } offcpu_blank SEC(".maps");
 
 /* The slot of thread tid, created when missing; NULL (counted) when the map is full. */
-static __always_inline struct ctxprof_offcpu_rec *offcpu_slot(__u32 tid, struct ctxprof_counters *c)
+static __always_inline struct offcpu_slot *offcpu_slot(__u32 tid, struct ctxprof_counters *c)
 {
-        struct ctxprof_offcpu_rec *e = bpf_map_lookup_elem(&offcpu_threads, &tid);
+        struct offcpu_slot *e = bpf_map_lookup_elem(&offcpu_threads, &tid);
         __u32 zero = 0;
 
         if (e)
@@ -67,10 +73,11 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev, __
                                          __u64 now)
 {
         const struct ctxprof_tls_target *t;
-        struct ctxprof_offcpu_rec *e;
+        struct ctxprof_offcpu_rec *o;
         struct ctxprof_sample_rec *r;
         struct ctxprof_counters *c;
-        __u32 tgid, tid, zero = 0;
+        __u32 tgid, tid, pos, zero = 0;
+        struct offcpu_slot *e;
         __u64 flags;
 
         /* An exiting thread still switches out (last of all as TASK_DEAD, after
@@ -86,48 +93,38 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev, __
         e = offcpu_slot(prev->pid, c);
         if (!e)
                 return;
-        e->wake_ns = 0; /* before the slot reads as open (type) to sched_wakeup */
-        r = &e->base;
+        o = (struct ctxprof_offcpu_rec *)e->b;
+        o->wake_ns = 0; /* before the slot reads as open (type) to sched_wakeup */
+        r = &o->base;
         init_record(r, CTXPROF_REC_OFFCPU, tgid, tid, now, flags, t);
-        read_context(r, t, tgid, c);
-        take_stacks(ctx, r, c, 1, 1);
-        e->state = state;
-        e->duration_ns = 0;
-        e->runq_ns = 0;
-        e->pad = 0;
+        pos = take_stacks(ctx, r, e->b, sizeof(*o), NULL, tgid, c, 1, 0);
+        r->len = read_context(r, e->b, pos, t, tgid, c);
+        o->state = state;
+        o->duration_ns = 0;
+        o->runq_ns = 0;
+        o->pad = 0;
 }
 
-/* A thread with an open interval runs again: one ring record if it lasted long enough. */
-static __always_inline void offcpu_end(struct ctxprof_offcpu_rec *e, __u64 now)
+/* A thread with an open interval runs again: its record into the ring if it lasted long
+ * enough, then the slot is closed (a later switch-in of this thread emits nothing). */
+static __always_inline void offcpu_end(struct offcpu_slot *e, __u64 now)
 {
-        struct ctxprof_offcpu_rec *o;
+        struct ctxprof_offcpu_rec *o = (struct ctxprof_offcpu_rec *)e->b;
+        __u64 start = o->base.time_ns, wake = o->wake_ns;
         __u32 zero = 0;
-        __u64 start = e->base.time_ns, wake = e->wake_ns, flags;
         struct ctxprof_counters *c = bpf_map_lookup_elem(&counters, &zero);
 
-        e->base.type = 0; /* closed: a later switch-in of this thread emits nothing */
         if (now - start < offcpu_min_ns) {
                 count(c, CTXPROF_CNT_OFFCPU_SHORT);
-                return;
+        } else {
+                o->duration_ns = now - start;
+                o->runq_ns = wake >= start && wake <= now ? now - wake : 0;
+                if (send_record(&o->base, o->base.len, sizeof(*e), c))
+                        count(c, CTXPROF_CNT_OFFCPU_LOST);
+                else
+                        count(c, CTXPROF_CNT_OFFCPU);
         }
-        o = bpf_ringbuf_reserve(&samples, sizeof(*o), 0);
-        if (!o) {
-                count(c, CTXPROF_CNT_OFFCPU_LOST);
-                return;
-        }
-        if (bpf_probe_read_kernel(o, sizeof(*o), e)) {
-                bpf_ringbuf_discard(o, 0);
-                count(c, CTXPROF_CNT_OFFCPU_LOST);
-                return;
-        }
-        o->base.type = CTXPROF_REC_OFFCPU;
-        o->duration_ns = now - start;
-        o->runq_ns = wake >= start && wake <= now ? now - wake : 0;
-        count(c, CTXPROF_CNT_OFFCPU);
-        flags = BPF_RB_NO_WAKEUP;
-        if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-                flags = BPF_RB_FORCE_WAKEUP;
-        bpf_ringbuf_submit(o, flags);
+        o->base.type = 0;
 }
 
 SEC("tp_btf/sched_switch")
@@ -136,9 +133,9 @@ int BPF_PROG(ctxprof_offcpu_switch, bool preempt, struct task_struct *prev,
 {
         __u64 now = bpf_ktime_get_ns();
         __u32 ntid = next->pid;
-        struct ctxprof_offcpu_rec *e = bpf_map_lookup_elem(&offcpu_threads, &ntid);
+        struct offcpu_slot *e = bpf_map_lookup_elem(&offcpu_threads, &ntid);
 
-        if (e && e->base.type == CTXPROF_REC_OFFCPU)
+        if (e && ((struct ctxprof_offcpu_rec *)e->b)->base.type == CTXPROF_REC_OFFCPU)
                 offcpu_end(e, now);
         /* Preempted (even mid-way through blocking) = still runnable: not off-CPU. */
         if (preempt || prev_state == TASK_RUNNING_STATE)
@@ -151,10 +148,13 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(ctxprof_offcpu_wakeup, struct task_struct *p)
 {
         __u32 tid = p->pid;
-        struct ctxprof_offcpu_rec *e = bpf_map_lookup_elem(&offcpu_threads, &tid);
+        struct ctxprof_offcpu_rec *o;
+        struct offcpu_slot *e;
 
-        if (e && e->base.type == CTXPROF_REC_OFFCPU && !e->wake_ns)
-                e->wake_ns = bpf_ktime_get_ns();
+        e = bpf_map_lookup_elem(&offcpu_threads, &tid);
+        o = e ? (struct ctxprof_offcpu_rec *)e->b : NULL;
+        if (o && o->base.type == CTXPROF_REC_OFFCPU && !o->wake_ns)
+                o->wake_ns = bpf_ktime_get_ns();
         return 0;
 }
 
@@ -162,15 +162,16 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ctxprof_offcpu_exit, struct task_struct *p)
 {
         __u32 tid = p->pid, zero = 0;
-        struct ctxprof_offcpu_rec *e = bpf_map_lookup_elem(&offcpu_threads, &tid);
         struct ctxprof_counters *c;
+        struct offcpu_slot *e;
 
+        e = bpf_map_lookup_elem(&offcpu_threads, &tid);
         if (!e)
                 return 0;
         c = bpf_map_lookup_elem(&counters, &zero);
         /* p is running (it exits): its interval was closed at its switch-in, unless the
          * record of that switch-in never happened (program attached mid-way). */
-        if (e->base.type == CTXPROF_REC_OFFCPU)
+        if (((struct ctxprof_offcpu_rec *)e->b)->base.type == CTXPROF_REC_OFFCPU)
                 count(c, CTXPROF_CNT_OFFCPU_OPEN_EXIT);
         if (!bpf_map_delete_elem(&offcpu_threads, &tid))
                 count(c, CTXPROF_CNT_OFFCPU_EXITED);
