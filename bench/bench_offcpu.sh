@@ -5,7 +5,9 @@
 #     only), then the same process as the target (capture at switch-out + record at switch-in);
 #  2. `perf bench sched pipe` (LOOPS round trips, median of ROUNDS): alone, under
 #     ctxprof --event off-cpu, under perf record -e sched:sched_switch -g (tracefs mounted in
-#     a private mount namespace), and offcputime-bpfcc when it can run here.
+#     a private mount namespace), and offcputime-bpfcc when it can run here;
+#  3. the same pipe in a process that is not a target, while ctxprof --event off-cpu -p and
+#     perf record -e sched:sched_switch -g -p watch a sleeping process (the host's cost).
 # Needs root. B=build dir (default build), LOOPS (default 200000), ROUNDS (default 3).
 set -u
 cd "$(dirname "$0")/.."
@@ -96,3 +98,40 @@ if [ -z "$bcc_why" ]; then
 else
 	echo "offcputime-bpfcc: $bcc_why"
 fi
+
+echo
+echo "# 3. the host's cost: $PIPE in a process that is NOT a target (usecs per round trip,"
+echo "#    median of $ROUNDS) while each profiler watches a sleeping process (-p)"
+sleep 3600 &
+idle2=$!
+attach_wait() { sleep 2; } # both tools attach within this (no readiness signal from perf)
+for r in $(seq "$ROUNDS"); do
+	$PIPE >"$TMP/ntb.$r" 2>&1
+	"$CTXPROF" record -q --event off-cpu -p $idle2 -o /dev/null &
+	rec=$!
+	attach_wait
+	$PIPE >"$TMP/ntc.$r" 2>&1
+	kill -INT $rec
+	wait $rec
+	if [ $can_perf = 1 ]; then
+		unshare -m sh -c "mount -t tracefs nodev /sys/kernel/tracing && exec perf record -q \
+			-o $TMP/ntp.data -e sched:sched_switch -g -p $idle2" >/dev/null 2>&1 &
+		perfpid=$!
+		attach_wait
+		$PIPE >"$TMP/ntp.$r" 2>&1
+		kill -INT $perfpid
+		wait $perfpid
+	fi
+done
+kill $idle2 2>/dev/null
+base=$(for r in $(seq "$ROUNDS"); do usecs "$TMP/ntb.$r"; done | median)
+printf '%-44s %10s %10s\n' configuration usecs/op slowdown
+row "none" ntb
+row "ctxprof record --event off-cpu -p SLEEPER" ntc
+if [ $can_perf = 1 ]; then
+	row "perf record -e sched:sched_switch -g -p SLEEPER" ntp
+else
+	printf '%-44s %10s\n' "perf record -e sched:sched_switch -g -p" "cannot run (tracefs mount failed)"
+fi
+echo "(a round trip is 2 context switches on each side of the pipe; what is left for a"
+echo " non-target switch is the tracepoint's call into the BPF program and the bitmap test)"

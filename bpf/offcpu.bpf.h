@@ -9,8 +9,10 @@
  * into the thread's slot of `offcpu_threads`; sched_wakeup stamps the wakeup; at the
  * thread's next switch-in the slot becomes one CTXPROF_REC_OFFCPU ring record with the
  * blocked duration and the run-queue delay, if the interval lasted at least
- * offcpu_min_ns. A non-target switch costs one hash lookup (next) and the tgid filter
- * (prev). Slots are freed at thread exit; every drop is counted (CTXPROF_CNT_OFFCPU_*).
+ * offcpu_min_ns. The blocking user stack goes through the in-kernel .eh_frame unwinder
+ * (kunwind.bpf.h) in every call-graph mode, the kernel stack skips the tracing machinery's
+ * frames. A switch of two non-target threads costs the target bitmap test (target_maybe) and
+ * no map lookup. Slots are freed at thread exit; every drop is counted (CTXPROF_CNT_OFFCPU_*).
  *
  * Included once, at the end of sampler.bpf.c (maps `targets`, `samples`, `counters` and
  * the helpers target_of/read_context/cur_ids are that file's). Its programs are not loaded
@@ -27,6 +29,20 @@
                     */
 
 const volatile __u64 offcpu_min_ns = CTXPROF_OFFCPU_MIN_NS_DEFAULT;
+/* 1: blocking user stacks from the in-kernel .eh_frame unwinder (the daemon loads the tables
+ * of every target for off-CPU, whatever the call-graph mode) */
+const volatile __u32 offcpu_kunwind = 0;
+
+/*
+ * The kernel stack taken here starts in the tracing machinery: this program
+ * (bpf_prog_..._ctxprof_offcpu_switch) and bpf_trace_run4, always, and __traceiter_sched_switch
+ * when more than one program is attached to the tracepoint (the static call then goes to the
+ * iterator instead of straight to this program's __bpf_trace_sched_switch thunk, which tail
+ * calls bpf_trace_run4). Those frames are skipped in the kernel, so the stack starts at
+ * __schedule, as perf's sched:sched_switch stacks do.
+ */
+#define OFFCPU_KSKIP 2
+extern const void __traceiter_sched_switch __ksym __weak;
 
 /* A thread's off-CPU record as built at its switch-out: a ctxprof_offcpu_rec head, then the
  * variable parts (ctxprof/sample.h); sent as it is, base.len bytes, at the switch-in. */
@@ -68,6 +84,23 @@ static __always_inline struct offcpu_slot *offcpu_slot(__u32 tid, struct ctxprof
         return bpf_map_lookup_elem(&offcpu_threads, &tid);
 }
 
+/* The blocked thread's user registers (where it entered the kernel) for the in-kernel
+ * unwinder, in this CPU's unwinder scratch; NULL (frame pointers) when it is off or they are
+ * unavailable. The scratch is shared with the CPU sampler, which cannot run here: switches
+ * run with interrupts off, and the wall mode's cpu-clock events are timer interrupts. */
+static __always_inline const __u64 *offcpu_regs(struct ctxprof_sample_rec *r)
+{
+        struct ku_scratch *sc;
+        __u32 zero = 0;
+
+        if (!offcpu_kunwind)
+                return NULL;
+        sc = bpf_map_lookup_elem(&ku_scratch, &zero);
+        if (!sc || task_user_regs(sc->regs, r))
+                return NULL;
+        return sc->regs;
+}
+
 /* prev (== current) blocks: capture its context and stacks into its slot. */
 static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev, __u32 state,
                                          __u64 now)
@@ -97,7 +130,8 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev, __
         o->wake_ns = 0; /* before the slot reads as open (type) to sched_wakeup */
         r = &o->base;
         init_record(r, CTXPROF_REC_OFFCPU, tgid, tid, now, flags, t);
-        pos = take_stacks(ctx, r, e->b, sizeof(*o), NULL, tgid, c, 1, 0);
+        pos = take_stacks(ctx, r, e->b, sizeof(*o), offcpu_regs(r), tgid, c, 1, OFFCPU_KSKIP,
+                          (__u64)&__traceiter_sched_switch);
         r->len = read_context(r, e->b, pos, t, tgid, c);
         o->state = state;
         o->duration_ns = 0;
@@ -127,20 +161,30 @@ static __always_inline void offcpu_end(struct offcpu_slot *e, __u64 now)
         o->base.type = 0;
 }
 
+/*
+ * Every context switch on the host comes here. One that neither ends an interval (next is no
+ * target's thread) nor starts one (prev is preempted, or no target's) returns after two
+ * loads from each task and the target bitmap: no helper call, no map lookup.
+ */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ctxprof_offcpu_switch, bool preempt, struct task_struct *prev,
              struct task_struct *next, unsigned int prev_state)
 {
-        __u64 now = bpf_ktime_get_ns();
-        __u32 ntid = next->pid;
-        struct offcpu_slot *e = bpf_map_lookup_elem(&offcpu_threads, &ntid);
+        /* Preempted (even mid-way through blocking) = still runnable: not off-CPU. */
+        int blocks = !preempt && prev_state != TASK_RUNNING_STATE && target_maybe(prev);
+        struct offcpu_slot *e;
+        __u32 ntid;
+        __u64 now;
 
+        if (!blocks && !target_maybe(next))
+                return 0;
+        now = bpf_ktime_get_ns();
+        ntid = next->pid;
+        e = bpf_map_lookup_elem(&offcpu_threads, &ntid);
         if (e && ((struct ctxprof_offcpu_rec *)e->b)->base.type == CTXPROF_REC_OFFCPU)
                 offcpu_end(e, now);
-        /* Preempted (even mid-way through blocking) = still runnable: not off-CPU. */
-        if (preempt || prev_state == TASK_RUNNING_STATE)
-                return 0;
-        offcpu_begin(ctx, prev, prev_state, now);
+        if (blocks)
+                offcpu_begin(ctx, prev, prev_state, now);
         return 0;
 }
 
@@ -151,6 +195,8 @@ int BPF_PROG(ctxprof_offcpu_wakeup, struct task_struct *p)
         struct ctxprof_offcpu_rec *o;
         struct offcpu_slot *e;
 
+        if (!target_maybe(p))
+                return 0; /* every wakeup on the host: see ctxprof_offcpu_switch */
         e = bpf_map_lookup_elem(&offcpu_threads, &tid);
         o = e ? (struct ctxprof_offcpu_rec *)e->b : NULL;
         if (o && o->base.type == CTXPROF_REC_OFFCPU && !o->wake_ns)
@@ -165,6 +211,8 @@ int BPF_PROG(ctxprof_offcpu_exit, struct task_struct *p)
         struct ctxprof_counters *c;
         struct offcpu_slot *e;
 
+        if (!target_maybe(p))
+                return 0;
         e = bpf_map_lookup_elem(&offcpu_threads, &tid);
         if (!e)
                 return 0;

@@ -124,6 +124,32 @@ struct {
 __u32 ncgroups = 0; /* written by the daemon at run time (selectors reload) */
 static const struct ctxprof_tls_target no_location = {};
 
+/*
+ * A bitmap over kernel tgids (bit tgid % TARGET_BITS) with a bit set for every process that
+ * is or was a target: set by the daemon before it adds a target, and here when a fork makes
+ * one; never cleared (a stale bit only costs the map lookup it saves). Programs that run for
+ * every task on the host (sched_switch) test it first, with two loads and no helper call.
+ * Not usable when pids are translated (sidecar: the daemon knows no kernel tgid) or cgroup
+ * selectors pick processes the targets map does not hold: target_maybe says yes then.
+ */
+#define TARGET_BITS (1u << 16)
+__u64 target_bits[TARGET_BITS / 64];
+
+static __always_inline void target_mark(__u32 tgid)
+{
+        __sync_fetch_and_or(&target_bits[(tgid / 64) % (TARGET_BITS / 64)], 1ull << (tgid % 64));
+}
+
+/* 0 when task t is certainly not (and never was) a target; 1 when it may be. */
+static __always_inline int target_maybe(const struct task_struct *t)
+{
+        __u32 tgid = t->tgid;
+
+        if (pidns_ino || ncgroups)
+                return 1;
+        return (target_bits[(tgid / 64) % (TARGET_BITS / 64)] >> (tgid % 64)) & 1;
+}
+
 static __always_inline int in_selected_cgroup(void)
 {
         for (__u32 i = 0; i < CTXPROF_MAX_CGROUPS; i++) {
@@ -269,17 +295,24 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, __u64 *o,
         return 0;
 }
 
+/* take_stacks: a function at most this long (the tracepoint iterator, a short loop over its
+ * probes) that is skipped when it is the top frame after the skipped ones */
+#define KSKIP_FN_MAX_SIZE 0x400
+
 /*
  * The ustack and kstack parts at buf + pos (pos: the end of the record's head). User ips:
  * from the in-kernel .eh_frame unwinder when regs are given and the process has tables, else
  * by frame pointers (bpf_get_stack); kernel ips skipping kskip frames (the tracing machinery
- * of the program that asks). Returns where the parts end.
+ * of the program that asks), and one more when the top one is in the function at kskip_fn
+ * (0: none). Returns where the parts end.
  */
 static __always_inline __u32 take_stacks(void *ctx, struct ctxprof_sample_rec *r, __u8 *buf,
                                          __u32 pos, const __u64 *regs, __u32 tgid,
-                                         struct ctxprof_counters *c, int user, __u64 kskip)
+                                         struct ctxprof_counters *c, int user, __u64 kskip,
+                                         __u64 kskip_fn)
 {
         __u32 nu = 0, nk = 0;
+        __u64 *ks;
         long n;
 
         if (pos > CTXPROF_REC_HEAD_MAX)
@@ -301,7 +334,11 @@ static __always_inline __u32 take_stacks(void *ctx, struct ctxprof_sample_rec *r
         pos += 8 * nu;
         if (!kernel_stacks)
                 return pos;
-        n = bpf_get_stack(ctx, buf + pos, 8 * CTXPROF_MAX_KSTACK, kskip & BPF_F_SKIP_FIELD_MASK);
+        ks = (__u64 *)(buf + pos);
+        n = bpf_get_stack(ctx, ks, 8 * CTXPROF_MAX_KSTACK, kskip & BPF_F_SKIP_FIELD_MASK);
+        if (kskip_fn && n > 0 && ks[0] - kskip_fn < KSKIP_FN_MAX_SIZE)
+                n = bpf_get_stack(ctx, ks, 8 * CTXPROF_MAX_KSTACK,
+                                  (kskip + 1) & BPF_F_SKIP_FIELD_MASK);
         if (n < 0) {
                 r->errors |= CTXPROF_SE_KSTACK;
                 count(c, CTXPROF_CNT_KSTACK_ERR);
@@ -423,7 +460,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 pos = sizeof(*d);
         }
         /* user stack: in-kernel .eh_frame unwinding, or frame pointers where it cannot */
-        pos = take_stacks(ctx, r, buf->b, pos, kunwind_regs(ctx, r, d), tgid, c, 1, 0);
+        pos = take_stacks(ctx, r, buf->b, pos, kunwind_regs(ctx, r, d), tgid, c, 1, 0, 0);
         pos = read_context(r, buf->b, pos, t, tgid, c);
         if (d)
                 pos = copy_user_stack(d, buf->b, pos, c);
@@ -485,6 +522,7 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
         child_loc = *pt;
         child_loc.exec_gen = 0;
         bpf_map_delete_elem(&exec_gens, &ctgid);
+        target_mark(ctgid); /* before the entry: see target_bits */
         bpf_map_update_elem(&targets, &ctgid, &child_loc, BPF_NOEXIST);
         emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
         return 0;

@@ -35,6 +35,7 @@
 #include "engine/sampler.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
+#include "engine/ktrace_text.h"
 #include "stack/proc_maps.h"
 #include "stack/unwind_dwarf.h"
 #include "util/clock.h"
@@ -74,6 +75,7 @@ struct sampler {
         struct modules *modules;
         struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
         struct kunwind *ku;              /* dwarf, dwarf-check: the in-kernel unwinder's tables */
+        struct ktrace_text *ktrace;      /* kernel stacks: the BPF machinery's text, dropped */
         struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
@@ -137,6 +139,22 @@ static int cg_kunwind(int cg)
 {
         return cg == SAMPLER_CG_DWARF || cg == SAMPLER_CG_DWARF_CHECK;
 }
+/* The in-kernel unwinder's tables are loaded for it, and for the blocking stacks of off-CPU
+ * intervals in every call-graph mode (docs/offcpu.md). */
+static int uses_ku(const struct sampler_opts *o)
+{
+        return cg_kunwind(o->dwarf) || SAMPLER_EV_HAS_OFFCPU(o->event);
+}
+
+/* BPF's target bitmap (target_bits in bpf/sampler.bpf.c): pid may be a target from now on. */
+static void mark_target(struct sampler *s, pid_t pid)
+{
+        const unsigned nbits = sizeof(s->skel->bss->target_bits) * CHAR_BIT;
+        unsigned bit = (unsigned)pid % nbits;
+
+        __atomic_fetch_or(&s->skel->bss->target_bits[bit / 64], 1ull << (bit % 64),
+                          __ATOMIC_RELAXED);
+}
 
 /* In-kernel unwinding: write p's mapping list (tables of new modules loaded). refresh: read
  * /proc/PID/maps again first (a library was mapped). */
@@ -182,7 +200,9 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 return -ENOSPC;
         /* A target before it is located: an exec from now on is counted (and reported), so
          * the location below is checked against it. Until it is published, the entry says
-         * pending: samples count only with context (engine/procs.c says why). */
+         * pending: samples count only with context (engine/procs.c says why). The bitmap
+         * first: BPF looks at the map only for a marked tgid. */
+        mark_target(s, pid);
         if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &pending, BPF_NOEXIST) &&
             errno != EEXIST) {
                 proc_mark_dead(p, 0, mono_ns());
@@ -510,7 +530,10 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
         const struct ctxprof_sample_dwarf_rec *d = v->dwarf;
         unsigned i, n = 0, nk = v->n_kstack, nu = v->n_ustack;
 
-        for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
+        /* a stack taken in (or interrupting) a BPF program starts with the tracing
+         * machinery's frames, ours: never shown (BPF skips them where it knows how many) */
+        i = (unsigned)ktrace_text_skip(s->ktrace, v->kstack, nk);
+        for (; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
                 s->frames[n].offset = v->kstack[i];
                 s->frames[n].module_id = CTXPROF_MODULE_KERNEL;
                 s->frames[n].flags = CTXPROF_FRAME_KERNEL | (i ? CTXPROF_FRAME_RETADDR : 0);
@@ -735,6 +758,7 @@ static int sampler_offcpu_config(struct sampler *s)
                         return err;
         s->skel->rodata->offcpu_min_ns =
             o->offcpu_min_ns ? o->offcpu_min_ns : CTXPROF_OFFCPU_MIN_NS_DEFAULT;
+        s->skel->rodata->offcpu_kunwind = on ? 1 : 0;
         return bpf_map__set_max_entries(s->skel->maps.offcpu_threads,
                                         !on ? 1
                                         : o->offcpu_max_threads
@@ -780,8 +804,7 @@ static int sampler_open_bpf(struct sampler *s)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
         /* The row array is allocated whole at load: only when it is used. */
-        if (bpf_map__set_max_entries(s->skel->maps.ku_rows,
-                                     cg_kunwind(o->dwarf) ? ku_row_cap() : 1))
+        if (bpf_map__set_max_entries(s->skel->maps.ku_rows, uses_ku(o) ? ku_row_cap() : 1))
                 return -EINVAL;
         err = sampler_offcpu_config(s);
         return err ? err : bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
@@ -871,13 +894,16 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         if (!err) {
                 s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);
                 s->procs.exec_gens_fd = bpf_map__fd(s->skel->maps.exec_gens);
-                if (cg_kunwind(o->dwarf)) {
+                if (uses_ku(o)) {
                         s->ku = kunwind_new(s->modules, bpf_map__fd(s->skel->maps.ku_rows),
                                             bpf_map__fd(s->skel->maps.ku_procs),
                                             bpf_map__max_entries(s->skel->maps.ku_rows));
                         if (!s->ku)
                                 err = -ENOMEM;
                 }
+                /* after the load: our programs' images are in kallsyms now */
+                if (!err && o->kernel_stacks && !(s->ktrace = ktrace_text_load()))
+                        err = -ENOMEM;
         }
         if (!err) {
                 *stage = SAMPLER_STAGE_PERF;
@@ -1197,6 +1223,7 @@ void sampler_free(struct sampler *s)
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);
         kunwind_free(s->ku);
+        ktrace_text_free(s->ktrace);
         modules_free(s->modules);
         free(s);
 }
