@@ -3,11 +3,10 @@
  * kunwind.bpf.h — the in-kernel .eh_frame unwinder of the sampling program: walks the
  * interrupted (or blocked) thread's user stack with the compact rows the daemon loaded
  * (ctxprof/cfi.h) and writes the return addresses, leaf first, where bpf_get_stack would have
- * put them. One
- * bpf_loop iteration per frame (the callback is verified once, so two binary searches per
- * frame fit the verifier's budget); a frame with no table, a gap or a rule BPF cannot express
- * takes a frame-pointer step instead, counted. Reads only target memory at the CFA (return
- * address, saved rbp), with bpf_probe_read_user; never writes it.
+ * put them. One bpf_loop iteration per frame (the callback is verified once, so two binary
+ * searches per frame fit the verifier's budget); a frame with no table, a gap or a rule BPF
+ * cannot express takes a frame-pointer step instead, counted. Reads only target memory at the
+ * CFA (return address, saved rbp), with bpf_probe_read_user; never writes it.
  *
  * Included once, by sampler.bpf.c, after ctx_read.bpf.h and the arch header.
  */

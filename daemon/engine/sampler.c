@@ -29,13 +29,13 @@
 #include <bpf/libbpf.h>
 
 #include "ctxprof/cfi.h"
+#include "engine/ktrace_text.h"
 #include "engine/kunwind.h"
 #include "engine/procs.h"
 #include "engine/record_view.h"
 #include "engine/sampler.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
-#include "engine/ktrace_text.h"
 #include "stack/proc_maps.h"
 #include "stack/unwind_dwarf.h"
 #include "util/clock.h"
@@ -74,8 +74,8 @@ struct sampler {
         struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
-        struct kunwind *ku;              /* dwarf, dwarf-check: the in-kernel unwinder's tables */
-        struct ktrace_text *ktrace;      /* kernel stacks: the BPF machinery's text, dropped */
+        struct kunwind *ku; /* dwarf, dwarf-check, off-CPU: the in-kernel unwinder's tables */
+        struct ktrace_text *ktrace; /* kernel stacks: the BPF machinery's text, dropped */
         struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
