@@ -103,7 +103,19 @@ struct labels_ctx {
         __u64 storage;
         __u64 n;
         struct ctxprof_counters *c;
+        int bulk; /* the n entries were read at once, to part + LABELS_RAW_OFF */
 };
+
+/*
+ * The labelset's entries are read in one copy where they can be (one bpf_probe_read_user
+ * instead of one per entry), into the end of the room the labels part may take. Entry i's
+ * output ends by (i + 1) * CTXPROF_LABEL_REC_MAX, and the raw entries after i start at
+ * LABELS_RAW_OFF + (i + 1) * sizeof(struct cl_label): a label record of at least 32 bytes at
+ * its cap keeps every raw entry intact until it is read.
+ */
+#define LABELS_RAW_OFF (CTXPROF_LABELS_BYTES_MAX - CTXPROF_MAX_LABELS * sizeof(struct cl_label))
+_Static_assert(CTXPROF_LABEL_REC_MAX >= sizeof(struct cl_label),
+               "raw entries are never overwritten before they are read");
 
 /* bpf_loop callback: labelset entry i after the entries before it: its head, then the key and
  * value bytes that could be read. */
@@ -118,10 +130,14 @@ static long read_label(__u32 i, void *arg)
         off = x->r->labels_len;
         if (i >= x->n || off > CTXPROF_LABELS_BYTES_MAX - CTXPROF_LABEL_REC_MAX)
                 return 1;
+        if (i >= CTXPROF_MAX_LABELS)
+                return 1;
+        if (x->bulk)
+                __builtin_memcpy(&l, x->part + LABELS_RAW_OFF + i * sizeof(l), sizeof(l));
         lr = (struct ctxprof_label_rec *)(x->part + off);
         lr->key_len = 0;
         lr->val_len = 0;
-        if (bpf_probe_read_user(&l, sizeof(l), (void *)(x->storage + i * sizeof(l)))) {
+        if (!x->bulk && bpf_probe_read_user(&l, sizeof(l), (void *)(x->storage + i * sizeof(l)))) {
                 lr->flags = CTXPROF_LF_ENTRY_FAULT;
                 count(x->c, CTXPROF_CNT_LABEL_FAULT);
                 goto out;
@@ -202,6 +218,9 @@ static __always_inline __u32 read_labels(struct ctxprof_sample_rec *r, __u8 *buf
         }
         x.part = buf + pos;
         x.storage = ls.storage;
+        /* one copy of every entry; entry by entry (each fault its own) when that fails */
+        x.bulk = x.n && !bpf_probe_read_user(x.part + LABELS_RAW_OFF, x.n * sizeof(struct cl_label),
+                                             (void *)ls.storage);
         bpf_loop(CTXPROF_MAX_LABELS, read_label, &x, 0);
         len = r->labels_len;
         if (len > CTXPROF_LABELS_BYTES_MAX)

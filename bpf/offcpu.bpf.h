@@ -130,8 +130,8 @@ static __always_inline void offcpu_begin(void *ctx, struct task_struct *prev, __
         o->wake_ns = 0; /* before the slot reads as open (type) to sched_wakeup */
         r = &o->base;
         init_record(r, CTXPROF_REC_OFFCPU, tgid, tid, now, flags, t);
-        pos = take_stacks(ctx, r, e->b, sizeof(*o), offcpu_regs(r), tgid, c, 1, OFFCPU_KSKIP,
-                          (__u64)&__traceiter_sched_switch);
+        pos = take_stacks(ctx, r, e->b, sizeof(*o), offcpu_regs(r), tgid, c, 1, kernel_stacks,
+                          OFFCPU_KSKIP, (__u64)&__traceiter_sched_switch);
         r->len = read_context(r, e->b, pos, t, tgid, c);
         o->state = state;
         o->duration_ns = 0;

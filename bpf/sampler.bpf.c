@@ -302,14 +302,14 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, __u64 *o,
 /*
  * The ustack and kstack parts at buf + pos (pos: the end of the record's head). User ips:
  * from the in-kernel .eh_frame unwinder when regs are given and the process has tables, else
- * by frame pointers (bpf_get_stack); kernel ips skipping kskip frames (the tracing machinery
- * of the program that asks), and one more when the top one is in the function at kskip_fn
+ * by frame pointers (bpf_get_stack); kernel ips (if kernel) skipping kskip frames (the tracing
+ * machinery of the program that asks), and one more when the top one is in the function at kskip_fn
  * (0: none). Returns where the parts end.
  */
 static __always_inline __u32 take_stacks(void *ctx, struct ctxprof_sample_rec *r, __u8 *buf,
                                          __u32 pos, const __u64 *regs, __u32 tgid,
-                                         struct ctxprof_counters *c, int user, __u64 kskip,
-                                         __u64 kskip_fn)
+                                         struct ctxprof_counters *c, int user, int kernel,
+                                         __u64 kskip, __u64 kskip_fn)
 {
         __u32 nu = 0, nk = 0;
         __u64 *ks;
@@ -332,7 +332,7 @@ static __always_inline __u32 take_stacks(void *ctx, struct ctxprof_sample_rec *r
                 nu = CTXPROF_MAX_USTACK;
         r->n_ustack = nu;
         pos += 8 * nu;
-        if (!kernel_stacks)
+        if (!kernel)
                 return pos;
         ks = (__u64 *)(buf + pos);
         n = bpf_get_stack(ctx, ks, 8 * CTXPROF_MAX_KSTACK, kskip & BPF_F_SKIP_FIELD_MASK);
@@ -420,8 +420,14 @@ static __always_inline const __u64 *kunwind_regs(struct bpf_perf_event_data *ctx
 
         if (!kunwind)
                 return NULL;
+        if (d && !(r->flags & CTXPROF_SF_REGS)) {
+                /* a real branch: clang would select the pointer with a mask, which the
+                 * verifier refuses (bitwise operation on a pointer) */
+                asm volatile("" ::: "memory");
+                return NULL;
+        }
         if (d)
-                return (r->flags & CTXPROF_SF_REGS) ? d->regs : NULL;
+                return d->regs;
         sc = bpf_map_lookup_elem(&ku_scratch, &zero);
         if (!sc || user_regs(ctx, sc->regs, r))
                 return NULL;
@@ -460,7 +466,9 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 pos = sizeof(*d);
         }
         /* user stack: in-kernel .eh_frame unwinding, or frame pointers where it cannot */
-        pos = take_stacks(ctx, r, buf->b, pos, kunwind_regs(ctx, r, d), tgid, c, 1, 0, 0);
+        /* a sample that interrupted user mode has no kernel stack: no helper call for it */
+        pos = take_stacks(ctx, r, buf->b, pos, kunwind_regs(ctx, r, d), tgid, c, 1,
+                          kernel_stacks && !arch_user_mode(ctx), 0, 0);
         pos = read_context(r, buf->b, pos, t, tgid, c);
         if (d)
                 pos = copy_user_stack(d, buf->b, pos, c);
