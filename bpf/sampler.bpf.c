@@ -302,9 +302,9 @@ static __always_inline int user_regs(struct bpf_perf_event_data *ctx, __u64 *o,
 /*
  * The ustack and kstack parts at buf + pos (pos: the end of the record's head). User ips:
  * from the in-kernel .eh_frame unwinder when regs are given and the process has tables, else
- * by frame pointers (bpf_get_stack); kernel ips (if kernel) skipping kskip frames (the tracing
- * machinery of the program that asks), and one more when the top one is in the function at kskip_fn
- * (0: none). Returns where the parts end.
+ * by frame pointers (bpf_get_stack); kernel ips (if kernel) skipping kskip frames (the
+ * tracing machinery of the program that asks), and one more when the top one is in the
+ * function at kskip_fn (0: none). Returns where the parts end.
  */
 static __always_inline __u32 take_stacks(void *ctx, struct ctxprof_sample_rec *r, __u8 *buf,
                                          __u32 pos, const __u64 *regs, __u32 tgid,
