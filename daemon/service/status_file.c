@@ -72,6 +72,14 @@ static const struct field daemon_fields[] = {
     D("process_files", F_UINT, process_files),
     D("overflow_samples", F_U64, overflow_samples),
     D("no_file_samples", F_U64, no_file_samples),
+    D("refused_files", F_U64, refused_files),
+    D("refused_lines", F_U64, refused_lines),
+    D("modules", F_U64, modules),
+    D("modules_refused", F_U64, modules_refused),
+    D("load_hook", F_STR, load_hook),
+    D("events_limited", F_U64, events_limited),
+    D("exec_events_limited", F_U64, exec_events_limited),
+    D("targets_full", F_U64, targets_full),
     D("cap_eff", F_HEX, cap_eff),
 };
 
@@ -80,6 +88,18 @@ static const struct field target_fields[] = {
     T("samples", F_U64, samples),  T("context_samples", F_U64, context_samples),
     T("threads", F_UINT, threads), T("context", F_YESNO, context_located),
     T("file", F_STR, file),
+};
+
+#define U(k, t, m) FIELD(status_upload, k, t, m)
+static const struct field upload_fields[] = {
+    U("name", F_STR, name),
+    U("state", F_STR, state),
+    U("http_status", F_INT, http_status),
+    U("spool_files", F_U64, spool_files),
+    U("spool_bytes", F_U64, spool_bytes),
+    U("delivered", F_U64, delivered),
+    U("dropped", F_U64, dropped),
+    U("pauses", F_U64, pauses),
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -162,6 +182,11 @@ void status_text_daemon(struct status_text *t, const struct status_daemon *d)
 void status_text_target(struct status_text *t, const struct status_target *tg)
 {
         text_record(t, "target", target_fields, NFIELDS(target_fields), tg);
+}
+
+void status_text_upload(struct status_text *t, const struct status_upload *up)
+{
+        text_record(t, "upload", upload_fields, NFIELDS(upload_fields), up);
 }
 
 void status_text_free(struct status_text *t)
