@@ -22,6 +22,7 @@ console.log(r > 0 ? "done" : "zero");
 JS
 MAPS=()
 trap 'rm -rf "$TMP" "${MAPS[@]}"' EXIT
+CTXPROF=$(realpath "$CTXPROF")
 cd "$TMP" || fail "no $TMP" # node and perf write their logs to the working directory
 
 # The frames of app.js (JIT code) in folded file $1, one distinct name a line.
@@ -38,12 +39,13 @@ echo "ctxprof names:"
 sed 's/^/  /' "$TMP/ours"
 grep -qE '^JS:\*hot .*/app\.js:1:[0-9]+$' "$TMP/ours" || fail "hot() not named JS:*hot FILE:LINE:COL"
 grep -qE '^JS:\*outer .*/app\.js:2:[0-9]+$' "$TMP/ours" || fail "outer() not named"
-hot=$(count "$TMP/c.folded" 'JS:\*hot ')
+# TurboFan inlines hot() into outer(): most samples are in one or the other
+js=$(count "$TMP/c.folded" 'JS:\*(hot|outer) ')
 total=$(count "$TMP/c.folded" '.')
-[ "$hot" -gt $((total / 10)) ] || fail "only $hot of $total samples in hot()"
+[ "$js" -gt $((total / 2)) ] || fail "only $js of $total samples in hot() or outer()"
 # node's JIT frames all named: no raw address of anonymous code left in node's stacks
 raw=$(grep -E '^node-' "$TMP/c.folded" | grep -cE '\[unknown\]\+0x|\[perf-map\]\+0x')
-echo "samples $total, in hot() $hot, node stacks with an unnamed JIT frame: $raw"
+echo "samples $total, in hot() or outer() $js, node stacks with an unnamed JIT frame: $raw"
 [ "$raw" -le $((total / 20)) ] || fail "$raw stacks with unnamed anonymous-code frames"
 
 # perf on the same workload: the functions it names from app.js, ctxprof names too.
