@@ -4,6 +4,7 @@
 # --perf-basic-prof app.js` names the hot JavaScript functions in the folded output exactly
 # as `perf record -g` names them from the same /tmp/perf-PID.map (perf is run on the same
 # workload here when it works), with no raw [unknown] address left in node's JIT code.
+# The same for the JDK's map (jcmd PID Compiler.perfmap) and a compiled Java method.
 # Hostile perf maps (a file the target, or another user, writes) are refused or cut and
 # counted, and recording neither blocks nor fails: a 10 MB line and garbage lines
 # (perf_map_bad_lines), millions of lines (perf_map_full), a map owned by another user
@@ -69,6 +70,66 @@ if perf record -F 499 -g -o "$TMP/perf.data" -- node --perf-basic-prof "$TMP/app
 else
 	cat "$TMP/perf.out"
 	oracle_missing "a working perf (linux-perf)"
+fi
+
+# The JDK writes its perf map when asked (jcmd PID Compiler.perfmap, a snapshot of its code
+# cache): the compiled Java method is named as perf names it.
+JAVA_TIME=5000
+jdk_map() { # PIDFILE: asks the JVM for its perf map until it names Hot.hot
+	local p
+	p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] || return 1
+	jcmd "$p" Compiler.perfmap >/dev/null 2>&1 && grep -q 'Hot\.hot' "/tmp/perf-$p.map" 2>/dev/null
+}
+# runs COMMAND... (a java Hot run under ctxprof or perf) in the background, asks for the map,
+# waits for it to end
+jdk_run() { # PIDFILE COMMAND...
+	local pidfile=$1 pid rc
+	shift
+	"$@" &
+	pid=$!
+	wait_for 30 "the JVM's perf map naming Hot.hot" jdk_map "$pidfile"
+	MAPS+=("/tmp/perf-$(cat "$pidfile").map")
+	wait "$pid"
+	rc=$?
+	[ $rc = 0 ] || fail "$* failed (exit $rc)"
+}
+if command -v javac >/dev/null && command -v jcmd >/dev/null; then
+	cat >"$TMP/Hot.java" <<'JAVA'
+public class Hot {
+    static double hot(int n) { double s = 0; for (int i = 0; i < n; i++) s += Math.sqrt(i) * (i & 7); return s; }
+    static double outer() { double t = 0; for (int k = 0; k < 200; k++) t += hot(20000 + (k & 1)); return t; }
+    public static void main(String[] a) {
+        long end = System.currentTimeMillis() + Long.parseLong(a[0]);
+        double r = 0;
+        while (System.currentTimeMillis() < end) r += outer();
+        System.out.println(r > 0 ? "done" : "zero");
+    }
+}
+JAVA
+	javac -d "$TMP" "$TMP/Hot.java" || fail "javac failed"
+	JAVA_CMD="exec java -XX:+PreserveFramePointer -cp $TMP Hot $JAVA_TIME"
+	jdk_run "$TMP/jpid" timeout 60 "$CTXPROF" record --stats-json "$TMP/jstats.json" -F 499 \
+		--format collapsed -o "$TMP/j.folded" -- sh -c "echo \$\$ >$TMP/jpid; $JAVA_CMD" >"$TMP/jo" 2>"$TMP/je"
+	sed -E 's/ [0-9]+$//' "$TMP/j.folded" | tr ';' '\n' | grep -F 'Hot.' | sort -u >"$TMP/jours"
+	echo "ctxprof names (JDK):"
+	sed 's/^/  /' "$TMP/jours"
+	grep -qxF 'double Hot.hot(int)' "$TMP/jours" || fail "Hot.hot not named as the JDK's map names it"
+	if [ -s "$TMP/perf.names" ]; then # perf works here
+		jdk_run "$TMP/ppid" perf record -F 499 -g -o "$TMP/jperf.data" -- \
+			sh -c "echo \$\$ >$TMP/ppid; $JAVA_CMD" >"$TMP/jperf.out" 2>&1
+		perf script -i "$TMP/jperf.data" -F ip,sym 2>/dev/null |
+			sed -nE 's/^[[:space:]]*[0-9a-f]+ (.*Hot\..*)$/\1/p' | sort | uniq -c | sort -rn >"$TMP/jperf.names"
+		echo "perf names (JDK):"
+		sed 's/^/  /' "$TMP/jperf.names"
+		[ -s "$TMP/jperf.names" ] || fail "perf named no Hot method"
+		pt=$(awk '{ n += $1 } END { print n }' "$TMP/jperf.names")
+		while read -r n name; do
+			[ "$n" -gt $((pt / 20)) ] || continue
+			grep -qxF "$name" "$TMP/jours" || fail "perf names '$name' ($n frames), ctxprof does not"
+		done <"$TMP/jperf.names"
+	fi
+else
+	oracle_missing "the JDK (javac, jcmd: openjdk-17-jdk-headless)"
 fi
 
 # Hostile perf maps, written where node (run without --perf-basic-prof: it writes none) has
