@@ -2,7 +2,9 @@
  * proc_maps.c — reads /proc/PID/maps (util/maps_line.h), registers mapped code files in the
  * modules registry and resolves ips to (module, file offset) by binary search. Owns one
  * process's sorted mapping table. Must never print, never read process memory, never block
- * on a dead pid, never open a mapped file but through util/target_open.h.
+ * on a dead pid, never open a mapped file but through util/target_open.h, never open a perf
+ * map but through perf_map_open (util/target_named_open.h), never parse one (the symbolizer
+ * does, off the sampling path).
  */
 #include "stack/proc_maps.h"
 #include "stack/perf_map.h"

@@ -3,8 +3,11 @@
  * (module, file offset) frames while the mapping is known. Reads /proc/PID/maps
  * (util/maps_line.h, lines capped) and opens mapped files only through util/target_open.h
  * (map_files, else the path under the target's root; a regular file with the line's
- * dev:inode) to read build ids, so containers and deleted files work. Refusals are counted in
- * the registry's target_stats. Never prints; never reads process memory.
+ * dev:inode) to read build ids, so containers and deleted files work. Anonymous executable
+ * memory (a JIT's code) is the module of the process's perf map when it writes one
+ * (stack/perf_map.h: opened here through util/target_named_open.h, parsed only by the
+ * symbolizer). Refusals are counted in the registry's target_stats. Never prints; never
+ * reads process memory.
  *
  * Each mapping of the table holds a reference on its module (stack/modules.h): a module lives
  * while some process's table maps it.

@@ -2,9 +2,9 @@
  * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
  * module file, the (module, offset) result cache, the string pool and the kallsyms table.
  * Must never print, never read a live process, never return a frame-dropping error for a
- * frame it merely cannot name, never open a file by a name (the module's ELF comes from the
- * registry's descriptor, debug files from debuginfo_find.h), never keep a name or a cache
- * entry past its bound (symbolize.h).
+ * frame it merely cannot name, never open a file by a name (the module's ELF or perf map
+ * comes from the registry's descriptor, debug files from debuginfo_find.h), never keep a name or a
+ * cache entry past its bound (symbolize.h).
  */
 #include "stack/symbolize.h"
 #include "stack/debuginfo_find.h"

@@ -2,7 +2,10 @@
  * symbolize.h — (module, offset) frames to function names, inline frames and file:line, with
  * elfutils (symbol tables; DWARF from the file or a separate debug file found by build id
  * under /usr/lib/debug/.build-id or, opted in, from debuginfod: debuginfo_find.h), C++ names
- * demangled with libstdc++'s __cxa_demangle, and kernel frames from /proc/kallsyms. Never
+ * demangled with libstdc++'s __cxa_demangle, kernel frames from /proc/kallsyms, and JIT frames
+ * (a PERF_MAP_MODULE module: offset = address) from the process's perf map as written, read
+ * through the registry's descriptor as the runtime appends (stack/perf_map.h; never cached:
+ * the address may hold other code later). Never
  * prints; never drops a frame: what cannot be named comes back as one entry with function
  * NULL so the caller prints module+0xOFFSET. The module's own ELF is read only from the
  * descriptor modules_open() gives, never opened by name.
