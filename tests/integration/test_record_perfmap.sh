@@ -4,7 +4,8 @@
 # --perf-basic-prof app.js` names the hot JavaScript functions in the folded output exactly
 # as `perf record -g` names them from the same /tmp/perf-PID.map (perf is run on the same
 # workload here when it works), with no raw [unknown] address left in node's JIT code.
-# The same for the JDK's map (jcmd PID Compiler.perfmap) and a compiled Java method.
+# The same in a container (pid and mount namespace, private /tmp: /tmp/perf-NSPID.map in the
+# target's root), and for the JDK's map (jcmd PID Compiler.perfmap) and a compiled Java method.
 # Hostile perf maps (a file the target, or another user, writes) are refused or cut and
 # counted, and recording neither blocks nor fails: a 10 MB line and garbage lines
 # (perf_map_bad_lines), millions of lines (perf_map_full), a map owned by another user
@@ -71,6 +72,16 @@ else
 	cat "$TMP/perf.out"
 	oracle_missing "a working perf (linux-perf)"
 fi
+
+# In a container: its own pid namespace (node is pid 1 there and writes /tmp/perf-1.map) and
+# mount namespace with a private /tmp: the map is reached only through the target's root, by
+# the pid the target knows itself by.
+record_ok 60 -F 499 --format collapsed -o "$TMP/ns.folded" -- unshare --pid --fork --mount \
+	--mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && exec node --perf-basic-prof -e "$0"' \
+	"$(cat "$TMP/app.js")"
+ns=$(count "$TMP/ns.folded" 'JS:\*(hot|outer) \[eval\]:[12]:')
+echo "in a container: $ns samples in JS:*hot/outer [eval]"
+[ "$ns" -gt 0 ] || fail "the container's /tmp/perf-1.map not read through the target's root"
 
 # The JDK writes its perf map when asked (jcmd PID Compiler.perfmap, a snapshot of its code
 # cache): the compiled Java method is named as perf names it.
