@@ -9,6 +9,7 @@
 #include "stack/symbolize.h"
 #include "stack/debuginfo_find.h"
 #include "stack/perf_map.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #include <dlfcn.h>
@@ -56,6 +57,7 @@ struct sym_module {
         uint64_t serial;       /* modules_serial of its id when first seen */
         int is_perf_map;       /* a process's perf map (stack/perf_map.h), not an ELF file */
         struct perf_map *pmap; /* its parsed entries, when is_perf_map */
+        uint64_t pmap_read_ns; /* when its new lines were last read */
 };
 
 struct cache_ent {
@@ -611,12 +613,16 @@ static int dwarf_chain(struct symbolizer *s, struct sym_module *m, GElf_Addr add
 }
 
 /* A JIT frame (off: the address) by the process's perf map, re-read when it does not name
- * the address yet (the runtime appends as it compiles). The name as written, like perf. */
+ * the address yet (the runtime appends as it compiles), at most every SYM_PERF_MAP_REREAD_NS:
+ * a target appending a line before each lookup cannot make every lookup re-sort its map.
+ * The name as written, like perf. */
 static int resolve_perf_map(struct symbolizer *s, struct sym_module *m, uint64_t off,
                             struct sym_frame *out)
 {
         const char *name = perf_map_lookup(m->pmap, off);
-        if (!name) {
+        uint64_t now = mono_ns();
+        if (!name && (!m->pmap_read_ns || now - m->pmap_read_ns >= SYM_PERF_MAP_REREAD_NS)) {
+                m->pmap_read_ns = now;
                 perf_map_update(m->pmap, modules_target_stats(s->mods));
                 name = perf_map_lookup(m->pmap, off);
         }

@@ -37,6 +37,8 @@
 #define SYM_NAME_MAX           4096 /* bytes of one function or file name */
 #define SYM_STRINGS_MAX        (128ull << 20)
 #define SYM_MODULE_STRINGS_MAX (16ull << 20)
+/* A perf map that does not name a JIT address is re-read at most this often. */
+#define SYM_PERF_MAP_REREAD_NS 100000000ull /* 100 ms */
 
 struct symbolizer;
 struct sym_frame {
