@@ -32,6 +32,20 @@ js_names() {
 	sed -E 's/ [0-9]+$//' "$1" | tr ';' '\n' | grep -F "$TMP/app.js" | sort -u
 }
 
+# Every function perf names in more than 5% of its frames (PERF_NAMES: "COUNT NAME" lines),
+# ctxprof names the same way (OURS: one name a line).
+same_as_perf() { # PERF_NAMES OURS
+	local pt n name
+	echo "perf names:"
+	sed 's/^/  /' "$1"
+	[ -s "$1" ] || fail "perf named no function of the workload"
+	pt=$(awk '{ n += $1 } END { print n }' "$1")
+	while read -r n name; do
+		[ "$n" -gt $((pt / 20)) ] || continue
+		grep -qxF "$name" "$2" || fail "perf names '$name' ($n frames), ctxprof does not"
+	done <"$1"
+}
+
 record_ok 60 -F 499 --format collapsed -o "$TMP/c.folded" -- node --perf-basic-prof "$TMP/app.js" 3000
 pid=$(sed -nE '1s/^[^;]*-([0-9]+);.*/\1/p' "$TMP/c.folded")
 [ -n "$pid" ] && MAPS+=("/tmp/perf-$pid.map")
@@ -58,16 +72,8 @@ if perf record -F 499 -g -o "$TMP/perf.data" -- node --perf-basic-prof "$TMP/app
 	# "IP SYM" lines: the symbol as perf prints it, the frames of app.js, by sample count
 	sed -nE 's/^[[:space:]]*[0-9a-f]+ (.*app\.js.*)$/\1/p' "$TMP/perf.txt" | sed -E "s|$TMP/|APP/|" |
 		sort | uniq -c | sort -rn >"$TMP/perf.names"
-	echo "perf names:"
-	sed 's/^/  /' "$TMP/perf.names"
 	sed -E "s|$TMP/|APP/|" "$TMP/ours" >"$TMP/ours.app"
-	[ -s "$TMP/perf.names" ] || fail "perf named no app.js function"
-	# every function perf names in more than 5% of its frames, ctxprof names the same way
-	pt=$(awk '{ n += $1 } END { print n }' "$TMP/perf.names")
-	while read -r n name; do
-		[ "$n" -gt $((pt / 20)) ] || continue
-		grep -qxF "$name" "$TMP/ours.app" || fail "perf names '$name' ($n frames), ctxprof does not"
-	done <"$TMP/perf.names"
+	same_as_perf "$TMP/perf.names" "$TMP/ours.app"
 else
 	cat "$TMP/perf.out"
 	oracle_missing "a working perf (linux-perf)"
@@ -130,14 +136,7 @@ JAVA
 			sh -c "echo \$\$ >$TMP/ppid; $JAVA_CMD" >"$TMP/jperf.out" 2>&1
 		perf script -i "$TMP/jperf.data" -F ip,sym 2>/dev/null |
 			sed -nE 's/^[[:space:]]*[0-9a-f]+ (.*Hot\..*)$/\1/p' | sort | uniq -c | sort -rn >"$TMP/jperf.names"
-		echo "perf names (JDK):"
-		sed 's/^/  /' "$TMP/jperf.names"
-		[ -s "$TMP/jperf.names" ] || fail "perf named no Hot method"
-		pt=$(awk '{ n += $1 } END { print n }' "$TMP/jperf.names")
-		while read -r n name; do
-			[ "$n" -gt $((pt / 20)) ] || continue
-			grep -qxF "$name" "$TMP/jours" || fail "perf names '$name' ($n frames), ctxprof does not"
-		done <"$TMP/jperf.names"
+		same_as_perf "$TMP/jperf.names" "$TMP/jours"
 	fi
 else
 	oracle_missing "the JDK (javac, jcmd: openjdk-17-jdk-headless)"
