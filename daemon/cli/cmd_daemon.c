@@ -663,7 +663,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
             .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
-                             st.target.unresolved + st.target.open_failed,
+                             st.target.unresolved + st.target.open_failed + st.target.not_owner,
             .refused_lines = st.target.lines_too_long,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,

@@ -178,9 +178,12 @@ static void json_target(FILE *f, const struct target_stats *t)
                 ",\n  \"target_files\": {\"opened\": %" PRIu64 ", \"opened_by_path\": %" PRIu64
                 ", \"no_mapping\": %" PRIu64 ", \"not_regular\": %" PRIu64
                 ", \"mismatch\": %" PRIu64 ", \"unresolved\": %" PRIu64
-                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64 "}",
+                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64
+                ", \"not_owner\": %" PRIu64 ", \"perf_map_bad_lines\": %" PRIu64
+                ", \"perf_map_full\": %" PRIu64 "}",
                 t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch,
-                t->unresolved, t->open_failed, t->lines_too_long);
+                t->unresolved, t->open_failed, t->lines_too_long, t->not_owner,
+                t->perf_map_bad_lines, t->perf_map_full);
 }
 
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */

@@ -87,7 +87,7 @@ struct labelled {
         struct {
                 const char *value;
                 size_t off;
-        } v[6];
+        } v[9];
 };
 
 #define V(val, f)                                                                                  \
@@ -130,11 +130,15 @@ static const struct labelled labelled[] = {
      "Hostile target input refused, by reason: line_too_long (a /proc line over its cap, never "
      "parsed), no_mapping (a maps line whose range is not mapped: forged), not_regular (a FIFO, "
      "device, socket or directory), mismatch (another file than the maps line's dev:inode), "
-     "unresolved (the path does not resolve inside the target's root), open_failed.",
+     "unresolved (the path does not resolve inside the target's root), open_failed, not_owner (a "
+     "perf map owned by another user than the target's), perf_map_bad_line (a perf-map line "
+     "too long or not START SIZE name, skipped), perf_map_full (a perf map read up to its cap).",
      "reason",
      {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
       V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
-      V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed)}},
+      V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed),
+      V("not_owner", st.target.not_owner), V("perf_map_bad_line", st.target.perf_map_bad_lines),
+      V("perf_map_full", st.target.perf_map_full)}},
     {"ctxprof_modules_refused_total",
      "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
      "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",
