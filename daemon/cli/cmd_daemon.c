@@ -590,6 +590,9 @@ static void status_target(void *ctx, const struct sampler_target *t)
             .pid = (int)t->pid,
             .samples = t->samples,
             .context_samples = t->with_context,
+            .stacks_refused = t->stacks_refused,
+            .labels_refused = t->labels_refused,
+            .threads_refused = t->threads_refused,
             .threads = proc_threads(t->pid),
             .context_located = t->context_located,
         };
@@ -652,6 +655,9 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .overflow_samples = rc.samples_overflow,
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
+            .refused_stacks = st.refused_stacks,
+            .refused_labels = st.refused_labels,
+            .refused_threads = st.refused_threads,
         };
         snprintf(sd->state, sizeof(sd->state), "%s", state);
         snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);

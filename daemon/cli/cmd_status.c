@@ -177,6 +177,8 @@ static void print_daemon(const struct status_record *r, const struct verdict *v)
         printf("  targets %s, files written %s (deleted %s), %s bytes\n", get(r, "targets"),
                get(r, "files_written"), get(r, "files_deleted"), get(r, "bytes_written"));
         printf("  current file %s\n", get(r, "current_file"));
+        printf("  refused by store bounds: %s new stacks, %s label sets, %s threads\n",
+               get(r, "refused_stacks"), get(r, "refused_labels"), get(r, "refused_threads"));
         if (!strcmp(get(r, "split"), "process"))
                 printf("  split per process: %s files open, %s samples past "
                        "split-max-open (in the host file)\n",
