@@ -49,17 +49,15 @@
 #define TASK_INTERRUPTIBLE_BIT   0x1 /* Linux task states (off-CPU intervals) */
 #define TASK_UNINTERRUPTIBLE_BIT 0x2
 /* Per-chunk bounds of the stores that grow with what targets send (docs/daemon.md, "Memory
- * bounds"); each is shared among the chunk's processes by sink/target_share.h. */
-#define LABEL_STORE_BYTES  (8u << 20)  /* label sets interned per chunk, index charged too */
-#define LABEL_TARGET_BYTES (2u << 20)  /* ... by one process */
-#define LABEL_LIGHT_BYTES  (64u << 10) /* the top quarter: processes under this only */
-#define LSET_CHARGE        (4 * sizeof(struct lset_ent)) /* index bytes per set (load 1/4..1/2) */
-#define THREADS_MAX        16384u                        /* threads named per chunk */
-#define THREADS_PER_TARGET 4096u
-#define THREADS_LIGHT      64u
-#define STACK_SHARE_DIV    4  /* one process: a quarter of the trace table; the top quarter ... */
-#define STACK_LIGHT_DIV    64 /* ... only for processes under 1/64 of it */
-#define RES_MAX            SHARE_TARGETS /* processes with a resource per chunk */
+ * bounds"); each is shared among the chunk's processes by sink/target_share.h: one process
+ * may hold half of a store, and its top eighth is kept for processes under the LIGHT mark. */
+#define LABEL_STORE_BYTES (8u << 20)                    /* label sets per chunk, index too */
+#define LABEL_LIGHT_BYTES (64u << 10)                   /* see above */
+#define LSET_CHARGE       (4 * sizeof(struct lset_ent)) /* index bytes per set (load 1/4..1/2) */
+#define THREADS_MAX       16384u                        /* threads named per chunk */
+#define THREADS_LIGHT     64u
+#define STACK_LIGHT_DIV   64            /* light: under 1/64 of the trace table */
+#define RES_MAX           SHARE_TARGETS /* processes with a resource per chunk */
 
 struct thread_ent {
         pid_t tid; /* 0 = empty bucket (tid 0 is the idle task, never a target) */
@@ -705,11 +703,10 @@ static int share_init(struct jfr_sink *s)
 {
         uint64_t cap = trace_table_capacity(s->tt);
         struct share_limit l[SHARE_STORES] = {
-            [SHARE_STACKS] = {cap, cap / STACK_SHARE_DIV, cap / STACK_SHARE_DIV,
-                              cap / STACK_LIGHT_DIV},
-            [SHARE_LABEL_BYTES] = {LABEL_STORE_BYTES, LABEL_TARGET_BYTES, LABEL_STORE_BYTES / 4,
+            [SHARE_STACKS] = {cap, cap / 2, cap / 8, cap / STACK_LIGHT_DIV},
+            [SHARE_LABEL_BYTES] = {LABEL_STORE_BYTES, LABEL_STORE_BYTES / 2, LABEL_STORE_BYTES / 8,
                                    LABEL_LIGHT_BYTES},
-            [SHARE_THREADS] = {THREADS_MAX, THREADS_PER_TARGET, THREADS_MAX / 4, THREADS_LIGHT},
+            [SHARE_THREADS] = {THREADS_MAX, THREADS_MAX / 2, THREADS_MAX / 8, THREADS_LIGHT},
         };
 
         for (int i = 0; s->o.one_target && i < SHARE_STORES; i++)

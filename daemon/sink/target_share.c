@@ -21,8 +21,9 @@ struct share_ent {
 
 struct target_share {
         struct share_limit lim[SHARE_STORES];
-        struct share_ent *v; /* SHARE_BUCKETS */
-        uint32_t gen, n;     /* this chunk's generation (>= 1) and its entries */
+        struct share_ent *v;          /* SHARE_BUCKETS */
+        uint32_t gen, n;              /* this chunk's generation (>= 1) and its entries */
+        uint32_t users[SHARE_STORES]; /* entries that hold some of each store */
         uint64_t overflow;
 };
 
@@ -58,6 +59,7 @@ void share_free(struct target_share *t)
 void share_new_chunk(struct target_share *t)
 {
         t->n = 0;
+        memset(t->users, 0, sizeof(t->users));
         if (++t->gen == 0) { /* after 2^32 chunks: the old generations must not match */
                 memset(t->v, 0, SHARE_BUCKETS * sizeof(*t->v));
                 t->gen = 1;
@@ -108,20 +110,30 @@ bool share_allows(struct target_share *t, pid_t pid, enum share_store st, uint64
 {
         const struct share_limit *l = &t->lim[st];
         const struct share_ent *e = find(t, pid);
-        uint64_t mine = (e ? e->used[st] : 0) + amount;
 
-        if (!e && t->n >= SHARE_TARGETS - 1) { /* would be folded into the shared entry */
-                const struct share_ent *o = find(t, OVERFLOW_PID);
-                mine = (o ? o->used[st] : 0) + amount;
-        }
-        if (store_used + amount > l->total || mine > l->per_target)
+        if (!e && t->n >= SHARE_TARGETS - 1) /* would be folded into the shared entry */
+                e = find(t, OVERFLOW_PID);
+        uint64_t had = e ? e->used[st] : 0, mine = had + amount, after = store_used + amount;
+        uint64_t users = t->users[st] + (had ? 0 : 1);
+
+        if (after > l->total)
                 return false;
-        return store_used + amount <= l->total - l->reserve || mine <= l->light;
+        if (after <= l->total / 2)
+                return true; /* no pressure yet: shares bite once the store is half full */
+        if (after > l->total - l->reserve)
+                return mine <= l->light;
+        /* Under pressure a process adds only while it holds no more than the average of the
+         * processes using the store: a flood stops where it is, the others catch up. */
+        return mine <= l->per_target && mine * users <= after;
 }
 
 void share_add(struct target_share *t, pid_t pid, enum share_store st, uint64_t amount)
 {
-        entry(t, pid)->used[st] += amount;
+        struct share_ent *e = entry(t, pid);
+
+        if (!e->used[st] && amount)
+                t->users[st]++;
+        e->used[st] += amount;
 }
 
 uint64_t share_used(const struct target_share *t, pid_t pid, enum share_store st)

@@ -3,8 +3,11 @@
  * trace table, label-set bytes, thread-table entries), so that one target flooding a store
  * costs that target and not the others. Per store: a global cap, a per-target cap, and a
  * reserve (the top of the global cap that only a target still under a small "light" amount
- * may use: a flood by many processes leaves room for the quiet ones). Usage is counted per
- * process for the current chunk and forgotten at share_new_chunk.
+ * may use: a flood by many processes leaves room for the quiet ones). The shares bite once
+ * the store is half full: below that any process may add; above it a process adds only while
+ * it holds no more than the average of the processes using the store (and its per-target
+ * cap), so a flooding process stops where it is and the others catch up. Usage is counted
+ * per process for the current chunk and forgotten at share_new_chunk.
  *
  * Owns a fixed table of per-process usage (SHARE_TARGETS entries, allocated once; untouched
  * pages cost no RAM). Never allocates after share_new, never prints. One thread (the sink's

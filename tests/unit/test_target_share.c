@@ -27,8 +27,9 @@ Test(target_share, per_target_cap_and_reset)
 
         cr_assert(share_allows(t, 7, SHARE_STACKS, 0, 40));
         share_add(t, 7, SHARE_STACKS, 40);
-        cr_assert_not(share_allows(t, 7, SHARE_STACKS, 40, 1), "pid 7 used its 40");
-        cr_assert(share_allows(t, 8, SHARE_STACKS, 40, 1), "another process is not charged");
+        cr_assert(share_allows(t, 7, SHARE_STACKS, 40, 1), "below half of the store: no share");
+        cr_assert_not(share_allows(t, 7, SHARE_STACKS, 50, 1), "pid 7 used its 40");
+        cr_assert(share_allows(t, 8, SHARE_STACKS, 50, 1), "another process is not charged");
         cr_assert_eq(share_used(t, 7, SHARE_STACKS), 40);
         cr_assert_eq(share_used(t, 7, SHARE_LABEL_BYTES), 0);
         share_new_chunk(t);
@@ -53,6 +54,22 @@ Test(target_share, reserve_only_for_light_processes)
         share_free(t);
 }
 
+/* Past half of the store a process adds only while it holds no more than the average: the
+ * flood stops, the others catch up (up to the flood's level). */
+Test(target_share, flood_stops_others_catch_up)
+{
+        struct target_share *t = mk();
+
+        share_add(t, 1, SHARE_LABEL_BYTES, 600);
+        share_add(t, 2, SHARE_LABEL_BYTES, 100);
+        cr_assert_not(share_allows(t, 1, SHARE_LABEL_BYTES, 700, 1), "the flood is above average");
+        cr_assert(share_allows(t, 2, SHARE_LABEL_BYTES, 700, 1), "the quiet one is below");
+        cr_assert(share_allows(t, 3, SHARE_LABEL_BYTES, 700, 50), "a newcomer too");
+        cr_assert(share_allows(t, 2, SHARE_LABEL_BYTES, 700, 300), "up to the flood's level");
+        cr_assert_not(share_allows(t, 2, SHARE_LABEL_BYTES, 700, 301));
+        share_free(t);
+}
+
 Test(target_share, processes_past_the_table_share_one_entry)
 {
         struct target_share *t = mk();
@@ -62,9 +79,9 @@ Test(target_share, processes_past_the_table_share_one_entry)
         cr_assert_eq(share_overflow(t), 0);
         share_add(t, 100000, SHARE_THREADS, 10);
         cr_assert_eq(share_overflow(t), 1);
-        cr_assert_not(share_allows(t, 100001, SHARE_THREADS, 0, 1),
+        cr_assert_not(share_allows(t, 100001, SHARE_THREADS, 5, 1),
                       "a further process is charged with the shared entry's use");
-        cr_assert(share_allows(t, 5, SHARE_THREADS, 0, 1), "a process with its own entry is not");
+        cr_assert_eq(share_used(t, 5, SHARE_THREADS), 1, "a process with its own entry keeps it");
         share_new_chunk(t);
         cr_assert(share_allows(t, 100001, SHARE_THREADS, 0, 1));
         share_free(t);
