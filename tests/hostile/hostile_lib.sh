@@ -14,6 +14,7 @@
 #   assert_rate_kept           the control target's context rate is >= 90% of CONTROL_BASE
 #   assert_fresh               `ctxprof status` says running (exit 0), not stale (5)
 #   daemon_rss_kb              the daemon's VmRSS in KiB
+#   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
 #   watch_opens PATH...        record every open of PATH (inotify IN_OPEN) until the test
 #                              ends; assert_not_opened fails if any was opened
 #   fifo_no_reader FIFO        true when nobody has FIFO open for reading (a blocked
@@ -110,6 +111,24 @@ assert_fresh() {
 	[ "$rc" = 0 ] || { cat "$TMP/status.out"; fail "ctxprof status exit $rc (0 = running, 5 = stale)"; }
 }
 daemon_rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$DPID/status"; }
+# The documented ceiling of the daemon's memory (docs/daemon.md, "Worst-case memory"): the
+# packaged unit's MemoryMax, in KiB.
+rss_ceiling_kb() {
+	local v
+	v=$(sed -n 's/^MemoryMax=//p' packaging/systemd/ctxprof.service)
+	case $v in
+	*G) echo $((${v%G} * 1024 * 1024)) ;;
+	*M) echo $((${v%M} * 1024)) ;;
+	*) fail "no MemoryMax=NUMBER[MG] in packaging/systemd/ctxprof.service: '$v'" ;;
+	esac
+}
+assert_rss_bounded() {
+	local rss ceil
+	rss=$(daemon_rss_kb)
+	ceil=$(rss_ceiling_kb)
+	echo "daemon RSS ${rss} KiB (ceiling ${ceil} KiB)"
+	[ -n "$rss" ] && [ "$rss" -lt "$ceil" ] || fail "daemon RSS ${rss:-?} KiB not under the documented ${ceil} KiB"
+}
 watch_opens() { # PATH...
 	python3 - "$@" >"$WATCH_LOG" 2>&1 <<'EOF' &
 import ctypes, os, struct, sys
