@@ -15,7 +15,9 @@
  * under one mutex.
  *
  * Must never: block the consuming thread on I/O or symbolization; hold more than
- * max_samples_per_chunk samples per chunk, or more than JOBS_MAX chunks waiting.
+ * max_samples_per_chunk samples per chunk, more than JOBS_MAX chunks waiting, or more of a
+ * per-chunk store (new stacks, label sets, threads, resources) than its bound and the
+ * sample's process's share of it (sink/target_share.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -132,7 +134,6 @@ struct jfr_sink {
         struct jfr_sink_engine_counters last; /* engine counters at the previous cut */
         uint64_t traces_dropped;              /* consuming thread only */
         struct target_share *share;           /* consuming thread only */
-        struct jfr_sink_refused refused;      /* cumulative, under mu */
 
         pthread_t writer;
         int writer_started;

@@ -15,6 +15,7 @@
 #   assert_fresh               `ctxprof status` says running (exit 0), not stale (5)
 #   daemon_rss_kb              the daemon's VmRSS in KiB
 #   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
+#   recording_json OUT         the recording so far: samples (top frame) and Statistics as JSON
 #   watch_opens PATH...        record every open of PATH (inotify IN_OPEN) until the test
 #                              ends; assert_not_opened fails if any was opened
 #   fifo_no_reader FIFO        true when nobody has FIFO open for reading (a blocked
@@ -121,6 +122,13 @@ rss_ceiling_kb() {
 	*M) echo $((${v%M} * 1024)) ;;
 	*) fail "no MemoryMax=NUMBER[MG] in packaging/systemd/ctxprof.service: '$v'" ;;
 	esac
+}
+# The recording so far (its finished chunks, read as a file of their own) as `jfr print
+# --json` of its samples, top frame only, and its ctxprof.Statistics, into OUT.
+recording_json() { # OUT
+	cp "$(dstat current_file)" "$TMP/so-far.jfr" || fail "no current file"
+	jfr print --json --stack-depth 1 --events jdk.ExecutionSample,ctxprof.Statistics \
+		"$TMP/so-far.jfr" >"$1" || fail "jfr print of the recording failed"
 }
 assert_rss_bounded() {
 	local rss ceil

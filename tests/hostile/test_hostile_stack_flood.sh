@@ -30,9 +30,7 @@ assert_fresh
 # read as a file of their own).
 c=$(dstat chunks_written)
 wait_for 60 "two more chunks written" eval '[ "$(dstat chunks_written)" -ge $((c + 2)) ]'
-cp "$(dstat current_file)" "$TMP/flood.jfr" || fail "no current file"
-jfr print --json --events jdk.ExecutionSample,ctxprof.Statistics "$TMP/flood.jfr" >"$TMP/flood.json" ||
-	fail "jfr print failed"
+recording_json "$TMP/flood.json"
 ls "/proc/$CONTROL/task" >"$TMP/control.tids"
 ls "/proc/$ATTACKER/task" >"$TMP/attacker.tids"
 python3 - "$TMP/flood.json" "$TMP/control.tids" "$TMP/attacker.tids" <<'PY' || fail "the control target lost stacks to the flood"
