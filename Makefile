@@ -1,11 +1,13 @@
 # ctxprof — the only build entry.
 #
-#   make            build libctx (.so/.a/.pc), the BPF skeletons and the ctxprof binary
-#   make test       install missing packages, build normal + ASan/UBSan + TSan variants,
-#                   run every test, print one summary line
+#   make            build the product: libctx (.so/.a/.pc), the BPF skeletons, the ctxprof
+#                   binary and its man page; needs the build dependencies only (`make deps`)
+#   make test       install missing packages (build + test), build normal + ASan/UBSan + TSan
+#                   variants with the test programs, run every test, print one summary line
 #   make bench      build and run the benchmarks (numbers printed, nothing asserted)
 #   make demo       profile the built-in demo workload and write a JFR file
-#   make deps       install the Debian and npm packages the build, tests and benchmarks need
+#   make deps       install the Debian packages the build needs (Debian's Build-Depends)
+#   make deps-test  install what the tests and benchmarks need on top (Debian and npm)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Every rule writes below $(B). Sanitizer variants are the same rules run again with
@@ -28,7 +30,7 @@ WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 # -fno-omit-frame-pointer: ctxprof and its tests are profiled by ctxprof itself.
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -D_GNU_SOURCE \
-             -Iinclude -I$(B)/gen $(SANFLAGS)
+             -Iinclude -I$(B)/gen -I$(B)/gen/otel $(SANFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
 # Filled in by the fragments.
@@ -37,7 +39,9 @@ ROOT_TESTS  :=   # need root + BTF + perf events; run in the normal variant only
 ROOT_SAN_TESTS := # root tests also run in the ASan/UBSan variant (process churn)
 TSAN_TESTS  :=   # concurrent code: also run in the TSan variant
 BENCHES     :=   # programs or scripts run by `make bench`
-ALL_TARGETS :=   # what `make` builds
+ALL_TARGETS :=   # what `make` builds: the product, from the build dependencies alone
+TEST_TARGETS :=  # what tests and benches run besides the product (fixtures, workloads,
+                 # checkers); built by `make test-bins`, may need test dependencies
 CLEAN_EXTRA :=
 
 ifeq ($(V),0)
@@ -55,15 +59,18 @@ include $(sort $(wildcard mk/*.mk))
 real-all: $(ALL_TARGETS)
 
 # ---------------------------------------------------------------------------
-# packages
-.PHONY: deps deps-check
+# packages: build dependencies (mk/*.pkgs, Debian's Build-Depends) apart from what the tests
+# and benchmarks need on top (mk/*.test.pkgs and the npm packages of package-lock.json)
+.PHONY: deps deps-check deps-test
 deps:
-	$(Q)scripts/deps.sh install
-	$(Q)scripts/npm-deps.sh install
+	$(Q)scripts/deps.sh install build
 
 deps-check:
-	$(Q)scripts/deps.sh check
-	$(Q)scripts/npm-deps.sh check
+	$(Q)scripts/deps.sh check build
+
+deps-test: deps
+	$(Q)scripts/deps.sh install test
+	$(Q)scripts/npm-deps.sh install
 
 # ---------------------------------------------------------------------------
 # tests: three variants, one runner, one summary
@@ -75,22 +82,22 @@ $(B)/tests.list: FORCE
 	      for t in $(TSAN_TESTS); do echo "tsan $$t"; done; } > $@.tmp && mv $@.tmp $@
 
 .PHONY: test-bins
-test-bins: real-all $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(B)/tests.list
+test-bins: real-all $(TEST_TARGETS) $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(B)/tests.list
 
 ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN := -fsanitize=thread
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: test
-test: deps
+test: deps-test
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-bins
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/asan SANFLAGS="$(ASAN)" test-bins
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/tsan SANFLAGS="$(TSAN)" test-bins
 	$(Q)tests/run.sh build build/asan build/tsan
 
 .PHONY: bench
-bench: deps
-	$(Q)$(MAKE) --no-print-directory real-all $(BENCHES)
+bench: deps-test
+	$(Q)$(MAKE) --no-print-directory real-all $(TEST_TARGETS) $(BENCHES)
 	$(Q)for b in $(BENCHES); do echo "== $$b"; $$b || echo "bench $$b failed (exit $$?)"; done
 
 # ---------------------------------------------------------------------------

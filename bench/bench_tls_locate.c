@@ -40,7 +40,7 @@ static double bench_locate(pid_t pid, int n, int *rc_out)
         struct ctxprof_tls_target tt;
         for (int i = 0; i < n; i++) {
                 double t0 = mono_ns();
-                *rc_out = tls_locate(pid, &tt);
+                *rc_out = tls_locate(pid, &tt, NULL);
                 t[i] = mono_ns() - t0;
         }
         double m = median(t, n);
@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         printf("tls_locate, no-context process (self):  %8.1f us median (rc %d)\n", m / 1e3, rc);
 
         struct ctxprof_tls_target t;
-        tls_locate(pid, &t);
+        tls_locate(pid, &t, NULL);
         struct user_regs_struct regs;
         int st;
         if (ptrace(PTRACE_SEIZE, worker, 0, 0) != 0 ||

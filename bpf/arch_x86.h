@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * arch_x86.h — everything the BPF sampler knows about x86-64: where the thread pointer lives,
  * how the interrupted registers are laid out (pt_regs) and how to tell user mode from kernel

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * ctx_read.bpf.h — the thread-context readers every BPF program of ctxprof shares: the
  * address of a thread-local variable (static TLS or the DTV walk) and bounded copies of the

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * kunwind.bpf.h — the in-kernel .eh_frame unwinder of the sampling program: walks the
  * interrupted thread's user stack with the compact rows the daemon loaded (ctxprof/cfi.h) and

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * offcpu.bpf.h — off-CPU intervals of target threads, on tp_btf sched_switch (this kernel
  * has no kprobes, and fentry does not load here; see shared/reference/ebpf-notes.md §4).

@@ -25,7 +25,9 @@ LIBCTX_LDFLAGS := -shared -Wl,--version-script=libctx/libctx.map -Wl,-z,now -Wl,
 # prerequisite lists, which make expands immediately.)
 LIBCTX_LIBS := -lprotobuf-c -lpthread
 LIBCTX_PROTO_A := $(B)/libotelproto.a
-LIBCTX_PROTO_O := $(patsubst proto/otel/%.proto,$(B)/gen/otel/%.pb-c.o,$(wildcard proto/otel/*.proto))
+LIBCTX_PROTO_O := $(addprefix $(B)/gen/otel/,processcontext.pb-c.o \
+                    opentelemetry/proto/common/v1/common.pb-c.o \
+                    opentelemetry/proto/resource/v1/resource.pb-c.o)
 LIBCTX_PROTO_H := $(LIBCTX_PROTO_O:.o=.h)
 
 LIBCTX_SO  := $(B)/libctx.so.$(LIBCTX_VERSION)
@@ -33,7 +35,8 @@ LIBCTX_CL  := $(B)/libcustomlabels-ctx.so
 LIBCTX_A   := $(B)/libctx.a
 LIBCTX_PC  := $(B)/libctx.pc
 LIBCTX_FIXTURES := $(B)/tests/fixtures/libctx_exe $(B)/tests/fixtures/libctx_exe_nodynlist
-ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC) $(LIBCTX_FIXTURES)
+ALL_TARGETS += $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC)
+TEST_TARGETS += $(LIBCTX_FIXTURES)
 BENCHES += $(B)/bench/bench_libctx $(B)/bench/bench_libctx_static
 
 $(B)/pic/libctx/%.o: libctx/%.c | $(LIBCTX_PROTO_H)
@@ -74,7 +77,7 @@ $(LIBCTX_A): $(LIBCTX_PIC_OBJS) $(LIBCTX_PROTO_O) libctx/libctx.map
 
 $(LIBCTX_PC): libctx/libctx.pc.in mk/20-libctx.mk
 	$(Q)mkdir -p $(@D)
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(LIBCTX_VERSION)|g' $< > $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(LIBCTX_VERSION)|g' $< > $@
 
 # Fixtures for tests/unit/test_libctx_elf.c: the archive linked into a PIE, with and without
 # the dynamic list (the second one proves the test can tell the difference).
@@ -99,17 +102,22 @@ $(B)/bench/bench_libctx_static: bench/bench_libctx.c $(LIBCTX_A)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
 		$(LIBCTX_LIBS) $(ALL_LDFLAGS)
 
-# make install-libctx PREFIX=/usr/local DESTDIR=   (the lead may hook this into `install`)
+# make install-libctx PREFIX=/usr/local DESTDIR= [LIBDIR=$(PREFIX)/lib]
+# (Debian passes its multiarch LIBDIR). libcustomlabels-ctx.so is not a public library (no
+# versioned SONAME is possible, see above): it goes to the private $(LIBDIR)/libctx/, which an
+# application that wants it links with -L and a run path (docs/libctx.md, *File name*).
+LIBDIR ?= $(PREFIX)/lib
 .PHONY: install-libctx
 install-libctx: $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC)
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/ctx \
-		$(DESTDIR)$(PREFIX)/share/libctx
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/libctx \
+		$(DESTDIR)$(PREFIX)/include/ctx $(DESTDIR)$(PREFIX)/share/libctx
 	install -m 644 include/ctx/ctx.h include/ctx/abi.h $(DESTDIR)$(PREFIX)/include/ctx/
-	install -m 755 $(LIBCTX_SO) $(LIBCTX_CL) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(PREFIX)/lib/libctx.so.$(LIBCTX_SOVER)
-	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(PREFIX)/lib/libctx.so
-	install -m 644 $(LIBCTX_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(LIBCTX_PC) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 $(LIBCTX_SO) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIBCTX_CL) $(DESTDIR)$(LIBDIR)/libctx/
+	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(LIBDIR)/libctx.so.$(LIBCTX_SOVER)
+	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(LIBDIR)/libctx.so
+	install -m 644 $(LIBCTX_A) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIBCTX_PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 libctx/libctx.dynlist $(DESTDIR)$(PREFIX)/share/libctx/
 
 -include $(wildcard $(B)/pic/libctx/*.d)

@@ -29,6 +29,12 @@ ROOT_TESTS += $(wildcard tests/hostile/test_*.sh)
 ROOT_SAN_TESTS += $(wildcard tests/integration/test_*churn*.sh)
 # The include rule between daemon/ stages (scripts/check-layers.sh) and its self-test.
 UNIT_TESTS += tests/lint/test_layers.sh
+# Files a target names are opened only through util/target_open.h, and its self-test.
+UNIT_TESTS += tests/lint/test_safe_open.sh
+# The docs name every flag and config key (scripts/check-docs.sh) and its self-test.
+UNIT_TESTS += tests/lint/test_docs.sh
+# Every source file names its folder's licence (scripts/spdx.sh --check) and its self-test.
+UNIT_TESTS += tests/lint/test_spdx.sh
 
 define test_link
 	@echo "  TEST    $<"

@@ -12,7 +12,7 @@ FX_TLS    := -ftls-model=global-dynamic -mtls-dialect=gnu2
 FX_CFLAGS  = $(ALL_CFLAGS) -fPIC
 FX_BINS   := $(addprefix $(FX)/,tls_fx_so tls_fx_pie tls_fx_nopie tls_fx_nodynlist \
                 tls_fx_dlopen tls_fx_none tls_fx_gd tls_fx_raw tls_fx_maponly tls_fx_late)
-ALL_TARGETS += $(FX)/libctxstandin.so $(FX)/libctxstandin_gd.so $(FX_BINS)
+TEST_TARGETS += $(FX)/libctxstandin.so $(FX)/libctxstandin_gd.so $(FX_BINS)
 
 $(FX)/ctx_standin.o: tests/fixtures/ctx_standin.c
 	$(Q)mkdir -p $(@D)

@@ -11,7 +11,7 @@ SP_FX_CFLAGS = $(filter-out $(SANFLAGS) -fno-omit-frame-pointer,$(ALL_CFLAGS)) -
 SP_FX_LDFLAGS = $(filter-out $(SANFLAGS),$(ALL_LDFLAGS))
 SP_FIXTURES := $(SP_FX)/fx_qsort $(SP_FX)/fx_qsort_stripped $(SP_FX)/fx_inline $(SP_FX)/fx_cxx \
                $(SP_FX)/fx_dlopen $(SP_FX)/libfx_plugin.so $(SP_FX)/fx_redzone
-ALL_TARGETS += $(SP_FIXTURES)
+TEST_TARGETS += $(SP_FIXTURES)
 BENCHES += $(B)/bench/bench_unwind
 
 $(SP_FX)/fx_qsort_stripped: $(SP_FX)/fx_qsort

@@ -2,7 +2,7 @@
 # bpf/kunwind.bpf.h): its C++ fixture (exceptions and inlining), built like distro code
 # (-O2 -g, no frame pointers, no sanitizer). Owner: ehframe.
 KU_FX := $(B)/tests/fixtures
-ALL_TARGETS += $(KU_FX)/fx_throw
+TEST_TARGETS += $(KU_FX)/fx_throw
 
 $(KU_FX)/fx_throw: tests/fixtures/fx_throw.cpp
 	@echo "  CXX     $<"
@@ -12,7 +12,7 @@ $(KU_FX)/fx_throw: tests/fixtures/fx_throw.cpp
 
 # Benchmarks: table build cost (no root), and the in-kernel unwinder against perf and
 # dwarf-copy on a ~30-frame stack through libc (root).
-ALL_TARGETS += $(KU_FX)/fx_deep30 $(KU_FX)/fx_signal $(KU_FX)/fx_dlchurn
+TEST_TARGETS += $(KU_FX)/fx_deep30 $(KU_FX)/fx_signal $(KU_FX)/fx_dlchurn
 BENCHES += $(B)/bench/bench_cfi_table bench/bench_kunwind.sh
 
 $(B)/bench/bench_cfi_table: bench/bench_cfi_table.c $(B)/libctxprof.a

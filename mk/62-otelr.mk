@@ -16,7 +16,7 @@ OW_WL    := tests/workloads/wl_otel.c
 OW_LDFLAGS = $(filter-out $(SANFLAGS),$(SM_WL_LDFLAGS))
 OW_BINS  := $(addprefix $(SM_WL)/,wl_otel wl_otel_desc wl_otel_gd wl_otel_ie wl_otel_dlopen)
 OW_LIBS  := $(addprefix $(SM_WL)/,libotelw_desc.so libotelw_gd.so libotelw_ie.so)
-ALL_TARGETS += $(OW_BINS) $(OW_LIBS)
+TEST_TARGETS += $(OW_BINS) $(OW_LIBS)
 
 $(SM_WL)/wl_otel: $(OW_WL) $(OW_SRC) $(OW_HDR)
 	@echo "  CC      $@ (workload, OTel writer in the executable)"

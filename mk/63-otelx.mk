@@ -6,7 +6,7 @@
 #   wl_otel_ctx_a   libctx.a in a PIE, otel_thread_ctx_v1 exported by libctx/libctx.dynlist
 OX_SRC  := tests/workloads/otel_libctx_writer.c
 OX_BINS := $(SM_WL)/wl_otel_ctx_so $(SM_WL)/wl_otel_ctx_a
-ALL_TARGETS += $(OX_BINS)
+TEST_TARGETS += $(OX_BINS)
 
 $(SM_WL)/wl_otel_ctx_so: $(OW_WL) $(OW_HDR) $(OX_SRC) $(B)/libctx.so
 	@echo "  CC      $@ (workload, libctx.so's OTel writer)"

@@ -1,7 +1,7 @@
 # JFR writer area: the RecordingFile checker the tests run, and the writer benchmark.
 # Owner of this fragment: jfr.
 JFRCHECK := $(B)/java/JfrCheck.class $(B)/java/RecordCheck.class $(B)/java/PyroCheck.class
-ALL_TARGETS += $(JFRCHECK)
+TEST_TARGETS += $(JFRCHECK)
 
 $(B)/java/%.class: tests/java/%.java
 	@echo "  JAVAC   $<"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The flooding target of the store-bound hostile tests (tests/hostile/test_hostile_*_flood.sh):
 # tests/workloads/wl_flood.c, built like the sampler's workloads (frame pointers, no
 # sanitizer, libctx.a with its dynamic list).

@@ -3,7 +3,7 @@
 # pointers, libctx.a with its TLS exported, no sanitizer); no sibling calls, so that each
 # do_* function stays on the stack it blocks in.
 OFFCPU_WL := $(SM_WL)/wl_offcpu
-ALL_TARGETS += $(OFFCPU_WL)
+TEST_TARGETS += $(OFFCPU_WL)
 
 $(SM_WL)/wl_offcpu: tests/workloads/wl_offcpu.c $(LIBCTX_A) libctx/libctx.dynlist mk/68-offcpu.mk
 	@echo "  CC      $< (workload)"

@@ -8,12 +8,14 @@
 #
 # Layout (below $(DESTDIR)):
 #   $(PREFIX)/bin/ctxprof
-#   $(PREFIX)/lib/libctx.so.1.0.0, libctx.so.1, libctx.so, libcustomlabels-ctx.so, libctx.a
-#   $(PREFIX)/lib/pkgconfig/libctx.pc        (prefix= is the install PREFIX)
+#   $(LIBDIR)/libctx.so.1.0.0, libctx.so.1, libctx.so, libctx.a    (LIBDIR ?= $(PREFIX)/lib)
+#   $(LIBDIR)/libctx/libcustomlabels-ctx.so  (private: see mk/20-libctx.mk)
+#   $(LIBDIR)/pkgconfig/libctx.pc            (prefix= is the install PREFIX)
 #   $(PREFIX)/include/ctx/ctx.h, abi.h
 #   $(PREFIX)/share/libctx/libctx.dynlist
 #   $(UNITDIR)/ctxprof.service               (paths rewritten for BINDIR and SYSCONFDIR)
 #   $(SYSCONFDIR)/ctxprof/ctxprof.conf       (never overwritten if it exists)
+#   $(MANDIR)/man1/ctxprof.1                 (mk/82-man.mk)
 #   $(DOCDIR)/README.md, packaging.md, jfr.md, libctx.md
 BINDIR     ?= $(PREFIX)/bin
 SYSCONFDIR ?= /etc
@@ -26,12 +28,12 @@ CTXPROF_DOCS := README.md docs/packaging.md docs/jfr.md docs/libctx.md
 # The stamp's content is the prefix; it is rewritten (and its mtime bumped) only on change.
 $(B)/install-prefix.stamp: FORCE
 	$(Q)mkdir -p $(@D)
-	$(Q)echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+	$(Q)echo '$(PREFIX) $(LIBDIR)' | cmp -s - $@ || echo '$(PREFIX) $(LIBDIR)' > $@
 $(LIBCTX_PC): $(B)/install-prefix.stamp
 
 .PHONY: install install-ctxprof install-service install-docs
 # A real install (no DESTDIR) as root refreshes the dynamic linker's cache for libctx.so.1.
-install: install-libctx install-ctxprof install-service install-docs
+install: install-libctx install-ctxprof install-man install-service install-docs
 	$(Q)if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 install-ctxprof: $(CTXPROF)
@@ -67,5 +69,8 @@ deb:
 #   test_unit.sh      systemd-analyze verify + offline security score of the unit
 #   test_k8s_yaml.sh  the Kubernetes example parsed with python3-yaml; Containerfile paths
 #   test_deb.sh       dpkg-buildpackage, dpkg-deb checks, dpkg -x into a scratch root
+#   test_build_deps.sh  debian/control Build-Depends = scripts/deps.sh build set
+#   test_symbols.sh   debian/libctx1.symbols = what libctx.so.1 exports
 UNIT_TESTS += tests/packaging/test_install.sh tests/packaging/test_unit.sh \
-              tests/packaging/test_k8s_yaml.sh tests/packaging/test_deb.sh
+              tests/packaging/test_k8s_yaml.sh tests/packaging/test_deb.sh \
+              tests/packaging/test_build_deps.sh tests/packaging/test_symbols.sh

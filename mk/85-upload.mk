@@ -1,7 +1,7 @@
 # Delivery benchmark (daemon/service/upload_*.c, uploader.c): bench/bench_upload.sh runs
 # bench_upload (one profile's cost) and the daemon's CPU with and without uploads.
 BENCH_UPLOAD := $(B)/bench/bench_upload
-ALL_TARGETS += $(BENCH_UPLOAD)
+TEST_TARGETS += $(BENCH_UPLOAD)
 BENCHES += bench/bench_upload.sh
 
 $(BENCH_UPLOAD): bench/bench_upload.c $(B)/libctxprof.a | $(BPF_SKELS)

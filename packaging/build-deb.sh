@@ -22,13 +22,6 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
 	tar --exclude=./build -cf - . | tar -xf - -C "$src"
 fi
-# The flame graph page's npm libraries (installed by `make deps`, ignored by git), which
-# mk/75-html.mk inlines into the page: the package build is offline.
-for f in node_modules/d3/dist/d3.min.js node_modules/d3/LICENSE \
-	node_modules/d3-flame-graph/dist/d3-flamegraph.umd.min.js node_modules/d3-flame-graph/LICENSE; do
-	[ -f "$f" ] || { echo "missing $f: run 'make deps'" >&2; exit 1; }
-	cp --parents "$f" "$src"
-done
 rm -rf "$src/debian"
 cp -a packaging/debian "$src/debian"
 

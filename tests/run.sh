@@ -3,7 +3,8 @@
 # per test and one summary line at the end. Exit status 0 only when nothing failed.
 #
 # A test passes with exit 0, is SKIPPED with exit 77 (it must say why on its output), and
-# fails otherwise. Root tests (real BPF, perf events; kind "root", and "rootsan" which also
+# fails otherwise. A Criterion program that exits 0 with every case skipped (cr_skip_test) is
+# SKIPPED too, with its first case's reason; one with some cases skipped passes and says so. Root tests (real BPF, perf events; kind "root", and "rootsan" which also
 # runs in the ASan variant) need root and kernel BTF; without them
 # they are reported SKIPPED loudly, never passed.
 #   tests/run.sh build build/asan build/tsan
@@ -31,11 +32,20 @@ run_one() { # variant kind path
 	fi
 	local log="$logdir/$(echo "$name" | tr '/:' '__').log"
 	local t0=$SECONDS rc
-	TEST_BUILD="$variant" timeout --kill-after=10 "$timeout_s" "$t" >"$log" 2>&1 </dev/null
+	# Criterion programs name each case and its verdict ([SKIP] a::b: why) at verbosity 1
+	TEST_BUILD="$variant" CRITERION_VERBOSITY_LEVEL=1 timeout --kill-after=10 "$timeout_s" "$t" \
+		>"$log" 2>&1 </dev/null
 	rc=$?
 	local dt=$((SECONDS - t0))
-	if [ $rc = 0 ]; then
-		echo "PASS     $name   (${dt}s)"; pass=$((pass + 1))
+	local skipped
+	skipped=$(grep -c '^\[SKIP\] ' "$log")
+	if [ $rc = 0 ] && [ "$skipped" -gt 0 ] && grep -q '^\[====\] Synthesis: Tested: 0 ' "$log"; then
+		echo "SKIPPED  $name   (every case skipped: $(grep -m1 '^\[SKIP\] ' "$log" | cut -c8-160))"
+		skip=$((skip + 1))
+	elif [ $rc = 0 ]; then
+		local note=""
+		[ "$skipped" -gt 0 ] && note="; $skipped cases skipped: $(grep -m1 '^\[SKIP\] ' "$log" | cut -c8-120)"
+		echo "PASS     $name   (${dt}s$note)"; pass=$((pass + 1))
 	elif [ $rc = 77 ]; then
 		echo "SKIPPED  $name   ($(grep -m1 -i 'skip' "$log" | cut -c1-160))"; skip=$((skip + 1))
 	else

@@ -33,15 +33,18 @@
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
+#include "stack/modules.h"
 #include "service/status_file.h"
 #include "service/status_health.h"
 #include "service/target_select.h"
 #include "service/uploader.h"
 #include "util/clock.h"
+#include "util/proc_lines.h"
 
 #define MAX_FLAGS        64
 #define PEND_MAX         1024
 #define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define REAP_MARGIN_NS   1000000000ull /* modules dead this long before a writer's batch */
 #define RETAIN_PERIOD_MS 30000
 
 static volatile sig_atomic_t stop_requested, reload_requested;
@@ -240,7 +243,7 @@ static int start_uploads(struct daemon *d, const struct daemon_config *c)
                 }
                 d->nup++;
                 logm(LOG_INFO, "upload %s: %s (%s), spool %s", t->name, t->url,
-                     t->format == UPLOAD_FORMAT_PPROF ? "pprof" : "jfr", dir);
+                     t->format == UPLOAD_FORMAT_OTLP ? "otlp" : "jfr", dir);
         }
         return 0;
 }
@@ -561,20 +564,20 @@ static void scan_proc(struct daemon *d)
         logm(LOG_INFO, "%u running processes selected", n);
 }
 
+/* Threads of pid, from /proc/PID/status (lines capped: util/proc_lines.h). */
 static unsigned proc_threads(pid_t pid)
 {
-        char path[64], line[128];
+        char path[64], *line;
         unsigned n = 0;
-        FILE *f;
+        struct proc_lines r;
 
         snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
+        if (proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, NULL))
                 return 0;
-        while (fgets(line, sizeof(line), f))
+        while (proc_lines_next(&r, &line, NULL) > 0)
                 if (sscanf(line, "Threads: %u", &n) == 1)
                         break;
-        fclose(f);
+        proc_lines_close(&r);
         return n;
 }
 
@@ -622,6 +625,13 @@ static void output_counters(struct daemon *d, struct recording_set_counters *rc)
         rc->samples_no_file += d->before.samples_no_file;
 }
 
+/* The sampler's counters, with what the target selector's locator refused. */
+static void daemon_stats(struct daemon *d, struct sampler_stats *st)
+{
+        sampler_get_stats(d->s, st);
+        target_select_target_stats(d->sel, &st->target);
+}
+
 /* The daemon's record of the status file: its counters, those of the sets reloads replaced
  * included. */
 static void status_daemon(struct daemon *d, const char *state, struct status_daemon *sd)
@@ -630,7 +640,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
         struct recording_set_counters rc;
         const char *cur = d->rs ? recording_set_file(d->rs, 0) : NULL;
 
-        sampler_get_stats(d->s, &st);
+        daemon_stats(d, &st);
         output_counters(d, &rc);
         *sd = (struct status_daemon){
             .pid = (int)getpid(),
@@ -658,13 +668,43 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .refused_stacks = st.refused_stacks,
             .refused_labels = st.refused_labels,
             .refused_threads = st.refused_threads,
+            .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
+                             st.target.unresolved + st.target.open_failed,
+            .refused_lines = st.target.lines_too_long,
+            .modules = st.modules.live,
+            .modules_refused = st.modules.full + st.modules.target_full,
+            .events_limited = st.events_limited,
+            .exec_events_limited = st.exec_events_limited,
+            .targets_full = st.targets_full,
         };
+        snprintf(sd->load_hook, sizeof(sd->load_hook), "%s", st.hook.name ? st.hook.name : "none");
         snprintf(sd->state, sizeof(sd->state), "%s", state);
         snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);
         snprintf(sd->mode, sizeof(sd->mode), "%s",
                  sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode % 3));
         snprintf(sd->current_file, sizeof(sd->current_file), "%s", cur ? cur : "");
         snprintf(sd->split, sizeof(sd->split), "%s", split_name(d));
+}
+
+/* One "upload" line per target: a paused one (access denied) shows here. */
+static void status_uploads(struct daemon *d, struct status_text *t)
+{
+        for (unsigned i = 0; i < d->nup; i++) {
+                struct upload_counters c;
+                struct status_upload su = {0};
+
+                uploader_get_counters(d->up[i], &c);
+                snprintf(su.name, sizeof(su.name), "%s", uploader_name(d->up[i]));
+                snprintf(su.state, sizeof(su.state), "%s", upload_state_name(c.state));
+                su.http_status = (int)c.last_http_status;
+                su.spool_files = c.spool_files;
+                su.spool_bytes = c.spool_bytes;
+                su.delivered = c.uploads_ok;
+                for (int k = 0; k < UPLOAD_DROP_N; k++)
+                        su.dropped += c.dropped[k];
+                su.pauses = c.pauses;
+                status_text_upload(t, &su);
+        }
 }
 
 static void write_status(struct daemon *d, const char *state)
@@ -677,6 +717,7 @@ static void write_status(struct daemon *d, const char *state)
         status_daemon(d, state, &sd);
         status_text_daemon(&t, &sd);
         sampler_foreach_target(d->s, status_target, &sc);
+        status_uploads(d, &t);
         if (t.err) {
                 logm(LOG_WARNING, "status: out of memory");
                 status_text_free(&t);
@@ -704,7 +745,7 @@ static void publish_metrics(struct daemon *d)
 
         if (!d->dm)
                 return;
-        sampler_get_stats(d->s, &ms.st);
+        daemon_stats(d, &ms.st);
         output_counters(d, &ms.rc);
         for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
                 snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
@@ -797,6 +838,10 @@ static void reload(struct daemon *d)
                 stop_uploads(d, 0);
                 if (start_uploads(d, &nc))
                         logm(LOG_ERROR, "reload: uploads are off until the next reload");
+        } else {
+                /* the same text may name rotated secrets: re-read them, the spools stay */
+                for (unsigned i = 0; i < d->nup; i++)
+                        uploader_reload_credentials(d->up[i]);
         }
         target_select_free(d->sel);
         d->sel = ns;
@@ -905,6 +950,17 @@ static int start_config(struct daemon *d)
         return 0;
 }
 
+/* Which library-load hook runs, and why when it is the host-wide fallback. */
+static void log_load_hook(struct daemon *d)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(d->s, &st);
+        logm(st.hook.kind == LOAD_HOOK_SYS_EXIT ? LOG_WARNING : LOG_INFO,
+             "library loads seen by %s%s%s%s", st.hook.name, st.hook.why[0] ? " (" : "",
+             st.hook.why, st.hook.why[0] ? "): every syscall on the host pays for it" : "");
+}
+
 /* Start stage, part 2: the sampler, the output directory (recovered), the signals and the
  * privileges dropped; then the running processes are selected. 0 or -1 (logged). */
 static int start_sampling(struct daemon *d)
@@ -948,6 +1004,12 @@ static int start_sampling(struct daemon *d)
          * metrics and upload threads) inherits the reduced set. The BPF objects and perf
          * events are loaded and open by now; what remains needs only the kept set. */
         if (!d->no_drop) {
+                /* A uprobe perf event needs CAP_SYS_ADMIN here: hook the loaders in use now,
+                 * for every process, instead of each new target's (engine/load_hook.h). */
+                err = sampler_hook_loader_wide(d->s);
+                if (err)
+                        logm(LOG_WARNING, "library-load hook for every process failed: %s",
+                             strerror(-err));
                 err = privileges_drop();
                 if (err)
                         logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
@@ -976,6 +1038,7 @@ static int start_sampling(struct daemon *d)
         logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
              d->cfg.frequency, sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode), d->cfg.directory,
              split_name(d));
+        log_load_hook(d);
         return 0;
 }
 
@@ -1009,6 +1072,13 @@ static void run(struct daemon *d)
                         last_retain = now;
                 }
                 if (now - last_status >= STATUS_FILE_PERIOD_MS) {
+                        /* modules no process maps, dead before every writer's oldest
+                         * unwritten batch (with a margin: a sample resolved just before
+                         * a new file's first batch began): no frame to be written names
+                         * them */
+                        uint64_t before = d->rs ? recording_set_written_before(d->rs) : 0;
+                        if (before > REAP_MARGIN_NS)
+                                modules_reap(sampler_modules(d->s), before - REAP_MARGIN_NS);
                         write_status(d, "running");
                         last_status = now;
                 }

@@ -32,6 +32,7 @@
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "sink/flame_html.h"
+#include "sink/otlp.h"
 #include "sink/pprof.h"
 #include "engine/sampler.h"
 #include "util/clock.h"
@@ -64,13 +65,16 @@ static void help(FILE *f)
                "                             still running then gets SIGTERM\n"
                "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
                "                             created or truncated only once setup succeeded\n"
-               "      --format jfr|collapsed|pprof|html\n"
+               "      --format jfr|collapsed|pprof|otlp|html\n"
                "                             jfr: JDK Flight Recorder chunks (default when FILE\n"
                "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
                "                             (flamegraph.pl, speedscope):\n"
                "                             PROC-PID;THREAD;key=value...;frames N\n"
                "                             pprof: gzip'd profile.proto, labels as sample\n"
                "                             labels (default when FILE ends in .pb.gz)\n"
+               "                             otlp: one OTLP ExportProfilesServiceRequest\n"
+               "                             (profiles v1development), labels as sample\n"
+               "                             attributes (default when FILE ends in .otlp)\n"
                "                             html: one self-contained flame graph page, with\n"
                "                             search, zoom, filter and split by label or span\n"
                "                             (default when FILE ends in .html)\n"
@@ -98,7 +102,9 @@ static void help(FILE *f)
                "                             counters (those printed at exit) to FILE as one\n"
                "                             JSON object (also with -q)\n"
                "      --upload URL           then send the file (jfr or pprof) to Pyroscope's\n"
-               "                             URL/ingest; --upload-app NAME, --upload-tags k=v,..,\n"
+               "                             URL/ingest, or (otlp) gzip'd to an OTLP receiver's\n"
+               "                             URL/v1development/profiles;\n"
+               "                             --upload-app NAME, --upload-tags k=v,..,\n"
                "                             --upload-header-file F (\"Name: value\" lines),\n"
                "                             --upload-basic-auth-file F (user:password),\n"
                "                             --upload-timeout TIME (default 30s)\n"
@@ -387,10 +393,10 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 return 0;
         case OPT_FORMAT:
                 if (strcmp(arg, "collapsed") && strcmp(arg, "jfr") && strcmp(arg, "pprof") &&
-                    strcmp(arg, "html")) {
+                    strcmp(arg, "otlp") && strcmp(arg, "html")) {
                         fprintf(stderr,
-                                "ctxprof record: unknown format '%s' (jfr, collapsed, pprof or "
-                                "html)\n",
+                                "ctxprof record: unknown format '%s' (jfr, collapsed, pprof, "
+                                "otlp or html)\n",
                                 arg);
                         return 2;
                 }
@@ -533,19 +539,24 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
                 ro->format = n > 4 && !strcmp(ro->outpath + n - 4, ".jfr")     ? "jfr"
                              : n > 6 && !strcmp(ro->outpath + n - 6, ".pb.gz") ? "pprof"
                              : n > 5 && !strcmp(ro->outpath + n - 5, ".html")  ? "html"
+                             : n > 5 && !strcmp(ro->outpath + n - 5, ".otlp")  ? "otlp"
                                                                                : "collapsed";
         }
-        if (!strcmp(ro->format, "pprof") && SAMPLER_EV_HAS_OFFCPU(ro->o.event)) {
-                fprintf(stderr, "ctxprof record: --format pprof takes CPU samples only: use jfr "
-                                "or collapsed with --event off-cpu or wall\n");
+        if ((!strcmp(ro->format, "pprof") || !strcmp(ro->format, "otlp")) &&
+            SAMPLER_EV_HAS_OFFCPU(ro->o.event)) {
+                fprintf(stderr,
+                        "ctxprof record: --format %s takes CPU samples only: use jfr "
+                        "or collapsed with --event off-cpu or wall\n",
+                        ro->format);
                 return 2;
         }
         if (!strcmp(ro->format, "jfr") && !ro->outpath) {
                 fprintf(stderr, "ctxprof record: --format jfr needs -o FILE\n");
                 return 2;
         }
-        if (ro->up.t.url[0] && (!ro->outpath || !strcmp(ro->format, "collapsed"))) {
-                fprintf(stderr, "ctxprof record: --upload needs -o FILE in jfr or pprof\n");
+        if (ro->up.t.url[0] &&
+            (!ro->outpath || !strcmp(ro->format, "collapsed") || !strcmp(ro->format, "html"))) {
+                fprintf(stderr, "ctxprof record: --upload needs -o FILE in jfr, pprof or otlp\n");
                 return 2;
         }
         /* A bad path fails now; an existing file is kept until setup succeeded. */
@@ -791,6 +802,12 @@ static int finish(struct recording *r)
                                                .duration_ns = mono_ns() - r->start_mono_ns};
 
                         err = pprof_write(r->c, out, sampler_modules(r->s), &m);
+                } else if (!strcmp(ro->format, "otlp")) {
+                        struct otlp_meta m = {.period_ns = NS_PER_SEC / ro->o.freq,
+                                              .start_ns = r->start_wall_ns,
+                                              .duration_ns = mono_ns() - r->start_mono_ns};
+
+                        err = otlp_write_symbolized(r->c, out, sampler_modules(r->s), &m);
                 } else if (!strcmp(ro->format, "html")) {
                         err = write_html(r, out);
                 } else {

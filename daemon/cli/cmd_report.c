@@ -5,7 +5,8 @@
  * JFR file works. A file that is not JFR (or has no complete chunk) is an error only; a
  * chunk cut short at the end (a writer killed inside it) is ignored with a warning and the
  * complete chunks are reported (exit 0); a corrupt file reports what was readable and exits
- * 1. Never writes.
+ * 1. With --html or --format it converts instead (cli/report_html.c, cli/jfr_convert.c)
+ * and writes only the -o file (or standard output).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "sink/jfr_convert.h"
 #include "cli/report_html.h"
 #include "cli/report_time.h"
 #include "jfr/jfr_dict.h"
@@ -180,18 +182,6 @@ static int offcpu_event(struct report *rep, const struct jfr_reader *r, const st
         return report_time_offcpu(rep->time, groups, n,
                                   jfr_value_str(r, jfr_value_field(r, v, "blockedIn")),
                                   (uint64_t)((unsigned __int128)ticks * 1000000000ull / tps), runq);
-}
-
-/* jdk.ActiveSetting "frequency" of jdk.ExecutionSample ("99 Hz"): the sampling period. */
-static void setting_event(struct report *rep, const struct jfr_reader *r,
-                          const struct jfr_event *ev)
-{
-        const char *name = jfr_value_str(r, jfr_value_field(r, ev->value, "name"));
-        const char *value = jfr_value_str(r, jfr_value_field(r, ev->value, "value"));
-        unsigned long hz;
-
-        if (name && value && !strcmp(name, "frequency") && sscanf(value, "%lu Hz", &hz) == 1 && hz)
-                rep->sample_period_ns = 1000000000ull / hz;
 }
 
 /* Labels of a sample: jdk.ExecutionSample's `context`, a chain of ctxprof.types.Context
@@ -366,12 +356,15 @@ static void print_summary(struct report *rep, const struct jfr_reader *r, const 
 static int usage(FILE *f)
 {
         fprintf(f, "usage: ctxprof report [--top N] [--depth N] FILE.jfr\n"
-                   "       ctxprof report --html [-o OUT.html] FILE.jfr\n"
+                   "       ctxprof report --format collapsed|pprof|otlp|html [-o OUT] FILE.jfr\n"
                    "Summarize a JFR file: chunks, time range, events per type, threads, top\n"
                    "stacks, and top stacks per label value. No JDK needed.\n"
-                   "--html: instead, one self-contained flame graph page (search, zoom, filter\n"
-                   "and split by label key, label value, span or thread) to OUT.html or\n"
-                   "standard output.\n");
+                   "--format: instead, convert its CPU samples (jdk.ExecutionSample) to OUT or\n"
+                   "standard output, with the labels and spans `record --format` writes:\n"
+                   "collapsed (folded stacks), pprof (gzip'd profile.proto), otlp (one OTLP\n"
+                   "ExportProfilesServiceRequest), html (one self-contained flame graph page:\n"
+                   "search, zoom, filter and split by label key, label value, span or thread;\n"
+                   "--html is the same). JFR has no process per sample: it is \"?\" (pid 0).\n");
         return f == stdout ? 0 : 2;
 }
 
@@ -416,16 +409,26 @@ static int check_file(const char *path, uint64_t *torn)
         return 0;
 }
 
-/* --html: the page to out (NULL: stdout). 0, or 1 with the error printed. */
-static int write_html(struct flame_html *fh, const char *path, const char *out)
+/* What a conversion writes, and the file it came from. */
+struct converted {
+        struct flame_html *fh;    /* --html */
+        struct jfr_convert *conv; /* --format collapsed|pprof|otlp */
+        const char *path;
+        uint64_t period_ns, first_ns, last_ns;
+};
+
+/* The conversion to out (NULL: stdout). 0, or 1 with the error printed. */
+static int write_converted(const struct converted *cv, const char *out)
 {
         char title[512];
         FILE *f = out ? fopen(out, "we") : stdout;
         int err = f ? 0 : -errno;
 
-        snprintf(title, sizeof(title), "ctxprof report %s", path);
+        snprintf(title, sizeof(title), "ctxprof report %s", cv->path);
         if (!err)
-                err = flame_html_write(fh, f, title);
+                err = cv->fh ? flame_html_write(cv->fh, f, title)
+                             : jfr_convert_write(cv->conv, f, cv->period_ns, cv->first_ns,
+                                                 cv->last_ns);
         if (f && f != stdout && fclose(f) && !err)
                 err = -errno;
         if (!err)
@@ -438,12 +441,16 @@ static int write_html(struct flame_html *fh, const char *path, const char *out)
 static int cmd_report(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"top", required_argument, NULL, 't'}, {"depth", required_argument, NULL, 'd'},
-            {"html", no_argument, NULL, 'H'},      {"output", required_argument, NULL, 'o'},
-            {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
+            {"top", required_argument, NULL, 't'},
+            {"depth", required_argument, NULL, 'd'},
+            {"html", no_argument, NULL, 'H'},
+            {"output", required_argument, NULL, 'o'},
+            {"format", required_argument, NULL, 'F'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
         };
         int top = 10, depth = 6, c, html = 0;
-        const char *out = NULL;
+        const char *out = NULL, *format = NULL;
         optind = 1;
         while ((c = getopt_long(argc, argv, "t:d:o:h", opts, NULL)) != -1) {
                 switch (c) {
@@ -456,6 +463,14 @@ static int cmd_report(int argc, char **argv)
                 case 'H':
                         html = 1;
                         break;
+                case 'F':
+                        format = optarg;
+                        if (!strcmp(format, "html"))
+                                html = 1;
+                        else if (strcmp(format, "collapsed") && strcmp(format, "pprof") &&
+                                 strcmp(format, "otlp"))
+                                return usage(stderr);
+                        break;
                 case 'o':
                         out = optarg;
                         break;
@@ -465,7 +480,7 @@ static int cmd_report(int argc, char **argv)
                         return usage(stderr);
                 }
         }
-        if (optind != argc - 1 || top <= 0 || depth <= 0 || (out && !html))
+        if (optind != argc - 1 || top <= 0 || depth <= 0 || (out && !html && !format))
                 return usage(stderr);
         const char *path = argv[optind];
         struct jfr_reader *r;
@@ -480,6 +495,13 @@ static int cmd_report(int argc, char **argv)
         struct flame_html *fh = NULL;
         if (html && (err = flame_html_new(&fh))) {
                 fprintf(stderr, "ctxprof report: %s\n", strerror(-err));
+                jfr_reader_close(r);
+                return 1;
+        }
+        struct jfr_convert *conv = NULL;
+        if (format && !html && !(conv = jfr_convert_new(format, NULL))) {
+                fprintf(stderr, "ctxprof report: out of memory\n");
+                flame_html_free(fh);
                 jfr_reader_close(r);
                 return 1;
         }
@@ -508,20 +530,23 @@ static int cmd_report(int argc, char **argv)
                 while ((e = jfr_reader_next_event(r, &ev)) == 1 && !err) {
                         err = count(&rep.types, ev.type->name, 1, NULL);
                         if (!err && !strcmp(ev.type->name, "jdk.ExecutionSample"))
-                                err = fh ? report_html_event(fh, r, &ev)
-                                         : sample_event(&rep, r, &ev, depth);
+                                err = fh     ? report_html_event(fh, r, &ev)
+                                      : conv ? jfr_convert_event(conv, r, &ev)
+                                             : sample_event(&rep, r, &ev, depth);
                         else if (!err && !strcmp(ev.type->name, "ctxprof.OffCPU"))
                                 err = offcpu_event(&rep, r, &ev);
                         else if (!err && !strcmp(ev.type->name, "jdk.ActiveSetting"))
-                                setting_event(&rep, r, &ev);
+                                jfr_setting_period(r, &ev, &rep.sample_period_ns);
                 }
                 bad_framing += e < 0;
         }
         /* nothing readable (the first chunk is corrupt): the error alone, no empty report */
         int status = 0;
-        if (chunks && fh)
-                status = write_html(fh, path, out);
-        else if (chunks)
+        if (chunks && (fh || conv)) {
+                struct converted cv = {fh, conv, path, rep.sample_period_ns, first_ns, last_ns};
+
+                status = write_converted(&cv, out);
+        } else if (chunks)
                 print_summary(&rep, r, path, chunks, first_ns, last_ns, bad_framing, top);
         /* a torn tail (already warned about) is where a reader of the complete chunks stops */
         if (rc < 0 && !err && torn && jfr_reader_trailing_bytes(r) == torn)
@@ -535,6 +560,7 @@ static int cmd_report(int argc, char **argv)
         for (size_t i = 0; i < 5; i++)
                 counter_free(all[i]);
         flame_html_free(fh);
+        jfr_convert_free(conv);
         report_time_free(rep.time);
         jfr_reader_close(r);
         return status;

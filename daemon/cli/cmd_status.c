@@ -133,7 +133,8 @@ static void help(void)
                "\n"
                "options:\n"
                "      --json             the same as one JSON object:\n"
-               "                         {\"daemon\": {...}, \"targets\": [{...}, ...]}\n"
+               "                         {\"daemon\": {...}, \"targets\": [{...}, ...],\n"
+               "                          \"uploads\": [{...}, ...]}\n"
                "                         (keys as in the status file, see\n"
                "                         docs/daemon.md; daemon.state is the verdict\n"
                "                         below, daemon.reason says why, daemon.age_s\n"
@@ -179,12 +180,32 @@ static void print_daemon(const struct status_record *r, const struct verdict *v)
         printf("  current file %s\n", get(r, "current_file"));
         printf("  refused by store bounds: %s new stacks, %s label sets, %s threads\n",
                get(r, "refused_stacks"), get(r, "refused_labels"), get(r, "refused_threads"));
+        printf("  library loads seen by %s; events over budget %s (exec of other processes %s), "
+               "targets not added (map full) %s\n",
+               get(r, "load_hook"), get(r, "events_limited"), get(r, "exec_events_limited"),
+               get(r, "targets_full"));
         if (!strcmp(get(r, "split"), "process"))
                 printf("  split per process: %s files open, %s samples past "
                        "split-max-open (in the host file)\n",
                        get(r, "process_files"), get(r, "overflow_samples"));
         printf("\n  %8s %-16s %10s %10s %7s %-7s %s\n", "PID", "COMM", "SAMPLES", "CONTEXT",
                "THREADS", "LOCATED", "FILE");
+}
+
+/* An "upload" line (after every target line): in JSON the first closes "targets" and opens
+ * "uploads". */
+static void print_upload(const struct status_record *r, int json, int n)
+{
+        if (json) {
+                fputs(n ? "," : "],\"uploads\":[", stdout);
+                json_rec(r, NULL);
+                return;
+        }
+        printf("%s  upload %s: %s (last HTTP status %s), %s profiles (%s bytes) in the spool, "
+               "%s delivered, %s dropped\n",
+               n ? "" : "\n", get(r, "name"), get(r, "state"), get(r, "http_status"),
+               get(r, "spool_files"), get(r, "spool_bytes"), get(r, "delivered"),
+               get(r, "dropped"));
 }
 
 static int cmd_status(int argc, char **argv)
@@ -196,7 +217,7 @@ static int cmd_status(int argc, char **argv)
             {NULL, 0, NULL, 0},
         };
         const char *path = STATUS_FILE_DEFAULT;
-        int opt, json = 0, ntargets = 0, have_daemon = 0;
+        int opt, json = 0, ntargets = 0, nuploads = 0, have_daemon = 0;
         struct verdict v = {.exit = EXIT_UNKNOWN};
         char line[4096], why[PATH_MAX + 128];
         struct stat st;
@@ -254,6 +275,8 @@ static int cmd_status(int argc, char **argv)
                         printf("  %8s %-16s %10s %10s %7s %-7s %s\n", get(&r, "pid"),
                                get(&r, "comm"), get(&r, "samples"), get(&r, "context_samples"),
                                get(&r, "threads"), get(&r, "context"), get(&r, "file"));
+                } else if (!strcmp(r.kind, "upload") && have_daemon) {
+                        print_upload(&r, json, nuploads++);
                 }
         }
         fclose(f);
@@ -262,7 +285,7 @@ static int cmd_status(int argc, char **argv)
                 return no_record(json, "unknown", why, EXIT_UNKNOWN);
         }
         if (json)
-                puts("]}");
+                puts(nuploads ? "]}" : "],\"uploads\":[]}");
         if (v.why[0] && v.exit != EXIT_RUNNING)
                 fprintf(stderr, "ctxprof status: the daemon is %s: %s\n", v.state, v.why);
         return v.exit;

@@ -77,6 +77,16 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        if (st.hook.kind != LOAD_HOOK_UPROBE || st.events_limited || st.exec_events_limited ||
+            st.targets_full)
+                fprintf(stderr,
+                        "ctxprof: library loads seen by %s%s%s; events over a budget: a "
+                        "process's %llu, exec notifications %llu; targets refused (map full) "
+                        "%llu\n",
+                        st.hook.name ? st.hook.name : "none", st.hook.why[0] ? ": " : "",
+                        st.hook.why, (unsigned long long)st.events_limited,
+                        (unsigned long long)st.exec_events_limited,
+                        (unsigned long long)st.targets_full);
         if (st.offcpu_received || st.offcpu || st.offcpu_short || st.offcpu_full)
                 fprintf(stderr,
                         "ctxprof: off-CPU intervals %llu (received %llu), shorter than the "
@@ -160,6 +170,19 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 p->too_deep, p->bad_schema, p->bad_keys, p->read_faults);
 }
 
+/* "target_files": hostile target input the daemon refused, by reason (util/target_stats.h),
+ * and the files it did open. */
+static void json_target(FILE *f, const struct target_stats *t)
+{
+        fprintf(f,
+                ",\n  \"target_files\": {\"opened\": %" PRIu64 ", \"opened_by_path\": %" PRIu64
+                ", \"no_mapping\": %" PRIu64 ", \"not_regular\": %" PRIu64
+                ", \"mismatch\": %" PRIu64 ", \"unresolved\": %" PRIu64
+                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64 "}",
+                t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch,
+                t->unresolved, t->open_failed, t->lines_too_long);
+}
+
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
 static void json_kunwind(FILE *f, const struct sampler_stats *st)
 {
@@ -213,6 +236,25 @@ static void json_unwind_stops(FILE *f, struct sampler *s)
 }
 
 /* Off-CPU counters (event off-cpu / wall; zeros otherwise), as one JSON object. */
+/* The library-load hook in use and the event bounds (ctxprof/sample.h, "Event bounds"). */
+static void json_hooks(FILE *f, const struct sampler_stats *st)
+{
+        const struct load_hook_stats *h = &st->hook;
+
+        fputs(",\n  \"load_hook\": {\"kind\": ", f);
+        json_string(f, h->name ? h->name : "none");
+        fputs(", \"why\": ", f);
+        json_string(f, h->why);
+        fprintf(f,
+                ", \"hits\": %" PRIu64 ", \"attached\": %" PRIu64 ", \"active\": %" PRIu64
+                ", \"no_loader\": %" PRIu64 ", \"errors\": %" PRIu64 "}",
+                st->dl_notify, h->attached, h->active, h->no_loader, h->errors);
+        fprintf(f,
+                ",\n  \"event_bounds\": {\"events_limited\": %" PRIu64
+                ", \"exec_events_limited\": %" PRIu64 ", \"targets_full\": %" PRIu64 "}",
+                st->events_limited, st->exec_events_limited, st->targets_full);
+}
+
 static void json_offcpu(FILE *f, const struct sampler_stats *st)
 {
         fprintf(f,
@@ -276,8 +318,16 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         json_unwind_stops(f, s);
         json_ctx_missing(f, &st);
         json_otel(f, &st);
+        json_target(f, &st.target);
+        fprintf(f,
+                ",\n  \"modules\": {\"live\": %" PRIu64 ", \"dead\": %" PRIu64
+                ", \"retired\": %" PRIu64 ", \"refused_global\": %" PRIu64
+                ", \"refused_target\": %" PRIu64 "}",
+                st.modules.live, st.modules.dead, st.modules.retired, st.modules.full,
+                st.modules.target_full);
         json_offcpu(f, &st);
         json_kunwind(f, &st);
+        json_hooks(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

@@ -1,7 +1,8 @@
 /*
  * record_upload.h — `ctxprof record --upload URL`: after the recording is written, send the
- * file (JFR with its FILE.labels.pb, or pprof) to a Pyroscope /ingest endpoint once, with a
- * few retries, and say how it went. The local file is kept whatever happens. Prints (cli/).
+ * file (JFR with its FILE.labels.pb, or pprof) to a Pyroscope /ingest endpoint, or (otlp)
+ * gzip'd to an OTLP receiver's /v1development/profiles, once, with a few retries, and say
+ * how it went. The local file is kept whatever happens. Prints (cli/).
  */
 #ifndef CTXPROF_RECORD_UPLOAD_H
 #define CTXPROF_RECORD_UPLOAD_H
@@ -22,7 +23,7 @@ void record_upload_defaults(struct record_upload_opts *u);
 /* One --upload* option (name without "--upload"/"--upload-": "", "app", "tags",
  * "header-file", "basic-auth-file", "timeout"). 0, or 2 after printing a usage error. */
 int record_upload_option(struct record_upload_opts *u, const char *name, const char *arg);
-/* Send path (format "jfr": with path.labels.pb when present; "pprof") covering
+/* Send path (format "jfr": with path.labels.pb when present; "pprof"; "otlp") covering
  * [from_s, until_s]. 0 when the backend accepted it, RECORD_UPLOAD_FAILED otherwise
  * (printed). */
 int record_upload(const struct record_upload_opts *u, const char *path, const char *format,

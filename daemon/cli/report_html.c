@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sink/jfr_convert.h"
 #include "cli/report_html.h"
 
-#define MAX_LABEL_CHAIN 4096 /* nodes followed in one context (a hostile file may loop) */
 #define FRAME_NAME_MAX  1024
 #define THREAD_NAME_MAX 300
 
@@ -34,19 +34,12 @@ static void frame_name(const struct jfr_reader *r, const struct jfr_value *fr, c
 static unsigned context_labels(const struct jfr_reader *r, const struct jfr_value *v,
                                struct flame_label *l, unsigned max)
 {
-        unsigned n = 0;
-        int hops = 0;
+        const char *k[CTXPROF_MAX_LABELS], *val[CTXPROF_MAX_LABELS];
+        unsigned n =
+            jfr_context_labels(r, v, k, val, max < CTXPROF_MAX_LABELS ? max : CTXPROF_MAX_LABELS);
 
-        for (const struct jfr_value *c = jfr_value_resolve(r, jfr_value_field(r, v, "context"));
-             c && c->kind == JFR_V_OBJECT && n < max && hops < MAX_LABEL_CHAIN;
-             c = jfr_value_resolve(r, jfr_value_field(r, c, "next")), hops++) {
-                const char *k = jfr_value_str(r, jfr_value_field(r, c, "key"));
-                const char *val = jfr_value_str(r, jfr_value_field(r, c, "value"));
-
-                if (!k || !val)
-                        break;
-                l[n++] = (struct flame_label){k, val, strlen(k), strlen(val)};
-        }
+        for (unsigned i = 0; i < n; i++)
+                l[i] = (struct flame_label){k[i], val[i], strlen(k[i]), strlen(val[i])};
         return n;
 }
 

@@ -24,6 +24,7 @@ struct table {
         uint32_t row_start, row_count;
         uint32_t refs; /* mapping entries of live lists that point at the slice */
         uint32_t unsup;
+        uint64_t serial; /* modules_serial of the module it was built for */
 };
 
 struct extent {
@@ -205,8 +206,15 @@ static struct table *table_get(struct kunwind *k, uint32_t id)
                 memset(k->tables + old, 0, (cap - old) * sizeof(*k->tables));
                 k->ntables = cap;
         }
-        if (k->tables[id].state == TABLE_UNSEEN)
+        if (k->tables[id].state == TABLE_UNSEEN) {
                 table_load(k, id, &k->tables[id]);
+                k->tables[id].serial = modules_serial(k->mods, id);
+        } else if (k->tables[id].serial != modules_serial(k->mods, id)) {
+                /* The registry retired the module and gave its id to another one while a list
+                 * not synced since still holds the old table: frame pointers for the new one
+                 * until that list lets go (the table is then built again). */
+                return NULL;
+        }
         return &k->tables[id];
 }
 

@@ -19,12 +19,12 @@
 #include "engine/pb_nesting.h"
 #include "processcontext.pb-c.h"
 #include "tls/tls_locate.h"
+#include "util/maps_line.h"
 
 #define PCTX_SIGNATURE     "OTEL_CTX"
 #define PCTX_SIGNATURE_LEN 8
 #define PCTX_VERSION       2
 #define PCTX_READ_TRIES    3
-#define MAPS_LINE_MAX      4352
 #define KEY_MAP_ATTR       "threadlocal.attribute_key_map"
 #define SCHEMA_ATTR        "threadlocal.schema_version"
 #define SERVICE_NAME_ATTR  "service.name"
@@ -61,34 +61,35 @@ static int is_pctx_name(const char *name)
         return !*name || !strcmp(name, " (deleted)");
 }
 
-/* Start address of pid's OTEL_CTX mapping: 0, -ENOENT (none), -ESRCH. */
-static int find_mapping(pid_t pid, uint64_t *start)
+struct find_ctx {
+        uint64_t start;
+        int found;
+};
+
+static int find_cb(const struct maps_line *l, void *arg)
 {
-        char path[64], line[MAPS_LINE_MAX];
-        int err = -ENOENT;
-        FILE *f;
+        struct find_ctx *fc = arg;
 
-        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-        f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? -ESRCH : -errno;
-        while (fgets(line, sizeof(line), f)) {
-                uint64_t lo, hi;
-                int pos = 0;
+        if (!is_pctx_name(l->path) || l->end - l->start < sizeof(struct pctx_header))
+                return 0;
+        fc->start = l->start;
+        fc->found = 1;
+        return 1;
+}
 
-                line[strcspn(line, "\n")] = '\0';
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %*s %*s %*s %n", &lo, &hi, &pos) <
-                        2 ||
-                    !pos)
-                        continue;
-                if (is_pctx_name(line + pos) && hi - lo >= sizeof(struct pctx_header)) {
-                        *start = lo;
-                        err = 0;
-                        break;
-                }
-        }
-        fclose(f);
-        return err;
+/* Start address of pid's OTEL_CTX mapping (maps read by util/maps_line.h: a line too long is
+ * counted in st and never parsed): 0, -ENOENT (none), -ESRCH. */
+static int find_mapping(pid_t pid, uint64_t *start, struct target_stats *st)
+{
+        struct find_ctx fc = {0};
+        int err = maps_foreach(pid, find_cb, &fc, st);
+
+        if (err < 0)
+                return err;
+        if (!fc.found)
+                return -ENOENT;
+        *start = fc.start;
+        return 0;
 }
 
 /* One consistent copy of the payload (seqlock): 0 and *buf (malloc'ed), or -errno. */
@@ -313,7 +314,7 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
         int fd, err;
 
         pc->checked_ns = now;
-        err = find_mapping(pid, &at);
+        err = find_mapping(pid, &at, &st->target);
         if (err) {
                 if (err == -ENOENT)
                         st->absent++;

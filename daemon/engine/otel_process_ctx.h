@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/target_stats.h"
+
 #define OTEL_PCTX_MAX_PAYLOAD  (1u << 20) /* 1 MiB: bigger is refused */
 #define OTEL_PCTX_MAX_RESOURCE 64
 
@@ -43,6 +45,7 @@ struct otel_pctx_stats {
         uint64_t bad_schema;    /* threadlocal.schema_version not one we read: keys ignored */
         uint64_t bad_keys;      /* key names that are not label keys */
         uint64_t read_faults;   /* header or payload unreadable */
+        struct target_stats target; /* maps lines refused for their length */
 };
 
 /*

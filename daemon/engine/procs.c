@@ -236,7 +236,7 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
         if (!p->alive || p->tls_state == PROC_TLS_GAVE_UP || now < p->tls_next_ns)
                 return;
         exec_gen = proc_exec_gen(t, p->pid);
-        err = tls_locate(p->pid, &loc);
+        err = tls_locate(p->pid, &loc, &t->target);
         if (err == -ESRCH) {
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;

@@ -47,6 +47,7 @@ struct proc {
         struct proc_maps *maps; /* NULL until opened */
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
         uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
+        int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
 };
 
 struct procs {
@@ -57,9 +58,10 @@ struct procs {
         int exec_gens_fd;         /* BPF map `exec_gens` (not owned) */
         uint64_t locate_delay_ns; /* tests only: CTXPROF_TEST_LOCATE_DELAY_MS */
         /* counters (struct sampler_stats reports them) */
-        uint64_t processes;   /* entries created */
-        uint64_t tls_located; /* locations published */
-        uint64_t tls_errors;  /* locations that failed */
+        uint64_t processes;         /* entries created */
+        uint64_t tls_located;       /* locations published */
+        uint64_t tls_errors;        /* locations that failed */
+        struct target_stats target; /* the locator's refusals (maps lines, files) */
 };
 
 /* An empty table. The map fds may be set later (before any location). 0 or -ENOMEM. */

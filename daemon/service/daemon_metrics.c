@@ -55,6 +55,16 @@ static const struct series plain[] = {
     S("ctxprof_offcpu_intervals_total", METRICS_COUNTER,
       "Off-CPU intervals the BPF program reported (--event off-cpu or wall).", st.offcpu),
     S("ctxprof_threads_seen_total", METRICS_COUNTER, "Distinct threads sampled.", st.threads),
+    S("ctxprof_modules", METRICS_GAUGE,
+      "Code files in the module registry: mapped by a target, or dead and kept until the "
+      "chunks naming them are written.",
+      st.modules.live),
+    S("ctxprof_modules_retired_total", METRICS_COUNTER,
+      "Modules no target maps any more, retired (descriptor closed, id reused).",
+      st.modules.retired),
+    S("ctxprof_target_files_opened_total", METRICS_COUNTER,
+      "Files targets map, opened after their identity was checked (util/target_open.h).",
+      st.target.opened),
     S("ctxprof_processes_seen_total", METRICS_COUNTER, "Target processes known (added, forked).",
       st.processes),
     S("ctxprof_files_written_total", METRICS_COUNTER, "Recording files finished and renamed.",
@@ -109,6 +119,13 @@ static const struct labelled labelled[] = {
      "store",
      {V("stacks", st.refused_stacks), V("labels", st.refused_labels),
       V("threads", st.refused_threads)}},
+    {"ctxprof_events_limited_total",
+     "Events the BPF programs did not send, by kind: process (MAP/EXEC/FORK events over their "
+     "process's budget), exec (exec of a non-target over a budget), targets_full (a target's "
+     "child not added: the targets map was full of live processes).",
+     "kind",
+     {V("process", st.events_limited), V("exec", st.exec_events_limited),
+      V("targets_full", st.targets_full)}},
     {"ctxprof_errors_total",
      "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
      "tls_locate (a process whose context variables could not be located), event_lost (a "
@@ -117,6 +134,20 @@ static const struct labelled labelled[] = {
      "kind",
      {V("sink", st.sink_errors), V("bad_record", st.bad_records), V("tls_locate", st.tls_errors),
       V("event_lost", st.events_lost), V("status_write", status_write_errors)}},
+    {"ctxprof_target_refused_total",
+     "Hostile target input refused, by reason: line_too_long (a /proc line over its cap, never "
+     "parsed), no_mapping (a maps line whose range is not mapped: forged), not_regular (a FIFO, "
+     "device, socket or directory), mismatch (another file than the maps line's dev:inode), "
+     "unresolved (the path does not resolve inside the target's root), open_failed.",
+     "reason",
+     {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
+      V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
+      V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed)}},
+    {"ctxprof_modules_refused_total",
+     "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
+     "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",
+     "bound",
+     {V("global", st.modules.full), V("target", st.modules.target_full)}},
 };
 
 static uint64_t field(const struct daemon_metrics_snapshot *s, size_t off)
@@ -144,6 +175,20 @@ static void bpf_cost(const struct daemon_metrics_snapshot *s, struct metrics_tex
                                  "what one recorded sample costs, filtered invocations included "
                                  "(as bpfNsPerSample in ctxprof.Statistics).",
                                  s->st.bpf_run_ns / s->st.samples);
+}
+
+/* The library-load hook in use (an info gauge: 1 for the hook's name) and its hits. */
+static void load_hook(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
+{
+        struct metrics_label lb = {"hook", s->st.hook.name ? s->st.hook.name : "none"};
+
+        metrics_text_family(t, "ctxprof_load_hook_info", METRICS_GAUGE,
+                            "How library loads in targets are noticed: uprobe (per target, on "
+                            "its ld.so's _dl_debug_state) or sys_exit (the fallback: every "
+                            "syscall on the host pays).");
+        metrics_text_u64(t, "ctxprof_load_hook_info", &lb, 1, 1);
+        metrics_text_one(t, "ctxprof_load_hook_hits_total", METRICS_COUNTER,
+                         "Library-load notifications seen in targets.", s->st.dl_notify);
 }
 
 /* One family with a sample per [upload] target: a uint64_t field of struct upload_counters. */
@@ -184,6 +229,27 @@ static void uploads(const struct daemon_metrics_snapshot *s, struct metrics_text
         upload_family(s, t, "ctxprof_upload_queue", METRICS_GAUGE,
                       "Finished profiles handed to the uploader, not yet in the spool.",
                       offsetof(struct upload_counters, queue));
+        upload_family(s, t, "ctxprof_upload_pauses_total", METRICS_COUNTER,
+                      "Times the target started denying access (401, 403, 404...): paused, "
+                      "its spool kept.",
+                      offsetof(struct upload_counters, pauses));
+        upload_family(s, t, "ctxprof_upload_rejected_total", METRICS_COUNTER,
+                      "Profiles an OTLP receiver rejected in an accepted request (partial "
+                      "success).",
+                      offsetof(struct upload_counters, rejected));
+        upload_family(s, t, "ctxprof_upload_credential_reloads_total", METRICS_COUNTER,
+                      "Credentials files re-read (SIGHUP).",
+                      offsetof(struct upload_counters, credential_reloads));
+        metrics_text_family(t, "ctxprof_upload_state", METRICS_GAUGE,
+                            "1 for the target's state: ok, retrying (unreachable, 408, 429, "
+                            "5xx) or paused (access denied: 401, 403, 404...).");
+        for (i = 0; i < s->nup; i++)
+                for (k = 0; k < UPLOAD_STATE_N; k++) {
+                        struct metrics_label lb[2] = {{"target", s->up[i].name},
+                                                      {"state", upload_state_name(k)}};
+
+                        metrics_text_u64(t, "ctxprof_upload_state", lb, 2, s->up[i].c.state == k);
+                }
         metrics_text_family(t, "ctxprof_upload_failures_total", METRICS_COUNTER,
                             "Upload attempts that failed, by outcome (the profile stays in the "
                             "spool unless the outcome also counts a drop).");
@@ -196,7 +262,8 @@ static void uploads(const struct daemon_metrics_snapshot *s, struct metrics_text
                                          s->up[i].c.failures[k]);
                 }
         metrics_text_family(t, "ctxprof_upload_dropped_total", METRICS_COUNTER,
-                            "Profiles given up on, by reason: refused (4xx), spool_full, expired, "
+                            "Profiles given up on, by reason: refused (400, 413, 422), spool_full, "
+                            "expired, "
                             "corrupt, spool_error.");
         for (i = 0; i < s->nup; i++)
                 for (k = 0; k < UPLOAD_DROP_N; k++) {
@@ -229,6 +296,7 @@ static void render(const struct daemon_metrics_snapshot *s, struct metrics_text 
                 }
         }
         bpf_cost(s, t);
+        load_hook(s, t);
         uploads(s, t);
 }
 

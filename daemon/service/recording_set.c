@@ -558,6 +558,18 @@ static unsigned renew_symbolizer(struct recording_set *rs,
         return finished;
 }
 
+uint64_t recording_set_written_before(struct recording_set *rs)
+{
+        uint64_t t = UINT64_MAX, w;
+
+        if (rs->have_host && rs->host_rec.js && (w = jfr_sink_written_before(rs->host_rec.js)) < t)
+                t = w;
+        for (unsigned i = 0; i < rs->nprocs; i++)
+                if (rs->procs[i]->js && (w = jfr_sink_written_before(rs->procs[i]->js)) < t)
+                        t = w;
+        return t;
+}
+
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 {
         struct jfr_sink_engine_counters eng = {0};

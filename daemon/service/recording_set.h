@@ -73,6 +73,9 @@ struct sample_sink recording_set_as_sink(struct recording_set *rs);
 /* Between polls: cut chunks, rotate, finish recordings of processes that are gone, reopen
  * the host recording. Returns how many files were finished (the caller runs retention). */
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now_mono_ms);
+/* The earliest jfr_sink_written_before of the open files (CLOCK_MONOTONIC ns; UINT64_MAX when
+ * none is open): module ids dead since before it can be retired (modules_reap). */
+uint64_t recording_set_written_before(struct recording_set *rs);
 /* Finish (last chunk, rename) every open recording. 0 or the first error. */
 int recording_set_finish(struct recording_set *rs);
 void recording_set_free(struct recording_set *rs);

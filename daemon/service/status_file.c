@@ -75,6 +75,14 @@ static const struct field daemon_fields[] = {
     D("refused_stacks", F_U64, refused_stacks),
     D("refused_labels", F_U64, refused_labels),
     D("refused_threads", F_U64, refused_threads),
+    D("refused_files", F_U64, refused_files),
+    D("refused_lines", F_U64, refused_lines),
+    D("modules", F_U64, modules),
+    D("modules_refused", F_U64, modules_refused),
+    D("load_hook", F_STR, load_hook),
+    D("events_limited", F_U64, events_limited),
+    D("exec_events_limited", F_U64, exec_events_limited),
+    D("targets_full", F_U64, targets_full),
     D("cap_eff", F_HEX, cap_eff),
 };
 
@@ -89,6 +97,18 @@ static const struct field target_fields[] = {
     T("stacks_refused", F_U64, stacks_refused),
     T("labels_refused", F_U64, labels_refused),
     T("threads_refused", F_U64, threads_refused),
+};
+
+#define U(k, t, m) FIELD(status_upload, k, t, m)
+static const struct field upload_fields[] = {
+    U("name", F_STR, name),
+    U("state", F_STR, state),
+    U("http_status", F_INT, http_status),
+    U("spool_files", F_U64, spool_files),
+    U("spool_bytes", F_U64, spool_bytes),
+    U("delivered", F_U64, delivered),
+    U("dropped", F_U64, dropped),
+    U("pauses", F_U64, pauses),
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -171,6 +191,11 @@ void status_text_daemon(struct status_text *t, const struct status_daemon *d)
 void status_text_target(struct status_text *t, const struct status_target *tg)
 {
         text_record(t, "target", target_fields, NFIELDS(target_fields), tg);
+}
+
+void status_text_upload(struct status_text *t, const struct status_upload *up)
+{
+        text_record(t, "upload", upload_fields, NFIELDS(upload_fields), up);
 }
 
 void status_text_free(struct status_text *t)

@@ -7,8 +7,8 @@
  * Format: one record per line, "KIND key=value key=value ...\n"; values never contain
  * spaces, '=' or control characters (status_file_value), an empty string is "-". The first
  * line is the daemon record ("daemon pid=... state=... ..."), then one "target ..." line per
- * sampled process. Readers look fields up by key and ignore keys they do not know.
- * Never prints.
+ * sampled process, then one "upload ..." line per upload target. Readers look fields up by key and
+ * ignore keys they do not know. Never prints.
  */
 #ifndef CTXPROF_STATUS_FILE_H
 #define CTXPROF_STATUS_FILE_H
@@ -48,6 +48,16 @@ struct status_daemon {
         uint64_t cap_eff; /* written in hex, as /proc/PID/status shows CapEff */
         /* samples that lost a new stack / label set / thread to a store's bound (all targets) */
         uint64_t refused_stacks, refused_labels, refused_threads;
+        /* hostile target input refused (util/target_stats.h): files a target named that were
+         * not opened, /proc lines over their cap */
+        uint64_t refused_files, refused_lines;
+        /* modules registered (alive, or dead and not yet retired); registrations refused by
+         * the registry's global or per-process bound */
+        uint64_t modules, modules_refused;
+        /* the library-load hook in use ("uprobe", "sys_exit") and the event bounds
+         * (sampler_stats: events_limited, exec_events_limited, targets_full) */
+        char load_hook[STATUS_NAME_LEN];
+        uint64_t events_limited, exec_events_limited, targets_full;
 };
 
 /* One "target" line: a sampled process. */
@@ -62,6 +72,14 @@ struct status_target {
         uint64_t stacks_refused, labels_refused, threads_refused;
 };
 
+/* One "upload" line: an upload target's state (service/uploader.h's names and counters). */
+struct status_upload {
+        char name[STATUS_COMM_LEN];
+        char state[STATUS_NAME_LEN]; /* "ok", "retrying", "paused" */
+        int http_status;             /* of the last answer, 0 = none */
+        uint64_t spool_files, spool_bytes, delivered, dropped, pauses;
+};
+
 /* The text of a status file, grown as records are appended (free with status_text_free). */
 struct status_text {
         char *p;
@@ -71,6 +89,7 @@ struct status_text {
 
 void status_text_daemon(struct status_text *t, const struct status_daemon *d);
 void status_text_target(struct status_text *t, const struct status_target *tg);
+void status_text_upload(struct status_text *t, const struct status_upload *up);
 void status_text_free(struct status_text *t);
 
 /* One parsed line: KIND and its key=value pairs, pointing into the line (which it edits). */

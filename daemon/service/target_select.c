@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "service/target_select.h"
+#include "util/proc_lines.h"
 #include "tls/tls_locate.h"
 
 #define MAX_ITEMS 32
@@ -25,6 +26,8 @@ struct list {
 struct target_select {
         int mode;
         struct list comm, exe, cgroup, container;
+        /* mode context: what the locator refused (a const selector still counts) */
+        struct target_stats *target;
 };
 
 static void split_list(struct list *l, const char *s)
@@ -49,6 +52,10 @@ struct target_select *target_select_new(const struct daemon_config *c)
 {
         struct target_select *t = calloc(1, sizeof(*t));
 
+        if (t && !(t->target = calloc(1, sizeof(*t->target)))) {
+                free(t);
+                t = NULL;
+        }
         if (!t)
                 return NULL;
         t->mode = c->mode;
@@ -61,7 +68,15 @@ struct target_select *target_select_new(const struct daemon_config *c)
 
 void target_select_free(struct target_select *t)
 {
+        if (t)
+                free(t->target);
         free(t);
+}
+
+void target_select_target_stats(const struct target_select *t, struct target_stats *sum)
+{
+        if (t && sum)
+                target_stats_add(sum, t->target);
 }
 
 int target_select_mode(const struct target_select *t)
@@ -120,22 +135,27 @@ int target_select_container_match(const char *path, const char *prefix)
         return 0;
 }
 
-/* Every line of /proc/PID/cgroup: "ID:CONTROLLERS:PATH"; v2 has ID 0 and no controllers. */
-static int cgroup_match(const struct target_select *t, const char *cg)
+/* Every line of /proc/PID/cgroup: "ID:CONTROLLERS:PATH"; v2 has ID 0 and no controllers.
+ * Lines are capped (util/proc_lines.h): a path too long is refused and counted, never cut to
+ * a prefix that could match. 1 match, 0 none, -errno. */
+static int cgroup_match(const struct target_select *t, pid_t pid)
 {
-        char buf[4096], *line, *save = NULL;
-        int i;
+        char fn[64], *line;
+        struct proc_lines r;
+        int i, err, found = 0;
 
-        snprintf(buf, sizeof(buf), "%s", cg);
-        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        snprintf(fn, sizeof(fn), "/proc/%d/cgroup", (int)pid);
+        err = proc_lines_open(&r, fn, PROC_LINE_MAX_MAPS, t->target);
+        if (err)
+                return err;
+        while (!found && (err = proc_lines_next(&r, &line, NULL)) > 0) {
                 char *path = strchr(line, ':');
 
                 if (!path || !(path = strchr(path + 1, ':')))
                         continue;
                 path++;
                 for (i = 0; i < t->container.n; i++)
-                        if (target_select_container_match(path, t->container.item[i]))
-                                return 1;
+                        found |= target_select_container_match(path, t->container.item[i]);
                 if (strncmp(line, "0::", 3))
                         continue; /* cgroup prefixes are v2 paths */
                 for (i = 0; i < t->cgroup.n; i++) {
@@ -143,10 +163,11 @@ static int cgroup_match(const struct target_select *t, const char *cg)
 
                         if (!strncmp(path, t->cgroup.item[i], n) &&
                             (path[n] == '\0' || path[n] == '/' || t->cgroup.item[i][n - 1] == '/'))
-                                return 1;
+                                found = 1;
                 }
         }
-        return 0;
+        proc_lines_close(&r);
+        return found ? 1 : err;
 }
 
 int target_select_match(const struct target_select *t, pid_t pid, const char *comm)
@@ -170,7 +191,7 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
         case TARGET_MODE_CONTEXT: {
                 struct ctxprof_tls_target tt;
 
-                err = tls_locate(pid, &tt);
+                err = tls_locate(pid, &tt, t->target);
                 if (err == -ESRCH)
                         return -ESRCH;
                 if (err == -EAGAIN)
@@ -217,11 +238,9 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
                         return 1;
         }
         if (t->cgroup.n || t->container.n) {
-                err = read_file(pid, "cgroup", buf, sizeof(buf));
-                if (err < 0)
+                err = cgroup_match(t, pid);
+                if (err)
                         return err;
-                if (cgroup_match(t, buf))
-                        return 1;
         }
         return 0;
 }

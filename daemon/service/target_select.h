@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "service/config.h"
+#include "util/target_stats.h"
 
 struct target_select;
 
@@ -19,6 +20,8 @@ struct target_select;
 struct target_select *target_select_new(const struct daemon_config *c);
 void target_select_free(struct target_select *t);
 int target_select_mode(const struct target_select *t);
+/* Adds what mode context's locator refused (maps lines too long, files not opened) to *sum. */
+void target_select_target_stats(const struct target_select *t, struct target_stats *sum);
 
 /* 1 = sample pid, 0 = do not, TARGET_SELECT_LATER = mode context and nothing published yet
  * (libraries may still be loading: ask again a little later), -ESRCH gone, other -errno.

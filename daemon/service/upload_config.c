@@ -128,8 +128,8 @@ static int set_target(struct upload_target_config *t, const char *key, const cha
                 return 0;
         }
         if (!strcmp(key, "format")) {
-                if (!strcmp(v, "jfr")) {
-                        t->format = UPLOAD_FORMAT_JFR;
+                if (!strcmp(v, "jfr") || !strcmp(v, "otlp")) {
+                        t->format = v[0] == 'j' ? UPLOAD_FORMAT_JFR : UPLOAD_FORMAT_OTLP;
                         return 0;
                 }
                 /* valid for `record --upload`; the daemon writes JFR only */
@@ -275,7 +275,8 @@ const char *upload_config_values(const char *key)
                 const char *key, *values;
         } help[] = {
             {"url", "http:// or https://HOST[:PORT][/PREFIX], no user:password@, no query"},
-            {"format", "jfr (the daemon writes JFR; pprof is for record --upload)"},
+            {"format", "jfr (Pyroscope's /ingest) or otlp (OTLP/HTTP /v1development/profiles; "
+                       "pprof is for record --upload)"},
             {"application", "a name without spaces, { } = , or quotes"},
             {"tags", "k=v,k=v with keys of [A-Za-z0-9_.]"},
             {"header-file", "an absolute path"},

@@ -19,11 +19,14 @@
 #define UPLOAD_TAGS_LEN     512  /* k=v,k=v */
 #define UPLOAD_DEFAULT_NAME "default"
 
-enum upload_format { UPLOAD_FORMAT_JFR = 0, UPLOAD_FORMAT_PPROF };
+/* OTLP: the profile is an OTLP ExportProfilesServiceRequest, gzip'd, POSTed to
+ * URL/v1development/profiles (the daemon converts its JFR files, sink/jfr_convert.h) */
+enum upload_format { UPLOAD_FORMAT_JFR = 0, UPLOAD_FORMAT_PPROF, UPLOAD_FORMAT_OTLP };
 
 struct upload_target_config {
         char name[UPLOAD_NAME_LEN];       /* "default" for [upload], NAME for [upload.NAME] */
-        char url[UPLOAD_URL_LEN];         /* base URL; "/ingest" is appended; "" = section unused */
+        char url[UPLOAD_URL_LEN];         /* base URL; "/ingest" (OTLP: "/v1development/profiles")
+                                           * is appended; "" = section unused */
         int format;                       /* enum upload_format */
         char application[UPLOAD_APP_LEN]; /* Pyroscope's name= (service_name) */
         char tags[UPLOAD_TAGS_LEN];       /* static tags k=v,k=v */

@@ -1,8 +1,9 @@
 /*
- * upload_http.c — one Pyroscope /ingest request through libcurl (see upload_http.h). Owns
- * the curl handle (reused: one connection kept alive per target), the credentials read
- * from their files and the request URL. Must never put a credential in a URL or a message,
- * follow a redirect, accept an unverified TLS peer, or load a body into memory.
+ * upload_http.c — one Pyroscope /ingest or OTLP /v1development/profiles request through
+ * libcurl (see upload_http.h). Owns the curl handle (reused: one connection kept alive per
+ * target), the credentials read from their files and the request URL. Must never put a
+ * credential in a URL or a message, follow a redirect, accept an unverified TLS peer, or
+ * load a body into memory (an OTLP body comes gzip'd, from a descriptor, like the others).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -14,12 +15,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "service/upload_http.h"
 
 #define SECRET_MAX         4096 /* bytes of a credentials file */
 #define CONNECT_TIMEOUT_MS 10000
 #define URL_MAX            (UPLOAD_URL_LEN + 3 * (UPLOAD_APP_LEN + 2 * UPLOAD_TAGS_LEN) + 128)
 #define SPY_NAME           "ctxprof"
+#define OTLP_PATH          "/v1development/profiles"
+#define RESPONSE_MAX       4096 /* bytes of an answer kept: a message, an OTLP response */
+/* the answers that condemn the profile sent, not the target */
+#define HTTP_BAD_REQUEST   400
+#define HTTP_TOO_LARGE     413
+#define HTTP_UNPROCESSABLE 422
 
 struct upload_client {
         struct upload_target_config t;
@@ -51,7 +59,8 @@ static void curl_init(void)
 const char *upload_outcome_name(int outcome)
 {
         static const char *const names[UPLOAD_OUTCOME_N] = {
-            "ok", "connect", "timeout", "network", "http_retry", "http_refused", "aborted"};
+            "ok",         "connect",      "timeout",     "network",
+            "http_retry", "http_refused", "http_denied", "aborted"};
 
         return outcome >= 0 && outcome < UPLOAD_OUTCOME_N ? names[outcome] : "?";
 }
@@ -267,10 +276,14 @@ static int build_url(struct upload_client *c, const struct upload_request *rq)
                 return -ENOMEM;
         while (bl && c->t.url[bl - 1] == '/')
                 bl--;
-        n = snprintf(c->url, sizeof(c->url),
-                     "%.*s/ingest?name=%s&from=%llu&until=%llu&format=%s&spyName=%s", (int)bl,
-                     c->t.url, esc, (unsigned long long)rq->from_s, (unsigned long long)rq->until_s,
-                     rq->format == UPLOAD_FORMAT_PPROF ? "pprof" : "jfr", SPY_NAME);
+        if (rq->format == UPLOAD_FORMAT_OTLP)
+                n = snprintf(c->url, sizeof(c->url), "%.*s" OTLP_PATH, (int)bl, c->t.url);
+        else
+                n = snprintf(c->url, sizeof(c->url),
+                             "%.*s/ingest?name=%s&from=%llu&until=%llu&format=%s&spyName=%s",
+                             (int)bl, c->t.url, esc, (unsigned long long)rq->from_s,
+                             (unsigned long long)rq->until_s,
+                             rq->format == UPLOAD_FORMAT_PPROF ? "pprof" : "jfr", SPY_NAME);
         curl_free(esc);
         return n < (int)sizeof(c->url) ? 0 : -ENAMETOOLONG;
 }
@@ -286,7 +299,23 @@ static int add_part(curl_mime *m, const char *name, struct part_src *src)
         return 0;
 }
 
-static void set_options(struct upload_client *c, curl_mime *m, struct response *body,
+/* The body: multipart m (Pyroscope), or the bytes of raw (OTLP). */
+static void set_body(CURL *h, curl_mime *m, struct part_src *raw)
+{
+        if (m) {
+                curl_easy_setopt(h, CURLOPT_MIMEPOST, m);
+                return;
+        }
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, part_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, raw);
+        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, part_seek);
+        curl_easy_setopt(h, CURLOPT_SEEKDATA, raw);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)raw->len);
+}
+
+static void set_options(struct upload_client *c, curl_mime *m, struct part_src *raw,
+                        struct curl_slist *headers, struct response *body,
                         const struct progress *pg, char *errbuf)
 {
         CURL *h = c->h;
@@ -295,8 +324,8 @@ static void set_options(struct upload_client *c, curl_mime *m, struct response *
         curl_easy_setopt(h, CURLOPT_URL, c->url);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_MIMEPOST, m);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+        set_body(h, m, raw);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_USERAGENT, "ctxprof");
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->t.timeout_ms);
         curl_easy_setopt(
@@ -341,7 +370,61 @@ static int classify(CURLcode rc, long status, const _Atomic int *abort)
                 return UPLOAD_OK;
         if (status == 408 || status == 429 || status >= 500)
                 return UPLOAD_HTTP_RETRY;
-        return UPLOAD_HTTP_REFUSED;
+        /* only an answer about the request itself condemns the profile; an auth error (a
+         * token rotated early) or a wrong path must not empty the spool */
+        if (status == HTTP_BAD_REQUEST || status == HTTP_TOO_LARGE || status == HTTP_UNPROCESSABLE)
+                return UPLOAD_HTTP_REFUSED;
+        return UPLOAD_HTTP_DENIED;
+}
+
+/* The target's headers plus an OTLP body's content type and encoding (a new list to free),
+ * or the target's own (NULL *own). 0 or -ENOMEM. */
+static int request_headers(struct upload_client *c, int otlp, struct curl_slist **out,
+                           struct curl_slist **own)
+{
+        static const char *const extra[] = {"Content-Type: application/x-protobuf",
+                                            "Content-Encoding: gzip"};
+        struct curl_slist *l = NULL, *n;
+
+        *own = NULL;
+        *out = c->headers;
+        if (!otlp)
+                return 0;
+        for (const struct curl_slist *i = c->headers; i; i = i->next) {
+                if (!(n = curl_slist_append(l, i->data)))
+                        goto fail;
+                l = n;
+        }
+        for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+                if (!(n = curl_slist_append(l, extra[i])))
+                        goto fail;
+                l = n;
+        }
+        *out = *own = l;
+        return 0;
+fail:
+        curl_slist_free_all(l); /* may hold a credential: freed, not logged */
+        return -ENOMEM;
+}
+
+/* An OTLP receiver's 2xx answer: its partial success (rejected profiles, message). */
+static void otlp_partial(const struct response *body, struct upload_result *res)
+{
+        Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceResponse *r =
+            opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__unpack(
+                NULL, body->len, (const uint8_t *)body->buf);
+
+        res->detail[0] = '\0';
+        if (!r)
+                return; /* an empty answer is a full success; another one is not ours to judge */
+        if (r->partial_success && r->partial_success->rejected_profiles > 0) {
+                res->rejected = (uint64_t)r->partial_success->rejected_profiles;
+                snprintf(res->detail, sizeof(res->detail), "%s",
+                         r->partial_success->error_message ? r->partial_success->error_message
+                                                           : "");
+        }
+        opentelemetry__proto__collector__profiles__v1development__export_profiles_service_response__free_unpacked(
+            r, NULL);
 }
 
 int upload_client_send(struct upload_client *c, const struct upload_request *rq,
@@ -349,21 +432,28 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
 {
         struct part_src prof = {rq->profile_fd, rq->profile_off, rq->profile_len, 0};
         struct part_src lab = {rq->labels_fd, rq->labels_off, rq->labels_len, 0};
-        char errbuf[CURL_ERROR_SIZE] = "", bodybuf[sizeof(res->detail)] = "";
+        char errbuf[CURL_ERROR_SIZE] = "", bodybuf[RESPONSE_MAX] = "";
         struct response body = {bodybuf, 0, sizeof(bodybuf)};
+        struct curl_slist *headers, *own = NULL;
+        int otlp = rq->format == UPLOAD_FORMAT_OTLP;
         curl_off_t up = 0, retry = 0;
+        curl_mime *m = NULL;
         long hdr = 0;
-        curl_mime *m;
         CURLcode rc;
         int err;
 
         memset(res, 0, sizeof(*res));
         err = build_url(c, rq);
-        m = err ? NULL : curl_mime_init(c->h);
-        if (!m || add_part(m, rq->format == UPLOAD_FORMAT_PPROF ? "profile" : "jfr", &prof) ||
-            (rq->format == UPLOAD_FORMAT_JFR && rq->labels_fd >= 0 && rq->labels_len &&
+        if (!err)
+                err = request_headers(c, otlp, &headers, &own);
+        if (!err && !otlp)
+                m = curl_mime_init(c->h);
+        if (err || (!otlp && !m) ||
+            (m && add_part(m, rq->format == UPLOAD_FORMAT_PPROF ? "profile" : "jfr", &prof)) ||
+            (m && rq->format == UPLOAD_FORMAT_JFR && rq->labels_fd >= 0 && rq->labels_len &&
              add_part(m, "labels", &lab))) {
                 curl_mime_free(m);
+                curl_slist_free_all(own);
                 res->outcome = UPLOAD_NETWORK;
                 snprintf(res->detail, sizeof(res->detail), "cannot build the request: %s",
                          strerror(err ? -err : ENOMEM));
@@ -371,14 +461,16 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
         }
         struct progress pg = {abort, rq};
 
-        set_options(c, m, &body, &pg, errbuf);
+        set_options(c, m, &prof, headers, &body, &pg, errbuf);
         rc = curl_easy_perform(c->h);
         curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &res->http_status);
         curl_easy_getinfo(c->h, CURLINFO_REQUEST_SIZE, &hdr);
         curl_easy_getinfo(c->h, CURLINFO_SIZE_UPLOAD_T, &up);
         curl_easy_getinfo(c->h, CURLINFO_RETRY_AFTER, &retry);
         curl_easy_setopt(c->h, CURLOPT_MIMEPOST, NULL);
+        curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
         curl_mime_free(m);
+        curl_slist_free_all(own);
         res->outcome = classify(rc, res->http_status, abort);
         res->bytes_sent = (uint64_t)(hdr > 0 ? hdr : 0) + (uint64_t)(up > 0 ? up : 0);
         if ((res->http_status == 429 || res->http_status == 503) && retry > 0)
@@ -386,6 +478,8 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
         if (rc != CURLE_OK)
                 snprintf(res->detail, sizeof(res->detail), "%s",
                          errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        else if (otlp && res->outcome == UPLOAD_OK)
+                otlp_partial(&body, res);
         else
                 snprintf(res->detail, sizeof(res->detail), "%s", bodybuf);
         res->detail[strcspn(res->detail, "\r\n")] = '\0';

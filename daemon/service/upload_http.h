@@ -1,10 +1,13 @@
 /*
- * upload_http.h — one upload of one profile to Grafana Pyroscope's ingest API, through
- * libcurl:
+ * upload_http.h — one upload of one profile, through libcurl, to Grafana Pyroscope's ingest
+ * API:
  *   POST URL/ingest?name=APP{tag=v,...}&from=S&until=S&format=jfr|pprof&spyName=ctxprof
  * as multipart/form-data: format=jfr sends parts `jfr` (the JFR file) and `labels` (the
  * LabelsSnapshot protobuf that names each contextId's labels; omitted when empty);
- * format=pprof one part `profile` (gzip'd profile.proto). Bodies are read from descriptors
+ * format=pprof one part `profile` (gzip'd profile.proto); or, format=otlp, to an OTLP/HTTP
+ * receiver: POST URL/v1development/profiles, the body a gzip'd ExportProfilesServiceRequest
+ * as given (Content-Type application/x-protobuf, Content-Encoding gzip), the answer an
+ * ExportProfilesServiceResponse whose partial success is returned. Bodies are read from descriptors
  * at given offsets (pread), never copied into memory. TLS verifies the peer with the system
  * CA store (or ca-file); credentials come from files (header-file: "Name: value" lines;
  * basic-auth-file: "user:password"), read once by upload_client_new, which refuses a file
@@ -27,11 +30,16 @@ enum upload_outcome {
         UPLOAD_TIMEOUT,      /* the request took longer than the timeout */
         UPLOAD_NETWORK,      /* the connection broke mid-request or mid-response */
         UPLOAD_HTTP_RETRY,   /* 408, 429, 5xx: try again later */
-        UPLOAD_HTTP_REFUSED, /* another 4xx (or 3xx, 1xx): this profile will never be taken */
-        UPLOAD_ABORTED,      /* the caller's abort flag was set */
+        UPLOAD_HTTP_REFUSED, /* 400, 413, 422: this profile will never be taken */
+        /* 401, 403, 404 and every other answer (3xx: no redirect is followed, 405, 409...):
+         * the target refuses access or is not there; not this profile's fault, so it is kept
+         * and sent again once the target (or its credentials) is fixed */
+        UPLOAD_HTTP_DENIED,
+        UPLOAD_ABORTED, /* the caller's abort flag was set */
         UPLOAD_OUTCOME_N,
 };
-/* "ok", "connect", "timeout", "network", "http_retry", "http_refused", "aborted" */
+/* "ok", "connect", "timeout", "network", "http_retry", "http_refused", "http_denied",
+ * "aborted" */
 const char *upload_outcome_name(int outcome);
 
 /* What one request carries. */
@@ -55,7 +63,9 @@ struct upload_result {
         long http_status;        /* 0 when no response */
         uint64_t retry_after_ms; /* Retry-After of a 429/503, 0 if none */
         uint64_t bytes_sent;     /* request bytes on the wire (headers + body) */
-        char detail[160];        /* libcurl's error, or the start of the response body */
+        /* OTLP, 2xx: profiles the receiver rejected (partial success; detail: its message) */
+        uint64_t rejected;
+        char detail[160]; /* libcurl's error, or the start of the response body */
 };
 
 struct upload_client;

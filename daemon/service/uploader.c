@@ -2,10 +2,12 @@
  * uploader.c — one upload target's delivery thread (see uploader.h). Owns the in-memory
  * queue of finished profiles, the target's spool and HTTP client, the retry state and the
  * counters. Must never block the caller of uploader_add on disk or network, remove a spool
- * entry the backend did not accept (except the counted drops), or print.
+ * entry the backend did not accept (except the counted drops: an answer that denies access
+ * to the target is never one), or print.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -18,7 +20,9 @@
 #include "service/config.h"
 #include "service/upload_spool.h"
 #include "service/uploader.h"
+#include "sink/jfr_convert.h"
 #include "util/clock.h"
+#include "util/gzip.h"
 
 #define IDLE_WAKE_MS 1000 /* spool age limit checked at least this often */
 
@@ -48,12 +52,14 @@ struct uploader {
         pthread_cond_t cv;
         struct qjob *head, *tail;
         int stopping;
+        int reload;                /* uploader_reload_credentials asked */
         uint64_t stop_deadline_ms; /* monotonic */
         _Atomic int abort;         /* cut off an upload in flight */
         struct upload_counters c;
         /* the thread's retry state */
         unsigned failures;
         uint64_t next_try_ms; /* monotonic, 0 = now */
+        long denied_status;   /* HTTP status of the denial that paused the target */
         unsigned rnd_seed;
 };
 
@@ -106,6 +112,13 @@ static void files_put(struct job_files *f)
         free(f->profile);
         free(f->labels);
         free(f);
+}
+
+const char *upload_state_name(int state)
+{
+        static const char *const names[UPLOAD_STATE_N] = {"ok", "retrying", "paused"};
+
+        return state >= 0 && state < UPLOAD_STATE_N ? names[state] : "?";
 }
 
 /* ---- main thread ---- */
@@ -168,6 +181,14 @@ void uploader_get_counters(struct uploader *u, struct upload_counters *out)
         pthread_mutex_unlock(&u->mu);
 }
 
+void uploader_reload_credentials(struct uploader *u)
+{
+        pthread_mutex_lock(&u->mu);
+        u->reload = 1;
+        pthread_cond_signal(&u->cv);
+        pthread_mutex_unlock(&u->mu);
+}
+
 const char *uploader_name(const struct uploader *u)
 {
         return u->t.name;
@@ -213,6 +234,23 @@ static void trim(struct uploader *u)
         count_drops(u, &d);
 }
 
+/* The OTLP body of a finished JFR file: converted, gzip'd, in a memfd at offset 0. The
+ * descriptor or -errno. */
+static int otlp_body(struct uploader *u, const char *jfr)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        int err = m ? jfr_convert_file(jfr, "otlp", u->t.application, m) : -ENOMEM;
+
+        if (m && fclose(m) && !err)
+                err = -ENOMEM;
+        if (!err)
+                err = gzip_memfd((const uint8_t *)buf, len);
+        free(buf);
+        return err;
+}
+
 /* Copy one finished profile into the spool. */
 static void spool_job(struct uploader *u, struct qjob *q)
 {
@@ -223,9 +261,12 @@ static void spool_job(struct uploader *u, struct qjob *q)
                                           .labels_fd = -1};
         int err;
 
-        src.profile_fd = open(q->f->profile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        err = src.profile_fd < 0 ? -errno : 0;
-        if (!err && q->f->labels) {
+        if (u->t.format == UPLOAD_FORMAT_OTLP)
+                src.profile_fd = otlp_body(u, q->f->profile);
+        else if ((src.profile_fd = open(q->f->profile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                src.profile_fd = -errno;
+        err = src.profile_fd < 0 ? src.profile_fd : 0;
+        if (!err && q->f->labels && u->t.format != UPLOAD_FORMAT_OTLP) {
                 src.labels_fd = open(q->f->labels, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 if (src.labels_fd < 0 && errno != ENOENT)
                         err = -errno;
@@ -304,9 +345,36 @@ static void wait_for_work(struct uploader *u, int have_entries)
                 ts.tv_nsec -= 1000000000L;
         }
         pthread_mutex_lock(&u->mu);
-        if (!u->head && !u->stopping)
+        if (!u->head && !u->stopping && !u->reload)
                 pthread_cond_timedwait(&u->cv, &u->mu, &ts);
         pthread_mutex_unlock(&u->mu);
+}
+
+static void set_state(struct uploader *u, int state)
+{
+        pthread_mutex_lock(&u->mu);
+        u->c.pauses += state == UPLOAD_STATE_PAUSED && u->c.state != UPLOAD_STATE_PAUSED;
+        u->c.state = state;
+        pthread_mutex_unlock(&u->mu);
+}
+
+/* A denial (401, 403, 404...): logged when the target starts denying, or denies with another
+ * status, not at each attempt; the spool stays whole. */
+static void on_denied(struct uploader *u, const struct upload_result *r, uint64_t delay)
+{
+        uint64_t files, bytes;
+
+        if (u->c.state == UPLOAD_STATE_PAUSED && u->denied_status == r->http_status)
+                return;
+        u->denied_status = r->http_status;
+        upload_spool_usage(u->sp, &files, &bytes);
+        logu(u, LOG_ERROR,
+             "%s denies access (HTTP %ld: %s): paused, the %llu profiles in the spool are kept "
+             "and tried again with backoff up to retry-max (next in %llu ms); fix the URL or "
+             "the credentials files and send SIGHUP",
+             upload_client_url(u->cl), r->http_status, r->detail, (unsigned long long)files,
+             (unsigned long long)delay);
+        set_state(u, UPLOAD_STATE_PAUSED);
 }
 
 static void on_failure(struct uploader *u, const struct upload_spool_entry *e,
@@ -321,6 +389,14 @@ static void on_failure(struct uploader *u, const struct upload_spool_entry *e,
                 delay = r->retry_after_ms < UPLOAD_RETRY_AFTER_MAX_MS ? r->retry_after_ms
                                                                       : UPLOAD_RETRY_AFTER_MAX_MS;
         u->next_try_ms = mono_ms() + delay;
+        if (r->outcome == UPLOAD_HTTP_DENIED) {
+                on_denied(u, r, delay);
+                return;
+        }
+        if (u->c.state == UPLOAD_STATE_PAUSED)
+                logu(u, LOG_INFO, "no longer denied access (%s): retrying",
+                     upload_outcome_name(r->outcome));
+        set_state(u, UPLOAD_STATE_RETRYING);
         /* 1st, 2nd, 4th, 8th ... failure in a row: a backend down for hours logs a few lines */
         if (!(u->failures & (u->failures - 1)))
                 logu(u, LOG_WARNING,
@@ -343,6 +419,7 @@ static void on_result(struct uploader *u, struct upload_spool_entry *e,
                 u->c.uploads_ok++;
                 u->c.bytes_sent += r->bytes_sent;
                 u->c.last_success_wall_s = (uint64_t)time(NULL);
+                u->c.rejected += r->rejected;
         } else if (r->outcome != UPLOAD_ABORTED) {
                 u->c.failures[r->outcome]++;
         }
@@ -351,19 +428,56 @@ static void on_result(struct uploader *u, struct upload_spool_entry *e,
                 u->c.dropped_bytes += e->bytes;
         }
         pthread_mutex_unlock(&u->mu);
+        if (ok && r->rejected)
+                logu(u, LOG_WARNING,
+                     "%s accepted %s in part: %llu profiles rejected (partial success: %s)",
+                     upload_client_url(u->cl), e->name, (unsigned long long)r->rejected,
+                     r->detail[0] ? r->detail : "no message");
         if (ok || drop) {
                 if (drop)
                         logu(u, LOG_ERROR, "%s refused %s (HTTP %ld: %s): dropped",
                              upload_client_url(u->cl), e->name, r->http_status, r->detail);
                 else if (u->failures)
-                        logu(u, LOG_INFO, "delivering again after %u failed attempts", u->failures);
+                        logu(u, LOG_INFO, "delivering again after %u failed attempts%s",
+                             u->failures,
+                             u->c.state == UPLOAD_STATE_PAUSED ? " (access denied until now)" : "");
                 upload_spool_remove(u->sp, e);
                 u->failures = 0;
                 u->next_try_ms = 0;
+                set_state(u, UPLOAD_STATE_OK);
                 return;
         }
         if (r->outcome != UPLOAD_ABORTED)
                 on_failure(u, e, r);
+}
+
+/* SIGHUP: a new client with the credentials files as they are now, tried at once; the old
+ * one stays when they are refused. */
+static void reload_credentials(struct uploader *u)
+{
+        struct upload_client *nc;
+        char why[PATH_MAX + 256];
+        int want, err;
+
+        pthread_mutex_lock(&u->mu);
+        want = u->reload;
+        u->reload = 0;
+        pthread_mutex_unlock(&u->mu);
+        if (!want)
+                return;
+        err = upload_client_new(&u->t, &nc, why, sizeof(why));
+        if (err) {
+                logu(u, LOG_ERROR, "credentials not re-read: %s: the previous ones stay in use",
+                     why[0] ? why : strerror(-err));
+                return;
+        }
+        upload_client_free(u->cl);
+        u->cl = nc;
+        pthread_mutex_lock(&u->mu);
+        u->c.credential_reloads++;
+        pthread_mutex_unlock(&u->mu);
+        logu(u, LOG_INFO, "credentials re-read%s", u->next_try_ms ? ": trying again now" : "");
+        u->next_try_ms = 0;
 }
 
 /* Send the oldest entry once. */
@@ -416,8 +530,10 @@ static void *uploader_main(void *arg)
 
         for (;;) {
                 int stopping = drain_queue(u);
-                uint64_t now = mono_ms();
+                uint64_t now;
 
+                reload_credentials(u);
+                now = mono_ms();
                 upload_spool_usage(u->sp, &files, &bytes);
                 if (stopping && (!files || now >= u->stop_deadline_ms || u->failures))
                         break; /* what is left is sent by the next daemon */

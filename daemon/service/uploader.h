@@ -4,12 +4,18 @@
  * never blocks on disk or network); the uploader's own thread copies it into the target's
  * on-disk spool (service/upload_spool.h: bounded by size and age, survives a restart and a
  * SIGKILL) and sends the spool's entries oldest first (service/upload_http.h). An entry is
- * removed only when the backend accepted it (2xx) or refused it for good (a 4xx other than
- * 408/429: logged with the reason and counted); every other failure is retried after an
- * exponential backoff with jitter (retry-min doubling up to retry-max, each delay drawn in
- * [d/2, d]), or after the Retry-After of a 429/503 (up to 1 h). What is dropped — refused,
- * spool over its size (oldest first), older than spool-age, unreadable — is counted by
- * reason and logged.
+ * removed only when the backend accepted it (2xx) or condemned that profile (400, 413, 422:
+ * logged with the reason and counted); every other failure is retried after an exponential
+ * backoff with jitter (retry-min doubling up to retry-max, each delay drawn in [d/2, d]), or
+ * after the Retry-After of a 429/503 (up to 1 h). A target that denies access (401, 403,
+ * 404...: UPLOAD_HTTP_DENIED) is *paused*: the spool is kept whole, the oldest entry is tried
+ * again after the same backoff, and the state change is logged once (and counted), not each
+ * attempt; uploader_reload_credentials (SIGHUP) re-reads the credentials files and tries at
+ * once. What is dropped — refused, spool over its size (oldest first), older than spool-age,
+ * unreadable — is counted by reason and logged. A target of format otlp gets each finished
+ * JFR file converted (sink/jfr_convert.h, in memory, on the uploader's thread) to one
+ * gzip'd ExportProfilesServiceRequest when it is spooled; the profiles an OTLP receiver
+ * rejects in a 2xx answer (partial success, not to be retried) are counted and logged.
  *
  * Threads: uploader_add, uploader_get_counters and uploader_stop are called by the daemon's
  * main thread; logging happens on the uploader's thread (the callback must be thread-safe).
@@ -27,7 +33,7 @@
 
 /* Why entries were dropped without being accepted. */
 enum upload_drop {
-        UPLOAD_DROP_REFUSED = 0, /* the backend answered a 4xx other than 408/429 */
+        UPLOAD_DROP_REFUSED = 0, /* the backend condemned the profile (400, 413, 422) */
         UPLOAD_DROP_SPOOL_FULL,  /* spool-size exceeded: the oldest went */
         UPLOAD_DROP_EXPIRED,     /* older than spool-age */
         UPLOAD_DROP_CORRUPT,     /* an entry that cannot be read back */
@@ -36,6 +42,16 @@ enum upload_drop {
 };
 /* "refused", "spool_full", "expired", "corrupt", "spool_error" */
 const char *upload_drop_name(int why);
+
+/* What the last attempt said about the target (a gauge). */
+enum upload_state {
+        UPLOAD_STATE_OK = 0,   /* no attempt yet, or the last one was answered 2xx/400/413/422 */
+        UPLOAD_STATE_RETRYING, /* the last attempt failed: unreachable, timeout, 408/429/5xx */
+        UPLOAD_STATE_PAUSED,   /* the target denies access (401/403/404...): spool kept */
+        UPLOAD_STATE_N,
+};
+/* "ok", "retrying", "paused" */
+const char *upload_state_name(int state);
 
 /*
  * One target's counters, cumulative since uploader_new (a snapshot: uploader_get_counters).
@@ -54,6 +70,10 @@ struct upload_counters {
         uint64_t queue;                      /* handed over, not yet spooled (gauge) */
         long last_http_status;               /* of the last response, 0 = none yet */
         uint64_t last_success_wall_s;        /* 0 = none yet */
+        int state;                           /* enum upload_state (gauge) */
+        uint64_t pauses;                     /* times the target started denying access */
+        uint64_t credential_reloads;         /* credentials files re-read (SIGHUP) */
+        uint64_t rejected;                   /* OTLP partial success: profiles refused */
 };
 
 /* A finished profile to deliver. Paths are copied; the profile is only read. */
@@ -83,6 +103,11 @@ int uploader_new(const struct uploader_opts *o, struct uploader **out, char *why
 /* Queue a finished profile for each of the n uploaders (main thread; never blocks on
  * I/O). 0 or -ENOMEM (counted as a spool_error drop and logged). */
 int uploader_add(struct uploader *const *u, unsigned n, const struct upload_job *j);
+/* Re-read the target's credentials files (main thread, at SIGHUP; never blocks on I/O):
+ * the uploader's thread reads them before its next attempt, which it makes at once. A file
+ * now refused (missing, malformed, readable by others) is logged and the credentials in use
+ * are kept. */
+void uploader_reload_credentials(struct uploader *u);
 /* Thread-safe snapshot of the counters. */
 void uploader_get_counters(struct uploader *u, struct upload_counters *out);
 const char *uploader_name(const struct uploader *u);

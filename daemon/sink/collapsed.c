@@ -11,6 +11,7 @@
 
 #include "engine/context_decode.h"
 #include "sink/collapsed.h"
+#include "sink/frame_names.h"
 #include "stack/symbolize.h"
 #include "util/clock.h"
 #include "util/hash.h"
@@ -250,12 +251,11 @@ static const unsigned char *get_str(const unsigned char *p, const char **s, size
         return p + 2 + l;
 }
 
-static void put_frame(FILE *f, struct symbolizer *sym, struct modules *mods,
-                      const struct ctxprof_frame *fr)
+static void put_frame(FILE *f, const struct frame_names *names, const struct ctxprof_frame *fr)
 {
         struct sym_frame out[SYM_MAX_INLINE];
         const char *sfx = (fr->flags & CTXPROF_FRAME_KERNEL) ? "_[k]" : "";
-        int n = sym ? symbolize(sym, fr, out, SYM_MAX_INLINE) : -EINVAL;
+        int n = names->frame ? names->frame(names->ctx, fr, out, SYM_MAX_INLINE) : -EINVAL;
         struct module_info mi;
 
         if (n >= 1 && out[n - 1].function) {
@@ -274,8 +274,8 @@ static void put_frame(FILE *f, struct symbolizer *sym, struct modules *mods,
         }
         if (fr->module_id == CTXPROF_MODULE_KERNEL) {
                 fprintf(f, "0x%llx_[k]", (unsigned long long)fr->offset);
-        } else if (fr->module_id != CTXPROF_MODULE_UNKNOWN && mods &&
-                   !modules_info(mods, fr->module_id, &mi) && mi.path) {
+        } else if (fr->module_id != CTXPROF_MODULE_UNKNOWN && names->module &&
+                   !names->module(names->ctx, fr->module_id, &mi) && mi.path) {
                 const char *base = strrchr(mi.path, '/');
 
                 base = base ? base + 1 : mi.path;
@@ -336,7 +336,7 @@ int collapsed_foreach(const struct collapsed *c,
         return err;
 }
 
-void collapsed_write_frames(FILE *f, struct symbolizer *sym, struct modules *mods,
+void collapsed_write_frames(FILE *f, const struct frame_names *names,
                             const struct collapsed_entry *e)
 {
         unsigned k;
@@ -346,7 +346,7 @@ void collapsed_write_frames(FILE *f, struct symbolizer *sym, struct modules *mod
         if (!e->n_frames)
                 fputs(e->truncated ? ";[no stack]" : "[no stack]", f);
         for (k = e->n_frames; k-- > 0;) {
-                put_frame(f, sym, mods, &e->frames[k]);
+                put_frame(f, names, &e->frames[k]);
                 if (k)
                         fputc(';', f);
         }
@@ -354,8 +354,7 @@ void collapsed_write_frames(FILE *f, struct symbolizer *sym, struct modules *mod
 
 struct write_ctx {
         FILE *f;
-        struct symbolizer *sym;
-        struct modules *mods;
+        const struct frame_names *names;
 };
 
 static int write_line(void *arg, const struct collapsed_entry *e)
@@ -376,20 +375,30 @@ static int write_line(void *arg, const struct collapsed_entry *e)
         if (e->has_span)
                 fprintf(f, ";span=%016llx", (unsigned long long)e->span_id);
         fputc(';', f);
-        collapsed_write_frames(f, w->sym, w->mods, e);
+        collapsed_write_frames(f, w->names, e);
         fprintf(f, " %llu\n", (unsigned long long)e->count);
         return 0;
 }
 
-int collapsed_write(struct collapsed *c, FILE *f, struct modules *mods)
+int collapsed_write_named(const struct collapsed *c, FILE *f, const struct frame_names *names)
 {
-        struct write_ctx w = {f, mods ? symbolizer_new(mods) : NULL, mods};
+        struct write_ctx w = {f, names};
         int err = collapsed_foreach(c, write_line, &w);
 
-        symbolizer_free(w.sym);
         if (err)
                 return err;
         if (fflush(f) || ferror(f))
                 return -EIO;
         return 0;
+}
+
+int collapsed_write(struct collapsed *c, FILE *f, struct modules *mods)
+{
+        struct frame_names_sym s;
+        int err;
+
+        frame_names_sym_init(&s, mods);
+        err = collapsed_write_named(c, f, &s.names);
+        frame_names_sym_free(&s);
+        return err;
 }

@@ -35,8 +35,10 @@ void collapsed_set_time_weights(struct collapsed *, uint64_t cpu_sample_us);
 int collapsed_add(struct collapsed *, const struct decoded_sample *s);
 /* A sink that calls collapsed_add. */
 struct sample_sink collapsed_sink(struct collapsed *);
-/* Write every line; frames are symbolized with a symbolizer over `modules`.
- * 0 or -errno (write error, -ENOMEM). */
+struct frame_names;
+/* Write every line; frames are named by names (collapsed_write: a symbolizer over
+ * `modules`). 0 or -errno (write error, -ENOMEM). */
+int collapsed_write_named(const struct collapsed *, FILE *out, const struct frame_names *names);
 int collapsed_write(struct collapsed *, FILE *out, struct modules *modules);
 /* One aggregated key, decoded (strings are not NUL-terminated; they point into the table
  * and stay valid until the next collapsed_add or collapsed_free). */
@@ -61,11 +63,10 @@ struct collapsed_entry {
  * result, else 0. Other writers (sink/pprof.c) aggregate with this table. */
 int collapsed_foreach(const struct collapsed *,
                       int (*fn)(void *arg, const struct collapsed_entry *e), void *arg);
-struct symbolizer;
 /* Writes e's frames root to leaf as the folded line names them, separated by ';' (first
  * `[truncated]` when the unwinder stopped early, `[no stack]` for an empty stack; names
- * hold no ';'). sym (over mods) may be NULL: frames unnamed. Errors show in ferror(f). */
-void collapsed_write_frames(FILE *f, struct symbolizer *sym, struct modules *mods,
+ * hold no ';'). Errors show in ferror(f). */
+void collapsed_write_frames(FILE *f, const struct frame_names *names,
                             const struct collapsed_entry *e);
 /* Distinct lines and samples aggregated so far. */
 size_t collapsed_lines(const struct collapsed *);

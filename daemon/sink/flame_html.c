@@ -11,6 +11,7 @@
 
 #include "jfr/jfr_dict.h"
 #include "sink/flame_html.h"
+#include "sink/frame_names.h"
 #include "sink/flame_page.h"
 #include "stack/symbolize.h"
 #include "util/grow.h"
@@ -130,8 +131,7 @@ static size_t split_frames(char *line, const char **names, size_t max)
 
 struct collapsed_ctx {
         struct flame_html *h;
-        struct symbolizer *sym;
-        struct modules *mods;
+        const struct frame_names *fn;
         const char **names;
 };
 
@@ -146,7 +146,7 @@ static int add_entry(void *arg, const struct collapsed_entry *e)
         int err = -ENOMEM;
 
         if (ff && tf) {
-                collapsed_write_frames(ff, cc->sym, cc->mods, e);
+                collapsed_write_frames(ff, cc->fn, e);
                 fprintf(tf, "%.*s (%.*s-%u)", (int)e->comm_len, e->comm, (int)e->process_len,
                         e->process, e->pid);
         }
@@ -180,16 +180,18 @@ static int add_entry(void *arg, const struct collapsed_entry *e)
 
 int flame_html_add_collapsed(struct flame_html *h, const struct collapsed *c, struct modules *mods)
 {
+        struct frame_names_sym s;
         struct collapsed_ctx cc = {
             .h = h,
-            .sym = mods ? symbolizer_new(mods) : NULL,
-            .mods = mods,
+            .fn = &s.names,
             .names = malloc((CTXPROF_MAX_FRAMES * SYM_MAX_INLINE + 2) * sizeof(char *)),
         };
-        int err = cc.names ? collapsed_foreach(c, add_entry, &cc) : -ENOMEM;
+        int err;
 
+        frame_names_sym_init(&s, mods);
+        err = cc.names ? collapsed_foreach(c, add_entry, &cc) : -ENOMEM;
         free(cc.names);
-        symbolizer_free(cc.sym);
+        frame_names_sym_free(&s);
         return err;
 }
 

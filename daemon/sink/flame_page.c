@@ -1,8 +1,8 @@
 /*
  * flame_page.c — embeds the built flame graph page ($(B)/gen/flame_page.html, made by
- * mk/75-html.mk from web/flamegraph.html and node_modules) in .rodata with .incbin, so the
+ * mk/75-html.mk from web/flamegraph.html and web/vendor/) in .rodata with .incbin, so the
  * binary writes a self-contained page with no file or network access. Owns nothing else;
- * must never be built without the page (the make rule stops when node_modules is missing).
+ * must never be built without the page (FLAME_PAGE_PATH below).
  */
 #include "sink/flame_page.h"
 

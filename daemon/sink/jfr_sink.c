@@ -144,6 +144,7 @@ struct jfr_sink {
         int stopping;
         struct jfr_sink_counters c;
         int first_error;
+        uint64_t writing_start; /* start_mono of the batch the writer writes now, 0 = none */
 };
 
 static void batch_free(struct batch *b)
@@ -660,6 +661,7 @@ static void *writer_main(void *arg)
                 s->head = j->next;
                 if (!s->head)
                         s->tail = NULL;
+                s->writing_start = j->b.start_mono;
                 if (!sc.sym && s->modules) {
                         sc.modules = s->modules;
                         sc.sym = s->o.symbolizer ? s->o.symbolizer : symbolizer_new(s->modules);
@@ -672,6 +674,7 @@ static void *writer_main(void *arg)
 
                 pthread_mutex_lock(&s->mu);
                 s->queued--;
+                s->writing_start = 0;
                 s->c.latest_error = err;
                 if (err) {
                         s->c.chunks_failed++;
@@ -895,6 +898,18 @@ int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c
                 err = s->first_error;
         pthread_mutex_unlock(&s->mu);
         return err;
+}
+
+uint64_t jfr_sink_written_before(struct jfr_sink *s)
+{
+        uint64_t t;
+
+        pthread_mutex_lock(&s->mu);
+        t = s->writing_start ? s->writing_start
+            : s->head        ? s->head->b.start_mono
+                             : s->cur.start_mono;
+        pthread_mutex_unlock(&s->mu);
+        return t;
 }
 
 void jfr_sink_get_counters(struct jfr_sink *s, struct jfr_sink_counters *out)

@@ -88,6 +88,10 @@ int jfr_sink_tick(struct jfr_sink *s, uint64_t now_mono_ns,
  * first write error (-errno); every chunk written before an error stays readable. */
 int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c);
 void jfr_sink_get_counters(struct jfr_sink *s, struct jfr_sink_counters *out);
+/* A CLOCK_MONOTONIC time before which every sample this sink took has been written (the start
+ * of the oldest batch its writer has not finished): module ids dead since before it are no
+ * longer needed by this sink (modules_reap). Call from the thread that calls jfr_sink_tick. */
+uint64_t jfr_sink_written_before(struct jfr_sink *s);
 void jfr_sink_free(struct jfr_sink *s);
 
 #endif

@@ -8,19 +8,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "profile.pb-c.h"
+#include "sink/frame_names.h"
 #include "sink/pprof.h"
 #include "stack/symbolize.h"
-#include "util/grow.h"
-#include "util/hash.h"
+#include "util/gzip.h"
+#include "util/idmap.h"
 
-#define IDMAP_FIRST_CAP 256
-#define GZIP_WINDOW     (15 + 16) /* zlib: 32 KiB window, gzip header and trailer */
-#define GZIP_MEMLEVEL   8
-#define OUT_CHUNK       65536
-#define SPAN_HEX_LEN    16
+#define SPAN_HEX_LEN 16
 /* Pseudo frames, keyed like frames with a module id no real frame has. */
 #define PSEUDO_MODULE    UINT32_MAX
 #define PSEUDO_TRUNCATED 1
@@ -35,115 +31,13 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-/* Byte-string key -> value, open addressing; keys copied. */
-struct idmap_slot {
-        uint64_t hash;
-        unsigned char *key; /* NULL = empty */
-        size_t len;
-        uint64_t val;
-};
-struct idmap {
-        struct idmap_slot *tab;
-        size_t cap, n;
-};
-
-/* A growing array of message pointers (protobuf-c's repeated message field). */
-struct msgs {
-        void **v;
-        size_t n, cap;
-};
-
 struct builder {
-        struct symbolizer *sym;
-        struct modules *mods;
+        const struct frame_names *names;
         uint64_t period;
-        struct msgs strs, maps, funcs, locs, samples;
+        struct ptrvec strs, maps, funcs, locs, samples;
         struct idmap strmap, mapmap, funcmap, locmap;
         int64_t k_process, k_thread, k_pid, k_span;
 };
-
-static void idmap_free(struct idmap *m)
-{
-        for (size_t i = 0; i < m->cap; i++)
-                free(m->tab[i].key);
-        free(m->tab);
-}
-
-static int idmap_grow(struct idmap *m)
-{
-        size_t ncap = m->cap ? m->cap * 2 : IDMAP_FIRST_CAP;
-        struct idmap_slot *nt = calloc(ncap, sizeof(*nt));
-
-        if (!nt)
-                return -ENOMEM;
-        for (size_t i = 0; i < m->cap; i++) {
-                size_t j;
-
-                if (!m->tab[i].key)
-                        continue;
-                for (j = m->tab[i].hash & (ncap - 1); nt[j].key; j = (j + 1) & (ncap - 1))
-                        ;
-                nt[j] = m->tab[i];
-        }
-        free(m->tab);
-        m->tab = nt;
-        m->cap = ncap;
-        return 0;
-}
-
-/* The slot holding key, or the empty slot where it goes (the table always has room). */
-static struct idmap_slot *idmap_slot(struct idmap *m, const void *key, size_t len, uint64_t h)
-{
-        size_t j;
-
-        for (j = h & (m->cap - 1); m->tab[j].key; j = (j + 1) & (m->cap - 1))
-                if (m->tab[j].hash == h && m->tab[j].len == len && !memcmp(m->tab[j].key, key, len))
-                        break;
-        return &m->tab[j];
-}
-
-/* *val = the value stored for key; 1 if found, 0 if not (then idmap_add may follow). */
-static int idmap_get(struct idmap *m, const void *key, size_t len, uint64_t *val)
-{
-        struct idmap_slot *s;
-
-        if (!m->cap)
-                return 0;
-        s = idmap_slot(m, key, len, fnv1a64(key, len));
-        if (!s->key)
-                return 0;
-        *val = s->val;
-        return 1;
-}
-
-static int idmap_add(struct idmap *m, const void *key, size_t len, uint64_t val)
-{
-        uint64_t h = fnv1a64(key, len);
-        struct idmap_slot *s;
-
-        if ((m->n + 1) * 2 > m->cap && idmap_grow(m))
-                return -ENOMEM;
-        s = idmap_slot(m, key, len, h);
-        s->key = malloc(len ? len : 1);
-        if (!s->key)
-                return -ENOMEM;
-        memcpy(s->key, key, len);
-        s->len = len;
-        s->hash = h;
-        s->val = val;
-        m->n++;
-        return 0;
-}
-
-static int msgs_push(struct msgs *a, void *m)
-{
-        if (!m || grow_array((void **)&a->v, &a->cap, sizeof(*a->v), a->n + 1, 64)) {
-                free(m);
-                return -ENOMEM;
-        }
-        a->v[a->n++] = m;
-        return 0;
-}
 
 /* The string table index of s[0..n), added when new; or -ENOMEM. */
 static int64_t str(struct builder *b, const char *s, size_t n)
@@ -155,7 +49,7 @@ static int64_t str(struct builder *b, const char *s, size_t n)
                 return (int64_t)idx;
         copy = strndup(s, n);
         idx = b->strs.n;
-        if (msgs_push(&b->strs, copy) || idmap_add(&b->strmap, s, n, idx))
+        if (ptrvec_push(&b->strs, copy) || idmap_add(&b->strmap, s, n, idx))
                 return -ENOMEM;
         return (int64_t)idx;
 }
@@ -177,8 +71,8 @@ static int64_t mapping(struct builder *b, uint32_t module_id)
                 return (int64_t)id;
         if (module_id == CTXPROF_MODULE_KERNEL)
                 name = "[kernel.kallsyms]";
-        else if (module_id != CTXPROF_MODULE_UNKNOWN && b->mods &&
-                 !modules_info(b->mods, module_id, &mi) && mi.path)
+        else if (module_id != CTXPROF_MODULE_UNKNOWN && b->names->module &&
+                 !b->names->module(b->names->ctx, module_id, &mi) && mi.path)
                 name = mi.path;
         m = malloc(sizeof(*m));
         if (!m)
@@ -189,8 +83,8 @@ static int64_t mapping(struct builder *b, uint32_t module_id)
         m->filename = cstr(b, name);
         m->build_id = cstr(b, mi.build_id_hex ? mi.build_id_hex : "");
         m->has_functions = m->has_filenames = m->has_line_numbers = m->has_inline_frames =
-            b->sym != NULL;
-        if (m->filename < 0 || m->build_id < 0 || msgs_push(&b->maps, m) ||
+            b->names->frame != NULL;
+        if (m->filename < 0 || m->build_id < 0 || ptrvec_push(&b->maps, m) ||
             idmap_add(&b->mapmap, &module_id, sizeof(module_id), id))
                 return -ENOMEM;
         return (int64_t)id;
@@ -215,7 +109,7 @@ static int64_t function(struct builder *b, const char *name, const char *file)
         f->id = id;
         f->name = f->system_name = key[0];
         f->filename = key[1];
-        if (msgs_push(&b->funcs, f) || idmap_add(&b->funcmap, key, sizeof(key), id))
+        if (ptrvec_push(&b->funcs, f) || idmap_add(&b->funcmap, key, sizeof(key), id))
                 return -ENOMEM;
         return (int64_t)id;
 }
@@ -233,7 +127,7 @@ static int location_lines(struct builder *b, Location *loc, const struct ctxprof
                     .line = -1};
                 n = 1;
         } else {
-                n = b->sym ? symbolize(b->sym, fr, out, SYM_MAX_INLINE) : 0;
+                n = b->names->frame ? b->names->frame(b->names->ctx, fr, out, SYM_MAX_INLINE) : 0;
                 if (n < 1 || !out[n - 1].function)
                         return n == -ENOMEM ? -ENOMEM : 0;
         }
@@ -271,7 +165,7 @@ static int64_t location(struct builder *b, const struct ctxprof_frame *fr)
         perftools__profiles__location__init(loc);
         id = b->locs.n + 1;
         loc->id = id;
-        if (msgs_push(&b->locs, loc))
+        if (ptrvec_push(&b->locs, loc))
                 return -ENOMEM;
         if (fr->module_id != PSEUDO_MODULE) {
                 int64_t mid = mapping(b, fr->module_id);
@@ -346,7 +240,7 @@ static int add_sample(void *arg, const struct collapsed_entry *e)
         struct ctxprof_frame pseudo = {.module_id = PSEUDO_MODULE};
         size_t n = e->n_frames + 1;
 
-        if (msgs_push(&b->samples, s))
+        if (ptrvec_push(&b->samples, s))
                 return -ENOMEM;
         perftools__profiles__sample__init(s);
         s->location_id = calloc(n, sizeof(*s->location_id));
@@ -413,35 +307,6 @@ static void builder_free(struct builder *b)
         idmap_free(&b->mapmap);
         idmap_free(&b->funcmap);
         idmap_free(&b->locmap);
-        symbolizer_free(b->sym);
-}
-
-/* gzip buf[0..len) to out. 0 or -EIO / -ENOMEM. */
-static int write_gzip(FILE *out, const uint8_t *buf, size_t len)
-{
-        unsigned char chunk[OUT_CHUNK];
-        z_stream z = {0};
-        int zr;
-
-        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, GZIP_WINDOW, GZIP_MEMLEVEL,
-                         Z_DEFAULT_STRATEGY) != Z_OK)
-                return -ENOMEM;
-        z.next_in = (unsigned char *)buf;
-        z.avail_in = (uInt)len; /* profiles stay far below 4 GiB */
-        do {
-                z.next_out = chunk;
-                z.avail_out = sizeof(chunk);
-                zr = deflate(&z, Z_FINISH);
-                if (zr == Z_STREAM_ERROR || fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) !=
-                                                sizeof(chunk) - z.avail_out) {
-                        deflateEnd(&z);
-                        return -EIO;
-                }
-        } while (zr != Z_STREAM_END);
-        deflateEnd(&z);
-        if (fflush(out) || ferror(out))
-                return -EIO;
-        return 0;
 }
 
 /* Profile-level fields: sample types, period, times, the message arrays. 0 or -ENOMEM. */
@@ -485,14 +350,25 @@ static int fill_profile(struct builder *b, Profile *p, ValueType vt[2], ValueTyp
 int pprof_write(const struct collapsed *c, FILE *out, struct modules *mods,
                 const struct pprof_meta *meta)
 {
-        struct builder b = {.mods = mods, .period = meta->period_ns};
+        struct frame_names_sym s;
+        int err;
+
+        frame_names_sym_init(&s, mods);
+        err = pprof_write_named(c, out, &s.names, meta);
+        frame_names_sym_free(&s);
+        return err;
+}
+
+int pprof_write_named(const struct collapsed *c, FILE *out, const struct frame_names *names,
+                      const struct pprof_meta *meta)
+{
+        struct builder b = {.names = names, .period = meta->period_ns};
         Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
         ValueType vt[2], *vtp[2], period_type;
         uint8_t *buf = NULL;
         size_t len;
         int err = -ENOMEM;
 
-        b.sym = mods ? symbolizer_new(mods) : NULL;
         /* string_table[0] must be "" */
         if (cstr(&b, "") != 0 || (b.k_process = cstr(&b, "process")) < 0 ||
             (b.k_thread = cstr(&b, "thread")) < 0 || (b.k_pid = cstr(&b, "pid")) < 0 ||
@@ -510,7 +386,7 @@ int pprof_write(const struct collapsed *c, FILE *out, struct modules *mods,
         if (!buf)
                 goto out;
         perftools__profiles__profile__pack(&p, buf);
-        err = write_gzip(out, buf, len);
+        err = gzip_write(out, buf, len);
 out:
         free(buf);
         builder_free(&b);

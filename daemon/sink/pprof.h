@@ -29,5 +29,9 @@ struct pprof_meta {
  * 0 or -errno (-ENOMEM, -EIO on a write or compression error). */
 int pprof_write(const struct collapsed *c, FILE *out, struct modules *mods,
                 const struct pprof_meta *meta);
+struct frame_names;
+/* The same with frames named by names (sink/frame_names.h). */
+int pprof_write_named(const struct collapsed *c, FILE *out, const struct frame_names *names,
+                      const struct pprof_meta *meta);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * target_share.c — per-process usage of a sink's per-chunk stores and the rule that bounds
  * it (see target_share.h). Open addressing on the pid with a chunk generation per entry, so

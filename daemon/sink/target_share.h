@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * target_share.h — each target process's share of a sink's per-chunk stores (stacks in the
  * trace table, label-set bytes, thread-table entries), so that one target flooding a store

@@ -4,7 +4,7 @@
  * an error), never keep the ELF handle after cfi_table_build returns.
  */
 #include "stack/cfi_table.h"
-#include "stack/proc_maps.h"
+#include "util/maps_line.h"
 #include "util/clock.h"
 #include "util/grow.h"
 
@@ -407,7 +407,7 @@ struct vdso_range {
         uint64_t start, end;
 };
 
-static int vdso_cb(const struct proc_map_line *l, void *arg)
+static int vdso_cb(const struct maps_line *l, void *arg)
 {
         struct vdso_range *r = arg;
 
@@ -428,7 +428,7 @@ int cfi_table_build_vdso(struct cfi_table *out)
 
         if (!out)
                 return -EINVAL;
-        if (!img || proc_maps_parse(getpid(), vdso_cb, &r) != 1 || r.start != (uintptr_t)img)
+        if (!img || maps_foreach(getpid(), vdso_cb, &r, NULL) != 1 || r.start != (uintptr_t)img)
                 return -ENOENT;
         copy = malloc(r.end - r.start);
         if (!copy)

@@ -1,13 +1,16 @@
 /*
  * modules.c — the registry of code files (see modules.h). Owns the module table, its lookup
- * hash and the descriptors it keeps so files stay readable after their process exits.
- * Must never print, never touch /proc, never drop or renumber an id.
+ * hash, the references proc_maps tables hold and the descriptors it keeps so files stay
+ * readable after their process exits. Must never print, never open a file but through
+ * util/target_open.h, never retire an id before modules_reap says the writers are past it.
  */
 #include "stack/modules.h"
 #include "stack/frame.h"
 #include "stack/sigbus_guard.h"
+#include "util/clock.h"
 #include "util/grow.h"
 #include "util/hash.h"
+#include "util/target_open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,14 +39,26 @@ struct module_entry {
         ino_t ino;
         int fd; /* -1 if none kept */
         uint32_t id;
+        /* the latest process seen mapping it (reopened through it when no fd is kept) */
+        pid_t mapper;
+        uint64_t map_start, map_end;
+        uint64_t serial;  /* unique over the registry's life: tells a reused id apart */
+        uint32_t refs;    /* proc_maps table entries that point at it */
+        uint64_t dead_ns; /* CLOCK_MONOTONIC when refs fell to 0; 0 while referenced */
 };
 
 struct modules {
         pthread_mutex_t lock;
         struct module_entry *buckets[NBUCKETS];
-        struct module_entry **byid; /* index = id - CTXPROF_MODULE_FIRST */
-        size_t n, cap;
+        struct module_entry **byid; /* index = id - CTXPROF_MODULE_FIRST; NULL = retired */
+        size_t n, cap;              /* ids minted (byid's length), its capacity */
+        uint32_t *free_ids;         /* retired ids, reused first */
+        size_t nfree, free_cap;
         unsigned nfds;
+        uint64_t generation; /* bumped by every reap that retired an id */
+        uint64_t serials;    /* serials given */
+        struct modules_stats st;
+        struct target_stats topen; /* files refused to the registry's callers */
 };
 
 struct modules *modules_new(void)
@@ -60,19 +75,25 @@ struct modules *modules_new(void)
         return m;
 }
 
+static void entry_free(struct module_entry *e)
+{
+        if (!e)
+                return;
+        if (e->fd >= 0)
+                close(e->fd);
+        free(e->key);
+        free(e->path);
+        free(e);
+}
+
 void modules_free(struct modules *m)
 {
         if (!m)
                 return;
-        for (size_t i = 0; i < m->n; i++) {
-                struct module_entry *e = m->byid[i];
-                if (e->fd >= 0)
-                        close(e->fd);
-                free(e->key);
-                free(e->path);
-                free(e);
-        }
+        for (size_t i = 0; i < m->n; i++)
+                entry_free(m->byid[i]);
         free(m->byid);
+        free(m->free_ids);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }
@@ -81,7 +102,7 @@ static struct module_entry *entry_get(struct modules *m, uint32_t id)
 {
         if (id < CTXPROF_MODULE_FIRST || id - CTXPROF_MODULE_FIRST >= m->n)
                 return NULL;
-        return m->byid[id - CTXPROF_MODULE_FIRST];
+        return m->byid[id - CTXPROF_MODULE_FIRST]; /* NULL once retired */
 }
 
 int modules_info(struct modules *m, uint32_t id, struct module_info *out)
@@ -98,16 +119,65 @@ int modules_info(struct modules *m, uint32_t id, struct module_info *out)
         return e ? 0 : -ENOENT;
 }
 
-static char *make_key(const struct module_key *k, char *hex)
+/* The lookup key: "b:<build id>", else the file's identity. While the registry holds a
+ * descriptor of the file its inode cannot be freed, so dev:inode alone names it (a renamed
+ * file stays one module: "p:"); without one, an inode number may be reused by another file,
+ * so the path is part of the key ("f:"). */
+static char *make_key(const struct module_key *k, const char *hex, int pinned)
 {
         char *key = NULL;
         int r;
         if (k->build_id_len)
                 r = asprintf(&key, "b:%s", hex);
+        else if (pinned)
+                r = asprintf(&key, "p:%llx:%llu", (unsigned long long)k->dev,
+                             (unsigned long long)k->ino);
         else
                 r = asprintf(&key, "f:%llx:%llu:%s", (unsigned long long)k->dev,
                              (unsigned long long)k->ino, k->path);
         return r < 0 ? NULL : key;
+}
+
+static struct module_entry *lookup(struct modules *m, const char *key, uint32_t h)
+{
+        for (struct module_entry *e = m->buckets[h % NBUCKETS]; e; e = e->next)
+                if (e->hash == h && !strcmp(e->key, key))
+                        return e;
+        return NULL;
+}
+
+/* One more reference on e (a dead entry comes back to life). */
+static void entry_ref(struct modules *m, struct module_entry *e)
+{
+        if (!e->refs++ && e->dead_ns) {
+                e->dead_ns = 0;
+                m->st.dead--;
+        }
+}
+
+/* A free id: a retired one first. 0 when MODULES_MAX entries live. */
+static uint32_t id_take(struct modules *m)
+{
+        if (m->st.live >= MODULES_MAX)
+                return 0;
+        if (m->nfree)
+                return m->free_ids[--m->nfree];
+        if (grow_array((void **)&m->byid, &m->cap, sizeof(*m->byid), m->n + 1, BYID_FIRST_CAP))
+                return 0;
+        m->byid[m->n] = NULL;
+        return (uint32_t)m->n++ + CTXPROF_MODULE_FIRST;
+}
+
+/* The mapping k was seen in: modules_open reopens the file through it (util/target_open.h). */
+static void remember_mapper(struct module_entry *e, const struct module_key *k)
+{
+        if (k->pid <= 0)
+                return;
+        e->mapper = k->pid;
+        e->map_start = k->map_start;
+        e->map_end = k->map_end;
+        e->dev = k->dev;
+        e->ino = k->ino;
 }
 
 int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32_t *id)
@@ -119,44 +189,59 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         for (size_t i = 0; i < k->build_id_len; i++)
                 snprintf(hex + 2 * i, 3, "%02x", k->build_id[i]);
         hex[2 * k->build_id_len] = 0;
-        char *key = make_key(k, hex);
-        if (!key)
+        char *pkey = make_key(k, hex, 1), *fkey = make_key(k, hex, 0);
+        if (!pkey || !fkey) {
+                free(pkey);
+                free(fkey);
                 return -ENOMEM;
-        uint32_t h = (uint32_t)fnv1a64(key, strlen(key));
+        }
+        uint32_t ph = (uint32_t)fnv1a64(pkey, strlen(pkey));
+        uint32_t fh = (uint32_t)fnv1a64(fkey, strlen(fkey));
         int ret = 0;
 
         pthread_mutex_lock(&m->lock);
-        for (struct module_entry *e = m->buckets[h % NBUCKETS]; e; e = e->next) {
-                if (e->hash == h && !strcmp(e->key, key)) {
-                        /* Known file: adopt a descriptor if we have none yet (first sight may have
-                         * been without access). */
-                        if (e->fd < 0 && fd >= 0 && m->nfds < MODULES_MAX_FDS) {
-                                e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                                if (e->fd >= 0)
-                                        m->nfds++;
-                        }
-                        *id = e->id;
-                        goto out;
+        struct module_entry *e = lookup(m, pkey, ph);
+        if (!e)
+                e = lookup(m, fkey, fh);
+        if (e) {
+                /* Known file: adopt a descriptor if we have none yet (first sight may have
+                 * been without access). */
+                if (e->fd < 0 && fd >= 0 && m->nfds < MODULES_MAX_FDS) {
+                        e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                        if (e->fd >= 0)
+                                m->nfds++;
                 }
-        }
-        if (m->n >= MODULES_MAX) {
-                ret = -ENOSPC;
+                remember_mapper(e, k);
+                entry_ref(m, e);
+                *id = e->id;
                 goto out;
         }
-        ret = grow_array((void **)&m->byid, &m->cap, sizeof(*m->byid), m->n + 1, BYID_FIRST_CAP);
-        if (ret)
-                goto out;
-        struct module_entry *e = calloc(1, sizeof(*e));
+        e = calloc(1, sizeof(*e));
         char *path = strdup(k->path);
-        if (!e || !path) {
+        uint32_t nid = e && path ? id_take(m) : 0;
+        if (!nid) {
                 free(e);
                 free(path);
                 ret = -ENOMEM;
+                if (m->st.live >= MODULES_MAX) {
+                        m->st.full++;
+                        ret = -ENOSPC;
+                }
                 goto out;
         }
-        e->key = key;
-        key = NULL;
-        e->hash = h;
+        e->fd = -1;
+        if (fd >= 0 && m->nfds < MODULES_MAX_FDS) {
+                e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                if (e->fd >= 0)
+                        m->nfds++;
+        }
+        int pinned = e->fd >= 0 && !k->build_id_len;
+        e->key = pinned ? pkey : fkey;
+        e->hash = pinned ? ph : fh;
+        if (pinned)
+                pkey = NULL;
+        else
+                fkey = NULL;
         e->path = path;
         if (k->build_id_len)
                 memcpy(e->build_id, k->build_id, k->build_id_len);
@@ -164,22 +249,124 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         memcpy(e->build_id_hex, hex, sizeof(hex));
         e->dev = k->dev;
         e->ino = k->ino;
-        e->fd = -1;
-        if (fd >= 0 && m->nfds < MODULES_MAX_FDS) {
-                e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                if (e->fd >= 0)
-                        m->nfds++;
-        }
-        e->next = m->buckets[h % NBUCKETS];
-        m->buckets[h % NBUCKETS] = e;
-        m->byid[m->n] = e;
-        e->id = (uint32_t)m->n + CTXPROF_MODULE_FIRST;
-        *id = e->id;
-        m->n++;
+        remember_mapper(e, k);
+        e->refs = 1;
+        e->serial = ++m->serials;
+        e->next = m->buckets[e->hash % NBUCKETS];
+        m->buckets[e->hash % NBUCKETS] = e;
+        e->id = nid;
+        m->byid[nid - CTXPROF_MODULE_FIRST] = e;
+        m->st.live++;
+        *id = nid;
 out:
         pthread_mutex_unlock(&m->lock);
-        free(key);
+        free(pkey);
+        free(fkey);
         return ret;
+}
+
+void modules_ref(struct modules *m, uint32_t id)
+{
+        if (!m)
+                return;
+        pthread_mutex_lock(&m->lock);
+        struct module_entry *e = entry_get(m, id);
+        if (e)
+                entry_ref(m, e);
+        pthread_mutex_unlock(&m->lock);
+}
+
+void modules_unref(struct modules *m, uint32_t id)
+{
+        if (!m)
+                return;
+        pthread_mutex_lock(&m->lock);
+        struct module_entry *e = entry_get(m, id);
+        if (e && e->refs && !--e->refs) {
+                e->dead_ns = mono_ns();
+                m->st.dead++;
+        }
+        pthread_mutex_unlock(&m->lock);
+}
+
+/* Take e out of the lookup hash. */
+static void unhash(struct modules *m, struct module_entry *e)
+{
+        for (struct module_entry **pp = &m->buckets[e->hash % NBUCKETS]; *pp; pp = &(*pp)->next)
+                if (*pp == e) {
+                        *pp = e->next;
+                        return;
+                }
+}
+
+unsigned modules_reap(struct modules *m, uint64_t before_ns)
+{
+        unsigned n = 0;
+        if (!m)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        for (size_t i = 0; i < m->n && m->st.dead; i++) {
+                struct module_entry *e = m->byid[i];
+                if (!e || e->refs || !e->dead_ns || e->dead_ns >= before_ns)
+                        continue;
+                /* the free list holds at most every id minted: room was made below */
+                if (grow_array((void **)&m->free_ids, &m->free_cap, sizeof(*m->free_ids),
+                               m->nfree + 1, BYID_FIRST_CAP))
+                        break;
+                unhash(m, e);
+                if (e->fd >= 0)
+                        m->nfds--;
+                m->byid[i] = NULL;
+                m->free_ids[m->nfree++] = e->id;
+                entry_free(e);
+                m->st.dead--;
+                m->st.live--;
+                m->st.retired++;
+                n++;
+        }
+        if (n)
+                m->generation++;
+        pthread_mutex_unlock(&m->lock);
+        return n;
+}
+
+uint64_t modules_serial(struct modules *m, uint32_t id)
+{
+        if (!m)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        struct module_entry *e = entry_get(m, id);
+        uint64_t serial = e ? e->serial : 0;
+        pthread_mutex_unlock(&m->lock);
+        return serial;
+}
+
+uint64_t modules_generation(struct modules *m)
+{
+        if (!m)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        uint64_t g = m->generation;
+        pthread_mutex_unlock(&m->lock);
+        return g;
+}
+
+void modules_count_target_full(struct modules *m)
+{
+        if (!m)
+                return;
+        pthread_mutex_lock(&m->lock);
+        m->st.target_full++;
+        pthread_mutex_unlock(&m->lock);
+}
+
+void modules_get_stats(struct modules *m, struct modules_stats *out)
+{
+        if (!m || !out)
+                return;
+        pthread_mutex_lock(&m->lock);
+        *out = m->st;
+        pthread_mutex_unlock(&m->lock);
 }
 
 int modules_read_build_id(int fd, unsigned char *buf, size_t bufsz)
@@ -254,11 +441,10 @@ int modules_open(struct modules *m, uint32_t id)
 {
         if (!m)
                 return -EINVAL;
-        char *path = NULL;
         unsigned char bid[MODULES_BUILD_ID_MAX];
         size_t bid_len = 0;
-        dev_t dev = 0;
-        ino_t ino = 0;
+        struct target_file tf = {0};
+        pid_t mapper = 0;
         int fd = -1;
 
         pthread_mutex_lock(&m->lock);
@@ -266,26 +452,24 @@ int modules_open(struct modules *m, uint32_t id)
         if (e) {
                 if (e->fd >= 0)
                         fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
-                else
-                        path = strdup(e->path);
                 if (e->build_id_len)
                         memcpy(bid, e->build_id, e->build_id_len);
                 bid_len = e->build_id_len;
-                dev = e->dev;
-                ino = e->ino;
+                mapper = e->mapper;
+                tf = (struct target_file){
+                    .start = e->map_start, .end = e->map_end, .dev = e->dev, .ino = e->ino};
         }
         pthread_mutex_unlock(&m->lock);
         if (!e)
                 return -ENOENT;
         if (fd >= 0)
                 return fd;
-        if (!path)
-                return -ENOMEM;
-        /* No kept descriptor: the path as seen from the daemon, verified. */
-        fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        free(path);
-        if (fd < 0)
+        /* No kept descriptor: only the mapping it was last seen in, never a path. */
+        if (mapper <= 0)
                 return -ENOENT;
+        fd = target_open(mapper, &tf, &m->topen);
+        if (fd < 0)
+                return fd == -ESTALE ? -ESTALE : -ENOENT;
         if (bid_len) {
                 unsigned char now[MODULES_BUILD_ID_MAX];
                 int r = modules_read_build_id(fd, now, sizeof(now));
@@ -293,12 +477,11 @@ int modules_open(struct modules *m, uint32_t id)
                         close(fd);
                         return -ESTALE;
                 }
-        } else {
-                struct stat st;
-                if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino) {
-                        close(fd);
-                        return -ESTALE;
-                }
         }
         return fd;
+}
+
+struct target_stats *modules_target_stats(struct modules *m)
+{
+        return m ? &m->topen : NULL;
 }

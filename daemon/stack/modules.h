@@ -6,9 +6,18 @@
  * Never prints, never reads process memory; proc_maps.c feeds it, symbolize.c reads it.
  *
  * Thread safety: every function may be called from any thread concurrently.
- * Memory bound: at most MODULES_MAX entries (then registering fails with -ENOSPC and the
- * caller uses CTXPROF_MODULE_UNKNOWN); at most MODULES_MAX_FDS open file descriptors (files
- * registered after that are reopened by path and checked by build id, see modules_open).
+ * Lifetime: a module is referenced by the proc_maps table entries that map it (modules_intern
+ * takes a reference, modules_ref/modules_unref add and drop one). When the last goes it is
+ * dead but kept, id, path and descriptor, because frames sampled before still name it in
+ * chunks not written yet; modules_reap(before) retires the modules dead since before that
+ * time (the daemon passes the start of the oldest batch no JFR writer has finished): the id
+ * goes back to a free list and is reused, and modules_generation changes so that caches
+ * keyed by id (symbolize.c) drop what they knew of ids whose modules_serial changed. Nobody reaping
+ * (record) keeps every module. Memory bound: at most MODULES_MAX entries alive or dead (then
+ * registering fails with -ENOSPC, counted, and the caller uses CTXPROF_MODULE_UNKNOWN; proc_maps.c
+ * also bounds what one process registers); at most MODULES_MAX_FDS open file descriptors (files
+ * registered after that are reopened through a process that maps them, see modules_open;
+ * never by path).
  * The files are the targets' own, read (and mapped, by elfutils) while the target may change
  * them: modules_new installs the process-wide SIGBUS guard (sigbus_guard.h) so a file
  * truncated under a reader becomes a corrupt module, never a crash.
@@ -19,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "util/target_stats.h"
 
 #define MODULES_MAX          65536
 #define MODULES_MAX_FDS      512
@@ -34,7 +45,8 @@ struct module_info {
 /* NULL on allocation failure (or when the SIGBUS guard cannot be installed). */
 struct modules *modules_new(void);
 void modules_free(struct modules *);
-/* Strings in *out stay valid until modules_free. -ENOENT for an unknown id. */
+/* Strings in *out stay valid until the module is reaped (modules_free at the latest).
+ * -ENOENT for an unknown or retired id. */
 int modules_info(struct modules *, uint32_t module_id, struct module_info *out);
 
 /* What proc_maps.c knows about a mapped file when it registers it. */
@@ -44,18 +56,52 @@ struct module_key {
         dev_t dev;
         ino_t ino;
         const char *path; /* as shown in /proc/PID/maps, without " (deleted)" */
+        /* the mapping it was seen in (pid 0: none): modules_open reopens through it */
+        pid_t pid;
+        uint64_t map_start, map_end;
 };
 
-/* Find or add the module for key; *id receives its id. fd (may be -1) is an open descriptor
- * of the file; the registry dup()s it when it keeps one, the caller still owns fd.
+/* Find or add the module for key; *id receives its id, with a reference the caller drops
+ * with modules_unref. fd (may be -1) is an open descriptor of the file; the registry dup()s
+ * it when it keeps one, the caller still owns fd.
  * -ENOSPC when MODULES_MAX is reached, -ENOMEM, -EINVAL. */
 int modules_intern(struct modules *, const struct module_key *key, int fd, uint32_t *id);
 
 /* A new read-only descriptor of the module's file for symbolization (caller closes it), or
- * -errno: -ENOENT unknown id or file no longer reachable, -ESTALE the file at the path now has
- * another build id. Works after the process that mapped the file exited when the registry
- * kept a descriptor. */
+ * -errno: -ENOENT unknown id or file no longer reachable, -ESTALE the mapping now holds another
+ * file (or build id). The registry's kept descriptor if it has one (then it works after the
+ * process that mapped the file exited), else the file is reopened only through the mapping it
+ * was last seen in (util/target_open.h), never by path. */
 int modules_open(struct modules *, uint32_t module_id);
+
+/* One more reference on a module / one less (a proc_maps table entry pointing at it). */
+void modules_ref(struct modules *, uint32_t module_id);
+void modules_unref(struct modules *, uint32_t module_id);
+
+/* Retire the modules without references since before before_ns (CLOCK_MONOTONIC): descriptor
+ * closed, id free for reuse. Call only with a time before which every frame naming them has
+ * been written. Returns how many were retired. */
+unsigned modules_reap(struct modules *, uint64_t before_ns);
+/* Changes whenever an id was retired (and may name another file from now on). */
+uint64_t modules_generation(struct modules *);
+/* The module behind id now, unique over the registry's life (0: no such id): a cache keyed
+ * by id compares it to tell a reused id from the module it knew. */
+uint64_t modules_serial(struct modules *, uint32_t module_id);
+
+struct modules_stats {
+        uint64_t live;        /* modules alive or dead (not yet reaped): at most MODULES_MAX */
+        uint64_t dead;        /* of those, no longer mapped by any process */
+        uint64_t retired;     /* modules reaped (ids freed) */
+        uint64_t full;        /* registrations refused: MODULES_MAX reached */
+        uint64_t target_full; /* refused: one process over PROC_MAPS_MAX_MODULES */
+};
+void modules_get_stats(struct modules *, struct modules_stats *out);
+/* proc_maps.c: a process registered more than its bound (counted here). */
+void modules_count_target_full(struct modules *);
+
+/* The registry's refusal counters (files its callers would not open, maps lines too long):
+ * proc_maps.c counts into them. Valid until modules_free. */
+struct target_stats *modules_target_stats(struct modules *);
 
 /* Read the NT_GNU_BUILD_ID note of the ELF file open at fd into buf. Returns its length,
  * 0 when the file has no build id, -errno (-EINVAL not an ELF file). */

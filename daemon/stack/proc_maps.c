@@ -1,11 +1,14 @@
 /*
- * proc_maps.c — parses /proc/PID/maps, registers mapped code files in the modules registry
- * and resolves ips to (module, file offset) by binary search. Owns one process's sorted
- * mapping table. Must never print, never read process memory, never block on a dead pid.
+ * proc_maps.c — reads /proc/PID/maps (util/maps_line.h), registers mapped code files in the
+ * modules registry and resolves ips to (module, file offset) by binary search. Owns one
+ * process's sorted mapping table. Must never print, never read process memory, never block
+ * on a dead pid, never open a mapped file but through util/target_open.h.
  */
 #include "stack/proc_maps.h"
 #include "util/clock.h"
 #include "util/grow.h"
+#include "util/maps_line.h"
+#include "util/target_open.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,53 +41,6 @@ struct proc_maps {
         struct proc_maps_stats st;
 };
 
-int proc_maps_parse(pid_t pid, int (*cb)(const struct proc_map_line *, void *), void *arg)
-{
-        if (pid <= 0 || !cb)
-                return -EINVAL;
-        char fn[64];
-        snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
-        FILE *f = fopen(fn, "re");
-        if (!f)
-                return errno == ENOENT ? -ESRCH : -errno;
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t len;
-        int ret = 0;
-        while ((len = getline(&line, &cap, f)) > 0) {
-                if (line[len - 1] == '\n')
-                        line[--len] = 0;
-                struct proc_map_line l = {0};
-                unsigned long long start, end, off, ino;
-                unsigned maj, min;
-                int pathpos = 0;
-                if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, l.perms, &off,
-                           &maj, &min, &ino, &pathpos) < 7)
-                        continue; /* not a mapping line: ignore rather than fail */
-                l.start = start;
-                l.end = end;
-                l.pgoff = off;
-                l.dev = makedev(maj, min);
-                l.ino = (ino_t)ino;
-                char *path = pathpos > 0 && pathpos <= len ? line + pathpos : line + len;
-                static const char del[] = " (deleted)";
-                size_t pl = strlen(path);
-                if (pl >= sizeof(del) - 1 && !strcmp(path + pl - (sizeof(del) - 1), del)) {
-                        path[pl - (sizeof(del) - 1)] = 0;
-                        l.deleted = 1;
-                }
-                l.path = path;
-                ret = cb(&l, arg);
-                if (ret)
-                        break;
-        }
-        if (ret == 0 && ferror(f))
-                ret = -EIO;
-        free(line);
-        fclose(f);
-        return ret;
-}
-
 struct refresh_ctx {
         struct proc_maps *pm;
         struct pm_map *v;
@@ -92,41 +48,47 @@ struct refresh_ctx {
         int err;
 };
 
-/* A module id for the file of mapping l: reuse what the previous table knew about the same
- * mapping, else open the file and register it. */
+/* id with one more reference (the new table's entry holds it). */
+static uint32_t held(struct proc_maps *pm, uint32_t id)
+{
+        if (id != CTXPROF_MODULE_UNKNOWN)
+                modules_ref(pm->mods, id);
+        return id;
+}
+
+/* A module id for the file of mapping l, with a reference the table entry holds: reuse what
+ * the previous table knew about the same mapping, else open the file and register it (at
+ * most PROC_MAPS_MAX_MODULES mappings of one process, then UNKNOWN, counted). */
 static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
-                           const struct proc_map_line *l)
+                           const struct maps_line *l)
 {
         for (size_t i = 0; i < pm->n; i++) {
                 const struct pm_map *o = &pm->v[i];
                 if (o->start == l->start && o->end == l->end && o->pgoff == l->pgoff &&
                     o->dev == l->dev && o->ino == l->ino && !strcmp(o->path, l->path))
-                        return o->module_id;
+                        return held(pm, o->module_id);
         }
         for (size_t i = 0; i < rc->n; i++) /* same file mapped twice in this pass */
                 if (rc->v[i].dev == l->dev && rc->v[i].ino == l->ino &&
                     !strcmp(rc->v[i].path, l->path) && l->ino)
-                        return rc->v[i].module_id;
+                        return held(pm, rc->v[i].module_id);
+        if (rc->n >= PROC_MAPS_MAX_MODULES) {
+                modules_count_target_full(pm->mods);
+                return CTXPROF_MODULE_UNKNOWN;
+        }
 
-        struct module_key key = {.dev = l->dev, .ino = l->ino, .path = l->path};
+        struct module_key key = {.dev = l->dev,
+                                 .ino = l->ino,
+                                 .path = l->path,
+                                 .pid = pm->pid,
+                                 .map_start = l->start,
+                                 .map_end = l->end};
         unsigned char bid[MODULES_BUILD_ID_MAX];
         int fd = -1;
         if (l->path[0] == '/') {
-                char fn[PATH_MAX + 64];
-                snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pm->pid,
-                         l->start, l->end);
-                /* map_files opens exactly the mapped file (deleted, replaced, overlayfs). */
-                fd = open(fn, O_RDONLY | O_CLOEXEC);
-                if (fd < 0 && !l->deleted) {
-                        snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)pm->pid, l->path);
-                        fd = open(fn, O_RDONLY | O_CLOEXEC);
-                        struct stat st;
-                        /* Something else at that path now (replaced file): don't trust it. */
-                        if (fd >= 0 && (fstat(fd, &st) || st.st_ino != l->ino)) {
-                                close(fd);
-                                fd = -1;
-                        }
-                }
+                /* exactly the mapped file, or nothing (util/target_open.h) */
+                struct target_file tf = target_file_of(l);
+                fd = target_open(pm->pid, &tf, modules_target_stats(pm->mods));
                 if (fd >= 0) {
                         int r = modules_read_build_id(fd, bid, sizeof(bid));
                         if (r > 0) {
@@ -143,7 +105,7 @@ static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
         return id;
 }
 
-static int refresh_cb(const struct proc_map_line *l, void *arg)
+static int refresh_cb(const struct maps_line *l, void *arg)
 {
         struct refresh_ctx *rc = arg;
         if (l->perms[2] != 'x')
@@ -168,10 +130,14 @@ static int refresh_cb(const struct proc_map_line *l, void *arg)
         return 0;
 }
 
-static void free_table(struct pm_map *v, size_t n)
+/* Free a table and drop the references its entries hold. */
+static void free_table(struct modules *mods, struct pm_map *v, size_t n)
 {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(v[i].path);
+                if (v[i].module_id != CTXPROF_MODULE_UNKNOWN)
+                        modules_unref(mods, v[i].module_id);
+        }
         free(v);
 }
 
@@ -185,15 +151,15 @@ static int refresh(struct proc_maps *pm)
 {
         struct refresh_ctx rc = {.pm = pm};
         pm->last_read_ns = mono_ns();
-        int r = proc_maps_parse(pm->pid, refresh_cb, &rc);
+        int r = maps_foreach(pm->pid, refresh_cb, &rc, modules_target_stats(pm->mods));
         if (r < 0) {
-                free_table(rc.v, rc.n);
+                free_table(pm->mods, rc.v, rc.n);
                 return r;
         }
         if (rc.n) /* none executable (a process mid-exec, a zombie): rc.v is NULL, and
                    * qsort's pointer must be valid even for 0 elements */
                 qsort(rc.v, rc.n, sizeof(*rc.v), cmp_map);
-        free_table(pm->v, pm->n);
+        free_table(pm->mods, pm->v, pm->n);
         pm->v = rc.v;
         pm->n = rc.n;
         return 0;
@@ -283,6 +249,6 @@ void proc_maps_free(struct proc_maps *pm)
 {
         if (!pm)
                 return;
-        free_table(pm->v, pm->n);
+        free_table(pm->mods, pm->v, pm->n);
         free(pm);
 }

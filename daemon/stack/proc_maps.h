@@ -1,9 +1,13 @@
 /*
  * proc_maps.h — one process's executable mappings, turning instruction addresses into
- * (module, file offset) frames while the mapping is known. Reads /proc/PID/maps and opens
- * mapped files through /proc/PID/map_files (fallback /proc/PID/root/PATH) to read build ids,
- * so containers and deleted files work. Never prints; never reads process memory.
+ * (module, file offset) frames while the mapping is known. Reads /proc/PID/maps
+ * (util/maps_line.h, lines capped) and opens mapped files only through util/target_open.h
+ * (map_files, else the path under the target's root; a regular file with the line's
+ * dev:inode) to read build ids, so containers and deleted files work. Refusals are counted in
+ * the registry's target_stats. Never prints; never reads process memory.
  *
+ * Each mapping of the table holds a reference on its module (stack/modules.h): a module lives
+ * while some process's table maps it.
  * A struct proc_maps is used by one thread at a time (the sampler's consumer); the modules
  * registry it feeds is thread-safe.
  */
@@ -15,6 +19,10 @@
 
 #include "stack/frame.h"
 #include "stack/modules.h"
+
+/* Executable mappings of one process that get a module (more are UNKNOWN, counted in the
+ * registry's target_full): what one process can make the module registry hold. */
+#define PROC_MAPS_MAX_MODULES 4096
 
 /* A miss re-reads /proc/PID/maps at most this often. */
 #define PROC_MAPS_REFRESH_NS 50000000ull /* 50 ms */
@@ -46,18 +54,5 @@ struct proc_maps_stats {
         uint64_t misses;    /* resolves that ended as UNKNOWN */
 };
 void proc_maps_stats(const struct proc_maps *, struct proc_maps_stats *out);
-
-/* One line of /proc/PID/maps, as the parser hands it out. */
-struct proc_map_line {
-        uint64_t start, end, pgoff;
-        dev_t dev;
-        ino_t ino;
-        char perms[5];
-        int deleted;      /* path ended in " (deleted)" (stripped from path) */
-        const char *path; /* "" for anonymous; "[vdso]", "[stack]", ... for special ones */
-};
-/* Calls cb for every line; stops when cb returns non-zero and returns that value.
- * 0 at the end, -errno if the file cannot be read (-ESRCH for a dead process). */
-int proc_maps_parse(pid_t pid, int (*cb)(const struct proc_map_line *, void *), void *arg);
 
 #endif

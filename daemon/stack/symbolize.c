@@ -2,14 +2,18 @@
  * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
  * module file, the (module, offset) result cache, the string pool and the kallsyms table.
  * Must never print, never read a live process, never return a frame-dropping error for a
- * frame it merely cannot name.
+ * frame it merely cannot name, never open a file by a name (the module's ELF comes from the
+ * registry's descriptor, debug files from debuginfo_find.h), never keep a name or a cache
+ * entry past its bound (symbolize.h).
  */
 #include "stack/symbolize.h"
+#include "stack/debuginfo_find.h"
 #include "util/hash.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <gelf.h>
@@ -42,7 +46,13 @@ struct sym_module {
         struct load_seg *segs;
         size_t nsegs;
         int failed; /* the file cannot be read as ELF: every frame stays unresolved */
+        int dwarf;  /* its DWARF may be read (debuginfo_dwarf_prepare said so) */
+        struct debuginfo_module dm; /* the module's userdata for the find_debuginfo hook */
+        struct debuginfo_alt alt;   /* its dwz alt file, freed after dwfl_end */
         uint64_t last_use;
+        uint64_t string_bytes; /* interned strings first met in this module */
+        size_t cache_bytes;    /* result cache entries of this module */
+        uint64_t serial;       /* modules_serial of its id when first seen */
 };
 
 struct cache_ent {
@@ -72,7 +82,7 @@ struct symbolizer {
         unsigned nopen;
         uint64_t tick;
         struct cache_ent **cache;
-        size_t ncache;
+        size_t cache_bytes;
         struct str_ent **strs;
         int kallsyms_loaded;
         struct ksym *ksyms;
@@ -80,45 +90,78 @@ struct symbolizer {
         char *kbuf;
         demangle_fn demangle;
         struct symbolizer_stats st;
+        uint64_t mods_gen; /* modules_generation when the caches below were filled */
 };
 
-static const char *intern(struct symbolizer *s, const char *str)
+#define UTF8_MAX_CONT 3 /* continuation bytes of one UTF-8 character */
+
+/* Where to cut s (longer than max bytes) to at most max bytes: before the character that
+ * byte max continues, at most UTF8_MAX_CONT bytes back (bytes that are not UTF-8 are cut
+ * at max). */
+static size_t utf8_cut(const char *s, size_t max)
+{
+        size_t n = max;
+        while (n > 0 && max - n < UTF8_MAX_CONT && ((unsigned char)s[n] & 0xC0) == 0x80)
+                n--;
+        return ((unsigned char)s[n] & 0xC0) == 0x80 ? max : n;
+}
+
+/* str in the string pool, charged to module m (NULL: to none), cut to SYM_NAME_MAX bytes.
+ * NULL when a bound of the pool is reached (counted): the frame then has no such name. */
+static const char *intern(struct symbolizer *s, struct sym_module *m, const char *str)
 {
         if (!str)
                 return NULL;
-        size_t len = strlen(str);
+        char cut[SYM_NAME_MAX + 1];
+        size_t len = strnlen(str, SYM_NAME_MAX + 1);
+        if (len > SYM_NAME_MAX) {
+                len = utf8_cut(str, SYM_NAME_MAX);
+                memcpy(cut, str, len);
+                cut[len] = 0;
+                str = cut;
+                s->st.names_cut++;
+        }
         uint32_t h = (uint32_t)fnv1a64(str, len);
         struct str_ent **b = &s->strs[h % NSTR_BUCKETS];
         for (struct str_ent *e = *b; e; e = e->next)
                 if (e->hash == h && !strcmp(e->s, str))
                         return e->s;
-        struct str_ent *e = malloc(sizeof(*e) + len + 1);
+        size_t need = sizeof(struct str_ent) + len + 1;
+        if (s->st.string_bytes + need > SYM_STRINGS_MAX ||
+            (m && m->string_bytes + need > SYM_MODULE_STRINGS_MAX)) {
+                s->st.strings_refused++;
+                return NULL;
+        }
+        struct str_ent *e = malloc(need);
         if (!e)
                 return NULL;
         e->hash = h;
         memcpy(e->s, str, len + 1);
-        s->st.string_bytes += sizeof(*e) + len + 1;
+        s->st.string_bytes += need;
+        if (m)
+                m->string_bytes += need;
         e->next = *b;
         *b = e;
         return e->s;
 }
 
-/* Demangled (C++ "_Z...") or as is; interned. */
-static const char *intern_name(struct symbolizer *s, const char *name)
+/* Demangled (C++ "_Z..." of at most SYM_NAME_MAX bytes: the demangler never sees a longer
+ * one) or as is; interned. */
+static const char *intern_name(struct symbolizer *s, struct sym_module *m, const char *name)
 {
         if (!name)
                 return NULL;
-        if (name[0] == '_' && name[1] == 'Z') {
+        if (name[0] == '_' && name[1] == 'Z' && strnlen(name, SYM_NAME_MAX + 1) <= SYM_NAME_MAX) {
                 int status = -1;
                 char *d = s->demangle ? s->demangle(name, NULL, NULL, &status) : NULL;
                 if (d && status == 0) {
-                        const char *r = intern(s, d);
+                        const char *r = intern(s, m, d);
                         free(d);
                         return r;
                 }
                 free(d);
         }
-        return intern(s, name);
+        return intern(s, m, name);
 }
 
 struct symbolizer *symbolizer_new(struct modules *mods)
@@ -150,8 +193,10 @@ static void smod_close(struct symbolizer *s, struct sym_module *m)
                 dwfl_end(m->dwfl);
                 s->nopen--;
         }
+        debuginfo_alt_free(&m->alt);
         m->dwfl = NULL;
         m->mod = NULL;
+        m->dwarf = 0;
         free(m->segs);
         m->segs = NULL;
         m->nsegs = 0;
@@ -159,6 +204,9 @@ static void smod_close(struct symbolizer *s, struct sym_module *m)
 
 static void cache_clear(struct symbolizer *s)
 {
+        for (size_t i = 0; i < s->nsmods; i++)
+                if (s->smods[i])
+                        s->smods[i]->cache_bytes = 0;
         for (size_t i = 0; i < NCACHE_BUCKETS; i++) {
                 struct cache_ent *e = s->cache[i];
                 while (e) {
@@ -168,13 +216,42 @@ static void cache_clear(struct symbolizer *s)
                 }
                 s->cache[i] = NULL;
         }
-        s->ncache = 0;
+        s->cache_bytes = 0;
+}
+
+/* The registry retired ids (modules_reap): forget the modules whose id names another module
+ * now (or none), and the frames cached for them. */
+static void forget_modules(struct symbolizer *s)
+{
+        int gone = 0;
+        for (size_t i = 0; i < s->nsmods; i++) {
+                if (s->smods[i] && s->smods[i]->serial != modules_serial(s->mods, (uint32_t)i)) {
+                        smod_close(s, s->smods[i]);
+                        free(s->smods[i]);
+                        s->smods[i] = NULL;
+                        gone = 1;
+                }
+        }
+        for (size_t i = 0; gone && i < NCACHE_BUCKETS; i++) {
+                for (struct cache_ent **pp = &s->cache[i]; *pp;) {
+                        struct cache_ent *e = *pp;
+                        if (e->module_id >= CTXPROF_MODULE_FIRST &&
+                            (e->module_id >= s->nsmods || !s->smods[e->module_id])) {
+                                *pp = e->next;
+                                s->cache_bytes -= sizeof(*e) + (size_t)e->n * sizeof(e->f[0]);
+                                free(e);
+                        } else {
+                                pp = &e->next;
+                        }
+                }
+        }
 }
 
 void symbolizer_free(struct symbolizer *s)
 {
         if (!s)
                 return;
+        cache_clear(s);
         for (size_t i = 0; i < s->nsmods; i++) {
                 if (s->smods[i]) {
                         smod_close(s, s->smods[i]);
@@ -182,7 +259,6 @@ void symbolizer_free(struct symbolizer *s)
                 }
         }
         free(s->smods);
-        cache_clear(s);
         free(s->cache);
         for (size_t i = 0; i < NSTR_BUCKETS; i++) {
                 struct str_ent *e = s->strs[i];
@@ -306,9 +382,11 @@ static const char *kernel_name(struct symbolizer *s, uint64_t addr)
 
 /* ---- user modules ---------------------------------------------------------------------- */
 
+/* The module's ELF is the registry's descriptor (dwfl_report_elf), never found by name;
+ * debug files by build id only (debuginfo_find.h). */
 static const Dwfl_Callbacks offline_cb = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_elf = debuginfo_find_elf,
+    .find_debuginfo = debuginfo_find_debuginfo,
     .section_address = dwfl_offline_section_address,
 };
 
@@ -370,6 +448,18 @@ static int smod_open(struct symbolizer *s, uint32_t id, struct sym_module *m)
                         n++;
                 }
         }
+        /* Before any lookup that may ask find_debuginfo or read DWARF. */
+        GElf_Word crc;
+        m->dm = (struct debuginfo_module){.dwfl = dwfl,
+                                          .main_debuglink = dwelf_elf_gnu_debuglink(elf, &crc)};
+        void **ud = NULL;
+        dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+        if (ud)
+                *ud = &m->dm;
+        int dr = debuginfo_dwarf_prepare(dwfl, mod, &m->alt);
+        if (dr < 0)
+                s->st.dwarf_refused++;
+        m->dwarf = dr > 0;
         m->dwfl = dwfl;
         m->mod = mod;
         m->bias = bias;
@@ -397,6 +487,8 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                 m = calloc(1, sizeof(*m));
                 if (!m)
                         return NULL;
+                m->alt = DEBUGINFO_ALT_NONE;
+                m->serial = modules_serial(s->mods, id);
                 s->smods[id] = m;
         }
         m->last_use = ++s->tick;
@@ -465,8 +557,8 @@ static int dwarf_chain(struct symbolizer *s, struct sym_module *m, GElf_Addr add
         int n = 0;
         for (;;) {
                 int tag = dwarf_tag(&die);
-                out[n].function = intern_name(s, die_linkage_or_name(&die));
-                out[n].file = intern(s, file);
+                out[n].function = intern_name(s, m, die_linkage_or_name(&die));
+                out[n].file = intern(s, m, file);
                 out[n].line = line;
                 out[n].inlined = tag == DW_TAG_inlined_subroutine;
                 n++;
@@ -515,7 +607,7 @@ static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct 
                 return 0;
         GElf_Addr addr = off - seg->off + seg->vaddr + m->bias;
 
-        int n = dwarf_chain(s, m, addr, out, max);
+        int n = m->dwarf ? dwarf_chain(s, m, addr, out, max) : 0;
         /* Symbol table name for the real function: the exact (mangled) C++ symbol when DWARF has
          * no linkage name, and the only name without DWARF. */
         GElf_Sym sym;
@@ -525,21 +617,21 @@ static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct 
                 const char *dn = out[n - 1].function;
                 if (sname && (!dn || (sname[0] == '_' && sname[1] == 'Z' && !strstr(dn, "::") &&
                                       !strchr(dn, '('))))
-                        out[n - 1].function = intern_name(s, sname);
+                        out[n - 1].function = intern_name(s, m, sname);
                 return n;
         }
         if (!sname)
                 return 0;
-        out[0].function = intern_name(s, sname);
+        out[0].function = intern_name(s, m, sname);
         out[0].file = NULL;
         out[0].line = -1;
         out[0].inlined = 0;
-        Dwfl_Line *ln = dwfl_module_getsrc(m->mod, addr);
+        Dwfl_Line *ln = m->dwarf ? dwfl_module_getsrc(m->mod, addr) : NULL;
         if (ln) {
                 int l = 0;
                 const char *f = dwfl_lineinfo(ln, NULL, &l, NULL, NULL, NULL);
                 if (f) {
-                        out[0].file = intern(s, f);
+                        out[0].file = intern(s, m, f);
                         out[0].line = l;
                 }
         }
@@ -568,6 +660,11 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         h %= NCACHE_BUCKETS;
 
         pthread_mutex_lock(&s->lock);
+        uint64_t gen = modules_generation(s->mods);
+        if (gen != s->mods_gen) {
+                forget_modules(s);
+                s->mods_gen = gen;
+        }
         s->st.lookups++;
         for (struct cache_ent *e = s->cache[h]; e; e = e->next) {
                 if (e->module_id == f->module_id && e->offset == off) {
@@ -600,9 +697,19 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
                     modules_info(s->mods, f->module_id, &mi))
                         cacheable = 0;
         }
-        if (cacheable && s->ncache >= SYM_CACHE_MAX)
+        struct sym_module *m = f->module_id >= CTXPROF_MODULE_FIRST && f->module_id < s->nsmods
+                                   ? s->smods[f->module_id]
+                                   : NULL;
+        size_t need = sizeof(struct cache_ent) + (size_t)n * sizeof(tmp[0]);
+        if (cacheable && m && m->cache_bytes + need > SYM_MODULE_CACHE_BYTES) {
+                cacheable = 0; /* one module (one target's file) cannot fill the cache */
+                s->st.cache_refused++;
+        }
+        if (cacheable && s->cache_bytes + need > SYM_CACHE_BYTES) {
                 cache_clear(s);
-        struct cache_ent *e = cacheable ? malloc(sizeof(*e) + (size_t)n * sizeof(e->f[0])) : NULL;
+                s->st.cache_clears++;
+        }
+        struct cache_ent *e = cacheable ? malloc(need) : NULL;
         if (e) {
                 e->module_id = f->module_id;
                 e->offset = off;
@@ -610,7 +717,9 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
                 memcpy(e->f, tmp, (size_t)n * sizeof(tmp[0]));
                 e->next = s->cache[h];
                 s->cache[h] = e;
-                s->ncache++;
+                s->cache_bytes += need;
+                if (m)
+                        m->cache_bytes += need;
         }
         int r = n < max ? n : max;
         copy_out(tmp, n, out, r);

@@ -1,17 +1,25 @@
 /*
  * symbolize.h — (module, offset) frames to function names, inline frames and file:line, with
  * elfutils (symbol tables; DWARF from the file or a separate debug file found by build id
- * under /usr/lib/debug/.build-id), C++ names demangled with libstdc++'s __cxa_demangle, and
- * kernel frames from /proc/kallsyms. Never prints; never drops a frame: what cannot be named
- * comes back as one entry with function NULL so the caller prints module+0xOFFSET.
+ * under /usr/lib/debug/.build-id or, opted in, from debuginfod: debuginfo_find.h), C++ names
+ * demangled with libstdc++'s __cxa_demangle, and kernel frames from /proc/kallsyms. Never
+ * prints; never drops a frame: what cannot be named comes back as one entry with function
+ * NULL so the caller prints module+0xOFFSET. The module's own ELF is read only from the
+ * descriptor modules_open() gives, never opened by name.
  *
  * Thread safety: all calls are serialized by an internal lock (any thread may call).
  * Who subtracts 1: symbolize() does, for frames flagged CTXPROF_FRAME_RETADDR (return
  * addresses point after the call; the call's own line/inline chain is at offset - 1).
- * Memory bound: at most SYM_CACHE_MAX cached frames (the cache is emptied when full; strings
- * stay), at most SYM_MAX_OPEN modules open in elfutils at once (least recently used closed
- * first). Interned strings (names, file names) live until symbolizer_free: they are bounded
- * by the distinct symbols of the code that was sampled.
+ * Memory bound (each bound counted in symbolizer_stats when hit):
+ *   - at most SYM_CACHE_BYTES of cached frames, emptied when full (cache_clears; an entry is
+ *     24 bytes plus 24 per name of its inline chain), at most SYM_MODULE_CACHE_BYTES of them
+ *     of one module (its other frames are resolved, not cached: cache_refused);
+ *   - at most SYM_MAX_OPEN modules open in elfutils at once (least recently used closed);
+ *   - function and file names are cut to SYM_NAME_MAX bytes at a UTF-8 character boundary
+ *     (names_cut; a longer mangled C++ name is not demangled) and interned; interned strings
+ *     live until symbolizer_free, at most SYM_STRINGS_MAX bytes in all and
+ *     SYM_MODULE_STRINGS_MAX bytes first met in one module (a name past either is not kept:
+ *     the frame has no such name, strings_refused).
  */
 #ifndef CTXPROF_SYMBOLIZE_H
 #define CTXPROF_SYMBOLIZE_H
@@ -19,9 +27,13 @@
 #include "stack/frame.h"
 #include "stack/modules.h"
 
-#define SYM_CACHE_MAX  (1u << 18)
-#define SYM_MAX_OPEN   256
-#define SYM_MAX_INLINE 16 /* inline depth kept per frame */
+#define SYM_CACHE_BYTES        (32u << 20) /* result cache, all modules */
+#define SYM_MODULE_CACHE_BYTES (8u << 20)  /* result cache entries of one module */
+#define SYM_MAX_OPEN           256
+#define SYM_MAX_INLINE         16   /* inline depth kept per frame */
+#define SYM_NAME_MAX           4096 /* bytes of one function or file name */
+#define SYM_STRINGS_MAX        (128ull << 20)
+#define SYM_MODULE_STRINGS_MAX (16ull << 20)
 
 struct symbolizer;
 struct sym_frame {
@@ -42,7 +54,12 @@ int symbolize(struct symbolizer *, const struct ctxprof_frame *f, struct sym_fra
 
 struct symbolizer_stats {
         uint64_t lookups, cache_hits, unresolved, module_errors;
-        uint64_t string_bytes; /* interned strings held (freed only by symbolizer_free) */
+        uint64_t string_bytes;    /* interned strings held (freed only by symbolizer_free) */
+        uint64_t names_cut;       /* names longer than SYM_NAME_MAX, cut */
+        uint64_t strings_refused; /* names not kept: SYM_[MODULE_]STRINGS_MAX reached */
+        uint64_t cache_refused;   /* frames not cached: SYM_MODULE_CACHE_BYTES reached */
+        uint64_t cache_clears;    /* times the cache was emptied at SYM_CACHE_BYTES */
+        uint64_t dwarf_refused;   /* modules whose DWARF would need a file by name */
 };
 void symbolizer_stats(struct symbolizer *, struct symbolizer_stats *out);
 

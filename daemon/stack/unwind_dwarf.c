@@ -4,8 +4,10 @@
  * memory, never print, never keep a sample's buffers after dwarf_unwind returns.
  */
 #include "stack/unwind_dwarf.h"
-#include "stack/proc_maps.h"
+#include "stack/debuginfo_find.h"
 #include "util/clock.h"
+#include "util/maps_line.h"
+#include "util/target_open.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -25,6 +27,7 @@
 
 struct pid_state {
         struct pid_state *next;
+        struct dwarf_unwinder *u;
         pid_t pid;
         Dwfl *dwfl;
         uint64_t last_report_ns;
@@ -42,6 +45,7 @@ struct dwarf_unwinder {
         struct pid_state *buckets[NBUCKETS];
         unsigned npids;
         uint64_t tick;
+        struct target_stats topen; /* module files refused (find_elf) */
 };
 
 /* find_elf has no user pointer of ours: the state being reported/unwound, set around every
@@ -51,70 +55,69 @@ static __thread struct pid_state *tl_cur;
 struct find_map {
         const char *name;
         uint64_t base;
-        uint64_t start, end;
+        struct target_file tf;
         int found;
 };
 
-static int find_map_cb(const struct proc_map_line *l, void *arg)
+static int find_map_cb(const struct maps_line *l, void *arg)
 {
         struct find_map *fm = arg;
         if (strcmp(l->path, fm->name))
                 return 0;
         /* libdwfl's base is the start of the file's first mapping. */
         if (!fm->found || l->start == fm->base) {
-                fm->start = l->start;
-                fm->end = l->end;
+                fm->tf = target_file_of(l); /* path: the caller's copy (l's is gone) */
                 fm->found = 1;
         }
         return l->start == fm->base;
 }
 
-/* Open a module's file as the target sees it: the mapped inode itself, then the path in the
- * target's mount namespace, then elfutils' own logic (handles [vdso] from memory). */
+/* Open a module's file as the target maps it, only through util/target_open.h (the mapped
+ * inode, else its path under the target's root; a regular file with the maps line's
+ * dev:inode). Names that are no path ([vdso]) go to elfutils, which reads them from the
+ * process's memory; a path that cannot be opened so has no CFI. */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *module_name, Dwarf_Addr base,
                     char **file_name, Elf **elfp)
 {
         struct pid_state *st = tl_cur;
-        if (st && module_name && module_name[0] == '/') {
-                char name[PATH_MAX];
-                snprintf(name, sizeof(name), "%s", module_name);
-                static const char del[] = " (deleted)";
-                size_t nl = strlen(name);
-                if (nl >= sizeof(del) - 1 && !strcmp(name + nl - (sizeof(del) - 1), del))
-                        name[nl - (sizeof(del) - 1)] = 0;
-                struct find_map fm = {.name = name, .base = base};
-                char fn[PATH_MAX + 64];
-                int fd = -1;
-                if (proc_maps_parse(st->pid, find_map_cb, &fm) >= 0 && fm.found) {
-                        snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-                                 (int)st->pid, fm.start, fm.end);
-                        fd = open(fn, O_RDONLY | O_CLOEXEC);
-                }
-                if (fd < 0) {
-                        snprintf(fn, sizeof(fn), "/proc/%d/root%s", (int)st->pid, name);
-                        fd = open(fn, O_RDONLY | O_CLOEXEC);
-                }
-                if (fd >= 0) {
-                        *elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-                        if (*elfp && elf_kind(*elfp) == ELF_K_ELF) {
-                                *file_name = strdup(name);
-                                return fd; /* libdwfl owns fd and elf from here */
-                        }
-                        if (*elfp)
-                                elf_end(*elfp);
-                        *elfp = NULL;
-                        close(fd);
-                        return -1; /* corrupt file: no CFI for this module */
-                }
+        if (!module_name || module_name[0] != '/')
+                return module_name && module_name[0] == '['
+                           ? dwfl_linux_proc_find_elf(mod, userdata, module_name, base, file_name,
+                                                      elfp)
+                           : -1;
+        if (!st)
+                return -1;
+        char name[PATH_MAX];
+        snprintf(name, sizeof(name), "%s", module_name);
+        static const char del[] = " (deleted)";
+        size_t nl = strlen(name);
+        if (nl >= sizeof(del) - 1 && !strcmp(name + nl - (sizeof(del) - 1), del))
+                name[nl - (sizeof(del) - 1)] = 0;
+        struct find_map fm = {.name = name, .base = base};
+        if (maps_foreach(st->pid, find_map_cb, &fm, &st->u->topen) < 0 || !fm.found)
+                return -1;
+        fm.tf.path = name;
+        int fd = target_open(st->pid, &fm.tf, &st->u->topen);
+        if (fd < 0)
+                return -1;
+        *elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (*elfp && elf_kind(*elfp) == ELF_K_ELF) {
+                *file_name = strdup(name);
+                return fd; /* libdwfl owns fd and elf from here */
         }
-        return dwfl_linux_proc_find_elf(mod, userdata, module_name, base, file_name, elfp);
+        if (*elfp)
+                elf_end(*elfp);
+        *elfp = NULL;
+        close(fd);
+        return -1; /* corrupt file: no CFI for this module */
 }
 
-static char *debuginfo_path;
+/* Separate debug files (.debug_frame) only by build id (stack/debuginfo_find.h), never by
+ * a .gnu_debuglink name relative to the module's path in the daemon's own mount namespace (a
+ * target-chosen FIFO there blocks it). */
 static const Dwfl_Callbacks proc_cb = {
     .find_elf = find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
+    .find_debuginfo = debuginfo_find_debuginfo,
 };
 
 static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
@@ -323,6 +326,7 @@ static int state_get(struct dwarf_unwinder *u, pid_t pid, struct pid_state **out
         struct pid_state *st = calloc(1, sizeof(*st));
         if (!st)
                 return -ENOMEM;
+        st->u = u;
         st->pid = pid;
         st->dwfl = dwfl_begin(&proc_cb);
         if (!st->dwfl) {
@@ -423,4 +427,10 @@ int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND
         }
         *truncated = ret != 0;
         return n;
+}
+
+void dwarf_unwinder_target_stats(const struct dwarf_unwinder *u, struct target_stats *sum)
+{
+        if (u && sum)
+                target_stats_add(sum, &u->topen);
 }

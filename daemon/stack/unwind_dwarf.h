@@ -2,9 +2,9 @@
  * unwind_dwarf.h — CFI (.eh_frame/.debug_frame) unwinding of a copied user stack with elfutils
  * libdwfl, the perf/ddprof model: the sampler copies registers and the bytes from sp upwards;
  * this turns them into return addresses. One Dwfl per process (modules reported from
- * /proc/PID/maps, files opened through /proc/PID/map_files or /proc/PID/root), re-reported
- * when an ip falls outside every known module (rate-limited). Never reads the live process's
- * memory: only the copy. Never prints.
+ * /proc/PID/maps, files opened only through util/target_open.h, debug files only by build id),
+ * re-reported when an ip falls outside every known module (rate-limited). Never reads the live
+ * process's memory: only the copy. Never prints.
  *
  * Not thread-safe: one thread (the sampler's consumer) owns a dwarf_unwinder.
  * Memory bound: at most UNWIND_MAX_PIDS processes kept (least recently used dropped).
@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "ctxprof/sample.h"
+#include "util/target_stats.h"
 
 /* enum ctxprof_reg order (DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, rip) */
 #define UNWIND_NREGS       CTXPROF_NREGS
@@ -39,5 +40,8 @@ void dwarf_unwinder_free(struct dwarf_unwinder *);
 int dwarf_unwind(struct dwarf_unwinder *, pid_t pid, const uint64_t regs[UNWIND_NREGS],
                  const void *stack, size_t len, uint64_t *ips, int max, int *truncated);
 void dwarf_unwinder_forget(struct dwarf_unwinder *, pid_t pid); /* process exited */
+/* Adds the unwinder's refusals (module files find_elf would not open, maps lines too long)
+ * to *sum. */
+void dwarf_unwinder_target_stats(const struct dwarf_unwinder *, struct target_stats *sum);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * tls_locate.c — per target process: walks /proc/PID/maps, reads each executable-mapped
- * ELF file (via /proc/PID/map_files, fallback /proc/PID/root/PATH) with elf_tls.c, picks the
+ * tls_locate.c — per target process: walks /proc/PID/maps (util/maps_line.h), reads each
+ * executable-mapped ELF file (only through util/target_open.h) with elf_tls.c, picks the
  * object that *defines* each of our TLS variables, and turns its access model into a
  * struct ctxprof_tls_var using the live loader state read from /proc/PID/mem:
  *
@@ -23,7 +23,7 @@
  *          ld-musl / libc.musl file name; it is untested here (no musl on the build host).
  *
  * Must never print, never write to the target, never trust a value read from it without a
- * range check.
+ * range check, never open a file it names but through util/target_open.h.
  */
 #include "tls/tls_locate.h"
 
@@ -42,6 +42,8 @@
 #include "ctx/abi.h"
 #include "tls/elf_tls.h"
 #include "util/grow.h"
+#include "util/maps_line.h"
+#include "util/target_open.h"
 
 #define MAX_OBJECTS 4096
 
@@ -65,12 +67,9 @@ static const char *const sym_names[NSYMS] = {
 };
 
 struct object {
-        uint64_t start, pgoff; /* first mapping of the file (lowest address) */
-        unsigned long dev_major, dev_minor;
-        uint64_t inode;
-        int exec;       /* some mapping of it is executable */
-        char range[48]; /* "start-end" as in maps: the map_files name */
-        char *path;     /* owned */
+        struct target_file tf; /* its first mapping (lowest address); tf.path owned */
+        uint64_t pgoff;
+        int exec; /* some mapping of it is executable */
 };
 
 int tls_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len)
@@ -100,95 +99,68 @@ static int read_u64(int mem_fd, uint64_t addr, uint64_t *v)
 static void free_objects(struct object *objs, int n)
 {
         for (int i = 0; i < n; i++)
-                free(objs[i].path);
+                free((char *)objs[i].tf.path);
         free(objs);
 }
 
-/* Parse /proc/PID/maps into unique files (*objs, owned by the caller, free_objects).
- * Returns the count or -errno. */
-static int read_objects(pid_t pid, struct object **objsp, int *musl)
+struct read_ctx {
+        struct object *objs;
+        size_t cap;
+        int n, lines, musl;
+};
+
+static int object_cb(const struct maps_line *l, void *arg)
 {
-        struct object *objs = NULL;
-        size_t cap = 0;
-        char p[64];
-        snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
-        FILE *f = fopen(p, "re");
-        if (!f)
-                return errno == ENOENT ? -ESRCH : -errno;
-        char line[4352];
-        int n = 0, lines = 0;
-        *musl = 0;
-        while (fgets(line, sizeof(line), f)) {
-                lines++;
-                uint64_t start, end, pgoff, inode;
-                unsigned long maj, min;
-                char perms[8];
-                int pos = 0;
-                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %lx:%lx %" SCNu64 " %n",
-                           &start, &end, perms, &pgoff, &maj, &min, &inode, &pos) < 7)
-                        continue;
-                if (inode == 0 || line[pos] != '/')
-                        continue;
-                char *path = line + pos;
-                path[strcspn(path, "\n")] = 0;
-                const char *base = strrchr(path, '/') + 1;
-                if (strncmp(base, "ld-musl-", 8) == 0 || strncmp(base, "libc.musl", 9) == 0)
-                        *musl = 1;
-                int i;
-                for (i = 0; i < n; i++)
-                        if (objs[i].inode == inode && objs[i].dev_major == maj &&
-                            objs[i].dev_minor == min)
-                                break;
-                if (i == n) {
-                        if (n == MAX_OBJECTS)
-                                continue; /* bounded: ignore the rest */
-                        if (grow_array((void **)&objs, &cap, sizeof(*objs), (size_t)n + 1,
-                                       OBJECTS_FIRST_CAP)) {
-                                fclose(f);
-                                free_objects(objs, n);
-                                return -ENOMEM;
-                        }
-                        struct object *o = &objs[n];
-                        memset(o, 0, sizeof(*o));
-                        o->path = strdup(path);
-                        if (!o->path) {
-                                fclose(f);
-                                free_objects(objs, n);
-                                return -ENOMEM;
-                        }
-                        n++;
-                        o->start = start;
-                        o->pgoff = pgoff;
-                        o->dev_major = maj;
-                        o->dev_minor = min;
-                        o->inode = inode;
-                        snprintf(o->range, sizeof(o->range), "%" PRIx64 "-%" PRIx64, start, end);
-                }
-                if (strchr(perms, 'x'))
-                        objs[i].exec = 1;
+        struct read_ctx *rc = arg;
+
+        rc->lines++;
+        if (l->ino == 0 || l->path[0] != '/')
+                return 0;
+        const char *base = strrchr(l->path, '/') + 1;
+        if (strncmp(base, "ld-musl-", 8) == 0 || strncmp(base, "libc.musl", 9) == 0)
+                rc->musl = 1;
+        int i;
+        for (i = 0; i < rc->n; i++)
+                if (rc->objs[i].tf.ino == l->ino && rc->objs[i].tf.dev == l->dev)
+                        break;
+        if (i == rc->n) {
+                if (rc->n == MAX_OBJECTS)
+                        return 0; /* bounded: ignore the rest */
+                if (grow_array((void **)&rc->objs, &rc->cap, sizeof(*rc->objs), (size_t)rc->n + 1,
+                               OBJECTS_FIRST_CAP))
+                        return -ENOMEM;
+                struct object *o = &rc->objs[rc->n];
+                memset(o, 0, sizeof(*o));
+                char *path = strdup(l->path);
+                if (!path)
+                        return -ENOMEM;
+                rc->n++;
+                o->tf = target_file_of(l);
+                o->tf.path = path;
+                o->pgoff = l->pgoff;
         }
-        int err = ferror(f) ? -EIO : lines == 0 ? -ESRCH /* zombie: no address space */ : 0;
-        fclose(f);
-        if (err) {
-                free_objects(objs, n);
-                return err;
-        }
-        *objsp = objs;
-        return n;
+        if (strchr(l->perms, 'x'))
+                rc->objs[i].exec = 1;
+        return 0;
 }
 
-static int open_object(pid_t pid, const struct object *o)
+/* Parse /proc/PID/maps (util/maps_line.h: lines capped, a too long one refused and counted in
+ * st) into unique files (*objs, owned by the caller, free_objects). Returns the count or
+ * -errno. */
+static int read_objects(pid_t pid, struct object **objsp, int *musl, struct target_stats *st)
 {
-        char p[4200];
-        snprintf(p, sizeof(p), "/proc/%d/map_files/%s", (int)pid, o->range);
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0)
-                return fd;
-        if (strlen(o->path) > 4096)
-                return -ENAMETOOLONG;
-        snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, o->path);
-        fd = open(p, O_RDONLY | O_CLOEXEC);
-        return fd >= 0 ? fd : -errno;
+        struct read_ctx rc = {0};
+        int err = maps_foreach(pid, object_cb, &rc, st);
+
+        if (!err && rc.lines == 0)
+                err = -ESRCH; /* zombie: no address space */
+        if (err) {
+                free_objects(rc.objs, rc.n);
+                return err;
+        }
+        *musl = rc.musl;
+        *objsp = rc.objs;
+        return rc.n;
 }
 
 static int is_user_pointer(uint64_t v)
@@ -329,8 +301,8 @@ static int merge_err(int acc, int rc)
  * Files known to define none of our variables. A process without context is located again
  * every few seconds (a dlopen may bring libctx), and reading every one of its ELF files each
  * time would cost the daemon more than sampling does; with this set a retry reads the maps
- * and stats each file. A file is known by device, inode, size and modification time (from
- * /proc/PID/map_files, the mapped file itself): a freed inode number reused by a rebuilt
+ * and stats each file. A file is known by device, inode, size and modification time (of the
+ * mapped file itself, as target_open_path checked it): a freed inode number reused by a rebuilt
  * binary (`cc -o app` on ext4) must not inherit the old file's verdict. The set is emptied
  * when full. Shared by all callers, under a lock (held for a lookup only).
  */
@@ -345,12 +317,12 @@ static struct {
         struct noctx_key slot[NOCTX_SLOTS]; /* ino 0 = empty */
 } noctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The identity of o's file, via the process's map_files directory; 0 or -errno. */
-static int noctx_key_of(int map_files_fd, const struct object *o, struct noctx_key *k)
+/* The identity of the file open (O_PATH) at fd, checked by target_open_path; 0 or -errno. */
+static int noctx_key_of(int fd, struct noctx_key *k)
 {
         struct stat st;
 
-        if (map_files_fd < 0 || fstatat(map_files_fd, o->range, &st, 0) || !st.st_ino)
+        if (fstat(fd, &st) || !st.st_ino)
                 return -ENOENT;
         *k = (struct noctx_key){.dev = (uint64_t)st.st_dev,
                                 .ino = (uint64_t)st.st_ino,
@@ -392,12 +364,12 @@ static int noctx_check(const struct noctx_key *k, int add)
         return found;
 }
 
-int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
+int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st)
 {
         memset(out, 0, sizeof(*out));
         struct object *objs = NULL;
         int musl = 0;
-        int n = read_objects(pid, &objs, &musl);
+        int n = read_objects(pid, &objs, &musl, st);
         out->dtv.dtv_offset = 8;
         out->dtv.len_index = musl ? 0 : -1;
         out->dtv.has_len = 1;
@@ -412,23 +384,25 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 return e == ENOENT ? -ESRCH : -e;
         }
 
-        snprintf(p, sizeof(p), "/proc/%d/map_files", (int)pid);
-        int mf_fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC); /* -1: no cache */
         int err = 0, found_labels = 0, found_span = 0, found_otel = 0;
         for (int i = 0; i < n && !(found_labels && found_span && found_otel); i++) {
                 const struct object *o = &objs[i];
-                struct noctx_key key;
-                int keyed = o->exec && noctx_key_of(mf_fd, o, &key) == 0;
-                if (!o->exec || (keyed && noctx_check(&key, 0)))
+                if (!o->exec)
                         continue;
-                int fd = open_object(pid, o);
-                if (fd < 0) {
-                        if (fd == -ENOENT && kill(pid, 0) != 0 && errno == ESRCH) {
+                int opath = target_open_path(pid, &o->tf, st);
+                if (opath < 0) {
+                        if (opath == -ENOENT && kill(pid, 0) != 0 && errno == ESRCH) {
                                 err = -ESRCH;
                                 break;
                         }
-                        continue; /* an unreadable file cannot be ours to know about */
+                        continue; /* refused or unreadable: cannot be ours to know about */
                 }
+                struct noctx_key key;
+                int keyed = noctx_key_of(opath, &key) == 0;
+                int fd = keyed && noctx_check(&key, 0) ? -1 : target_reopen(opath, st);
+                close(opath);
+                if (fd < 0)
+                        continue;
                 struct elf_tls_info info;
                 struct elf_tls_sym syms[NSYMS];
                 int rc = elf_tls_scan(fd, sym_names, NSYMS, 1, &info, syms);
@@ -451,7 +425,7 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 if (!has_labels && !has_span && !has_otel)
                         continue;
                 uint64_t bias;
-                if (elf_tls_load_bias(&info, o->start, o->pgoff, &bias) != 0) {
+                if (elf_tls_load_bias(&info, o->tf.start, o->pgoff, &bias) != 0) {
                         err = merge_err(err, -ENOEXEC);
                         continue;
                 }
@@ -474,8 +448,6 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out)
                 }
         }
         close(mem_fd);
-        if (mf_fd >= 0)
-                close(mf_fd);
         free_objects(objs, n);
         if (err && err != -ESRCH && kill(pid, 0) != 0 && errno == ESRCH)
                 err = -ESRCH;

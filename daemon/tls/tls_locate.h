@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "ctxprof/tls_target.h"
+#include "util/target_stats.h"
 
 /*
  * Find custom_labels_current_set, ctx_span_context_v1 and otel_thread_ctx_v1 (8-byte TLS
@@ -21,12 +22,13 @@
  * the file even before the loader ran), -ESRCH = process gone, other -errno (-EPROTO: the loader's
  * data for a variable makes no sense; -ENOTSUP: defined in a shared object without any TLS
  * relocation naming it). *out is always written; a variable that failed is CTXPROF_TLS_NONE, the
- * other one may still be usable. Files are read via /proc/PID/map_files (fallback /proc/PID/root).
+ * other one may still be usable. Files are opened only through util/target_open.h; what it
+ * refuses, and maps lines too long to parse, are counted in st (may be NULL).
  * A labels variable whose object exports custom_labels_abi_version != 1 is NONE (not this
  * ABI); likewise the span record with ctx_span_context_abi_version != 1.
  * out->generation and out->exec_gen are left 0: the caller owns them.
  */
-int tls_locate(pid_t pid, struct ctxprof_tls_target *out);
+int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st);
 
 /*
  * The address of the variable for one thread, given its thread pointer, reading the target's

@@ -16,10 +16,20 @@
 #   daemon_rss_kb              the daemon's VmRSS in KiB
 #   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
 #   recording_json OUT         the recording so far: samples (top frame) and Statistics as JSON
-#   watch_opens PATH...        record every open of PATH (inotify IN_OPEN) until the test
-#                              ends; assert_not_opened fails if any was opened
+#   watch_opens PATH...        record every open of PATH and who opened it (fanotify; else
+#                              inotify) until the test ends; assert_not_opened fails if the
+#                              daemon under test (or anyone, when the opener is unknown)
+#                              opened one
 #   fifo_no_reader FIFO        true when nobody has FIFO open for reading (a blocked
 #                              open(O_RDONLY) is a reader)
+#   daemon_in_fifo_open FIFO   true when the daemon under test (DPID) holds FIFO open or a
+#                              thread of it waits in a FIFO open (another daemon on the
+#                              host may be the reader fifo_no_reader sees)
+#   daemon_without_caps CAP,.. make start_default_daemon run the daemon with these
+#                              capabilities dropped from its bounding set (setpriv)
+#   spawn_forged_maps_line PATH  an attacker process mapping a file whose maps line is
+#                              longer than 4 KiB and ends in a forged line naming PATH
+#                              (SPAWNED)
 # Each test: attacker_user; start_control; start_default_daemon; rate_baseline; the attack;
 # then the asserts. A test picks targets by pid (CONTROL, SPAWNED), never by name.
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/daemon_lib.sh"
@@ -30,9 +40,17 @@ CONTROL=
 CONTROL_BASE=
 WATCH_PID=
 WATCH_LOG=$TMP/opens.log
-# the shared cleanup of daemon_lib.sh, then the user and the watcher
+# the shared cleanup of daemon_lib.sh, then the user and the watcher. A daemon an attack
+# stopped (blocked in an open that SIGTERM's handler restarts) is killed after 10 s.
 hostile_cleanup() {
 	[ -n "$WATCH_PID" ] && kill "$WATCH_PID" 2>/dev/null
+	if [ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null; then
+		for _ in $(seq 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$DPID" 2>/dev/null && echo "the daemon ignored SIGTERM for 10 s: killed" &&
+			kill -9 "$DPID"
+		wait "$DPID" 2>/dev/null
+		DPID=
+	fi
 	cleanup
 	if [ -n "$ATK" ]; then
 		pkill -9 -u "$ATK" 2>/dev/null
@@ -64,6 +82,14 @@ start_control() {
 	CONTROL=$SPAWNED
 }
 start_default_daemon() { start_daemon "$@"; }
+# The daemon as a deployment that drops capabilities from its bounding set runs it (e.g.
+# checkpoint_restore,sys_admin: /proc/PID/map_files refused): CTXPROF becomes a wrapper.
+daemon_without_caps() { # CAP[,CAP...]
+	local real=$CTXPROF
+	CTXPROF=$TMP/ctxprof-without-caps
+	printf '#!/bin/sh\nexec setpriv --bounding-set=-%s %s "$@"\n' "${1//,/,-}" "$real" >"$CTXPROF"
+	chmod +x "$CTXPROF"
+}
 # samples (or KEY) of target PID in the status file now; 0 when not listed yet
 target_count() { # PID [KEY]
 	local v
@@ -138,35 +164,72 @@ assert_rss_bounded() {
 	[ -n "$rss" ] && [ "$rss" -lt "$ceil" ] || fail "daemon RSS ${rss:-?} KiB not under the documented ${ceil} KiB"
 }
 watch_opens() { # PATH...
-	python3 - "$@" >"$WATCH_LOG" 2>&1 <<'EOF' &
-import ctypes, os, struct, sys
+	/usr/bin/python3 - "$@" >"$WATCH_LOG" 2>&1 <<'EOF' &
+# fanotify (root): each open with the opener's pid and its ancestors (another daemon on the
+# host may open what an attack planted too); inotify IN_OPEN where fanotify is refused.
+import ctypes, os, select, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
-IN_OPEN = 0x20
-fd = libc.inotify_init1(0)
-wds = {}
+libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p]
+FAN_REPORT_FID, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD, IN_OPEN = 0x200, 1, 0x20, -100, 0x20
+def ancestors(pid):
+    out = []
+    while pid > 1 and len(out) < 64:
+        try:
+            st = open("/proc/%d/status" % pid).read()
+        except OSError:
+            break
+        out.append("%d:%s" % (pid, st.split("\n", 1)[0].split("\t", 1)[-1]))
+        pid = int(st.split("PPid:\t", 1)[1].split("\n", 1)[0])
+    return " ".join(out) or "?"
+fds, fan = {}, True
 for p in sys.argv[1:]:
-    wd = libc.inotify_add_watch(fd, p.encode(), IN_OPEN)
-    if wd < 0:
-        print("cannot watch", p, flush=True)
-        sys.exit(1)
-    wds[wd] = p
-print("watching", len(wds), flush=True)
+    fd = libc.fanotify_init(FAN_REPORT_FID, os.O_RDONLY)
+    if fd < 0 or libc.fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD, p.encode()) < 0:
+        fan = False
+        break
+    fds[fd] = p
+if not fan:
+    for fd in fds:
+        os.close(fd)
+    fds, ino = {}, libc.inotify_init1(0)
+    for p in sys.argv[1:]:
+        wd = libc.inotify_add_watch(ino, p.encode(), IN_OPEN)
+        if wd < 0:
+            print("cannot watch", p, flush=True)
+            sys.exit(1)
+        fds[wd] = p
+print("watching", len(fds), "with", "fanotify" if fan else "inotify", flush=True)
 while True:
-    buf = os.read(fd, 4096)
-    i = 0
-    while i < len(buf):
-        wd, mask, cookie, ln = struct.unpack_from("iIII", buf, i)
-        print("opened", wds.get(wd, wd), flush=True)
-        i += 16 + ln
+    for fd in (select.select(list(fds), [], [])[0] if fan else [ino]):
+        buf, i = os.read(fd, 8192), 0
+        while i < len(buf):
+            if fan:
+                ln, _, _, _, _, _, pid = struct.unpack_from("IBBHQii", buf, i)
+                print("opened", fds[fd], "by", ancestors(pid), flush=True)
+            else:
+                wd, _, _, ln = struct.unpack_from("iIII", buf, i)
+                ln += 16
+                print("opened", fds.get(wd, wd), "by ?", flush=True)
+            i += ln
 EOF
 	WATCH_PID=$!
 	wait_for 10 "the open watcher" grep -q '^watching' "$WATCH_LOG"
 }
+# Fails when the daemon under test (DPID) or a process it started opened a watched path (or
+# anyone did, where the watcher could not tell who). Opens by other processes (another
+# daemon on the same host reading the same attacker) are printed, not counted.
 assert_not_opened() {
-	if grep '^opened' "$WATCH_LOG"; then
-		fail "a planted file was opened (see above)"
-	fi
 	grep -q '^watching' "$WATCH_LOG" || fail "the open watcher stopped: $(cat "$WATCH_LOG")"
+	local l bad=0
+	while read -r l; do
+		if [[ " $l " == *" $DPID:"* || "$l" == *"by ?" ]]; then
+			echo "$l"
+			bad=1
+		else
+			echo "note: not the daemon under test: $l"
+		fi
+	done < <(grep '^opened' "$WATCH_LOG")
+	[ $bad = 0 ] || fail "a planted file was opened by the daemon (see above)"
 }
 # A FIFO has a reader while someone sits in open(O_RDONLY) on it (or holds it open): then a
 # non-blocking open for writing succeeds, else it fails with ENXIO.
@@ -180,4 +243,60 @@ except OSError as e:
 os.close(fd)
 sys.exit(1)
 EOF
+}
+# An attacker process that maps a regular file under a directory path so deep that its
+# /proc/PID/maps line is longer than 4 KiB, and whose tail, from byte 4351 of the line (the
+# end of a 4352-byte fgets buffer), reads as a mapping line of its own:
+#   7f0000000000-7f0000001000 r-xp 00000000 00:00 4242 PATH
+# (the directories are named so). It checks its own maps line before it says ready.
+spawn_forged_maps_line() { # PATH
+	local ready=$ATK_HOME/forged.ready
+	rm -f "$ready"
+	cat >"$TMP/forge_maps_line.py" <<'EOF'
+import mmap, os, sys, time
+home, target, ready = sys.argv[1], sys.argv[2], sys.argv[3]
+FGETS_END = 4351       # bytes of a maps line a 4352-byte fgets returns first
+PATH_COL = 73          # where the path starts in a maps line (the kernel pads the fields)
+forged = "7f0000000000-7f0000001000 r-xp 00000000 00:00 4242 " + target
+pad = FGETS_END - PATH_COL - len(home) - 1  # "/" + pad dirs + "/" before the forged text
+assert pad > 300, "home too long"
+comps = []
+while pad > 0:  # components of at most 200 bytes, each with its "/"
+    n = min(200, pad - 1)
+    if pad - n - 1 == 1:
+        n -= 1  # never leave a single byte (an empty component)
+    comps.append("p" * n)
+    pad -= n + 1
+comps += forged.split("/")
+os.chdir(home)
+for c in comps[:-1]:
+    if c:
+        os.makedirs(c, exist_ok=True)
+        os.chdir(c)
+with open(comps[-1], "wb") as f:
+    f.write(b"\0" * 4096)
+fd = os.open(comps[-1], os.O_RDONLY)
+m = mmap.mmap(fd, 4096, mmap.MAP_PRIVATE, mmap.PROT_READ)
+with open("/proc/self/maps", "rb") as f:
+    lines = [l for l in f.read().split(b"\n") if b"4242 " + target.encode() in l]
+assert len(lines) == 1 and lines[0][FGETS_END:].startswith(forged.encode()), \
+    "maps line not as planned: %d %r" % (len(lines), lines[0][FGETS_END - 10:FGETS_END + 30] if lines else b"")
+open(ready, "w").close()
+while True:
+    time.sleep(60)
+EOF
+	chmod 0644 "$TMP/forge_maps_line.py"
+	# (a background job's stdin is /dev/null: the script is a file the attacker can read)
+	spawn_attacker /usr/bin/python3 "$TMP/forge_maps_line.py" "$ATK_HOME" "$1" "$ready"
+	wait_for 30 "the attacker's forged maps line" test -e "$ready"
+}
+daemon_in_fifo_open() { # FIFO
+	local t
+	for t in /proc/"$DPID"/task/*; do
+		[ "$(cat "$t/wchan" 2>/dev/null)" = wait_for_partner ] && return 0
+	done
+	for t in /proc/"$DPID"/fd/*; do
+		[ "$(readlink -f "$t" 2>/dev/null)" = "$(readlink -f "$1")" ] && return 0
+	done
+	return 1
 }

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # test_hostile_stack_flood.sh — issue 19 item 4: one target's unique stacks cost that target
 # and do not push every other process into "[unknown stack]" (one trace table serves every
 # process of the host file). An unprivileged user runs `wl_flood stacks`: a process that
@@ -51,7 +52,8 @@ print("control: %d samples, %d [unknown stack]; attacker: %d samples, %d [unknow
 print("stacksOverShare per chunk:", [v.get("stacksOverShare") for v in st])
 assert an > 0 and au > 0, "the flood did not reach the table"
 assert cn > 0, "no control samples"
-assert cu * 100 <= cn, "control samples without their stack: %d of %d" % (cu, cn)
+# today's code loses a few (those first seen after the table filled): not one may be lost
+assert cu == 0, "control samples without their stack: %d of %d" % (cu, cn)
 PY
 
 wait_for 30 "the flood counted for the attacker" target_over "$ATTACKER" 0 stacks_refused

@@ -8,6 +8,28 @@ TMP=$(mktemp -d /tmp/ctxprof-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIPPED: $*"; exit 77; }
+# Oracles: the real readers a test checks its output against (the JDK's jfr and java,
+# chromium, promtool, go tool pprof, ../shared/tools or $CTXPROF_TOOLS). A test never passes
+# without one it needs: CI (CI=true) must have them all, so there a missing one fails the
+# test; elsewhere the test is SKIPPED with the reason.
+#   need_oracle WHAT       now: everything after depends on it
+#   oracle_missing WHAT    the test goes on with its other checks; oracle_verdict (call it
+#                          before the final PASS) then ends it SKIPPED, naming what was missing
+CTXPROF_TOOLS=${CTXPROF_TOOLS:-../shared/tools}
+ORACLES_MISSING=""
+in_ci() { [ "${CI:-}" = true ]; }
+need_oracle() { # what
+	in_ci && fail "$1 missing: CI must have it (make deps-test; shared/tools beside the clone)"
+	skip "$1 missing"
+}
+oracle_missing() { # what
+	in_ci && fail "$1 missing: CI must have it (make deps-test; shared/tools beside the clone)"
+	echo "SKIPPED (part): $1 missing, not checked; the other checks go on"
+	ORACLES_MISSING="${ORACLES_MISSING:+$ORACLES_MISSING; }$1"
+}
+oracle_verdict() {
+	[ -z "$ORACLES_MISSING" ] || skip "$ORACLES_MISSING missing (every other check passed)"
+}
 [ -x "$CTXPROF" ] || fail "no $CTXPROF (run make)"
 [ "$(id -u)" = 0 ] || skip "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip "needs kernel BTF"

@@ -44,7 +44,7 @@ if command -v promtool >/dev/null; then
 	promtool check metrics <"$TMP/m.txt" || fail "promtool check metrics rejects the text"
 	echo "promtool check metrics: ok"
 else
-	echo "promtool not installed (Debian prometheus): only the strict parser checked the text"
+	oracle_missing "promtool (Debian prometheus; the strict parser checked the text)"
 fi
 [ "$(get ctxprof_metrics_refused_series_total)" = 0 ] || fail "the daemon's own series were refused"
 
@@ -104,4 +104,5 @@ refused 1 '^<3>ctxprof: \[metrics\] listen = 0.0.0.0:0 is not a loopback address
 refused 2 '^<3>ctxprof: --listen 127.0.0.1: bad value' \
 	--listen 127.0.0.1
 kill "$HOLDER" "$BUSY"
+oracle_verdict
 echo "PASS: daemon metrics"

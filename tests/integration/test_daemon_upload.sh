@@ -109,4 +109,5 @@ grep "upload default: spooled" "$DLOG" | tail -1 | grep -q "dropped: 0, left in 
 for f in "$OUT"/ctxprof-*.jfr; do
 	[ -e "$f.labels.pb" ] || fail "no labels snapshot beside $f" # empty: a file without labelled samples
 done
+oracle_verdict
 echo "PASS: $(finished) files, all delivered through every fault"

@@ -106,7 +106,7 @@ for op, blocker in (("sleep", "do_nanosleep"), ("pipe", "pipe_read")):
 sys.exit(bad)
 PY
 # the positional and by-name third-party readers skip ctxprof.OffCPU and keep every CPU sample
-T=${CTXPROF_TOOLS:-../shared/tools}
+T=$CTXPROF_TOOLS
 if [ -f "$T/async-profiler-converter/jfr-converter.jar" ]; then
 	java -jar "$T/async-profiler-converter/jfr-converter.jar" -o collapsed "$TMP/wall.jfr" \
 		"$TMP/ap.collapsed" >"$TMP/ap.err" 2>&1 || { cat "$TMP/ap.err"; fail "jfr-converter failed"; }
@@ -117,11 +117,12 @@ if [ -f "$T/async-profiler-converter/jfr-converter.jar" ]; then
 	"$T/pyroscope-jfr/pyrojfr" "$TMP/wall.jfr" >"$TMP/pyro.out" 2>&1 ||
 		{ tail -5 "$TMP/pyro.out"; fail "pyrojfr cannot read the wall-clock recording"; }
 else
-	echo "note: $T missing: async-profiler converter and Pyroscope parser not run"
+	oracle_missing "$T/async-profiler-converter (async-profiler converter, Pyroscope parser)"
 fi
 "$CTXPROF" report --top 40 "$TMP/wall.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"
 grep -A4 '^  op=sleep$' "$TMP/report.txt" | grep -q 'off-CPU in do_nanosleep' ||
 	{ cat "$TMP/report.txt"; fail "report: no off-CPU time in do_nanosleep for op=sleep"; }
 grep -A2 '^  op=burn$' "$TMP/report.txt" | grep -q 'on-CPU ([1-9]' ||
 	{ cat "$TMP/report.txt"; fail "report: no on-CPU time for op=burn"; }
+oracle_verdict
 echo "PASS"

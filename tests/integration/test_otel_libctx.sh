@@ -14,7 +14,7 @@ export OTEL_SERVICE_NAME=checkout-svc
 run_mode libctx_so - "$WL/wl_otel_ctx_so"
 run_mode libctx_a - "$WL/wl_otel_ctx_a"
 
-command -v jfr >/dev/null || skip "no jfr (JDK) installed (the folded checks passed)"
+command -v jfr >/dev/null || need_oracle "the JDK's jfr (the folded checks passed)"
 otel_jfr_check jfr "$WL/wl_otel_ctx_so"
 jfr print --json --events ctxprof.ProcessContext "$TMP/jfr.jfr" >"$TMP/pc.json" ||
 	fail "jfr print --json --events ctxprof.ProcessContext failed"

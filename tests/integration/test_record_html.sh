@@ -9,9 +9,9 @@
 # clicking its frame zooms it to the chart's width. Screenshots: $B/test-artifacts/html_*.png.
 . "$(dirname "$0")/sampler_lib.sh"
 
-[ -x /usr/bin/chromium ] || skip "needs Debian's chromium (make deps)"
-[ -f node_modules/playwright-core/package.json ] || skip "needs playwright-core (make deps)"
-command -v node >/dev/null || skip "needs node (make deps)"
+[ -x /usr/bin/chromium ] || need_oracle "Debian's chromium (make deps-test)"
+[ -f node_modules/playwright-core/package.json ] || need_oracle "playwright-core in node_modules (make deps-test)"
+command -v node >/dev/null || need_oracle "node (make deps-test)"
 ART=$B/test-artifacts
 mkdir -p "$ART"
 DEMO=$B/demo/demo_app

@@ -45,7 +45,7 @@ total=$("$CTXPROF" report "$TMP/attrib.jfr" | awk '$1 == "jdk.ExecutionSample" {
 ctxn=$(jfr print --json --events jdk.ExecutionSample "$TMP/attrib.jfr" | python3 -c 'import json,sys
 ev=json.load(sys.stdin)["recording"]["events"]
 print(sum(1 for e in ev if e["values"]["contextId"]), sum(1 for e in ev if e["values"]["spanId"]))')
-T=${CTXPROF_TOOLS:-../shared/tools}
+T=$CTXPROF_TOOLS
 if [ -f "$T/async-profiler-converter/jfr-converter.jar" ]; then
 	for o in collapsed html pprof; do
 		java -jar "$T/async-profiler-converter/jfr-converter.jar" -o $o "$TMP/attrib.jfr" "$TMP/ap.$o" \
@@ -62,7 +62,7 @@ if [ -f "$T/async-profiler-converter/jfr-converter.jar" ]; then
 	[ "$pc $ps" = "$ctxn" ] || fail "Pyroscope sees $pc/$ps context/span samples, the JDK $ctxn"
 	[ "${pc:-0}" -gt 100 ] || fail "Pyroscope sees only ${pc:-0} samples with context"
 else
-	echo "note: $T missing: async-profiler converter and Pyroscope parser not run"
+	oracle_missing "$T/async-profiler-converter (async-profiler converter, Pyroscope parser)"
 fi
 java -cp "$JAVA_CP" PyroCheck "$TMP/attrib.jfr" "$TMP/attrib.jfr.labels.pb" ||
 	fail "the labels snapshot does not match the samples"
@@ -127,4 +127,5 @@ if "$CTXPROF" record -d 1 -o /nonexistent-dir/x.jfr -p $$ 2>"$TMP/bad.err"; then
 	fail "record to an unwritable path succeeded"
 fi
 grep -q 'cannot write' "$TMP/bad.err" || { cat "$TMP/bad.err"; fail "no clear error"; }
+oracle_verdict
 echo PASS

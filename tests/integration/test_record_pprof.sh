@@ -6,7 +6,7 @@
 # named with file:line, its mapping has its build id; period and duration are set.
 . "$(dirname "$0")/sampler_lib.sh"
 
-command -v go >/dev/null || skip "needs golang-go (make deps)"
+command -v go >/dev/null || need_oracle "go tool pprof (golang-go, make deps-test)"
 export HOME=$TMP GOCACHE=$TMP/gocache
 
 record_ok 60 -F 999 -o "$TMP/p.pb.gz" -- "$WL/wl_attrib" long 4 2

@@ -6,7 +6,7 @@
 # The target is a workload this script starts, selected by its PID. KILL_ROUNDS=N to change
 # the number of kills (default 30).
 . "$(dirname "$0")/sampler_lib.sh"
-command -v jfr >/dev/null || skip "no JDK jfr tool"
+command -v jfr >/dev/null || need_oracle "the JDK's jfr"
 ROUNDS=${KILL_ROUNDS:-30}
 
 "$WL/wl_attrib" long 600 8 >/dev/null 2>&1 &

@@ -43,13 +43,13 @@ check_jfr_request() { # DIR MIN_CONTEXT_SAMPLES
 	echo "$q" | grep -q 'name=ctxprof-test%7B.*env%3Dtest' || fail "name without the tags: $q"
 	echo "$q" | grep -Eq 'from=[0-9]+&until=[0-9]+' || fail "no from/until: $q"
 	[ -s "$d/jfr" ] || fail "$d: no jfr part"
-	T=${CTXPROF_TOOLS:-../shared/tools}
+	T=$CTXPROF_TOOLS
 	if [ -x "$T/pyroscope-jfr/pyrojfr" ]; then
 		"$T/pyroscope-jfr/pyrojfr" "$d/jfr" >"$TMP/pyro.out" || fail "pyrojfr cannot read $d/jfr"
 		pc=$(sed -n 's/.*with contextId != 0 (Pyroscope labels): //p' "$TMP/pyro.out")
 		[ "${pc:-0}" -ge "$2" ] || fail "$d: Pyroscope's parser sees ${pc:-0} samples with context"
 	else
-		echo "note: no pyrojfr in $T: Pyroscope's parser not run"
+		oracle_missing "$T/pyroscope-jfr/pyrojfr (Pyroscope's parser)"
 	fi
 	if [ "$2" -gt 0 ]; then
 		[ -s "$d/labels" ] || fail "$d: no labels part"

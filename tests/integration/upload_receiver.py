@@ -1,22 +1,33 @@
 #!/usr/bin/env python3
-"""upload_receiver.py DIR [PORT] — a Pyroscope-like /ingest receiver for the upload tests.
+"""upload_receiver.py DIR [PORT] — a Pyroscope-like /ingest (and OTLP/HTTP
+/v1development/profiles) receiver for the upload tests.
 
 Python's standard library only (http.server, email). Listens on 127.0.0.1 on PORT or a free
 port (written to DIR/port once listening) and records every request it answers 2xx as
 DIR/req-N/: `query` (the raw query string), `headers`, and one file per multipart part
-(`jfr`, `labels`, `profile`). Every request, whatever the answer, is a line of DIR/log:
+(`jfr`, `labels`, `profile`); an OTLP request (POST /v1development/profiles, gzip'd
+protobuf) as `otlp` (the body, gunzipped) and `path`. Every request, whatever the answer, is a line of DIR/log:
 "N MONOTONIC_SECONDS MODE BODY_BYTES_READ".
 
 What it answers is read from DIR/mode before each request (the test changes it while the
 daemon runs):
   ok            200 (the default when DIR/mode is missing)
-  500           500
+  CODE          that status (500, 400, 401, 403, 404, 413, 422...)
   429 SECONDS   429 with Retry-After: SECONDS
-  400           400 (a refusal for good)
+  auth CODE TOKEN
+                200 when the request carries "Authorization: Bearer TOKEN", else CODE
+                (401, 403, 404: a backend whose credentials were rotated; the log's mode
+                of a denied request is "denied CODE")
+  partial N MSG 200 with an ExportProfilesServiceResponse whose partial success rejects N
+                profiles with message MSG (an OTLP receiver's answer)
+  refuse-once CODE
+                CODE for the next request (saved as DIR/refused-N/, like req-N/), then
+                mode ok
   hang          reads nothing and answers nothing until the client gives up
   close         reads half the body, then closes the connection without an answer
 """
 import email.parser
+import gzip
 import email.policy
 import http.server
 import os
@@ -75,24 +86,58 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self.rfile.read(length)
+        if m[0] == "auth" and self.headers.get("Authorization") != "Bearer " + m[2]:
+            m = ["denied", m[1]]
         log(n, " ".join(m), len(body))
-        if m[0] == "500":
-            return self.answer(500)
         if m[0] == "429":
             return self.answer(429, {"Retry-After": m[1]})
-        if m[0] == "400":
-            return self.answer(400)
-        self.save(n, body)
+        if m[0].isdigit():
+            return self.answer(int(m[0]))
+        if m[0] == "denied":
+            return self.answer(int(m[1]))
+        if m[0] == "refuse-once":
+            self.save("refused-%d" % n, body)
+            with open(os.path.join(DIR, "mode.tmp"), "w") as f:
+                f.write("ok\n")
+            os.rename(os.path.join(DIR, "mode.tmp"), os.path.join(DIR, "mode"))
+            return self.answer(int(m[1]))
+        self.save("req-%d" % n, body)
+        if m[0] == "partial":
+            return self.answer_partial(int(m[1]), " ".join(m[2:]))
         self.answer(200)
 
-    def save(self, n, body):
-        d = os.path.join(DIR, "req-%d" % n)
+    def answer_partial(self, rejected, msg):
+        def varint(v):
+            out = b""
+            while True:
+                b = v & 0x7F
+                v >>= 7
+                out += bytes([b | (0x80 if v else 0)])
+                if not v:
+                    return out
+        inner = b"\x08" + varint(rejected) + b"\x12" + varint(len(msg)) + msg.encode()
+        body = b"\x0a" + varint(len(inner)) + inner
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def save(self, name, body):
+        d = os.path.join(DIR, name)
         tmp = d + ".tmp"
         os.makedirs(tmp)
         with open(os.path.join(tmp, "query"), "w") as f:
             f.write(self.path.split("?", 1)[1] if "?" in self.path else "")
         with open(os.path.join(tmp, "headers"), "w") as f:
             f.write(str(self.headers))
+        if self.path.split("?", 1)[0].endswith("/v1development/profiles"):
+            with open(os.path.join(tmp, "path"), "w") as f:
+                f.write(self.path)
+            with open(os.path.join(tmp, "otlp"), "wb") as f:
+                f.write(gzip.decompress(body) if self.headers.get("Content-Encoding") == "gzip" else body)
+            os.rename(tmp, d)
+            return
         head = b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n"
         msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
         for part in msg.iter_parts():

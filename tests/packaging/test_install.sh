@@ -14,7 +14,7 @@ trap 'make -s --no-print-directory B="$B" PREFIX="$oldprefix" "$B/libctx.pc" >/d
 make -s --no-print-directory B="$B" install DESTDIR="$R" PREFIX=$P >"$TMP/install.log" 2>&1 ||
 	{ cat "$TMP/install.log"; fail "make install failed"; }
 
-for f in bin/ctxprof lib/libctx.so.1.0.0 lib/libcustomlabels-ctx.so lib/libctx.a \
+for f in bin/ctxprof lib/libctx.so.1.0.0 lib/libctx/libcustomlabels-ctx.so share/man/man1/ctxprof.1 lib/libctx.a \
 	include/ctx/ctx.h include/ctx/abi.h lib/pkgconfig/libctx.pc share/libctx/libctx.dynlist \
 	lib/systemd/system/ctxprof.service share/doc/ctxprof/packaging.md; do
 	[ -f "$R$P/$f" ] || fail "missing $P/$f"

@@ -53,10 +53,30 @@ static const char *test_build(void)
         return b && *b ? b : "build";
 }
 
-/* 1 if the JDK tools are here (else the caller skips). */
+/* An oracle (a real reader the test checks against: the JDK, ../shared/tools) is missing.
+ * CI (CI=true) must have every one: there the test fails. Elsewhere the test case ends
+ * here, skipped with the reason (cr_skip_test; tests/run.sh reports a program whose every
+ * case skipped as SKIPPED); never a pass that did not check. */
+static void oracle_missing(const char *what)
+{
+        const char *ci = getenv("CI");
+
+        if (ci && !strcmp(ci, "true"))
+                cr_assert_fail("%s missing: CI must have it (make deps-test; shared/tools)", what);
+        cr_skip_test("%s missing, not checked", what);
+}
+
+/* 1 if the JDK tools are here. */
 static int have_jdk(void)
 {
         return system("command -v jfr >/dev/null 2>&1 && command -v java >/dev/null 2>&1") == 0;
+}
+
+/* The JDK (jfr, java) or the test case goes no further (see oracle_missing). */
+__attribute__((unused)) static void need_jdk(void)
+{
+        if (!have_jdk())
+                oracle_missing("the JDK (jfr, java on PATH)");
 }
 
 /* Every JDK consumer must read `path` without error. Returns JfrCheck's dump (malloc'd). */
@@ -87,17 +107,15 @@ static char *jdk_check(const char *path)
 }
 
 /* async-profiler's converter (a positional reader): ../shared/tools unless CTXPROF_TOOLS
- * says where the tools are. NULL (and a note) when it is not there. */
+ * says where the tools are; without it the case ends (oracle_missing). */
 __attribute__((unused)) static const char *apconv_jar(void)
 {
         static char jar[512];
         const char *t = getenv("CTXPROF_TOOLS");
         snprintf(jar, sizeof(jar), "%s/async-profiler-converter/jfr-converter.jar",
                  t && *t ? t : "../shared/tools");
-        if (access(jar, R_OK)) {
-                printf("note: %s missing, async-profiler converter not checked\n", jar);
-                return NULL;
-        }
+        if (access(jar, R_OK))
+                oracle_missing(jar);
         return jar;
 }
 
@@ -108,10 +126,8 @@ static char apconv_threads[1 << 16];
  * without an error, and its collapsed sample total must be `samples`. */
 __attribute__((unused)) static void apconv_check(const char *path, long samples)
 {
-        const char *jar = apconv_jar();
         apconv_threads[0] = 0;
-        if (!jar)
-                return;
+        const char *jar = apconv_jar();
         /* collapsed twice: split by thread (-t), and --cpu (only STATE_DEFAULT samples) */
         static const char *const fmts[] = {"collapsed", "collapsed", "html", "pprof"};
         for (int i = 0; i < 4; i++) {
@@ -159,29 +175,28 @@ __attribute__((unused)) static void pyro_check(const char *path, const char *pb,
 {
         const char *t = getenv("CTXPROF_TOOLS");
         char tool[512], *out, *err, cp[512];
-        snprintf(tool, sizeof(tool), "%s/pyroscope-jfr/pyrojfr", t && *t ? t : "../shared/tools");
-        if (access(tool, X_OK)) {
-                printf("note: %s missing, Pyroscope's parser not checked\n", tool);
-        } else {
-                char *argv[] = {tool, (char *)path, NULL};
-                cr_assert_eq(run_capture(argv, &out, &err), 0, "pyrojfr %s: %s%s", path, out, err);
-                const char *c = strstr(out, "with contextId != 0 (Pyroscope labels): ");
-                const char *s = strstr(out, "with spanId != 0 on jdk.ExecutionSample");
-                cr_assert(c && s, "pyrojfr output: %s", out);
-                long nc = atol(strchr(c, ':') + 1), ns = atol(strchr(s, ':') + 1);
-                cr_assert(nc == ctx && ns == span,
-                          "pyrojfr: %ld with contextId (want %ld), %ld "
-                          "with spanId (want %ld)\n%s",
-                          nc, ctx, ns, span, out);
-                free(out);
-                free(err);
-        }
         snprintf(cp, sizeof(cp), "%s/java", test_build());
         char *check[] = {
             "java", "-XX:TieredStopAtLevel=1", "-cp", cp, "PyroCheck", (char *)path, (char *)pb,
             NULL};
         int rc = run_capture(check, &out, &err);
         cr_assert_eq(rc, 0, "PyroCheck %s failed (%d): %s%s", path, rc, out, err);
+        free(out);
+        free(err);
+        /* last: without the parser the case ends here (oracle_missing) */
+        snprintf(tool, sizeof(tool), "%s/pyroscope-jfr/pyrojfr", t && *t ? t : "../shared/tools");
+        if (access(tool, X_OK))
+                oracle_missing(tool);
+        char *argv[] = {tool, (char *)path, NULL};
+        cr_assert_eq(run_capture(argv, &out, &err), 0, "pyrojfr %s: %s%s", path, out, err);
+        const char *c = strstr(out, "with contextId != 0 (Pyroscope labels): ");
+        const char *s = strstr(out, "with spanId != 0 on jdk.ExecutionSample");
+        cr_assert(c && s, "pyrojfr output: %s", out);
+        long nc = atol(strchr(c, ':') + 1), ns = atol(strchr(s, ':') + 1);
+        cr_assert(nc == ctx && ns == span,
+                  "pyrojfr: %ld with contextId (want %ld), %ld "
+                  "with spanId (want %ld)\n%s",
+                  nc, ctx, ns, span, out);
         free(out);
         free(err);
 }

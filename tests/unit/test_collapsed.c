@@ -123,7 +123,8 @@ Test(collapsed, markers_and_growth)
 Test(collapsed, unresolved_frame_keeps_module_and_build_id)
 {
         static const unsigned char bid[] = {0xde, 0xad, 0xbe, 0xef, 0x01};
-        struct module_key key = {bid, sizeof(bid), 0, 0, "/nonexistent/dir/libgone.so"};
+        struct module_key key = {
+            .build_id = bid, .build_id_len = sizeof(bid), .path = "/nonexistent/dir/libgone.so"};
         struct modules *mods = modules_new();
         uint32_t id;
 

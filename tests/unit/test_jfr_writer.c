@@ -127,14 +127,6 @@ static void check_file(const char *path, int samples)
         free(dump);
 }
 
-static void skip_without_jdk(void)
-{
-        if (!have_jdk()) {
-                printf("SKIPPED: no JDK (jfr, java) on PATH\n");
-                exit(77);
-        }
-}
-
 Test(jfr_buf, varint_edges)
 {
         struct {
@@ -197,7 +189,7 @@ Test(jfr_buf, utf8_sanitize)
 /* Span ids at the varint edges, empty strings, hostile label bytes. */
 Test(jfr_writer, edge_values_read_back_by_jdk)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "edges");
         explen = 0;
@@ -254,7 +246,7 @@ Test(jfr_writer, edge_values_read_back_by_jdk)
 
 Test(jfr_writer, thread_renamed_and_tid_reused)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "threads");
         explen = 0;
@@ -327,7 +319,7 @@ static void write_chunks(struct jfr_writer *w, int first, int n, int per_chunk)
 
 Test(jfr_writer, multi_chunk_read_back_completely)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "multi");
         explen = 0;
@@ -344,7 +336,7 @@ Test(jfr_writer, multi_chunk_read_back_completely)
  * reopening with JFR_WRITER_APPEND trims a partial tail and continues the file. */
 Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "kill");
         path_of_chunks = path;
@@ -471,14 +463,14 @@ static void check_full_file(const char *path, int chunks_ok)
 
 Test(jfr_writer, full_disk_enospc, .timeout = 120)
 {
-        skip_without_jdk();
+        need_jdk();
         char dir[] = "/tmp/ctxprof-jfrtest-tmpfsXXXXXX", path[300];
         cr_assert(mkdtemp(dir));
         if (mount("tmpfs", dir, "tmpfs", 0, "size=96k")) {
-                printf("SKIPPED: cannot mount a small tmpfs (%s); see file_size_limit_efbig\n",
-                       strerror(errno));
+                int e = errno;
                 rmdir(dir);
-                exit(77);
+                cr_skip_test("cannot mount a small tmpfs (%s); see file_size_limit_efbig",
+                             strerror(e));
         }
         snprintf(path, sizeof(path), "%s/full.jfr", dir);
         int ok = 0;
@@ -493,7 +485,7 @@ Test(jfr_writer, full_disk_enospc, .timeout = 120)
 
 Test(jfr_writer, file_size_limit_efbig, .timeout = 120)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "efbig");
         pid_t pid = fork();
@@ -515,7 +507,7 @@ Test(jfr_writer, file_size_limit_efbig, .timeout = 120)
 /* A recording with no sample at all (the target was idle): every reader still opens it. */
 Test(jfr_writer, empty_recording_reads_everywhere)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "empty");
         explen = 0;
@@ -533,7 +525,7 @@ Test(jfr_writer, empty_recording_reads_everywhere)
 #define MANY_KEYS 300
 Test(jfr_writer, many_label_keys_all_kept)
 {
-        skip_without_jdk();
+        need_jdk();
         char path[256];
         tmp_path(path, sizeof(path), "manykeys");
         explen = 0;

@@ -17,16 +17,17 @@
 #include <unistd.h>
 
 #include "stack/proc_maps.h"
+#include "util/maps_line.h"
 
 struct find {
         uint64_t addr;    /* line containing this address */
         const char *path; /* or: line with this path */
         int found, lines, deleted;
-        struct proc_map_line line;
+        struct maps_line line;
         char path_copy[PATH_MAX];
 };
 
-static int find_cb(const struct proc_map_line *l, void *arg)
+static int find_cb(const struct maps_line *l, void *arg)
 {
         struct find *f = arg;
 
@@ -52,7 +53,7 @@ Test(proc_maps, own_code_is_an_executable_file_mapping)
         cr_assert_gt(n, 0);
         exe[n] = 0;
         cr_assert_eq(stat(exe, &st), 0);
-        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(maps_foreach(getpid(), find_cb, &f, NULL), 0);
         cr_assert_eq(f.found, 1);
         cr_assert_str_eq(f.line.path, exe);
         cr_assert_eq(f.line.perms[2], 'x', "perms %s", f.line.perms);
@@ -66,7 +67,7 @@ Test(proc_maps, special_regions_keep_their_names)
         int x = 0;
         struct find f = {.addr = (uint64_t)(uintptr_t)&x};
 
-        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(maps_foreach(getpid(), find_cb, &f, NULL), 0);
         cr_assert_eq(f.found, 1);
         cr_assert_str_eq(f.line.path, "[stack]");
 }
@@ -86,7 +87,7 @@ Test(proc_maps, path_with_spaces_and_deleted_file)
         cr_assert_neq(p, MAP_FAILED);
 
         struct find f = {.addr = (uint64_t)(uintptr_t)p};
-        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(maps_foreach(getpid(), find_cb, &f, NULL), 0);
         cr_assert_eq(f.found, 1);
         cr_assert_str_eq(f.line.path, path);
         cr_assert_eq(f.line.pgoff, (uint64_t)(2 * pg));
@@ -96,7 +97,7 @@ Test(proc_maps, path_with_spaces_and_deleted_file)
         cr_assert_eq(unlink(path), 0);
         memset(&f, 0, sizeof(f));
         f.addr = (uint64_t)(uintptr_t)p;
-        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(maps_foreach(getpid(), find_cb, &f, NULL), 0);
         cr_assert_eq(f.found, 1);
         cr_assert_eq(f.deleted, 1);
         cr_assert_str_eq(f.line.path, path, "\" (deleted)\" is stripped: %s", f.line.path);
@@ -106,7 +107,7 @@ Test(proc_maps, path_with_spaces_and_deleted_file)
         rmdir(dir);
 }
 
-static int stop_at_third(const struct proc_map_line *l, void *arg)
+static int stop_at_third(const struct maps_line *l, void *arg)
 {
         (void)l;
         return ++*(int *)arg == 3 ? 42 : 0;
@@ -116,12 +117,12 @@ Test(proc_maps, callback_stops_the_walk_and_bad_pids_are_errors)
 {
         int seen = 0;
 
-        cr_assert_eq(proc_maps_parse(getpid(), stop_at_third, &seen), 42);
+        cr_assert_eq(maps_foreach(getpid(), stop_at_third, &seen, NULL), 42);
         cr_assert_eq(seen, 3);
-        cr_assert_eq(proc_maps_parse(0, stop_at_third, &seen), -EINVAL);
-        cr_assert_eq(proc_maps_parse(getpid(), NULL, NULL), -EINVAL);
+        cr_assert_eq(maps_foreach(0, stop_at_third, &seen, NULL), -EINVAL);
+        cr_assert_eq(maps_foreach(getpid(), NULL, NULL, NULL), -EINVAL);
         /* pid_max is at most 2^22: this pid cannot exist */
-        cr_assert_eq(proc_maps_parse(INT_MAX, stop_at_third, &seen), -ESRCH);
+        cr_assert_eq(maps_foreach(INT_MAX, stop_at_third, &seen, NULL), -ESRCH);
 }
 
 Test(proc_maps, resolve_gives_module_and_file_offset)
@@ -133,7 +134,7 @@ Test(proc_maps, resolve_gives_module_and_file_offset)
         struct find f = {.addr = ip};
 
         cr_assert_not_null(mods);
-        cr_assert_eq(proc_maps_parse(getpid(), find_cb, &f), 0);
+        cr_assert_eq(maps_foreach(getpid(), find_cb, &f, NULL), 0);
         cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
 
         cr_assert_eq(proc_maps_resolve(pm, ip, &fr), 0);

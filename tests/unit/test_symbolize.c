@@ -1,10 +1,12 @@
 /*
  * test_symbolize.c — symbolization of real processes' frames: C++ demangling, inline frames
  * with file:line, unresolved frames keeping module+offset and build id, corrupt ELF files,
- * and frames of a process that exited (and whose file was deleted).
+ * frames of a process that exited (and whose file was deleted), libc's lines and inline
+ * frames from its debug file found by build id, names longer than SYM_NAME_MAX.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -520,4 +522,233 @@ Test(symbolize, anonymous_executable_memory_stays_a_raw_address)
         symbolizer_free(sym);
         modules_free(mods);
         munmap(jit, len);
+}
+
+/* libc's own functions are named with lines and inline frames from its separate debug file,
+ * found by build id under /usr/lib/debug/.build-id (Debian's libc6-dbg; skipped without it):
+ * the only place debug files are looked up (stack/debuginfo_find.h). */
+Test(symbolize, libc_lines_and_inline_frames_from_its_debug_file)
+{
+        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+        cr_assert_not_null(libc);
+        /* libc's malloc itself, not an interposer (ASan) */
+        uint64_t fn = (uint64_t)(uintptr_t)dlsym(libc, "malloc");
+        cr_assert_neq(fn, 0);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, fn, &f), 0);
+        struct module_info mi;
+        cr_assert_eq(modules_info(mods, f.module_id, &mi), 0);
+        char dbg[256];
+        snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", mi.build_id_hex,
+                 mi.build_id_hex + 2);
+        if (strlen(mi.build_id_hex) < 4 || access(dbg, R_OK)) {
+                proc_maps_free(pm);
+                symbolizer_free(sym);
+                modules_free(mods);
+                cr_skip_test("no debug file of libc (%s): install libc6-dbg", dbg);
+        }
+        int lines = 0, inl = 0, total = 0;
+        for (uint64_t d = 0; d < 256; d += 2) {
+                cr_assert_eq(proc_maps_resolve(pm, fn + d, &f), 0);
+                struct sym_frame sf[SYM_MAX_INLINE];
+                int n = symbolize(sym, &f, sf, SYM_MAX_INLINE);
+                cr_assert_geq(n, 1);
+                total++;
+                if (sf[0].file && ends_with(sf[0].file, "malloc.c") && sf[0].line > 0)
+                        lines++;
+                if (n >= 2 && sf[0].inlined && sf[n - 1].function &&
+                    strstr(sf[n - 1].function, "malloc"))
+                        inl++;
+        }
+        printf("libc malloc: %d/%d stops with malloc.c:LINE, %d in inline frames\n", lines, total,
+               inl);
+        cr_expect_geq(lines * 2, total, "only %d/%d stops have malloc.c:LINE", lines, total);
+        cr_expect_gt(inl, 0, "no inline frame in libc's malloc");
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
+
+/* A function of this program whose name (symbol table and DWARF) is 4095 'a', then 'é'
+ * (2 bytes: bytes 4095 and 4096), then "_tail": SYM_NAME_MAX cuts inside the 'é'. */
+_Static_assert(SYM_NAME_MAX == 4096, "the name below straddles byte 4096");
+#define CAT_(a, b)  CAT__(a, b)
+#define CAT__(a, b) a##b
+#define N1          a
+#define N2          CAT_(N1, N1)
+#define N4          CAT_(N2, N2)
+#define N8          CAT_(N4, N4)
+#define N16         CAT_(N8, N8)
+#define N32         CAT_(N16, N16)
+#define N64         CAT_(N32, N32)
+#define N128        CAT_(N64, N64)
+#define N256        CAT_(N128, N128)
+#define N512        CAT_(N256, N256)
+#define N1024       CAT_(N512, N512)
+#define N2048       CAT_(N1024, N1024)
+#define N4095                                                                                      \
+        CAT_(N2048,                                                                                \
+             CAT_(N1024,                                                                           \
+                  CAT_(N512,                                                                       \
+                       CAT_(N256,                                                                  \
+                            CAT_(N128,                                                             \
+                                 CAT_(N64,                                                         \
+                                      CAT_(N32, CAT_(N16, CAT_(N8, CAT_(N4, CAT_(N2, N1)))))))))))
+#define LONG_NAME CAT_(N4095, é_tail)
+
+__attribute__((noinline)) int LONG_NAME(int x);
+__attribute__((noinline)) int LONG_NAME(int x)
+{
+        __asm__ volatile("" : "+r"(x));
+        return x * 3 + 1;
+}
+
+Test(symbolize, long_names_are_cut_at_a_character_boundary)
+{
+        cr_assert_eq(LONG_NAME(1), 4);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)&LONG_NAME, &f), 0);
+        struct sym_frame sf[4];
+        int n = symbolize(sym, &f, sf, 4);
+        cr_assert_geq(n, 1);
+        const char *name = sf[n - 1].function;
+        cr_assert_not_null(name);
+        /* cut before the 'é' that crosses SYM_NAME_MAX, never inside it */
+        cr_expect_eq(strlen(name), SYM_NAME_MAX - 1, "name of %zu bytes", strlen(name));
+        cr_expect_eq(strspn(name, "a"), SYM_NAME_MAX - 1);
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        cr_expect_geq(st.names_cut, 1);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+}
+
+/* 0 when nobody has the FIFO at path open for reading (a blocked open(O_RDONLY) counts). */
+static int fifo_has_reader(const char *path)
+{
+        int fd = open(path, O_WRONLY | O_NONBLOCK);
+        if (fd >= 0)
+                close(fd);
+        return fd >= 0;
+}
+
+/* Copy src to dst with objcopy ARGS (a section added or removed); 0 on success. */
+static int objcopy(const char *args, const char *src, const char *dst)
+{
+        char cmd[2048];
+        snprintf(cmd, sizeof(cmd), "objcopy %s '%s' '%s' 2>/dev/null", args, src, dst);
+        return system(cmd);
+}
+
+/* The target's file names its debug information: a .gnu_debuglink (CRC 0) and a
+ * .gnu_debugaltlink naming FIFOs beside it. elfutils' standard lookup opened them (and
+ * blocked in open(2)); the symbolizer looks up debug files by build id only
+ * (stack/debuginfo_find.h): it names the frames from the symbol table, does not block, and
+ * leaves the FIFOs alone. (The daemon's version of this: tests/hostile/test_debug*_fifo.sh.) */
+Test(symbolize, debug_links_in_the_file_are_not_followed)
+{
+        if (system("command -v objcopy >/dev/null"))
+                cr_skip_test("needs objcopy (binutils) to plant the links");
+        char dir[600], link[700], altlink[700], fifo[700], altfifo[700], blob[700];
+        snprintf(dir, sizeof(dir), "%s/tests/tmp", test_build_dir());
+        mkdir(dir, 0755);
+        snprintf(dir, sizeof(dir), "%s/tests/tmp/links.%d", test_build_dir(), (int)getpid());
+        cr_assert_eq(mkdir(dir, 0755), 0, "%s: %s", dir, strerror(errno));
+        snprintf(link, sizeof(link), "%s/app", dir);
+        snprintf(altlink, sizeof(altlink), "%s/app_alt", dir);
+        snprintf(fifo, sizeof(fifo), "%s/app.debug", dir);
+        snprintf(altfifo, sizeof(altfifo), "%s/alt.debug", dir);
+        snprintf(blob, sizeof(blob), "%s/blob", dir);
+
+        /* no symbols of its own in the first (so a debug file is wanted), DWARF in the second */
+        static const char dl[] = "app.debug\0\0\0\0\0\0"; /* name, padding to 4, CRC 0 */
+        write_file(blob, dl, sizeof(dl) - 1);
+        char args[800];
+        snprintf(args, sizeof(args), "--add-section .gnu_debuglink='%s'", blob);
+        cr_assert_eq(objcopy(args, path_stripped, link), 0);
+        static const char al[] = "alt.debug\0"
+                                 "0123456789abcdefghij"; /* name, build id */
+        write_file(blob, al, sizeof(al) - 1);
+        snprintf(args, sizeof(args), "--add-section .gnu_debugaltlink='%s'", blob);
+        cr_assert_eq(objcopy(args, path_inline, altlink), 0);
+        cr_assert_eq(mkfifo(fifo, 0644), 0);
+        cr_assert_eq(mkfifo(altfifo, 0644), 0);
+
+        const char *paths[] = {link, altlink};
+        void *maps[2];
+        size_t lens[2];
+        for (int i = 0; i < 2; i++)
+                maps[i] = map_exec(paths[i], &lens[i]);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        for (int i = 0; i < 2; i++) {
+                /* every page of the file's text: any frame may be the one that looks */
+                for (size_t off = 0; off < lens[i]; off += 64) {
+                        struct ctxprof_frame f;
+                        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)maps[i] + off, &f),
+                                     0);
+                        struct sym_frame sf[SYM_MAX_INLINE];
+                        cr_assert_geq(symbolize(sym, &f, sf, SYM_MAX_INLINE), 1);
+                }
+        }
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        cr_expect_eq(st.dwarf_refused, 1, "the DWARF whose alt file has no build-id match is read");
+        cr_expect_not(fifo_has_reader(fifo), "someone sits in open(2) of %s", fifo);
+        cr_expect_not(fifo_has_reader(altfifo), "someone sits in open(2) of %s", altfifo);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        for (int i = 0; i < 2; i++) {
+                munmap(maps[i], lens[i]);
+                unlink(paths[i]);
+        }
+        unlink(fifo);
+        unlink(altfifo);
+        unlink(blob);
+        rmdir(dir);
+}
+
+/* One module cannot take the whole result cache: past SYM_MODULE_CACHE_BYTES its frames are
+ * named but not cached (counted), and the cache is never emptied for it. */
+Test(symbolize, one_module_cannot_fill_the_result_cache)
+{
+        size_t len;
+        void *map = map_exec(path_stripped, &len);
+        struct modules *mods = modules_new();
+        struct symbolizer *sym = symbolizer_new(mods);
+        struct proc_maps *pm = NULL;
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        struct ctxprof_frame f;
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)map, &f), 0);
+        cr_assert_geq(f.module_id, CTXPROF_MODULE_FIRST);
+        /* each distinct offset is one cache entry of at least 48 bytes */
+        uint64_t n = SYM_MODULE_CACHE_BYTES / 48 + 1000;
+        for (uint64_t i = 0; i < n; i++) {
+                struct sym_frame sf[4];
+                f.offset = i;
+                cr_assert_geq(symbolize(sym, &f, sf, 4), 1);
+        }
+        struct symbolizer_stats st;
+        symbolizer_stats(sym, &st);
+        printf("%llu frames of one module: %llu not cached, cache emptied %llu times\n",
+               (unsigned long long)n, (unsigned long long)st.cache_refused,
+               (unsigned long long)st.cache_clears);
+        cr_expect_geq(st.cache_refused, 1000);
+        cr_expect_eq(st.cache_clears, 0);
+        proc_maps_free(pm);
+        symbolizer_free(sym);
+        modules_free(mods);
+        munmap(map, len);
 }

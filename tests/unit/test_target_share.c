@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_target_share.c — the per-process share of a bounded store: the per-target cap, the
  * global cap, the reserve kept for light processes, the chunk reset, and the shared entry

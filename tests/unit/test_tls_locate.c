@@ -193,7 +193,7 @@ static void run_fixture(const char *name, const char *arg, const char *tunables,
         struct fx f;
         fx_start(&f, name, arg, tunables);
         struct ctxprof_tls_target t;
-        int rc = tls_locate(f.pid, &t);
+        int rc = tls_locate(f.pid, &t, NULL);
         cr_assert_eq(rc, 0, "%s: tls_locate = %d (%s)", name, rc, strerror(-rc));
         const char *label = tunables ? "dlopen+tunable" : name;
         print_var(label, "labels", &t.labels);
@@ -320,7 +320,7 @@ Test(tls_locate, process_without_symbols)
         struct fx f;
         fx_start(&f, "tls_fx_none", NULL, NULL);
         struct ctxprof_tls_target t;
-        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
         cr_assert_eq(t.span.mode, CTXPROF_TLS_NONE);
         fx_stop(&f);
@@ -352,12 +352,12 @@ Test(tls_locate, library_dlopened_after_the_first_look)
 
         struct ctxprof_tls_target t;
         for (int i = 0; i < 2; i++) { /* twice: the second look uses what the first remembered */
-                cr_assert_eq(tls_locate(pid, &t), 0);
+                cr_assert_eq(tls_locate(pid, &t, NULL), 0);
                 cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE, "context before the dlopen");
         }
         cr_assert_eq(write(in[1], "x", 1), 1);
         cr_assert(fgets(line, sizeof(line), fo) && !strncmp(line, "loaded", 6), "got: %s", line);
-        cr_assert_eq(tls_locate(pid, &t), 0);
+        cr_assert_eq(tls_locate(pid, &t, NULL), 0);
         cr_assert_neq(t.labels.mode, CTXPROF_TLS_NONE, "libctx dlopen'ed later not found");
         cr_assert_neq(t.span.mode, CTXPROF_TLS_NONE);
 
@@ -405,7 +405,7 @@ Test(tls_locate, file_rewritten_in_place_is_read_again)
         unlink(dst);
         rewrite_file(none, dst);
         fx_start(&f, "tls_fx_rewritten", NULL, NULL);
-        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
         fx_stop(&f);
         cr_assert_eq(stat(dst, &a), 0);
@@ -414,7 +414,7 @@ Test(tls_locate, file_rewritten_in_place_is_read_again)
         cr_assert_eq(stat(dst, &b), 0);
         cr_assert_eq(a.st_ino, b.st_ino, "not rewritten in place");
         fx_start(&f, "tls_fx_rewritten", NULL, NULL);
-        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
         cr_assert_neq(t.labels.mode, CTXPROF_TLS_NONE, "the rewritten file was not read again");
         fx_stop(&f);
         unlink(dst);
@@ -430,9 +430,9 @@ Test(tls_locate, dead_and_zombie_pid)
         siginfo_t si;
         cr_assert(waitid(P_PID, pid, &si, WEXITED | WNOWAIT) == 0);
         struct ctxprof_tls_target t;
-        cr_assert_eq(tls_locate(pid, &t), -ESRCH);
+        cr_assert_eq(tls_locate(pid, &t, NULL), -ESRCH);
         cr_assert(waitpid(pid, NULL, 0) == pid);
-        cr_assert_eq(tls_locate(pid, &t), -ESRCH);
+        cr_assert_eq(tls_locate(pid, &t, NULL), -ESRCH);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
 }
 
@@ -458,7 +458,7 @@ Test(tls_locate, executable_at_exec_stop)
         cr_assert(waitpid(pid, &st, 0) == pid);
         cr_assert(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP, "not stopped at exec");
         struct ctxprof_tls_target t;
-        int rc = tls_locate(pid, &t);
+        int rc = tls_locate(pid, &t, NULL);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         cr_assert_eq(rc, 0, "tls_locate at exec = %d", rc);
@@ -477,7 +477,7 @@ Test(tls_locate, mapped_not_relocated_is_eagain)
         struct fx f;
         fx_start(&f, "tls_fx_maponly", lib, NULL);
         struct ctxprof_tls_target t;
-        int rc = tls_locate(f.pid, &t);
+        int rc = tls_locate(f.pid, &t, NULL);
         fx_stop(&f);
         cr_assert_eq(rc, -EAGAIN, "tls_locate = %d", rc);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE);
@@ -600,10 +600,10 @@ Test(tls_locate, library_truncated_while_running)
         struct copied c;
         start_copied(&f, &c);
         struct ctxprof_tls_target t;
-        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_STATIC);
         cr_assert(truncate(c.lib, 300) == 0);
-        int rc = tls_locate(f.pid, &t);
+        int rc = tls_locate(f.pid, &t, NULL);
         fprintf(stderr, "after truncating the mapped library: tls_locate = %d, labels %s\n", rc,
                 mode_name(t.labels.mode));
         cr_assert(rc <= 0);
@@ -619,7 +619,7 @@ Test(tls_locate, library_deleted_while_running)
         start_copied(&f, &c);
         cr_assert(unlink(c.lib) == 0);
         struct ctxprof_tls_target t;
-        cr_assert_eq(tls_locate(f.pid, &t), 0);
+        cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
         cr_assert_eq(t.labels.mode, CTXPROF_TLS_STATIC);
         cr_assert_eq(t.span.mode, CTXPROF_TLS_STATIC);
         stop_copied(&f, &c);
@@ -630,7 +630,7 @@ Test(tls_locate, no_permission)
 {
         if (geteuid() != 0) {
                 struct ctxprof_tls_target t;
-                int rc = tls_locate(1, &t);
+                int rc = tls_locate(1, &t, NULL);
                 cr_assert(rc == -EACCES || rc == -EPERM, "rc %d", rc);
                 return;
         }
@@ -642,7 +642,7 @@ Test(tls_locate, no_permission)
                 if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
                         _exit(10);
                 struct ctxprof_tls_target t;
-                int rc = tls_locate(f.pid, &t);
+                int rc = tls_locate(f.pid, &t, NULL);
                 _exit(rc == -EACCES || rc == -EPERM ? 0 : rc == 0 ? 11 : 12);
         }
         int st;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_flood.c — a hostile target for the store bounds (tests/hostile/test_hostile_*_flood.sh):
  * it publishes context through libctx (so the daemon's default mode takes it as a target)
