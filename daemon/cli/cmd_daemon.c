@@ -593,6 +593,9 @@ static void status_target(void *ctx, const struct sampler_target *t)
             .pid = (int)t->pid,
             .samples = t->samples,
             .context_samples = t->with_context,
+            .stacks_refused = t->stacks_refused,
+            .labels_refused = t->labels_refused,
+            .threads_refused = t->threads_refused,
             .threads = proc_threads(t->pid),
             .context_located = t->context_located,
         };
@@ -662,6 +665,9 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .overflow_samples = rc.samples_overflow,
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
+            .refused_stacks = st.refused_stacks,
+            .refused_labels = st.refused_labels,
+            .refused_threads = st.refused_threads,
             .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
                              st.target.unresolved + st.target.open_failed + st.target.not_owner,
             .refused_lines = st.target.lines_too_long,

@@ -275,9 +275,15 @@ static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
         fprintf(f,
                 ",\n  \"jfr\": {\"chunks_written\": %" PRIu64 ", \"bytes_written\": %" PRIu64
                 ", \"samples_written\": %" PRIu64 ", \"samples_dropped\": %" PRIu64
-                ", \"trace_table_bytes\": %" PRIu64 "}",
+                ", \"trace_table_bytes\": %" PRIu64 ", \"traces_dropped\": %" PRIu64,
                 jc->chunks_written, jc->bytes_written, jc->samples_written, jc->samples_dropped,
-                jc->table_memory_bytes);
+                jc->table_memory_bytes, jc->traces_dropped);
+        /* samples that lost a new stack / label set / thread / resource to a store's bound */
+        fprintf(f,
+                ", \"refused\": {\"stacks\": %" PRIu64 ", \"label_sets\": %" PRIu64
+                ", \"threads\": %" PRIu64 ", \"processes\": %" PRIu64 "}}",
+                jc->refused.stacks, jc->refused.label_sets, jc->refused.threads,
+                jc->refused.processes);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,
@@ -307,6 +313,9 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "events_lost", st.events_lost);
         num(f, "threads", st.threads);
         num(f, "processes", st.processes);
+        num(f, "refused_stacks", st.refused_stacks);
+        num(f, "refused_label_sets", st.refused_labels);
+        num(f, "refused_threads", st.refused_threads);
         /* 0 unless kernel.bpf_stats_enabled=1 */
         num(f, "bpf_ns_per_sample", st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0);
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());

@@ -633,6 +633,27 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
         return n;
 }
 
+/* What the sink said of p's sample: an error, or parts refused by a store's bound. */
+static void note_sink_result(struct sampler *s, struct proc *p, int rc)
+{
+        if (rc < 0) {
+                s->st.sink_errors++;
+                return;
+        }
+        if (rc & SAMPLE_SINK_STACK_REFUSED) {
+                p->stacks_refused++;
+                s->st.refused_stacks++;
+        }
+        if (rc & SAMPLE_SINK_LABELS_REFUSED) {
+                p->labels_refused++;
+                s->st.refused_labels++;
+        }
+        if (rc & SAMPLE_SINK_THREAD_REFUSED) {
+                p->threads_refused++;
+                s->st.refused_threads++;
+        }
+}
+
 /* One sample or off-CPU record from the ring, by stage, to the sink. */
 static int handle_sample(struct sampler *s, const void *data, size_t size)
 {
@@ -649,8 +670,7 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         ds.frames = s->frames;
         ds.n_frames = build_frames(s, p, &v, &truncated);
         ds.truncated = truncated;
-        if (s->sink.sample && s->sink.sample(s->sink.ctx, &ds))
-                s->st.sink_errors++;
+        note_sink_result(s, p, s->sink.sample ? s->sink.sample(s->sink.ctx, &ds) : 0);
         return 0;
 }
 
@@ -1086,6 +1106,9 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .name = p->name,
                                             .samples = p->samples,
                                             .with_context = p->with_context,
+                                            .stacks_refused = p->stacks_refused,
+                                            .labels_refused = p->labels_refused,
+                                            .threads_refused = p->threads_refused,
                                             .context_located = p->tls_state == PROC_TLS_LOCATED};
                 fn(ctx, &t);
         }

@@ -102,6 +102,9 @@ struct sampler_stats {
         uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */
         uint64_t bad_records;      /* records of unexpected size/type */
         uint64_t sink_errors;
+        /* samples that lost a new stack / label set / thread to a sink's store bound (the sum
+         * over processes; SAMPLE_SINK_*_REFUSED) */
+        uint64_t refused_stacks, refused_labels, refused_threads;
         uint64_t drains_cut;     /* polls that left records in the ring (time budget spent) */
         uint64_t stop_discarded; /* records left in the rings when sampler_stop ran out of time */
         uint64_t threads;        /* distinct tids seen */
@@ -156,7 +159,8 @@ struct sampler_target {
         pid_t pid;
         const char *name;
         uint64_t samples, with_context; /* samples consumed for it; those with context */
-        int context_located;            /* its Custom Labels / span variables are located */
+        uint64_t stacks_refused, labels_refused, threads_refused; /* by a store's bound */
+        int context_located; /* its Custom Labels / span variables are located */
 };
 typedef void (*sampler_target_fn)(void *ctx, const struct sampler_target *t);
 void sampler_foreach_target(struct sampler *, sampler_target_fn fn, void *ctx);

@@ -175,6 +175,10 @@ static const struct fdesc f_statistics[] = {
     {"ctxMissingNoStorage", JFR_T_LONG, 0, 0, NULL, "No Context: No TLS Block"},
     {"ctxMissingReadFaults", JFR_T_LONG, 0, 0, NULL, "No Context: Read Faults"},
     {"ctxMissingNotSet", JFR_T_LONG, 0, 0, NULL, "No Context: Not Set"},
+    /* per-chunk store bounds (docs/daemon.md, "Memory bounds") */
+    {"stacksOverShare", JFR_T_LONG, 0, 0, NULL, "New Stacks Refused: Process Share Used"},
+    {"labelSetsRefused", JFR_T_LONG, 0, 0, NULL, "New Label Sets Refused: Store Bound"},
+    {"threadsRefused", JFR_T_LONG, 0, 0, NULL, "New Threads Refused: Thread Table Bound"},
 };
 
 #define PRIM(id, n)                                                                                \

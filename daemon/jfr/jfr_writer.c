@@ -72,7 +72,7 @@ struct jfr_writer {
         struct stored_sample *samples;
         size_t nsamples, sample_cap;
         uint32_t unknown_stack_key; /* 0 = not created yet */
-        uint64_t chunk_dropped_keys, chunk_unknown_stacks;
+        uint64_t chunk_dropped_keys, chunk_unknown_stacks, chunk_threads_refused;
         struct jfr_buf proc_events; /* this chunk's ctxprof.ProcessContext events */
         uint64_t chunk_offcpu;      /* off-CPU intervals stored in this chunk */
         struct jfr_stats stats;
@@ -247,7 +247,7 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         w->nthreads = 0;
         w->nsamples = 0;
         w->unknown_stack_key = 0;
-        w->chunk_dropped_keys = w->chunk_unknown_stacks = 0;
+        w->chunk_dropped_keys = w->chunk_unknown_stacks = w->chunk_threads_refused = 0;
         jfr_buf_reset(&w->proc_events);
         w->chunk_offcpu = 0;
 }
@@ -342,6 +342,16 @@ int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
         const char *jn = java_name ? java_name : os_name;
         n += jfr_utf8_sanitize(jn ? jn : "", jn ? strlen(jn) : 0, id + n, 256);
         uint32_t idx, key;
+        if (w->thread_ids.n >= JFR_THREAD_IDENTITIES_MAX - 1 &&
+            !jfr_strtab_find(&w->thread_ids, id, n, &idx)) {
+                static const char full[] = "[thread identities full]";
+                memset(id, 0, 4); /* tid 0: the placeholder's key is above every tid */
+                memcpy(id + 4, full, sizeof(full));
+                memcpy(id + 4 + sizeof(full), full, sizeof(full) - 1);
+                n = 4 + 2 * sizeof(full) - 1;
+                w->c.thread_identities_refused++;
+                w->chunk_threads_refused++;
+        }
         int err = jfr_strtab_intern(&w->thread_ids, id, n, &idx, NULL);
         if (!err)
                 err = thread_key(w, t, idx, &key);
@@ -666,6 +676,9 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
                 jfr_buf_varint(b, vals[i]);
         for (size_t i = 0; i < JFR_CTX_MISSING_N; i++)
                 jfr_buf_varint(b, st->ctx_missing[i]);
+        jfr_buf_varint(b, st->stacks_refused);
+        jfr_buf_varint(b, st->label_sets_refused);
+        jfr_buf_varint(b, st->threads_refused + w->chunk_threads_refused);
         put_event(&w->out, b);
 }
 

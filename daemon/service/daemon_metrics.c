@@ -111,6 +111,14 @@ static const struct labelled labelled[] = {
      "Stacks the BPF program could not take (the sample keeps the other stack).",
      "stack",
      {V("user", st.ustack_errors), V("kernel", st.kstack_errors), V("copy", st.stack_copy_errors)}},
+    {"ctxprof_samples_refused_total",
+     "Samples that lost part of what they carried to a bounded per-chunk store, by store: "
+     "stacks (a new stack past its process's share of the trace table, written as [unknown "
+     "stack]), labels (a new label set past its share of the label store, written without), "
+     "threads (a new thread past its share of the thread table, written as the main thread).",
+     "store",
+     {V("stacks", st.refused_stacks), V("labels", st.refused_labels),
+      V("threads", st.refused_threads)}},
     {"ctxprof_events_limited_total",
      "Events the BPF programs did not send, by kind: process (MAP/EXEC/FORK events over their "
      "process's budget), exec (exec of a non-target over a budget), targets_full (a target's "

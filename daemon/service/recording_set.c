@@ -219,6 +219,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                 jo.table_capacity =
                     rs->cfg.max_stacks ? rs->cfg.max_stacks : PROCESS_TABLE_CAPACITY;
                 jo.symbolizer = rs->sym;
+                jo.one_target = 1;
         }
         jo.path = r->file.part;
         r->start_wall_s = (uint64_t)ts.tv_sec;

@@ -72,6 +72,9 @@ static const struct field daemon_fields[] = {
     D("process_files", F_UINT, process_files),
     D("overflow_samples", F_U64, overflow_samples),
     D("no_file_samples", F_U64, no_file_samples),
+    D("refused_stacks", F_U64, refused_stacks),
+    D("refused_labels", F_U64, refused_labels),
+    D("refused_threads", F_U64, refused_threads),
     D("refused_files", F_U64, refused_files),
     D("refused_lines", F_U64, refused_lines),
     D("modules", F_U64, modules),
@@ -84,10 +87,16 @@ static const struct field daemon_fields[] = {
 };
 
 static const struct field target_fields[] = {
-    T("pid", F_INT, pid),          T("comm", F_STR, comm),
-    T("samples", F_U64, samples),  T("context_samples", F_U64, context_samples),
-    T("threads", F_UINT, threads), T("context", F_YESNO, context_located),
+    T("pid", F_INT, pid),
+    T("comm", F_STR, comm),
+    T("samples", F_U64, samples),
+    T("context_samples", F_U64, context_samples),
+    T("threads", F_UINT, threads),
+    T("context", F_YESNO, context_located),
     T("file", F_STR, file),
+    T("stacks_refused", F_U64, stacks_refused),
+    T("labels_refused", F_U64, labels_refused),
+    T("threads_refused", F_U64, threads_refused),
 };
 
 #define U(k, t, m) FIELD(status_upload, k, t, m)

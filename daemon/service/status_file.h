@@ -46,6 +46,8 @@ struct status_daemon {
         unsigned process_files;
         uint64_t overflow_samples, no_file_samples;
         uint64_t cap_eff; /* written in hex, as /proc/PID/status shows CapEff */
+        /* samples that lost a new stack / label set / thread to a store's bound (all targets) */
+        uint64_t refused_stacks, refused_labels, refused_threads;
         /* hostile target input refused (util/target_stats.h): files a target named that were
          * not opened, /proc lines over their cap */
         uint64_t refused_files, refused_lines;
@@ -66,6 +68,8 @@ struct status_target {
         unsigned threads;
         int context_located;        /* "yes" / "no" */
         char file[STATUS_FILE_LEN]; /* its samples' file (base name); "" = none */
+        /* its samples that lost a new stack / label set / thread to its share of a store */
+        uint64_t stacks_refused, labels_refused, threads_refused;
 };
 
 /* One "upload" line: an upload target's state (service/uploader.h's names and counters). */

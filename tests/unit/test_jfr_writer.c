@@ -553,3 +553,27 @@ Test(jfr_writer, many_label_keys_all_kept)
         check_pyroscope(path, MANY_KEYS, 0);
         unlink(path);
 }
+
+/* A thread renaming itself without end cannot grow a file's identity table past
+ * JFR_THREAD_IDENTITIES_MAX: further identities become one placeholder, counted. */
+Test(jfr_writer, thread_identities_bounded, .timeout = 120)
+{
+        char path[256];
+        tmp_path(path, sizeof(path), "threadcap");
+        struct jfr_writer *w = open_writer(path, 0);
+        const unsigned extra = 10;
+
+        cr_assert_eq(jfr_writer_begin_chunk(w, WALL0, T0), 0);
+        for (unsigned i = 0; i < JFR_THREAD_IDENTITIES_MAX + extra; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "n%u", i);
+                cr_assert_eq(jfr_writer_add_thread(w, 77, name, NULL), 0, "identity %u", i);
+        }
+        cr_assert_eq(jfr_writer_add_thread(w, 77, "n5", NULL), 0, "a known identity stays");
+        struct jfr_writer_counters c;
+        jfr_writer_counters(w, &c);
+        cr_assert_eq(c.thread_identities_refused, extra + 1);
+        cr_assert_eq(jfr_writer_finish_chunk(w, T0 + 1000, NULL), 0);
+        jfr_writer_close(w);
+        unlink(path);
+}
