@@ -96,6 +96,12 @@ static void help(FILE *f)
                "                             microseconds\n"
                "      --offcpu-min TIME      off-cpu/wall: drop shorter intervals in the kernel\n"
                "                             (default 1ms)\n"
+               "      --filter TERM[,TERM...]\n"
+               "                             record only samples whose context matches every\n"
+               "                             TERM (repeatable: all must match): has-context,\n"
+               "                             has-no-context, KEY (has label KEY), KEY=VALUE,\n"
+               "                             !KEY, !KEY=VALUE; the others are counted, not\n"
+               "                             stored\n"
                "      --span-frames          add a span=ID pseudo-frame after the labels\n"
                "      --no-kernel            user frames only\n"
                "      --stats-json FILE      at exit, once the recording is written, write its\n"
@@ -357,6 +363,7 @@ enum {
         OPT_MAXSTACKS,
         OPT_STATS_JSON,
         OPT_OFFCPU_MIN,
+        OPT_FILTER,
         OPT_UPLOAD, /* then one per --upload-NAME, in upload_opt_names order */
 };
 static const char *const upload_opt_names[] = {
@@ -448,6 +455,15 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 ro->o.offcpu_min_ns = us ? us * NS_PER_US : 1; /* 0: every interval */
                 return 0;
         }
+        case OPT_FILTER: {
+                const char *why = NULL;
+
+                if (context_filter_add(&ro->o.filter, arg, &why)) {
+                        fprintf(stderr, "ctxprof record: bad --filter '%s': %s\n", arg, why);
+                        return 2;
+                }
+                return 0;
+        }
         case OPT_STATS_JSON:
                 ro->stats_path = arg;
                 return 0;
@@ -489,6 +505,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {"no-kernel", no_argument, NULL, OPT_NOKERNEL},
             {"stats-json", required_argument, NULL, OPT_STATS_JSON},
             {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
+            {"filter", required_argument, NULL, OPT_FILTER},
             {"upload", required_argument, NULL, OPT_UPLOAD},
             {"upload-app", required_argument, NULL, OPT_UPLOAD + 1},
             {"upload-tags", required_argument, NULL, OPT_UPLOAD + 2},

@@ -77,6 +77,11 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        if (st.filtered)
+                fprintf(stderr,
+                        "ctxprof: context filter (--filter): %llu of the %llu samples received "
+                        "did not match and were not recorded\n",
+                        (unsigned long long)st.filtered, (unsigned long long)st.received);
         if (st.offcpu_received || st.offcpu || st.offcpu_short || st.offcpu_full)
                 fprintf(stderr,
                         "ctxprof: off-CPU intervals %llu (received %llu), shorter than the "
@@ -262,6 +267,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         fprintf(f, "{\n  \"samples\": %" PRIu64, st.samples);
         num(f, "received", st.received);
         num(f, "with_context", st.with_context);
+        num(f, "filtered", st.filtered);
         num(f, "lost", st.lost);
         num(f, "not_read_at_stop", st.stop_discarded);
         num(f, "no_stack", st.no_stack);

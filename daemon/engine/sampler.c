@@ -572,6 +572,10 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         p = sample_proc(s, r);
         if (!p || decode_context(s, p, r, off, &ds))
                 return 0;
+        if (!context_filter_match(&s->opts.filter, &ds)) {
+                s->st.filtered++;
+                return 0;
+        }
         ds.frames = s->frames;
         ds.n_frames = build_frames(s, p, r, d, &truncated);
         ds.truncated = truncated;

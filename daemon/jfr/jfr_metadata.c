@@ -175,6 +175,7 @@ static const struct fdesc f_statistics[] = {
     {"ctxMissingNoStorage", JFR_T_LONG, 0, 0, NULL, "No Context: No TLS Block"},
     {"ctxMissingReadFaults", JFR_T_LONG, 0, 0, NULL, "No Context: Read Faults"},
     {"ctxMissingNotSet", JFR_T_LONG, 0, 0, NULL, "No Context: Not Set"},
+    {"filtered", JFR_T_LONG, 0, 0, NULL, "Samples Dropped by the Context Filter"},
 };
 
 #define PRIM(id, n)                                                                                \

@@ -666,6 +666,7 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
                 jfr_buf_varint(b, vals[i]);
         for (size_t i = 0; i < JFR_CTX_MISSING_N; i++)
                 jfr_buf_varint(b, st->ctx_missing[i]);
+        jfr_buf_varint(b, st->filtered);
         put_event(&w->out, b);
 }
 

@@ -102,6 +102,7 @@ struct jfr_stats {
         uint64_t bpf_ns_per_sample;
         /* samples without context, by why (ctxMissing* fields, in enum jfr_ctx_missing order) */
         uint64_t ctx_missing[JFR_CTX_MISSING_N];
+        uint64_t filtered; /* samples the context filter dropped (not in the chunk) */
 };
 
 /* Facts about the host, written as jdk.OSInformation / jdk.CPUInformation in every chunk.
