@@ -337,6 +337,9 @@ struct record_opts {
         int span_frames, quiet;
         struct sigaction orig_int, orig_term; /* what ctxprof inherited: the command's */
         struct record_upload_opts up;         /* --upload*: url "" = none */
+        /* every --filter, joined by ',' (a JFR setting): each term fits a label */
+        char filter_text[CONTEXT_FILTER_MAX_TERMS *
+                         (CTXPROF_LABEL_KEY_MAX + CTXPROF_LABEL_VAL_MAX + 3)];
 };
 
 /* One recording, from setup to cleanup. */
@@ -458,10 +461,15 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
         case OPT_FILTER: {
                 const char *why = NULL;
 
+                size_t n = strlen(ro->filter_text);
+
                 if (context_filter_add(&ro->o.filter, arg, &why)) {
                         fprintf(stderr, "ctxprof record: bad --filter '%s': %s\n", arg, why);
                         return 2;
                 }
+                /* fits: the terms were accepted, so each is within a label's size */
+                snprintf(ro->filter_text + n, sizeof(ro->filter_text) - n, "%s%s", n ? "," : "",
+                         arg);
                 return 0;
         }
         case OPT_STATS_JSON:
@@ -681,7 +689,8 @@ static int open_output(struct recording *r)
                     .info = {.name = "ctxprof",
                              .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
                              .frequency_hz = ro->o.freq,
-                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf)},
+                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf),
+                             .filter = ro->filter_text},
                 };
                 jo.info.start_wall_ns = wall_ns();
                 err = jfr_sink_new(&jo, &r->js);

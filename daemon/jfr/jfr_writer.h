@@ -121,6 +121,7 @@ struct jfr_recording_info {
         const char *callgraph; /* call-graph mode, e.g. "fp" or "dwarf" */
         uint64_t start_wall_ns;
         const struct jfr_host_info *host; /* NULL = unknown; copied at open */
+        const char *filter; /* context filter ("route=/x,!tier=free"); NULL or "" = none */
 };
 
 #define JFR_WRITER_APPEND   JFR_FILE_APPEND   /* keep an existing file (torn tail trimmed) */

@@ -5,7 +5,8 @@
 # busy shell loop without context) writes only /checkout samples of the pro and enterprise
 # tiers; the others are counted, not stored: `filtered` in the status file (and `ctxprof
 # status`), ctxprof_samples_filtered_total on the metrics endpoint, `filtered` in the file's
-# ctxprof.Statistics, all equal once the daemon stopped. A bad filter in the file is a
+# ctxprof.Statistics, all equal once the daemon stopped; the file names the filter (a
+# jdk.ActiveSetting). A bad filter in the file is a
 # config error naming its line.
 . "$(dirname "$0")/daemon_lib.sh"
 PROM="python3 $(dirname "$0")/prom_check.py"
@@ -35,7 +36,6 @@ chunk-period = 1s
 listen = 127.0.0.1:0
 CONF
 spawn "$DEMO" 60 2
-APP=$SPAWNED
 spawn bash -c 'while :; do :; done'
 BUSY=$SPAWNED
 start_daemon --config "$TMP/c.conf"
@@ -67,11 +67,13 @@ echo "file: $n samples; route: $(tr -s ' \n' ' ' <"$TMP/routes"); tier: $(tr -s 
 [ "$(wc -l <"$TMP/routes")" = 1 ] && grep -q "^    /checkout = $n samples$" "$TMP/routes" ||
 	fail "the file has samples other than route=/checkout"
 ! grep -q '^    free = ' "$TMP/tiers" || fail "the file has tier=free samples"
-grep -q "^bash\|(bash)" "$TMP/rep" && fail "the file has samples of the shell loop (no context)"
+! grep -q "(tid $BUSY)" "$TMP/rep" || fail "the file has samples of the shell loop (no context)"
 if command -v jfr >/dev/null; then
 	js=$(jfr print --events ctxprof.Statistics "$f" | awk '$1 == "filtered" { n += $3 } END { print n + 0 }')
 	echo "ctxprof.Statistics filtered: $js, the status at stop: $final"
 	[ "$js" = "$final" ] || fail "ctxprof.Statistics says $js filtered, the status $final"
+	jfr print --events jdk.ActiveSetting "$f" | grep -A1 'name = "filter"' |
+		grep -q 'value = "route=/checkout,!tier=free"' || fail "the file does not say it is filtered"
 else
 	oracle_missing "the JDK's jfr (ctxprof.Statistics)"
 fi

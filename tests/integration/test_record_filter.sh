@@ -6,10 +6,10 @@
 # at the same time, one with --filter route=/checkout: every sample of the filtered file is
 # a /checkout sample, and their share of what it took equals the /checkout share of the
 # unfiltered file (the tolerance is explained below). Its counters add up exactly: kept +
-# filtered = received (less held back), and ctxprof.Statistics carries the same filtered
-# count. Then !KEY=VALUE, has-context, has-no-context and an AND of two filters on folded
-# output (the demo and a process without context), checked line by line and against the
-# exact counters; bad syntax is a usage error
+# filtered = received (less held back), ctxprof.Statistics carries the same filtered count,
+# and the file says it is filtered (a jdk.ActiveSetting). Then !KEY=VALUE, has-context,
+# has-no-context and an AND of two filters on folded output (the demo and a process without
+# context), checked line by line and against the exact counters; bad syntax is a usage error
 # (exit 2) that says what is wrong, from record and from the daemon's flag.
 . "$(dirname "$0")/sampler_lib.sh"
 DEMO=$B/demo/demo_app
@@ -99,6 +99,10 @@ if command -v jfr >/dev/null; then
 		awk '$1 == "filtered" { n += $3 } END { print n + 0 }')
 	echo "ctxprof.Statistics filtered: $js"
 	[ "$js" = "$filtered" ] || fail "ctxprof.Statistics says $js filtered, the record $filtered"
+	jfr print --events jdk.ActiveSetting "$TMP/co.jfr" | grep -A1 'name = "filter"' |
+		grep -q 'value = "route=/checkout"' || fail "co.jfr does not say it is filtered"
+	! jfr print --events jdk.ActiveSetting "$TMP/all.jfr" | grep -q 'name = "filter"' ||
+		fail "all.jfr says it is filtered"
 else
 	oracle_missing "the JDK's jfr (ctxprof.Statistics)"
 fi
