@@ -960,8 +960,12 @@ static int start_sampling(struct daemon *d)
         struct sigaction sa;
         int err;
 
-        if (d->cfg.filter[0] && context_filter_add(&so.filter, d->cfg.filter, NULL))
-                return -1;                  /* checked by config_set: not reached */
+        if (d->cfg.filter[0]) {
+                /* checked by config_set: the error is not reached */
+                if (context_filter_add(&so.filter, d->cfg.filter, NULL))
+                        return -1;
+                logm(LOG_INFO, "context filter: recording only samples matching %s", d->cfg.filter);
+        }
         if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
                 logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         if (so.freq > sample_rate_cap(so.dwarf, 0)) {
