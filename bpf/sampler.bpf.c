@@ -11,7 +11,15 @@
  *
  * Records are submitted with BPF_RB_NO_WAKEUP (a wakeup costs ~6 µs per record on this VM);
  * the consumer polls on a timer, and a wakeup is forced above `wakeup_bytes` of pending data.
- * Lifecycle events share the sample ring (in order with the samples) and always wake.
+ * Lifecycle events share the sample ring (in order with the samples); only those that make a
+ * target's context wait (its exec, a library it loaded) wake the consumer, and only for
+ * `record` (see prompt_events); every event is bounded per process (ctxprof/sample.h,
+ * "Event bounds").
+ *
+ * Host-wide hooks (sched_process_fork/exec/exit) run for every task on the host: each returns
+ * after one hash lookup for a non-target. The library-load hook is per target (a uprobe on
+ * its ld.so's _dl_debug_state, attached by daemon/engine/load_hook.c); tp_btf/sys_exit, which
+ * every syscall of every task would pay for, is attached only where uprobes are unavailable.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -32,6 +40,10 @@
 
 /* GPL-compatible for the kernel (GPL-only helpers); the SPDX line above, README "Licence" */
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#ifndef E2BIG
+#define E2BIG 7 /* a full hash map refuses an insert with -E2BIG */
+#endif
 
 const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records */
 const volatile __u32 kunwind = 0;         /* 1: user stacks from the .eh_frame tables */
@@ -236,6 +248,64 @@ struct {
         __uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
 } samples SEC(".maps");
 
+/* Whether a target's exec or library load wakes the consumer (~6 µs in the target): for
+ * `record` (a few chosen targets), yes; for the daemon (notify_exec_all: possibly every
+ * process on the host), only for a process whose context was located (t, before the event):
+ * the others wait for its 100 ms timer, their samples meanwhile known to be pending. */
+static __always_inline int prompt_events(const struct ctxprof_tls_target *t)
+{
+        return !notify_exec_all || t->labels.mode != CTXPROF_TLS_NONE ||
+               t->span.mode != CTXPROF_TLS_NONE || t->otel.mode != CTXPROF_TLS_NONE;
+}
+
+/* Event budgets per process (tgid): see "Event bounds" in ctxprof/sample.h. LRU: a process
+ * that no longer sends events loses its slot first. */
+struct ev_budget {
+        __u64 window_ns; /* start of the current window */
+        __u32 n;         /* events sent in it */
+        __u32 pad;
+};
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, CTXPROF_MAX_TARGETS);
+        __type(key, __u32); /* tgid */
+        __type(value, struct ev_budget);
+} ev_budgets SEC(".maps");
+
+/* The host-wide EXEC_OTHER budget (one slot). */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct ev_budget);
+} exec_budget SEC(".maps");
+
+/* One more event from budget b at now, if it allows max per window (racy across CPUs by a few
+ * events at a window's edge: a bound, not an exact count). 1 = send it. */
+static __always_inline int budget_take(struct ev_budget *b, __u64 now, __u32 max)
+{
+        if (now - b->window_ns >= CTXPROF_EV_WINDOW_NS) {
+                b->window_ns = now;
+                b->n = 0;
+        }
+        if (b->n >= max)
+                return 0;
+        b->n++;
+        return 1;
+}
+
+/* Process tgid's budget: 1 = the event may be sent. */
+static __always_inline int proc_budget(__u32 tgid, __u64 now)
+{
+        struct ev_budget *b = bpf_map_lookup_elem(&ev_budgets, &tgid);
+        struct ev_budget fresh = {.window_ns = now, .n = 1};
+
+        if (b)
+                return budget_take(b, now, CTXPROF_EV_PER_PROC);
+        bpf_map_update_elem(&ev_budgets, &tgid, &fresh, BPF_ANY);
+        return 1;
+}
+
 /* Lifecycle events only while `samples` is full. */
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -378,8 +448,9 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
  * ctxprof/sample.h). If that ring is full, into `events`, so that the event is not lost.
  */
 static __always_inline void emit_event(__u32 event, __u32 tgid, __u32 tid, __u32 parent,
-                                       struct task_struct *task)
+                                       struct task_struct *task, int wake)
 {
+        __u64 flags = BPF_RB_NO_WAKEUP;
         struct ctxprof_event_rec *e;
         __u32 zero = 0;
 
@@ -398,14 +469,17 @@ static __always_inline void emit_event(__u32 event, __u32 tgid, __u32 tid, __u32
         e->pad = 0;
         e->time_ns = bpf_ktime_get_ns();
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-        /* Rare, and wanted promptly: wake the consumer even though samples do not. */
-        bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+        /* An event that holds a target's context back (exec, library loaded) is wanted
+         * promptly; the others wait for the consumer's timer like samples do. */
+        if (wake || bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+                flags = BPF_RB_FORCE_WAKEUP;
+        bpf_ringbuf_submit(e, flags);
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child)
 {
-        __u32 ptgid, ctgid;
+        __u32 ptgid, ctgid, zero = 0;
         struct ctxprof_tls_target child_loc = {};
         const struct ctxprof_tls_target *pt;
 
@@ -425,30 +499,55 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
         child_loc = *pt;
         child_loc.exec_gen = 0;
         bpf_map_delete_elem(&exec_gens, &ctgid);
-        bpf_map_update_elem(&targets, &ctgid, &child_loc, BPF_NOEXIST);
-        emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
+        if (bpf_map_update_elem(&targets, &ctgid, &child_loc, BPF_NOEXIST) == -E2BIG) {
+                /* Dead targets leave the map at their exit (ctxprof_exit): these are live. */
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_TARGETS_FULL);
+                return 0;
+        }
+        /* The child samples with context without the event; the daemon learns of it at its
+         * first sample when a fork loop spent the parent's budget. */
+        if (!proc_budget(ptgid, bpf_ktime_get_ns())) {
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EV_LIMITED);
+                return 0;
+        }
+        emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child, 0);
         return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
-        __u32 tgid, tid;
+        __u32 tgid, tid, zero = 0;
         struct ctxprof_tls_target none = {};
-        __u64 gen;
+        const struct ctxprof_tls_target *t;
+        struct ev_budget *host;
+        __u64 gen, now;
+        int wake;
 
         if (cur_ids(&tgid, &tid)) /* p is current */
                 return 0;
-        if (!bpf_map_lookup_elem(&targets, &tgid)) {
-                /* The daemon decides whether the new image is to be sampled. */
-                if (notify_exec_all && tgid != self_tgid)
-                        emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p);
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (!t) {
+                if (!notify_exec_all || tgid == self_tgid)
+                        return 0;
+                /* The daemon decides whether the new image is to be sampled: within the
+                 * process's and the host's budgets, and without a wakeup (it reads the ring
+                 * on its timer). */
+                now = bpf_ktime_get_ns();
+                host = bpf_map_lookup_elem(&exec_budget, &zero);
+                if (!host || !budget_take(host, now, CTXPROF_EXEC_OTHER_PER_WINDOW) ||
+                    !proc_budget(tgid, now)) {
+                        count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EXEC_LIMITED);
+                        return 0;
+                }
+                emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p, 0);
                 return 0;
         }
         /* The old image's TLS layout is gone: count the exec first, so that a location of
          * the old image published from now on (the daemon may be writing one) is refused,
          * then no context reads until the daemon locates again. Only this thread is left in
          * the process: nothing else updates its count. */
+        wake = prompt_events(t); /* the old image's location, before it goes */
         gen = exec_gen_of(tgid) + 1;
         bpf_map_update_elem(&exec_gens, &tgid, &gen, BPF_ANY);
         none.exec_gen = gen;
@@ -456,7 +555,13 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
         /* The old image's mappings: frame pointers until the daemon wrote the new ones. */
         bpf_map_delete_elem(&ku_procs, &tgid);
-        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
+        /* Over budget (an exec loop): the daemon relocates from the next sample's pending
+         * flag instead. */
+        if (!proc_budget(tgid, bpf_ktime_get_ns())) {
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EV_LIMITED);
+                return 0;
+        }
+        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p, wake);
         return 0;
 }
 
@@ -471,7 +576,13 @@ int BPF_PROG(ctxprof_exit, struct task_struct *p)
                 return 0;
         if (BPF_CORE_READ(p, signal, live.counter) != 0)
                 return 0; /* other threads remain */
-        emit_event(CTXPROF_EV_EXIT, tgid, tid, 0, p);
+        /* A dead process leaves the map now, not when the daemon reads the event: a full
+         * map (a fork bomb) holds live targets only, and a pid reused before the daemon
+         * caught up is not removed by the old process's exit. */
+        bpf_map_delete_elem(&targets, &tgid);
+        bpf_map_delete_elem(&exec_gens, &tgid);
+        bpf_map_delete_elem(&ev_budgets, &tgid);
+        emit_event(CTXPROF_EV_EXIT, tgid, tid, 0, p, 0);
         return 0;
 }
 
@@ -490,14 +601,58 @@ static long vma_has_file(struct task_struct *task, struct vm_area_struct *vma, v
 #define SYSCALL_ERR_MAX 4095 /* a return value in [-4095, -1] is -errno */
 
 /*
- * A target mapped a file that may hold a TLS variable: the executable part of a library
+ * A target's mappings changed in a way that may bring a TLS variable (a library loaded or
+ * unloaded): within the process's event budget, its location is marked pending, so the
+ * samples taken until the daemon located again are known to be taken without it, and the
+ * daemon is told (CTXPROF_EV_MAP). Over the budget (a dlopen loop), nothing is marked: a
+ * pending mark the daemon would clear only at its next look would hold back the process's
+ * samples most of the time; the locator's own retry (while a variable is missing) and the
+ * in-kernel unwinder's unknown-mapping resync find what was loaded.
+ */
+static __always_inline void mappings_changed(struct ctxprof_tls_target *t, __u32 tgid, __u32 tid)
+{
+        struct ctxprof_counters *c;
+        __u32 zero = 0;
+
+        c = bpf_map_lookup_elem(&counters, &zero);
+        count(c, CTXPROF_CNT_DL_NOTIFY);
+        if (!proc_budget(tgid, bpf_ktime_get_ns())) {
+                count(c, CTXPROF_CNT_EV_LIMITED);
+                return;
+        }
+        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
+        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf(), prompt_events(t));
+}
+
+/*
+ * The library-load hook: a uprobe on _dl_debug_state in the target's dynamic loader (the
+ * r_debug notification debuggers use; glibc and musl call it around every dlopen and
+ * dlclose). Attached per target process with a pid filter (daemon/engine/load_hook.c), so
+ * only targets trap, once per notification. glibc notifies RT_CONSISTENT before it relocates
+ * a dlopen'ed library: the daemon's locator retries while TLS descriptors are unresolved.
+ */
+SEC("uprobe")
+int ctxprof_dl_notify(struct pt_regs *ctx)
+{
+        struct ctxprof_tls_target *t;
+        __u32 tgid, tid;
+
+        if (cur_ids(&tgid, &tid))
+                return 0;
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (t)
+                mappings_changed(t, tgid, tid);
+        return 0;
+}
+
+/*
+ * The last fallback of the library-load hook (no uprobes, or CTXPROF_TEST_HOOK=sys_exit):
+ * a target mapped a file that may hold a TLS variable: the executable part of a library
  * (mmap of a file with PROT_EXEC: ld.so loading it), or made a file mapping read-only
  * (mprotect to PROT_READ: ld.so's RELRO step, which comes right after the library's
- * relocations, TLS descriptors included, are done). The location is marked pending, so the
- * samples taken until the daemon located again are known to be taken without it, and the
- * daemon is woken at once (CTXPROF_EV_MAP). Runs at every syscall exit of every task (this
- * kernel has no kprobes, and fentry/LSM programs do not load here): the syscall number is
- * checked first, the targets map only for those two.
+ * relocations, TLS descriptors included, are done). Runs at every syscall exit of every
+ * task, and attached, every syscall on the host takes the tracing slow path (+75% for a
+ * getppid() here): the syscall number is checked first, the targets map only for those two.
  */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(ctxprof_sys_exit, struct pt_regs *regs, long ret)
@@ -529,8 +684,7 @@ int BPF_PROG(ctxprof_sys_exit, struct pt_regs *regs, long ret)
                 if (!file)
                         return 0;
         }
-        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
-        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf());
+        mappings_changed(t, tgid, tid);
         return 0;
 }
 

@@ -668,7 +668,11 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .refused_lines = st.target.lines_too_long,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
+            .events_limited = st.events_limited,
+            .exec_events_limited = st.exec_events_limited,
+            .targets_full = st.targets_full,
         };
+        snprintf(sd->load_hook, sizeof(sd->load_hook), "%s", st.hook.name ? st.hook.name : "none");
         snprintf(sd->state, sizeof(sd->state), "%s", state);
         snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);
         snprintf(sd->mode, sizeof(sd->mode), "%s",
@@ -941,6 +945,17 @@ static int start_config(struct daemon *d)
         return 0;
 }
 
+/* Which library-load hook runs, and why when it is the host-wide fallback. */
+static void log_load_hook(struct daemon *d)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(d->s, &st);
+        logm(st.hook.kind == LOAD_HOOK_SYS_EXIT ? LOG_WARNING : LOG_INFO,
+             "library loads seen by %s%s%s%s", st.hook.name, st.hook.why[0] ? " (" : "",
+             st.hook.why, st.hook.why[0] ? "): every syscall on the host pays for it" : "");
+}
+
 /* Start stage, part 2: the sampler, the output directory (recovered), the signals and the
  * privileges dropped; then the running processes are selected. 0 or -1 (logged). */
 static int start_sampling(struct daemon *d)
@@ -990,6 +1005,12 @@ static int start_sampling(struct daemon *d)
          * metrics and upload threads) inherits the reduced set. The BPF objects and perf
          * events are loaded and open by now; what remains needs only the kept set. */
         if (!d->no_drop) {
+                /* A uprobe perf event needs CAP_SYS_ADMIN here: hook the loaders in use now,
+                 * for every process, instead of each new target's (engine/load_hook.h). */
+                err = sampler_hook_loader_wide(d->s);
+                if (err)
+                        logm(LOG_WARNING, "library-load hook for every process failed: %s",
+                             strerror(-err));
                 err = privileges_drop();
                 if (err)
                         logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
@@ -1018,6 +1039,7 @@ static int start_sampling(struct daemon *d)
         logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
              d->cfg.frequency, sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode), d->cfg.directory,
              split_name(d));
+        log_load_hook(d);
         return 0;
 }
 

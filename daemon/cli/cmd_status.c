@@ -179,6 +179,10 @@ static void print_daemon(const struct status_record *r, const struct verdict *v)
         printf("  targets %s, files written %s (deleted %s), %s bytes\n", get(r, "targets"),
                get(r, "files_written"), get(r, "files_deleted"), get(r, "bytes_written"));
         printf("  current file %s\n", get(r, "current_file"));
+        printf("  library loads seen by %s; events over budget %s (exec of other processes %s), "
+               "targets not added (map full) %s\n",
+               get(r, "load_hook"), get(r, "events_limited"), get(r, "exec_events_limited"),
+               get(r, "targets_full"));
         if (!strcmp(get(r, "split"), "process"))
                 printf("  split per process: %s files open, %s samples past "
                        "split-max-open (in the host file)\n",

@@ -82,6 +82,16 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
                         "ctxprof: context filter (--filter): %llu of the %llu samples received "
                         "did not match and were not recorded\n",
                         (unsigned long long)st.filtered, (unsigned long long)st.received);
+        if (st.hook.kind != LOAD_HOOK_UPROBE || st.events_limited || st.exec_events_limited ||
+            st.targets_full)
+                fprintf(stderr,
+                        "ctxprof: library loads seen by %s%s%s; events over a budget: a "
+                        "process's %llu, exec notifications %llu; targets refused (map full) "
+                        "%llu\n",
+                        st.hook.name ? st.hook.name : "none", st.hook.why[0] ? ": " : "",
+                        st.hook.why, (unsigned long long)st.events_limited,
+                        (unsigned long long)st.exec_events_limited,
+                        (unsigned long long)st.targets_full);
         if (st.offcpu_received || st.offcpu || st.offcpu_short || st.offcpu_full)
                 fprintf(stderr,
                         "ctxprof: off-CPU intervals %llu (received %llu), shorter than the "
@@ -231,6 +241,25 @@ static void json_unwind_stops(FILE *f, struct sampler *s)
 }
 
 /* Off-CPU counters (event off-cpu / wall; zeros otherwise), as one JSON object. */
+/* The library-load hook in use and the event bounds (ctxprof/sample.h, "Event bounds"). */
+static void json_hooks(FILE *f, const struct sampler_stats *st)
+{
+        const struct load_hook_stats *h = &st->hook;
+
+        fputs(",\n  \"load_hook\": {\"kind\": ", f);
+        json_string(f, h->name ? h->name : "none");
+        fputs(", \"why\": ", f);
+        json_string(f, h->why);
+        fprintf(f,
+                ", \"hits\": %" PRIu64 ", \"attached\": %" PRIu64 ", \"active\": %" PRIu64
+                ", \"no_loader\": %" PRIu64 ", \"errors\": %" PRIu64 "}",
+                st->dl_notify, h->attached, h->active, h->no_loader, h->errors);
+        fprintf(f,
+                ",\n  \"event_bounds\": {\"events_limited\": %" PRIu64
+                ", \"exec_events_limited\": %" PRIu64 ", \"targets_full\": %" PRIu64 "}",
+                st->events_limited, st->exec_events_limited, st->targets_full);
+}
+
 static void json_offcpu(FILE *f, const struct sampler_stats *st)
 {
         fprintf(f,
@@ -295,6 +324,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
                 st.modules.target_full);
         json_offcpu(f, &st);
         json_kunwind(f, &st);
+        json_hooks(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

@@ -44,6 +44,7 @@ struct proc {
         struct proc_maps *maps; /* NULL until opened */
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
         uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
+        int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
 };
 
 struct procs {

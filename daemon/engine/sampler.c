@@ -30,6 +30,7 @@
 
 #include "ctxprof/cfi.h"
 #include "engine/kunwind.h"
+#include "engine/load_hook.h"
 #include "engine/procs.h"
 #include "engine/sampler.h"
 #include "sampler.skel.h"
@@ -74,6 +75,7 @@ struct sampler {
         struct modules *modules;
         struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
         struct kunwind *ku;              /* dwarf, dwarf-check: the in-kernel unwinder's tables */
+        struct load_hook *hook;          /* how a target's library loads are noticed */
         struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
@@ -153,13 +155,64 @@ static void ku_sync(struct sampler *s, struct proc *p, int refresh)
                 s->st.ku_sync_errors++;
 }
 
-int sampler_add_target(struct sampler *s, pid_t pid)
+/* Attach p's library-load hook if it has none: at attach, and at a process's first sample
+ * (a child or an exec'ed image too short-lived to be sampled never costs a probe). A location
+ * still searching retries at once: a library loaded before the probe was there is found. */
+static void hook_proc(struct sampler *s, struct proc *p)
+{
+        if (!s->hook || p->load_hooked || !p->alive)
+                return;
+        p->load_hooked = 1;
+        load_hook_attach(s->hook, p->pid);
+        if (p->tls_state == PROC_TLS_SEARCHING)
+                p->tls_next_ns = 0;
+}
+
+/* p is no target any more: what the sampler keeps for it goes (not the BPF targets map). */
+static void forget_target(struct sampler *s, struct proc *p)
+{
+        if (s->ku)
+                kunwind_forget(s->ku, p->pid);
+        if (s->hook && p->load_hooked)
+                load_hook_detach(s->hook, p->pid);
+        p->load_hooked = 0;
+        proc_mark_dead(p, 1, mono_ns());
+}
+
+/* Targets whose exit the daemon missed leave the map (BPF removes the others at their exit). */
+static void sweep_dead(struct sampler *s)
+{
+        size_t i;
+
+        for (i = 0; i < s->procs.n; i++)
+                if (s->procs.v[i].alive && proc_gone(s->procs.v[i].pid))
+                        sampler_remove_target(s, s->procs.v[i].pid);
+}
+
+/* Insert pid into `targets` as pending; a full map first loses its dead entries. 0 or -errno. */
+static int insert_target(struct sampler *s, pid_t pid)
 {
         struct ctxprof_tls_target pending = {.flags = CTXPROF_TLS_F_PENDING};
-        uint64_t now = mono_ns();
+        int fd = bpf_map__fd(s->skel->maps.targets);
         __u32 key = (__u32)pid;
+
+        if (!bpf_map_update_elem(fd, &key, &pending, BPF_NOEXIST) || errno == EEXIST)
+                return 0;
+        if (errno != E2BIG)
+                return -errno;
+        sweep_dead(s);
+        if (!bpf_map_update_elem(fd, &key, &pending, BPF_NOEXIST) || errno == EEXIST)
+                return 0;
+        s->st.targets_full++;
+        return -ENOSPC;
+}
+
+int sampler_add_target(struct sampler *s, pid_t pid)
+{
+        uint64_t now = mono_ns();
         struct proc *p;
         char path[64];
+        int err;
 
         if (pid <= 0)
                 return -EINVAL;
@@ -183,10 +236,10 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         /* A target before it is located: an exec from now on is counted (and reported), so
          * the location below is checked against it. Until it is published, the entry says
          * pending: samples count only with context (engine/procs.c says why). */
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &pending, BPF_NOEXIST) &&
-            errno != EEXIST) {
+        err = insert_target(s, pid);
+        if (err) {
                 proc_mark_dead(p, 0, mono_ns());
-                return errno == E2BIG ? -ENOSPC : -errno;
+                return err;
         }
         /* An exit between the checks above and the insert emitted no event: look again. */
         if (proc_gone(pid)) {
@@ -197,6 +250,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
          * retried from sampler_poll: context from the first sample where possible. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
+        /* Hooked once located: attaching takes milliseconds its samples would wait for. */
+        hook_proc(s, p);
         ku_sync(s, p, 0);
         return 0;
 }
@@ -355,6 +410,10 @@ static void use_otel(struct sampler *s, struct proc *p, struct decoded_sample *d
 static void sampler_new_image(struct sampler *s, struct proc *p)
 {
         proc_new_image(&s->procs, p, mono_ns());
+        if (s->hook && p->load_hooked) {
+                load_hook_detach(s->hook, p->pid); /* the new image's loader: at its sample */
+                p->load_hooked = 0;
+        }
         if (s->unwinder)
                 dwarf_unwinder_forget(s->unwinder, p->pid);
         ku_sync(s, p, 0);
@@ -438,7 +497,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
         if (!p) {
                 char path[32];
 
-                /* a forked child seen before its event */
+                /* a forked child seen before its event (or whose event the budget refused) */
                 p = procs_new(&s->procs, (pid_t)r->tgid, NULL, mono_ns());
                 snprintf(path, sizeof(path), "/proc/%u", r->tgid);
                 if (p && access(path, F_OK)) /* a late sample of a process already gone */
@@ -459,6 +518,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
                 proc_location_pending(p, mono_ns());
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
+        hook_proc(s, p);
         if (tid_set_add(&s->tids, r->tid) > 0)
                 s->st.threads++;
         return p;
@@ -630,8 +690,10 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 ku_sync(s, p, 1); /* a library: its table, before its first sample if we can */
                 break;
         case CTXPROF_EV_EXIT:
+                /* BPF took it out of its maps at the exit (a reused pid may be a new target
+                 * there already): only our side is left. */
                 if (p && p->alive)
-                        sampler_remove_target(s, (pid_t)e->tgid);
+                        forget_target(s, p);
                 break;
         default:
                 s->st.bad_records++;
@@ -768,6 +830,17 @@ static uint32_t ku_row_cap(void)
                                                                 : CTXPROF_KU_DEFAULT_ROWS;
 }
 
+/* Entries of `targets`: CTXPROF_MAX_TARGETS, or CTXPROF_TEST_MAX_TARGETS (tests: a map a
+ * fork bomb fills under a small pids.max; at least TEST_MIN_TARGETS). */
+#define TEST_MIN_TARGETS 8
+static uint32_t targets_cap(void)
+{
+        const char *e = getenv("CTXPROF_TEST_MAX_TARGETS");
+        long v = e ? strtol(e, NULL, 10) : 0;
+
+        return v >= TEST_MIN_TARGETS && v < CTXPROF_MAX_TARGETS ? (uint32_t)v : CTXPROF_MAX_TARGETS;
+}
+
 /* Stage OPEN: the BPF object, configured (read-only data, ring size) before load. */
 static int sampler_open_bpf(struct sampler *s)
 {
@@ -799,6 +872,11 @@ static int sampler_open_bpf(struct sampler *s)
         if (bpf_map__set_max_entries(s->skel->maps.ku_rows,
                                      cg_kunwind(o->dwarf) ? ku_row_cap() : 1))
                 return -EINVAL;
+        if (bpf_map__set_max_entries(s->skel->maps.targets, targets_cap()))
+                return -EINVAL;
+        /* Attached by load_hook_new: per target, or sys_exit as the fallback. */
+        bpf_program__set_autoattach(s->skel->progs.ctxprof_dl_notify, false);
+        bpf_program__set_autoattach(s->skel->progs.ctxprof_sys_exit, false);
         err = sampler_offcpu_config(s);
         return err ? err : bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
 }
@@ -830,7 +908,7 @@ static int sampler_open_perf(struct sampler *s)
 /* Stage ATTACH: the sampling program to every perf event, then the lifecycle programs. */
 static int sampler_attach(struct sampler *s)
 {
-        int i, attached = 0;
+        int i, attached = 0, err;
 
         for (i = 0; i < s->ncpu; i++) {
                 if (s->perf_fds[i] < 0)
@@ -845,7 +923,13 @@ static int sampler_attach(struct sampler *s)
         }
         if (!attached && SAMPLER_EV_HAS_PERF(s->opts.event))
                 return -ENODEV;
-        return sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+        err = sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+        if (err)
+                return err;
+        /* The library-load hook: per-target uprobes, or sys_exit where the kernel has none. */
+        s->hook =
+            load_hook_new(s->skel->progs.ctxprof_dl_notify, s->skel->progs.ctxprof_sys_exit, &err);
+        return err;
 }
 
 /* Stage RING: the consumers of both rings. */
@@ -919,14 +1003,11 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
 static void housekeeping(struct sampler *s)
 {
         uint64_t now = mono_ns();
-        size_t i;
 
         /* Safety net for a missed exit event (events ring full): every 5 s. */
         if (now - s->last_sweep_ns > 5000000000ull) {
                 s->last_sweep_ns = now;
-                for (i = 0; i < s->procs.n; i++)
-                        if (s->procs.v[i].alive && proc_gone(s->procs.v[i].pid))
-                                sampler_remove_target(s, s->procs.v[i].pid);
+                sweep_dead(s);
         }
         procs_locate_due(&s->procs, now);
 }
@@ -955,13 +1036,20 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
         if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
                 err = -errno;
         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
-        if (s->ku)
-                kunwind_forget(s->ku, pid);
         if (p && p->alive) {
-                proc_mark_dead(p, 1, mono_ns());
+                forget_target(s, p);
                 return 0;
         }
+        if (s->ku)
+                kunwind_forget(s->ku, pid);
+        if (s->hook)
+                load_hook_detach(s->hook, pid);
         return err;
+}
+
+int sampler_hook_loader_wide(struct sampler *s)
+{
+        return s->hook ? load_hook_loader_wide(s->hook) : 0;
 }
 
 int sampler_is_target(struct sampler *s, pid_t pid)
@@ -1161,7 +1249,13 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->ku_fp_steps = sum[CTXPROF_CNT_KU_FP_STEPS];
                 out->ku_unsup = sum[CTXPROF_CNT_KU_UNSUP];
                 out->ku_nomap = sum[CTXPROF_CNT_KU_NOMAP];
+                out->events_limited = sum[CTXPROF_CNT_EV_LIMITED];
+                out->exec_events_limited = sum[CTXPROF_CNT_EXEC_LIMITED];
+                out->targets_full += sum[CTXPROF_CNT_TARGETS_FULL];
+                out->dl_notify = sum[CTXPROF_CNT_DL_NOTIFY];
         }
+        if (s->hook)
+                load_hook_stats(s->hook, &out->hook);
         free(v);
         if (s->ku)
                 kunwind_get_stats(s->ku, &out->ku_tables);
@@ -1214,6 +1308,7 @@ void sampler_free(struct sampler *s)
                                 close(s->perf_fds[c]);
         free(s->links);
         free(s->perf_fds);
+        load_hook_free(s->hook);
         sampler_bpf__destroy(s->skel);
         procs_free(&s->procs);
         free(s->tids.slots);

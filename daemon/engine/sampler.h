@@ -20,6 +20,7 @@
 #include "engine/otel_decode.h"
 #include "engine/otel_process_ctx.h"
 #include "engine/kunwind.h"
+#include "engine/load_hook.h"
 #include "stack/module_tally.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
@@ -121,6 +122,12 @@ struct sampler_stats {
          * mapped files not opened (no such mapping, not a regular file, another inode) */
         struct target_stats target;
         struct modules_stats modules; /* the module registry (stack/modules.h) */
+        /* Event bounds and the library-load hook (ctxprof/sample.h, engine/load_hook.h):
+         * MAP/EXEC/FORK events a process sent over its budget, EXEC_OTHER events over a
+         * budget (not sent: counted), targets not added because `targets` was full of live
+         * ones, library-load hook hits in targets; the hook in use and its counters */
+        uint64_t events_limited, exec_events_limited, targets_full, dl_notify;
+        struct load_hook_stats hook;
 };
 
 struct sampler;
@@ -140,6 +147,10 @@ int sampler_add_target(struct sampler *, pid_t pid);
  * CTXPROF_MAX_CGROUPS. Returns how many could be opened (a cgroup that does not exist yet is
  * skipped: the caller's exec-time selection still sees it later), or -errno. */
 int sampler_set_cgroups(struct sampler *, const char *const *paths, unsigned n);
+/* Before dropping CAP_SYS_ADMIN (the daemon): per-target library-load uprobes cannot be
+ * opened without it, so hook the loaders every process uses now instead (see
+ * engine/load_hook.h). 0 or -errno (the hook is unchanged). */
+int sampler_hook_loader_wide(struct sampler *);
 /* Stop sampling process pid (its queued samples are still delivered). -ENOENT not a target. */
 int sampler_remove_target(struct sampler *, pid_t pid);
 /* 1 if pid is a live target. */

@@ -113,6 +113,13 @@ static const struct labelled labelled[] = {
      "Stacks the BPF program could not take (the sample keeps the other stack).",
      "stack",
      {V("user", st.ustack_errors), V("kernel", st.kstack_errors), V("copy", st.stack_copy_errors)}},
+    {"ctxprof_events_limited_total",
+     "Events the BPF programs did not send, by kind: process (MAP/EXEC/FORK events over their "
+     "process's budget), exec (exec of a non-target over a budget), targets_full (a target's "
+     "child not added: the targets map was full of live processes).",
+     "kind",
+     {V("process", st.events_limited), V("exec", st.exec_events_limited),
+      V("targets_full", st.targets_full)}},
     {"ctxprof_errors_total",
      "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
      "tls_locate (a process whose context variables could not be located), event_lost (a "
@@ -162,6 +169,20 @@ static void bpf_cost(const struct daemon_metrics_snapshot *s, struct metrics_tex
                                  "what one recorded sample costs, filtered invocations included "
                                  "(as bpfNsPerSample in ctxprof.Statistics).",
                                  s->st.bpf_run_ns / s->st.samples);
+}
+
+/* The library-load hook in use (an info gauge: 1 for the hook's name) and its hits. */
+static void load_hook(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
+{
+        struct metrics_label lb = {"hook", s->st.hook.name ? s->st.hook.name : "none"};
+
+        metrics_text_family(t, "ctxprof_load_hook_info", METRICS_GAUGE,
+                            "How library loads in targets are noticed: uprobe (per target, on "
+                            "its ld.so's _dl_debug_state) or sys_exit (the fallback: every "
+                            "syscall on the host pays).");
+        metrics_text_u64(t, "ctxprof_load_hook_info", &lb, 1, 1);
+        metrics_text_one(t, "ctxprof_load_hook_hits_total", METRICS_COUNTER,
+                         "Library-load notifications seen in targets.", s->st.dl_notify);
 }
 
 /* One family with a sample per [upload] target: a uint64_t field of struct upload_counters. */
@@ -269,6 +290,7 @@ static void render(const struct daemon_metrics_snapshot *s, struct metrics_text 
                 }
         }
         bpf_cost(s, t);
+        load_hook(s, t);
         uploads(s, t);
 }
 

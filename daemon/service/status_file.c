@@ -77,6 +77,10 @@ static const struct field daemon_fields[] = {
     D("refused_lines", F_U64, refused_lines),
     D("modules", F_U64, modules),
     D("modules_refused", F_U64, modules_refused),
+    D("load_hook", F_STR, load_hook),
+    D("events_limited", F_U64, events_limited),
+    D("exec_events_limited", F_U64, exec_events_limited),
+    D("targets_full", F_U64, targets_full),
     D("cap_eff", F_HEX, cap_eff),
 };
 

@@ -53,6 +53,10 @@ struct status_daemon {
         /* modules registered (alive, or dead and not yet retired); registrations refused by
          * the registry's global or per-process bound */
         uint64_t modules, modules_refused;
+        /* the library-load hook in use ("uprobe", "sys_exit") and the event bounds
+         * (sampler_stats: events_limited, exec_events_limited, targets_full) */
+        char load_hook[STATUS_NAME_LEN];
+        uint64_t events_limited, exec_events_limited, targets_full;
 };
 
 /* One "target" line: a sampled process. */

@@ -229,6 +229,20 @@ struct ctxprof_event_rec {
 };
 _Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, no padding");
 
+/*
+ * Event bounds. Lifecycle and MAP events cost the daemon work (a maps re-read, a TLS
+ * location, a wakeup), so a process cannot send them faster than its budget: at most
+ * CTXPROF_EV_PER_PROC MAP, EXEC and FORK events per CTXPROF_EV_WINDOW_NS per process, and
+ * EXEC_OTHER events (notify_exec_all) at most CTXPROF_EV_PER_PROC per process and
+ * CTXPROF_EXEC_OTHER_PER_WINDOW host-wide per window. What the budget refuses is counted
+ * (CTXPROF_CNT_EV_LIMITED, CTXPROF_CNT_EXEC_LIMITED). A refused EXEC still counts the exec and
+ * marks the location pending (the daemon catches up from the next sample's flags); a refused
+ * MAP marks nothing (the locator's retry finds the library). EXIT events are never limited.
+ */
+#define CTXPROF_EV_WINDOW_NS          1000000000ull /* 1 s */
+#define CTXPROF_EV_PER_PROC           32
+#define CTXPROF_EXEC_OTHER_PER_WINDOW 1024
+
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
         CTXPROF_CNT_SAMPLES = 0,      /* target samples taken */
@@ -256,6 +270,11 @@ enum ctxprof_counter {
         CTXPROF_CNT_KU_FP_STEPS,      /* frame-pointer steps: no table, gap or unsupported rule */
         CTXPROF_CNT_KU_UNSUP,         /* ... of which for a rule BPF cannot express */
         CTXPROF_CNT_KU_NOMAP,         /* an ip in no known mapping (unwinding stopped there) */
+        /* Event bounds and the library-load hook (see "Event bounds" below) */
+        CTXPROF_CNT_EV_LIMITED,   /* MAP/EXEC/FORK events over their process's budget: not sent */
+        CTXPROF_CNT_EXEC_LIMITED, /* EXEC_OTHER events over a budget: not sent */
+        CTXPROF_CNT_TARGETS_FULL, /* a target's child not made a target: `targets` full */
+        CTXPROF_CNT_DL_NOTIFY,    /* library-load hook hits in targets (uprobe or sys_exit) */
         CTXPROF_CNT_MAX,
 };
 
