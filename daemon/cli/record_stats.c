@@ -295,6 +295,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         sampler_get_stats(s, &st);
         fprintf(f, "{\n  \"samples\": %" PRIu64, st.samples);
         num(f, "received", st.received);
+        num(f, "received_bytes", st.received_bytes); /* ring bytes those records took */
         num(f, "with_context", st.with_context);
         num(f, "filtered", st.filtered);
         num(f, "lost", st.lost);

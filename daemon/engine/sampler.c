@@ -29,9 +29,11 @@
 #include <bpf/libbpf.h>
 
 #include "ctxprof/cfi.h"
+#include "engine/ktrace_text.h"
 #include "engine/kunwind.h"
 #include "engine/load_hook.h"
 #include "engine/procs.h"
+#include "engine/record_view.h"
 #include "engine/sampler.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
@@ -74,8 +76,9 @@ struct sampler {
         struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
-        struct kunwind *ku;              /* dwarf, dwarf-check: the in-kernel unwinder's tables */
-        struct load_hook *hook;          /* how a target's library loads are noticed */
+        struct kunwind *ku; /* dwarf, dwarf-check, off-CPU: the in-kernel unwinder's tables */
+        struct ktrace_text *ktrace; /* kernel stacks: the BPF machinery's text, dropped */
+        struct load_hook *hook;     /* how a target's library loads are noticed */
         struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
@@ -138,6 +141,22 @@ static int cg_copies(int cg)
 static int cg_kunwind(int cg)
 {
         return cg == SAMPLER_CG_DWARF || cg == SAMPLER_CG_DWARF_CHECK;
+}
+/* The in-kernel unwinder's tables are loaded for it, and for the blocking stacks of off-CPU
+ * intervals in every call-graph mode (docs/offcpu.md). */
+static int uses_ku(const struct sampler_opts *o)
+{
+        return cg_kunwind(o->dwarf) || SAMPLER_EV_HAS_OFFCPU(o->event);
+}
+
+/* BPF's target bitmap (target_bits in bpf/sampler.bpf.c): pid may be a target from now on. */
+static void mark_target(struct sampler *s, pid_t pid)
+{
+        const unsigned nbits = sizeof(s->skel->bss->target_bits) * CHAR_BIT;
+        unsigned bit = (unsigned)pid % nbits;
+
+        __atomic_fetch_or(&s->skel->bss->target_bits[bit / 64], 1ull << (bit % 64),
+                          __ATOMIC_RELAXED);
 }
 
 /* In-kernel unwinding: write p's mapping list (tables of new modules loaded). refresh: read
@@ -235,7 +254,9 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 return -ENOSPC;
         /* A target before it is located: an exec from now on is counted (and reported), so
          * the location below is checked against it. Until it is published, the entry says
-         * pending: samples count only with context (engine/procs.c says why). */
+         * pending: samples count only with context (engine/procs.c says why). The bitmap
+         * first: BPF looks at the map only for a marked tgid. */
+        mark_target(s, pid);
         err = insert_target(s, pid);
         if (err) {
                 proc_mark_dead(p, 0, mono_ns());
@@ -421,13 +442,12 @@ static void sampler_new_image(struct sampler *s, struct proc *p)
 
 /* dwarf-check: the in-kernel stack (ustack) against libdwfl's (ips) of the same sample. When
  * libdwfl stopped at the end of the stack copy, only its frames are compared. */
-static void ku_compare(struct sampler *s, const struct ctxprof_sample_rec *r, const uint64_t *ips,
-                       int cnt, int dwfl_truncated)
+static void ku_compare(struct sampler *s, const struct record_view *v, const uint64_t *ips, int cnt,
+                       int dwfl_truncated)
 {
-        unsigned nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
-        unsigned want = (unsigned)cnt, i;
+        unsigned nu = v->n_ustack, want = (unsigned)cnt, i;
 
-        if (!(r->flags & CTXPROF_SF_KUNWIND) || cnt <= 0)
+        if (!(v->r->flags & CTXPROF_SF_KUNWIND) || cnt <= 0)
                 return;
         s->st.ku_compared++;
         if (dwfl_truncated && nu > want)
@@ -437,15 +457,16 @@ static void ku_compare(struct sampler *s, const struct ctxprof_sample_rec *r, co
         if (nu != want)
                 return;
         for (i = 0; i < nu; i++)
-                if (r->ustack[i] != ips[i])
+                if (v->ustack[i] != ips[i])
                         return;
         s->st.ku_equal++;
 }
 
 /* In-kernel stack of r: statistics, and a resync when it met an unknown mapping. */
-static int ku_account(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r)
+static int ku_account(struct sampler *s, struct proc *p, const struct record_view *v)
 {
-        unsigned nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
+        const struct ctxprof_sample_rec *r = v->r;
+        unsigned nu = v->n_ustack;
 
         if (!(r->flags & CTXPROF_SF_KUNWIND))
                 return 0;
@@ -455,33 +476,22 @@ static int ku_account(struct sampler *s, struct proc *p, const struct ctxprof_sa
         if ((r->flags & CTXPROF_SF_KU_COMPLETE) || !nu || nu >= CTXPROF_MAX_USTACK)
                 return 0;
         s->st.unwind_truncated++;
-        count_unwind_stop(s, p, r->ustack[nu - 1], nu > 1);
+        count_unwind_stop(s, p, v->ustack[nu - 1], nu > 1);
         return 1;
 }
 
-/* Stage 1 of a sample: the record's type and size; *d / *off point at the dwarf or off-CPU
- * record when it is one. 0, or -EBADMSG (counted). */
-static int check_record(struct sampler *s, const void *data, size_t size,
-                        const struct ctxprof_sample_dwarf_rec **d,
-                        const struct ctxprof_offcpu_rec **off)
+/* Stage 1 of a sample: the record split into its parts, every length checked against its
+ * size (engine/record_view.c). 0, or -EBADMSG (counted). */
+static int check_record(struct sampler *s, const void *data, size_t size, struct record_view *v)
 {
-        const struct ctxprof_sample_rec *r = data;
-
-        if (size < sizeof(*r) ||
-            (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF &&
-             r->type != CTXPROF_REC_OFFCPU) ||
-            (r->type == CTXPROF_REC_SAMPLE_DWARF && size < sizeof(**d)) ||
-            (r->type == CTXPROF_REC_OFFCPU && size < sizeof(**off))) {
+        if (record_view_parse(data, size, v)) {
                 s->st.bad_records++;
                 return -EBADMSG;
         }
-        if (r->type == CTXPROF_REC_SAMPLE_DWARF)
-                *d = data;
-        if (r->type == CTXPROF_REC_OFFCPU) {
-                *off = data;
+        if (v->off)
                 s->st.offcpu_received++;
-        }
         s->st.received++;
+        s->st.received_bytes += size;
         return 0;
 }
 
@@ -526,9 +536,12 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
 
 /* Stage 3: ids, times and the thread's context into *ds. 0, or 1 when the sample is not
  * recorded (taken before the location, see engine/procs.c). */
-static int decode_context(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r,
-                          const struct ctxprof_offcpu_rec *off, struct decoded_sample *ds)
+static int decode_context(struct sampler *s, struct proc *p, const struct record_view *v,
+                          struct decoded_sample *ds)
 {
+        const struct ctxprof_sample_rec *r = v->r;
+        const struct ctxprof_offcpu_rec *off = v->off;
+
         memset(ds, 0, sizeof(*ds));
         ds->pid = (pid_t)r->tgid;
         ds->tid = (pid_t)r->tid;
@@ -547,8 +560,8 @@ static int decode_context(struct sampler *s, struct proc *p, const struct ctxpro
         /* BPF read context only with a location made for the image the thread runs (exec
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds->has_span = context_decode_span(r, &ds->span_id, &ds->root_span_id, &s->st.ctx);
-        ds->n_labels = context_decode_labels(r, ds->labels, &s->st.ctx);
-        if (otel_decode(r, &s->otel, &s->st.otel))
+        ds->n_labels = context_decode_labels(v, ds->labels, &s->st.ctx);
+        if (otel_decode(v, &s->otel, &s->st.otel))
                 use_otel(s, p, ds);
         else if (p->published.otel.mode != CTXPROF_TLS_NONE)
                 otel_refresh_due(s, p, NULL);
@@ -573,27 +586,30 @@ static int decode_context(struct sampler *s, struct proc *p, const struct ctxpro
 
 /* Stage 4: kernel frames, then user frames (libdwfl on the copied stack in dwarf-copy and
  * dwarf-check, else what BPF took), into s->frames. Returns the frame count. */
-static unsigned build_frames(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r,
-                             const struct ctxprof_sample_dwarf_rec *d, int *truncated)
+static unsigned build_frames(struct sampler *s, struct proc *p, const struct record_view *v,
+                             int *truncated)
 {
-        unsigned i, n = 0, nk, nu;
+        const struct ctxprof_sample_rec *r = v->r;
+        const struct ctxprof_sample_dwarf_rec *d = v->dwarf;
+        unsigned i, n = 0, nk = v->n_kstack, nu = v->n_ustack;
 
-        nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
-        for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
-                s->frames[n].offset = r->kstack[i];
+        /* a stack taken in (or interrupting) a BPF program starts with the tracing
+         * machinery's frames, ours: never shown (BPF skips them where it knows how many) */
+        i = (unsigned)ktrace_text_skip(s->ktrace, v->kstack, nk);
+        for (; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
+                s->frames[n].offset = v->kstack[i];
                 s->frames[n].module_id = CTXPROF_MODULE_KERNEL;
                 s->frames[n].flags = CTXPROF_FRAME_KERNEL | (i ? CTXPROF_FRAME_RETADDR : 0);
         }
-        nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
-        if (d && (r->flags & CTXPROF_SF_REGS) && d->stack_len && s->unwinder) {
-                size_t len = d->stack_len < CTXPROF_STACK_COPY ? d->stack_len : CTXPROF_STACK_COPY;
+        if (d && (r->flags & CTXPROF_SF_REGS) && v->stack_len && s->unwinder) {
                 int ut = 0, cnt;
 
-                cnt = p->alive ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs,
-                                              d->stack, len, s->ips, CTXPROF_MAX_FRAMES, &ut)
-                               : -ESRCH;
+                cnt = p->alive
+                          ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs, v->stack,
+                                         v->stack_len, s->ips, CTXPROF_MAX_FRAMES, &ut)
+                          : -ESRCH;
                 if (cnt > 0) {
-                        ku_compare(s, r, s->ips, cnt, ut);
+                        ku_compare(s, v, s->ips, cnt, ut);
                         add_user_frames(s, p, s->ips, (unsigned)cnt, &n, truncated);
                         if (ut) {
                                 *truncated = 1;
@@ -606,11 +622,11 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct ctx
                         s->st.unwind_errors++;
                         if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
                                 count_unwind_stop(s, p, d->regs[CTXPROF_REG_IP], 0);
-                        add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, truncated);
+                        add_user_frames(s, p, v->ustack, nu, &n, truncated);
                 }
         } else {
-                *truncated = ku_account(s, p, r);
-                add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, truncated);
+                *truncated = ku_account(s, p, v);
+                add_user_frames(s, p, v->ustack, nu, &n, truncated);
         }
         if (!n)
                 s->st.no_stack++;
@@ -620,24 +636,22 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct ctx
 /* One sample or off-CPU record from the ring, by stage, to the sink. */
 static int handle_sample(struct sampler *s, const void *data, size_t size)
 {
-        const struct ctxprof_sample_rec *r = data;
-        const struct ctxprof_sample_dwarf_rec *d = NULL;
-        const struct ctxprof_offcpu_rec *off = NULL;
+        struct record_view v;
         struct decoded_sample ds;
         struct proc *p;
         int truncated = 0;
 
-        if (check_record(s, data, size, &d, &off))
+        if (check_record(s, data, size, &v))
                 return 0;
-        p = sample_proc(s, r);
-        if (!p || decode_context(s, p, r, off, &ds))
+        p = sample_proc(s, v.r);
+        if (!p || decode_context(s, p, &v, &ds))
                 return 0;
         if (!context_filter_match(&s->opts.filter, &ds)) {
                 s->st.filtered++;
                 return 0;
         }
         ds.frames = s->frames;
-        ds.n_frames = build_frames(s, p, r, d, &truncated);
+        ds.n_frames = build_frames(s, p, &v, &truncated);
         ds.truncated = truncated;
         if (s->sink.sample && s->sink.sample(s->sink.ctx, &ds))
                 s->st.sink_errors++;
@@ -813,6 +827,7 @@ static int sampler_offcpu_config(struct sampler *s)
                         return err;
         s->skel->rodata->offcpu_min_ns =
             o->offcpu_min_ns ? o->offcpu_min_ns : CTXPROF_OFFCPU_MIN_NS_DEFAULT;
+        s->skel->rodata->offcpu_kunwind = on ? 1 : 0;
         return bpf_map__set_max_entries(s->skel->maps.offcpu_threads,
                                         !on ? 1
                                         : o->offcpu_max_threads
@@ -869,8 +884,7 @@ static int sampler_open_bpf(struct sampler *s)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
         /* The row array is allocated whole at load: only when it is used. */
-        if (bpf_map__set_max_entries(s->skel->maps.ku_rows,
-                                     cg_kunwind(o->dwarf) ? ku_row_cap() : 1))
+        if (bpf_map__set_max_entries(s->skel->maps.ku_rows, uses_ku(o) ? ku_row_cap() : 1))
                 return -EINVAL;
         if (bpf_map__set_max_entries(s->skel->maps.targets, targets_cap()))
                 return -EINVAL;
@@ -971,13 +985,16 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         if (!err) {
                 s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);
                 s->procs.exec_gens_fd = bpf_map__fd(s->skel->maps.exec_gens);
-                if (cg_kunwind(o->dwarf)) {
+                if (uses_ku(o)) {
                         s->ku = kunwind_new(s->modules, bpf_map__fd(s->skel->maps.ku_rows),
                                             bpf_map__fd(s->skel->maps.ku_procs),
                                             bpf_map__max_entries(s->skel->maps.ku_rows));
                         if (!s->ku)
                                 err = -ENOMEM;
                 }
+                /* after the load: our programs' images are in kallsyms now */
+                if (!err && o->kernel_stacks && !(s->ktrace = ktrace_text_load()))
+                        err = -ENOMEM;
         }
         if (!err) {
                 *stage = SAMPLER_STAGE_PERF;
@@ -1314,6 +1331,7 @@ void sampler_free(struct sampler *s)
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);
         kunwind_free(s->ku);
+        ktrace_text_free(s->ktrace);
         modules_free(s->modules);
         free(s);
 }

@@ -99,6 +99,7 @@ struct sampler_stats {
         uint64_t bpf_run_ns, bpf_run_cnt;
         /* from ingestion */
         uint64_t received;         /* sample records consumed */
+        uint64_t received_bytes;   /* bytes of those records (ring use per sample) */
         uint64_t with_context;     /* samples with a valid span or at least one label */
         uint64_t filtered;         /* dropped by the context filter (opts.filter) */
         uint64_t no_stack;         /* samples with no frame at all */

@@ -117,14 +117,14 @@ control_rate() { control_rate_of samples "$1"; }
 control_ctx_rate() { control_rate_of context_samples "$1"; }
 rate_baseline() {
 	wait_for 60 "context samples of the control target" target_over "$CONTROL" 50 context_samples
-	CONTROL_BASE=$(control_ctx_rate 5)
+	CONTROL_BASE=$(control_ctx_rate 8)
 	echo "control target $CONTROL: $CONTROL_BASE context samples per CPU-second before the attack"
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$CONTROL_BASE" ||
 		fail "the control target has no context samples before the attack"
 }
 assert_rate_kept() { # [SECONDS]
 	local r
-	r=$(control_ctx_rate "${1:-5}")
+	r=$(control_ctx_rate "${1:-8}")
 	echo "control target $CONTROL: $r context samples per CPU-second during the attack (before: $CONTROL_BASE)"
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 * float(sys.argv[2]) else 1)" \
 		"$r" "$CONTROL_BASE" || fail "control target sampled at $r/CPU-s with context, < 90% of $CONTROL_BASE/CPU-s"
