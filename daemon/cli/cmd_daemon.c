@@ -651,6 +651,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .samples = st.samples,
             .received = st.received,
             .context_samples = st.with_context,
+            .filtered = st.filtered,
             .lost = st.lost,
             .torn = st.ctx.torn_spans,
             .threads = st.threads,
@@ -980,6 +981,12 @@ static int start_sampling(struct daemon *d)
         struct sigaction sa;
         int err;
 
+        if (d->cfg.filter[0]) {
+                /* checked by config_set: the error is not reached */
+                if (context_filter_add(&so.filter, d->cfg.filter, NULL))
+                        return -1;
+                logm(LOG_INFO, "context filter: recording only samples matching %s", d->cfg.filter);
+        }
         if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
                 logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         if (so.freq > sample_rate_cap(so.dwarf, 0)) {

@@ -173,8 +173,9 @@ static void print_daemon(const struct status_record *r, const struct verdict *v)
                        get(r, "mode"));
         else
                 printf("daemon %s (%s), mode %s\n", get(r, "pid"), v->state, get(r, "mode"));
-        printf("  samples %s (%s with context), lost %s, torn %s, threads %s\n", get(r, "received"),
-               get(r, "context_samples"), get(r, "lost"), get(r, "torn"), get(r, "threads"));
+        printf("  samples %s (%s with context, %s filtered out), lost %s, torn %s, threads %s\n",
+               get(r, "received"), get(r, "context_samples"), get(r, "filtered"), get(r, "lost"),
+               get(r, "torn"), get(r, "threads"));
         printf("  targets %s, files written %s (deleted %s), %s bytes\n", get(r, "targets"),
                get(r, "files_written"), get(r, "files_deleted"), get(r, "bytes_written"));
         printf("  current file %s\n", get(r, "current_file"));

@@ -77,6 +77,11 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        if (st.filtered)
+                fprintf(stderr,
+                        "ctxprof: context filter (--filter): %llu of the %llu samples received "
+                        "did not match and were not recorded\n",
+                        (unsigned long long)st.filtered, (unsigned long long)st.received);
         if (st.hook.kind != LOAD_HOOK_UPROBE || st.events_limited || st.exec_events_limited ||
             st.targets_full)
                 fprintf(stderr,
@@ -301,6 +306,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "received", st.received);
         num(f, "received_bytes", st.received_bytes); /* ring bytes those records took */
         num(f, "with_context", st.with_context);
+        num(f, "filtered", st.filtered);
         num(f, "lost", st.lost);
         num(f, "not_read_at_stop", st.stop_discarded);
         num(f, "no_stack", st.no_stack);

@@ -667,6 +667,10 @@ static int handle_sample(struct sampler *s, const void *data, size_t size)
         p = sample_proc(s, v.r);
         if (!p || decode_context(s, p, &v, &ds))
                 return 0;
+        if (!context_filter_match(&s->opts.filter, &ds)) {
+                s->st.filtered++;
+                return 0;
+        }
         ds.frames = s->frames;
         ds.n_frames = build_frames(s, p, &v, &truncated);
         ds.truncated = truncated;

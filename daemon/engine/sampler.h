@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "engine/context_decode.h"
+#include "engine/context_filter.h"
 #include "engine/otel_decode.h"
 #include "engine/otel_process_ctx.h"
 #include "engine/kunwind.h"
@@ -42,6 +43,9 @@ struct sampler_opts {
          * sampler_add_target / sampler_remove_target. */
         int (*exec_filter)(void *ctx, pid_t pid, const char *comm);
         void *exec_filter_ctx;
+        /* Samples whose context does not pass this are counted (filtered) and dropped before
+         * their stack is built; no terms = keep every sample (engine/context_filter.h). */
+        struct context_filter filter;
 };
 
 /* Which setup step failed (for an actionable message in the command). */
@@ -97,6 +101,7 @@ struct sampler_stats {
         uint64_t received;         /* sample records consumed */
         uint64_t received_bytes;   /* bytes of those records (ring use per sample) */
         uint64_t with_context;     /* samples with a valid span or at least one label */
+        uint64_t filtered;         /* dropped by the context filter (opts.filter) */
         uint64_t no_stack;         /* samples with no frame at all */
         uint64_t unwind_errors;    /* dwarf_unwind failures (fell back to the FP stack) */
         uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */

@@ -179,6 +179,7 @@ static const struct fdesc f_statistics[] = {
     {"stacksOverShare", JFR_T_LONG, 0, 0, NULL, "New Stacks Refused: Process Share Used"},
     {"labelSetsRefused", JFR_T_LONG, 0, 0, NULL, "New Label Sets Refused: Store Bound"},
     {"threadsRefused", JFR_T_LONG, 0, 0, NULL, "New Threads Refused: Thread Table Bound"},
+    {"filtered", JFR_T_LONG, 0, 0, NULL, "Samples Dropped by the Context Filter"},
 };
 
 #define PRIM(id, n)                                                                                \

@@ -47,6 +47,7 @@ struct stored_sample {
 struct jfr_writer {
         struct jfr_file *file;
         char *rec_name, *rec_event, *rec_callgraph, *destination, *os_version, *cpu_name, *cpu_desc;
+        char *rec_filter; /* the context filter's text, NULL = none */
         uint32_t freq_hz, sockets, cores, hw_threads;
         uint64_t rec_start_wall_ns;
         struct jfr_writer_counters c;
@@ -118,6 +119,7 @@ static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t f
         w->rec_name = xstrdup(info->name ? info->name : "ctxprof");
         w->rec_event = xstrdup(info->event ? info->event : "cpu-clock");
         w->rec_callgraph = xstrdup(info->callgraph ? info->callgraph : "fp");
+        w->rec_filter = info->filter && *info->filter ? xstrdup(info->filter) : NULL;
         w->destination = xstrdup(path);
         w->freq_hz = info->frequency_hz;
         w->rec_start_wall_ns = info->start_wall_ns;
@@ -139,7 +141,8 @@ static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t f
         w->contexts = jfr_context_pool_new();
         jfr_buf_init(&w->snapshot);
         if (!w->contexts || !w->rec_name || !w->rec_event || !w->rec_callgraph || !w->destination ||
-            !w->os_version || !w->cpu_name || !w->cpu_desc) {
+            !w->os_version || !w->cpu_name || !w->cpu_desc ||
+            (info->filter && *info->filter && !w->rec_filter)) {
                 jfr_writer_close(w);
                 return -ENOMEM;
         }
@@ -186,6 +189,7 @@ void jfr_writer_close(struct jfr_writer *w)
         free(w->rec_name);
         free(w->rec_event);
         free(w->rec_callgraph);
+        free(w->rec_filter);
         free(w->destination);
         free(w->os_version);
         free(w->cpu_name);
@@ -646,6 +650,8 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
         }
         put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "event", w->rec_event);
         put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "callgraph", w->rec_callgraph);
+        if (w->rec_filter) /* only the samples it kept are in the file */
+                put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "filter", w->rec_filter);
 
         ev_begin(b, JFR_E_OS_INFORMATION, t0);
         jfr_buf_cstring(b, w->os_version);
@@ -679,6 +685,7 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
         jfr_buf_varint(b, st->stacks_refused);
         jfr_buf_varint(b, st->label_sets_refused);
         jfr_buf_varint(b, st->threads_refused + w->chunk_threads_refused);
+        jfr_buf_varint(b, st->filtered);
         put_event(&w->out, b);
 }
 

@@ -104,6 +104,7 @@ struct jfr_stats {
         uint64_t ctx_missing[JFR_CTX_MISSING_N];
         /* samples that lost a new stack / label set / thread to a store's bound */
         uint64_t stacks_refused, label_sets_refused, threads_refused;
+        uint64_t filtered; /* samples the context filter dropped (not in the chunk) */
 };
 
 /* Facts about the host, written as jdk.OSInformation / jdk.CPUInformation in every chunk.
@@ -122,6 +123,7 @@ struct jfr_recording_info {
         const char *callgraph; /* call-graph mode, e.g. "fp" or "dwarf" */
         uint64_t start_wall_ns;
         const struct jfr_host_info *host; /* NULL = unknown; copied at open */
+        const char *filter; /* context filter ("route=/x,!tier=free"); NULL or "" = none */
 };
 
 #define JFR_WRITER_APPEND   JFR_FILE_APPEND   /* keep an existing file (torn tail trimmed) */

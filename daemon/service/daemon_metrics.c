@@ -37,6 +37,8 @@ static const struct series plain[] = {
       "Samples the daemon read from the ring buffer.", st.received),
     S("ctxprof_samples_with_context_total", METRICS_COUNTER,
       "Samples with a valid span or at least one label.", st.with_context),
+    S("ctxprof_samples_filtered_total", METRICS_COUNTER,
+      "Samples whose context did not match [sampling] filter: counted, not recorded.", st.filtered),
     S("ctxprof_samples_lost_total", METRICS_COUNTER,
       "Samples lost in the kernel: the ring buffer was full.", st.lost),
     S("ctxprof_samples_no_stack_total", METRICS_COUNTER, "Samples without any frame.", st.no_stack),

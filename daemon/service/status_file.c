@@ -57,6 +57,7 @@ static const struct field daemon_fields[] = {
     D("samples", F_U64, samples),
     D("received", F_U64, received),
     D("context_samples", F_U64, context_samples),
+    D("filtered", F_U64, filtered),
     D("lost", F_U64, lost),
     D("torn", F_U64, torn),
     D("threads", F_U64, threads),

@@ -39,6 +39,7 @@ struct status_daemon {
         uint64_t period_ms;
         char mode[STATUS_NAME_LEN]; /* target mode name (sampling_names.h) */
         uint64_t samples, received, context_samples, lost, torn, threads;
+        uint64_t filtered; /* samples the context filter ([sampling] filter) dropped */
         unsigned targets, map_entries;
         uint64_t processes_seen, files_written, files_deleted, chunks_written, bytes_written;
         char current_file[PATH_MAX + 8]; /* the host file; "" = none open */

@@ -840,6 +840,7 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
             .table_capacity = ts.capacity,
             .bpf_ns_per_sample = c ? c->bpf_ns_per_sample : 0,
         };
+        j->stats.filtered = c ? c->filtered - s->last.filtered : 0;
         for (size_t i = 0; c && i < JFR_CTX_MISSING_N; i++)
                 j->stats.ctx_missing[i] = c->ctx_missing[i] - s->last.ctx_missing[i];
         if (c)

@@ -52,6 +52,7 @@ struct jfr_sink_engine_counters {
         uint64_t samples, lost, torn_span_reads, label_faults, unwind_errors;
         uint64_t bpf_ns_per_sample;              /* 0 = not measured */
         uint64_t ctx_missing[JFR_CTX_MISSING_N]; /* samples without context, by why */
+        uint64_t filtered;                       /* dropped by the context filter */
 };
 
 /* Samples that lost part of what they carried to a store's per-chunk bound (cumulative). */

@@ -61,7 +61,7 @@ static void tmp_path(char *buf, size_t n, const char *name)
 static struct jfr_writer *open_writer(const char *path, int flags)
 {
         struct jfr_writer *w;
-        struct jfr_recording_info info = {"test", "cpu-clock", 99, "fp", WALL0, NULL};
+        struct jfr_recording_info info = {"test", "cpu-clock", 99, "fp", WALL0, NULL, NULL};
         int err = jfr_writer_open(&w, path, flags | JFR_WRITER_NO_FSYNC, &info);
         cr_assert_eq(err, 0, "open %s: %d", path, err);
         return w;
@@ -349,8 +349,8 @@ Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
                 if (pid == 0) {
                         close(pfd[0]);
                         struct jfr_writer *w;
-                        struct jfr_recording_info info = {"kill", "cpu-clock", 99,
-                                                          "fp",   WALL0,       NULL};
+                        struct jfr_recording_info info = {"kill", "cpu-clock", 99,  "fp",
+                                                          WALL0,  NULL,        NULL};
                         if (jfr_writer_open(&w, path, 0, &info))
                                 _exit(1);
                         explen = 0;
@@ -422,7 +422,7 @@ Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
 static int write_until_error(const char *path, int *chunks_ok)
 {
         struct jfr_writer *w;
-        struct jfr_recording_info info = {"full", "cpu-clock", 99, "fp", WALL0, NULL};
+        struct jfr_recording_info info = {"full", "cpu-clock", 99, "fp", WALL0, NULL, NULL};
         int err = jfr_writer_open(&w, path, 0, &info);
         if (err)
                 return err;
