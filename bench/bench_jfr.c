@@ -214,7 +214,8 @@ int main(void)
                         if (mode && fs)
                                 continue;
                         struct jfr_writer *w;
-                        struct jfr_recording_info info = {"bench", "cpu-clock", HZ, "fp", 0, NULL};
+                        struct jfr_recording_info info = {"bench", "cpu-clock", HZ,  "fp",
+                                                          0,       NULL,        NULL};
                         int err = jfr_writer_open(&w, path, fs ? 0 : JFR_WRITER_NO_FSYNC, &info);
                         if (err) {
                                 fprintf(stderr, "open: %s\n", strerror(-err));

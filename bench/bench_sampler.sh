@@ -1,7 +1,9 @@
 #!/bin/bash
 # bench_sampler.sh — sampler costs, printed (never asserted):
 #  1. BPF ns per sample (kernel BPF stats run_time_ns / run_cnt of ctxprof_sample) for fp,
-#     dwarf (in-kernel) and dwarf-copy, with and without labels, with ctxprof's consumer running;
+#     dwarf (in-kernel) and dwarf-copy, with and without labels, and fp with two labels on a
+#     13-frame stack (REF=<build dir>: also that build's ctxprof), with ctxprof's consumer
+#     running; the ring bytes per record and samples per MiB of ring;
 #  2. target slowdown (the workload's own throughput) at 99 and 999 Hz: none, ctxprof fp,
 #     ctxprof dwarf, ctxprof dwarf-copy, perf record -g, perf record --call-graph dwarf, in one
 #     run;
@@ -32,24 +34,42 @@ filter=$(awk -v t="$1" -v c="$2" 'BEGIN { printf "%.0f", c ? t / c : 0 }')
 wait $rec
 kill $idle
 echo "filter only (non-target samples): $filter ns per invocation ($2 runs)"
-printf '%-20s %9s %8s %13s %16s\n' mode run_cnt samples ns/invocation ns/target_sample
-for mode in "fp labels" "fp nolabels" "dwarf labels" "dwarf nolabels" "dwarf-copy nolabels"; do
-	set -- $mode
-	cg=$1
-	wlmode=long
-	[ "$2" = nolabels ] && wlmode=bench
-	"$CTXPROF" record -F 999 --call-graph "$cg" -d 8 -o /dev/null -- "$WL" $wlmode 12 2 \
-		>/dev/null 2>"$TMP/err" &
+printf '%-24s %9s %8s %13s %16s %9s %12s\n' mode run_cnt samples ns/invocation ns/target_sample \
+	B/record samples/MiB
+# "fp deep": the issue-20 case, one busy thread with two labels on a 13-frame stack. With
+# REF=<another build dir> (e.g. /work/baseline/build) that build's ctxprof runs it too (its
+# records are fixed-size when its --stats-json has no received_bytes: 6,248 B each).
+bpf_row() { # label ctxprof cg wlmode nthreads
+	local label=$1 bin=$2 cg=$3 wlmode=$4 nth=$5
+	rm -f "$TMP/st.json"
+	"$bin" record -F 999 --call-graph "$cg" -d 8 -o /dev/null --stats-json "$TMP/st.json" -- \
+		"$WL" $wlmode 12 $nth >/dev/null 2>"$TMP/err" &
 	rec=$!
 	sleep 7
 	set -- $(prog_stats) 0 0 0
 	wait $rec
-	awk -v m="$mode" -v t="$1" -v c="$2" -v s="$3" -v f="$filter" 'BEGIN {
-		printf "%-20s %9d %8d %13.0f %16.0f\n", m, c, s, c ? t / c : 0,
-			s ? (t - (c - s) * f) / s : 0 }'
+	local per
+	per=$(jq -r 'if .received > 0 then (if .received_bytes then .received_bytes / .received
+		else 6248 end) else 0 end' "$TMP/st.json" 2>/dev/null || echo 0)
+	awk -v m="$label" -v t="$1" -v c="$2" -v s="$3" -v f="$filter" -v b="${per:-0}" 'BEGIN {
+		printf "%-24s %9d %8d %13.0f %16.0f %9.0f %12.0f\n", m, c, s, c ? t / c : 0,
+			s ? (t - (c - s) * f) / s : 0, b, b ? 1048576 / (b + 8) : 0 }'
+}
+for mode in "fp labels" "fp nolabels" "fp deep" "dwarf labels" "dwarf nolabels" \
+	"dwarf-copy nolabels"; do
+	set -- $mode
+	case $2 in
+	labels) bpf_row "$mode" "$CTXPROF" $1 long 2 ;;
+	nolabels) bpf_row "$mode" "$CTXPROF" $1 bench 2 ;;
+	deep) bpf_row "$mode" "$CTXPROF" $1 deep 1 ;;
+	esac
 done
+if [ -n "${REF:-}" ] && [ -x "$REF/ctxprof" ]; then
+	bpf_row "fp deep (REF build)" "$REF/ctxprof" fp deep 1
+fi
 echo "(ns/target_sample = (total BPF time - non-target runs x filter cost) / target samples;"
-echo " both read at t=7 s from the loaded program and its counters map)"
+echo " both read at t=7 s from the loaded program and its counters map; B/record = ring bytes"
+echo " per record from --stats-json, samples/MiB = 1 MiB / (B/record + the ring's 8-byte header))"
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
 
 ops() { grep -m1 '^ops ' "$1" | awk '{ printf "%d %.1f\n", $2, $4 ? $2 / ($4 / 1e6) : 0 }'; }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * kunwind.bpf.h — the in-kernel .eh_frame unwinder of the sampling program: walks the
- * interrupted thread's user stack with the compact rows the daemon loaded (ctxprof/cfi.h) and
- * writes the return addresses, leaf first, where bpf_get_stack would have put them. One
- * bpf_loop iteration per frame (the callback is verified once, so two binary searches per
- * frame fit the verifier's budget); a frame with no table, a gap or a rule BPF cannot express
- * takes a frame-pointer step instead, counted. Reads only target memory at the CFA (return
- * address, saved rbp), with bpf_probe_read_user; never writes it.
+ * interrupted (or blocked) thread's user stack with the compact rows the daemon loaded
+ * (ctxprof/cfi.h) and writes the return addresses, leaf first, where bpf_get_stack would have
+ * put them. One bpf_loop iteration per frame (the callback is verified once, so two binary
+ * searches per frame fit the verifier's budget); a frame with no table, a gap or a rule BPF
+ * cannot express takes a frame-pointer step instead, counted. Reads only target memory at the
+ * CFA (return address, saved rbp), with bpf_probe_read_user; never writes it.
  *
  * Included once, by sampler.bpf.c, after ctx_read.bpf.h and the arch header.
  */
@@ -213,11 +213,12 @@ static long ku_step(__u32 i, void *arg)
 }
 
 /*
- * Unwind the sampled thread's user stack (regs in enum ctxprof_reg order) into r->ustack.
- * 0, or -1 when the process has no mapping list yet (the caller uses bpf_get_stack).
+ * Unwind the sampled thread's user stack (regs in enum ctxprof_reg order) into out (room for
+ * CTXPROF_MAX_USTACK ips), r->n_ustack set. 0, or -1 when the process has no mapping list
+ * yet (the caller uses bpf_get_stack).
  */
-static __always_inline int ku_unwind(struct ctxprof_sample_rec *r, const __u64 *regs, __u32 tgid,
-                                     struct ctxprof_counters *cnt)
+static __always_inline int ku_unwind(struct ctxprof_sample_rec *r, __u64 *out, const __u64 *regs,
+                                     __u32 tgid, struct ctxprof_counters *cnt)
 {
         __u32 zero = 0, n;
         struct ku_ctx c;
@@ -242,7 +243,7 @@ static __always_inline int ku_unwind(struct ctxprof_sample_rec *r, const __u64 *
         n = c.sc->n;
         if (n > CTXPROF_MAX_USTACK)
                 n = CTXPROF_MAX_USTACK;
-        if (n && bpf_probe_read_kernel(r->ustack, n * sizeof(__u64), c.sc->ips))
+        if (n && bpf_probe_read_kernel(out, n * sizeof(__u64), c.sc->ips))
                 n = 0;
         r->n_ustack = n;
         r->flags |= CTXPROF_SF_KUNWIND | c.sc->flags;

@@ -9,9 +9,20 @@
  * target memory (no checksum check, no duplicate handling): it copies raw bytes and lengths
  * and lets user space decide. Every failed read means "absent" and is counted.
  *
- * Records are submitted with BPF_RB_NO_WAKEUP (a wakeup costs ~6 µs per record on this VM);
+ * A record is assembled in a per-CPU scratch buffer (rec_bufs) and sent with
+ * bpf_ringbuf_output of its exact size: it carries the frames, label bytes and OTel bytes it
+ * holds, not its caps (ctxprof/sample.h). Records go with BPF_RB_NO_WAKEUP (a wakeup costs
+ * ~6 µs per record on this VM);
  * the consumer polls on a timer, and a wakeup is forced above `wakeup_bytes` of pending data.
- * Lifecycle events share the sample ring (in order with the samples) and always wake.
+ * Lifecycle events share the sample ring (in order with the samples); only those that make a
+ * target's context wait (its exec, a library it loaded) wake the consumer, and only for
+ * `record` (see prompt_events); every event is bounded per process (ctxprof/sample.h,
+ * "Event bounds").
+ *
+ * Host-wide hooks (sched_process_fork/exec/exit) run for every task on the host: each returns
+ * after one hash lookup for a non-target. The library-load hook is per target (a uprobe on
+ * its ld.so's _dl_debug_state, attached by daemon/engine/load_hook.c); tp_btf/sys_exit, which
+ * every syscall of every task would pay for, is attached only where uprobes are unavailable.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -32,6 +43,10 @@
 
 /* GPL-compatible for the kernel (GPL-only helpers); the SPDX line above, README "Licence" */
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#ifndef E2BIG
+#define E2BIG 7 /* a full hash map refuses an insert with -E2BIG */
+#endif
 
 const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records */
 const volatile __u32 kunwind = 0;         /* 1: user stacks from the .eh_frame tables */
@@ -122,6 +137,32 @@ struct {
 __u32 ncgroups = 0; /* written by the daemon at run time (selectors reload) */
 static const struct ctxprof_tls_target no_location = {};
 
+/*
+ * A bitmap over kernel tgids (bit tgid % TARGET_BITS) with a bit set for every process that
+ * is or was a target: set by the daemon before it adds a target, and here when a fork makes
+ * one; never cleared (a stale bit only costs the map lookup it saves). Programs that run for
+ * every task on the host (sched_switch) test it first, with two loads and no helper call.
+ * Not usable when pids are translated (sidecar: the daemon knows no kernel tgid) or cgroup
+ * selectors pick processes the targets map does not hold: target_maybe says yes then.
+ */
+#define TARGET_BITS (1u << 16)
+__u64 target_bits[TARGET_BITS / 64];
+
+static __always_inline void target_mark(__u32 tgid)
+{
+        __sync_fetch_and_or(&target_bits[(tgid / 64) % (TARGET_BITS / 64)], 1ull << (tgid % 64));
+}
+
+/* 0 when task t is certainly not (and never was) a target; 1 when it may be. */
+static __always_inline int target_maybe(const struct task_struct *t)
+{
+        __u32 tgid = t->tgid;
+
+        if (pidns_ino || ncgroups)
+                return 1;
+        return (target_bits[(tgid / 64) % (TARGET_BITS / 64)] >> (tgid % 64)) & 1;
+}
+
 static __always_inline int in_selected_cgroup(void)
 {
         for (__u32 i = 0; i < CTXPROF_MAX_CGROUPS; i++) {
@@ -149,11 +190,12 @@ static __always_inline const struct ctxprof_tls_target *target_of(__u32 tgid, __
         return &no_location; /* stacks now, context once the daemon located it */
 }
 
-/* The current thread's context into r (thread pointer, span, labels): every context reader
- * is called here, for the CPU sampler and the off-CPU program alike. */
-static __always_inline void read_context(struct ctxprof_sample_rec *r,
-                                         const struct ctxprof_tls_target *t, __u32 tgid,
-                                         struct ctxprof_counters *c)
+/* The current thread's context into the record r == buf being built (thread pointer, span;
+ * labels and the OTel record as the parts that start at pos): every context reader is called
+ * here, for the CPU sampler and the off-CPU program alike. Returns where those parts end. */
+static __always_inline __u32 read_context(struct ctxprof_sample_rec *r, __u8 *buf, __u32 pos,
+                                          const struct ctxprof_tls_target *t, __u32 tgid,
+                                          struct ctxprof_counters *c)
 {
         __u64 tp = arch_thread_pointer(bpf_get_current_task_btf());
 
@@ -169,15 +211,16 @@ static __always_inline void read_context(struct ctxprof_sample_rec *r,
         } else if (tp) {
                 r->flags |= CTXPROF_SF_TP;
                 read_span(r, t, tp, c);
-                read_labels(r, t, tp, c);
-                read_otel(r, t, tp, c);
+                pos = read_labels(r, buf, pos, t, tp, c);
+                pos = read_otel(r, buf, pos, t, tp, c);
         } else {
                 count(c, CTXPROF_CNT_NO_TP);
         }
+        return pos;
 }
 
-/* The header of a record about the current thread. Reserved ring memory and reused map
- * slots are not zeroed: everything read conditionally is cleared here. */
+/* The head of a record about the current thread. Scratch buffers and reused map slots are
+ * not zeroed: everything read conditionally is cleared here. */
 static __always_inline void init_record(struct ctxprof_sample_rec *r, __u32 type, __u32 tgid,
                                         __u32 tid, __u64 now, __u64 flags,
                                         const struct ctxprof_tls_target *t)
@@ -196,38 +239,12 @@ static __always_inline void init_record(struct ctxprof_sample_rec *r, __u32 type
         r->n_labels = 0;
         r->n_ustack = 0;
         r->n_kstack = 0;
-        r->pad = 0;
+        r->labels_len = 0;
         __builtin_memset(&r->span, 0, sizeof(r->span));
-        r->otel.ptr = 0;
-        r->otel.len = 0;
-        r->otel.pad = 0;
+        r->otel_ptr = 0;
+        r->otel_len = 0;
+        r->len = 0;
         bpf_get_current_comm(r->comm, sizeof(r->comm));
-}
-
-/* The current thread's user stack by frame pointers (if user) and kernel stack (if kernel). */
-static __always_inline void take_stacks(void *ctx, struct ctxprof_sample_rec *r,
-                                        struct ctxprof_counters *c, int user, int kernel)
-{
-        long n;
-
-        if (user) {
-                n = bpf_get_stack(ctx, r->ustack, sizeof(r->ustack), BPF_F_USER_STACK);
-                if (n < 0) {
-                        r->errors |= CTXPROF_SE_USTACK;
-                        count(c, CTXPROF_CNT_USTACK_ERR);
-                } else {
-                        r->n_ustack = n / sizeof(r->ustack[0]);
-                }
-        }
-        if (!kernel)
-                return;
-        n = bpf_get_stack(ctx, r->kstack, sizeof(r->kstack), 0);
-        if (n < 0) {
-                r->errors |= CTXPROF_SE_KSTACK;
-                count(c, CTXPROF_CNT_KSTACK_ERR);
-        } else {
-                r->n_kstack = n / sizeof(r->kstack[0]);
-        }
 }
 
 /* Samples and, in order with them, lifecycle events. */
@@ -235,6 +252,64 @@ struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, 8 * 1024 * 1024); /* resized by the daemon before load */
 } samples SEC(".maps");
+
+/* Whether a target's exec or library load wakes the consumer (~6 µs in the target): for
+ * `record` (a few chosen targets), yes; for the daemon (notify_exec_all: possibly every
+ * process on the host), only for a process whose context was located (t, before the event):
+ * the others wait for its 100 ms timer, their samples meanwhile known to be pending. */
+static __always_inline int prompt_events(const struct ctxprof_tls_target *t)
+{
+        return !notify_exec_all || t->labels.mode != CTXPROF_TLS_NONE ||
+               t->span.mode != CTXPROF_TLS_NONE || t->otel.mode != CTXPROF_TLS_NONE;
+}
+
+/* Event budgets per process (tgid): see "Event bounds" in ctxprof/sample.h. LRU: a process
+ * that no longer sends events loses its slot first. */
+struct ev_budget {
+        __u64 window_ns; /* start of the current window */
+        __u32 n;         /* events sent in it */
+        __u32 pad;
+};
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, CTXPROF_MAX_TARGETS);
+        __type(key, __u32); /* tgid */
+        __type(value, struct ev_budget);
+} ev_budgets SEC(".maps");
+
+/* The host-wide EXEC_OTHER budget (one slot). */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct ev_budget);
+} exec_budget SEC(".maps");
+
+/* One more event from budget b at now, if it allows max per window (racy across CPUs by a few
+ * events at a window's edge: a bound, not an exact count). 1 = send it. */
+static __always_inline int budget_take(struct ev_budget *b, __u64 now, __u32 max)
+{
+        if (now - b->window_ns >= CTXPROF_EV_WINDOW_NS) {
+                b->window_ns = now;
+                b->n = 0;
+        }
+        if (b->n >= max)
+                return 0;
+        b->n++;
+        return 1;
+}
+
+/* Process tgid's budget: 1 = the event may be sent. */
+static __always_inline int proc_budget(__u32 tgid, __u64 now)
+{
+        struct ev_budget *b = bpf_map_lookup_elem(&ev_budgets, &tgid);
+        struct ev_budget fresh = {.window_ns = now, .n = 1};
+
+        if (b)
+                return budget_take(b, now, CTXPROF_EV_PER_PROC);
+        bpf_map_update_elem(&ev_budgets, &tgid, &fresh, BPF_ANY);
+        return 1;
+}
 
 /* Lifecycle events only while `samples` is full. */
 struct {
@@ -249,90 +324,196 @@ struct {
         __type(value, struct ctxprof_counters);
 } counters SEC(".maps");
 
-/*
- * Dwarf mode: user regs and the user stack from sp, page by page. bpf_probe_read_user is
- * all-or-nothing, and a thread's stack often ends a few KiB above sp (env/auxv on the main
- * thread, the TCB on others), so a single 16 KiB read would nearly always fail.
- */
+/* Every record is assembled here, then sent with the exact size (bpf_ringbuf_reserve takes
+ * only a constant size, and the largest record is 22 KiB where most need a few hundred
+ * bytes). One per CPU: a perf_event program does not nest on its CPU. */
+struct rec_buf {
+        __u8 b[CTXPROF_REC_MAX];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct rec_buf);
+} rec_bufs SEC(".maps");
+
+/* The saved user registers of the current task (enum ctxprof_reg order) into o: where it
+ * entered the kernel. 0, or -1 (CTXPROF_SE_REGS on r). */
+static __always_inline int task_user_regs(__u64 *o, struct ctxprof_sample_rec *r)
+{
+        struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+        struct pt_regs kregs;
+
+        if (!ur || bpf_probe_read_kernel(&kregs, sizeof(kregs), ur)) {
+                r->errors |= CTXPROF_SE_REGS;
+                return -1;
+        }
+        arch_regs_from_ptregs(o, &kregs);
+        r->flags |= CTXPROF_SF_REGS;
+        return 0;
+}
+
 /* The interrupted user registers (enum ctxprof_reg order) into o; flags or errors on r.
  * 0, or -1 when they are unavailable. */
 static __always_inline int user_regs(struct bpf_perf_event_data *ctx, __u64 *o,
                                      struct ctxprof_sample_rec *r)
 {
-        struct pt_regs kregs;
-
-        if (arch_user_mode(ctx)) {
-                r->flags |= CTXPROF_SF_USER_MODE;
-                arch_regs_from_ctx(o, ctx);
-        } else {
-                struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-
-                if (!ur || bpf_probe_read_kernel(&kregs, sizeof(kregs), ur)) {
-                        r->errors |= CTXPROF_SE_REGS;
-                        return -1;
-                }
-                arch_regs_from_ptregs(o, &kregs);
-        }
-        r->flags |= CTXPROF_SF_REGS;
+        if (!arch_user_mode(ctx))
+                return task_user_regs(o, r);
+        r->flags |= CTXPROF_SF_USER_MODE | CTXPROF_SF_REGS;
+        arch_regs_from_ctx(o, ctx);
         return 0;
 }
 
-static __always_inline void copy_user_stack(struct bpf_perf_event_data *ctx,
-                                            struct ctxprof_sample_dwarf_rec *d,
-                                            struct ctxprof_counters *c)
+/* take_stacks: a function at most this long (the tracepoint iterator, a short loop over its
+ * probes) that is skipped when it is the top frame after the skipped ones */
+#define KSKIP_FN_MAX_SIZE 0x400
+
+/*
+ * The ustack and kstack parts at buf + pos (pos: the end of the record's head). User ips:
+ * from the in-kernel .eh_frame unwinder when regs are given and the process has tables, else
+ * by frame pointers (bpf_get_stack); kernel ips (if kernel) skipping kskip frames (the
+ * tracing machinery of the program that asks), and one more when the top one is in the
+ * function at kskip_fn (0: none). Returns where the parts end.
+ */
+static __always_inline __u32 take_stacks(void *ctx, struct ctxprof_sample_rec *r, __u8 *buf,
+                                         __u32 pos, const __u64 *regs, __u32 tgid,
+                                         struct ctxprof_counters *c, int user, int kernel,
+                                         __u64 kskip, __u64 kskip_fn)
+{
+        __u32 nu = 0, nk = 0;
+        __u64 *ks;
+        long n;
+
+        if (pos > CTXPROF_REC_HEAD_MAX)
+                return pos;
+        if (user && regs && !ku_unwind(r, (__u64 *)(buf + pos), regs, tgid, c)) {
+                nu = r->n_ustack;
+        } else if (user) {
+                n = bpf_get_stack(ctx, buf + pos, 8 * CTXPROF_MAX_USTACK, BPF_F_USER_STACK);
+                if (n < 0) {
+                        r->errors |= CTXPROF_SE_USTACK;
+                        count(c, CTXPROF_CNT_USTACK_ERR);
+                } else {
+                        nu = n / 8;
+                }
+        }
+        if (nu > CTXPROF_MAX_USTACK)
+                nu = CTXPROF_MAX_USTACK;
+        r->n_ustack = nu;
+        pos += 8 * nu;
+        if (!kernel)
+                return pos;
+        ks = (__u64 *)(buf + pos);
+        n = bpf_get_stack(ctx, ks, 8 * CTXPROF_MAX_KSTACK, kskip & BPF_F_SKIP_FIELD_MASK);
+        if (kskip_fn && n > 0 && ks[0] - kskip_fn < KSKIP_FN_MAX_SIZE)
+                n = bpf_get_stack(ctx, ks, 8 * CTXPROF_MAX_KSTACK,
+                                  (kskip + 1) & BPF_F_SKIP_FIELD_MASK);
+        if (n < 0) {
+                r->errors |= CTXPROF_SE_KSTACK;
+                count(c, CTXPROF_CNT_KSTACK_ERR);
+        } else {
+                nk = n / 8;
+        }
+        if (nk > CTXPROF_MAX_KSTACK)
+                nk = CTXPROF_MAX_KSTACK;
+        r->n_kstack = nk;
+        return pos + 8 * nk;
+}
+
+/* The record r (len bytes, built in a map value of at least max bytes) into the sample ring,
+ * without waking the consumer unless wakeup_bytes are pending. 0, or -1 (ring full). */
+static __always_inline int send_record(struct ctxprof_sample_rec *r, __u64 len, __u32 max,
+                                       struct ctxprof_counters *c)
+{
+        __u64 flags = BPF_RB_NO_WAKEUP;
+
+        asm volatile("" : "+r"(len)); /* see copy_user_stack */
+        if (len > max)
+                return -1;
+        r->len = len;
+        if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
+                flags = BPF_RB_FORCE_WAKEUP;
+                count(c, CTXPROF_CNT_WAKEUPS);
+        }
+        return bpf_ringbuf_output(&samples, r, len, flags) ? -1 : 0;
+}
+
+/*
+ * Dwarf mode: the user stack from sp, page by page, as the record's last part at buf + pos.
+ * bpf_probe_read_user is all-or-nothing, and a thread's stack often ends a few KiB above sp
+ * (env/auxv on the main thread, the TCB on others), so a single 16 KiB read would nearly
+ * always fail. Returns where the record ends.
+ */
+static __always_inline __u32 copy_user_stack(struct ctxprof_sample_dwarf_rec *d, __u8 *buf,
+                                             __u32 pos, struct ctxprof_counters *c)
 {
         __u64 sp, first, off;
+        __u8 *dst;
         int i;
 
-        if (user_regs(ctx, d->regs, &d->base))
-                return;
-
+        /* clang knows pos is 8-aligned and would test pos > CTXPROF_REC_CTX_MAX + 7, a bound
+         * the verifier cannot use: hide what it knows */
+        asm volatile("" : "+r"(pos));
+        if (!(d->base.flags & CTXPROF_SF_REGS) || pos > CTXPROF_REC_CTX_MAX)
+                return pos;
+        dst = buf + pos;
         sp = d->regs[CTXPROF_REG_SP];
         first = ARCH_PAGE_SIZE - (sp & (ARCH_PAGE_SIZE - 1));
         if (first > ARCH_PAGE_SIZE)
                 first = ARCH_PAGE_SIZE;
-        if (bpf_probe_read_user(d->stack, first, (void *)sp)) {
+        if (bpf_probe_read_user(dst, first, (void *)sp)) {
                 d->base.errors |= CTXPROF_SE_STACK_COPY;
                 count(c, CTXPROF_CNT_STACK_COPY_ERR);
-                return;
+                return pos;
         }
         off = first;
         for (i = 0; i < CTXPROF_STACK_COPY / ARCH_PAGE_SIZE - 1; i++) {
                 if (off > CTXPROF_STACK_COPY - ARCH_PAGE_SIZE)
                         break;
-                if (bpf_probe_read_user(d->stack + off, ARCH_PAGE_SIZE, (void *)(sp + off)))
+                if (bpf_probe_read_user(dst + off, ARCH_PAGE_SIZE, (void *)(sp + off)))
                         break;
                 off += ARCH_PAGE_SIZE;
         }
         d->stack_len = off;
+        return pos + off;
 }
 
-/* In-kernel unwinding of this sample's user stack into r->ustack (the registers copied for
- * the dwarf record when there is one). 0, or -1: the caller takes bpf_get_stack's. */
-static __always_inline int kunwind_sample(struct bpf_perf_event_data *ctx,
-                                          struct ctxprof_sample_rec *r,
-                                          struct ctxprof_sample_dwarf_rec *d, __u32 tgid,
-                                          struct ctxprof_counters *c)
+/* The registers the in-kernel unwinder starts from (the dwarf record's, or this CPU's
+ * unwinder scratch), NULL when it is off or they are unavailable. */
+static __always_inline const __u64 *kunwind_regs(struct bpf_perf_event_data *ctx,
+                                                 struct ctxprof_sample_rec *r,
+                                                 struct ctxprof_sample_dwarf_rec *d)
 {
         struct ku_scratch *sc;
         __u32 zero = 0;
 
+        if (!kunwind)
+                return NULL;
+        if (d && !(r->flags & CTXPROF_SF_REGS)) {
+                /* a real branch: clang would select the pointer with a mask, which the
+                 * verifier refuses (bitwise operation on a pointer) */
+                asm volatile("" ::: "memory");
+                return NULL;
+        }
         if (d)
-                return (r->flags & CTXPROF_SF_REGS) ? ku_unwind(r, d->regs, tgid, c) : -1;
+                return d->regs;
         sc = bpf_map_lookup_elem(&ku_scratch, &zero);
         if (!sc || user_regs(ctx, sc->regs, r))
-                return -1;
-        return ku_unwind(r, sc->regs, tgid, c);
+                return NULL;
+        return sc->regs;
 }
 
 SEC("perf_event")
 int ctxprof_sample(struct bpf_perf_event_data *ctx)
 {
-        __u32 tgid, tid, zero = 0;
+        __u32 tgid, tid, pos, zero = 0;
         struct ctxprof_sample_dwarf_rec *d = NULL;
         struct ctxprof_sample_rec *r;
         const struct ctxprof_tls_target *t;
         struct ctxprof_counters *c;
+        struct rec_buf *buf;
         __u64 flags;
 
         if (cur_ids(&tgid, &tid))
@@ -342,33 +523,28 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
                 return 0;
         c = bpf_map_lookup_elem(&counters, &zero);
         count(c, CTXPROF_CNT_SAMPLES);
-
-        if (dwarf_mode) {
-                d = bpf_ringbuf_reserve(&samples, sizeof(*d), 0);
-                r = (struct ctxprof_sample_rec *)d;
-        } else {
-                r = bpf_ringbuf_reserve(&samples, sizeof(*r), 0);
-        }
-        if (!r) {
-                count(c, CTXPROF_CNT_LOST);
+        buf = bpf_map_lookup_elem(&rec_bufs, &zero);
+        if (!buf)
                 return 0;
-        }
+        r = (struct ctxprof_sample_rec *)buf->b;
         init_record(r, dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE, tgid, tid,
                     bpf_ktime_get_ns(), flags, t);
-        read_context(r, t, tgid, c);
-        if (dwarf_mode && d) {
+        pos = sizeof(*r);
+        if (dwarf_mode) {
+                d = (struct ctxprof_sample_dwarf_rec *)buf->b;
                 d->stack_len = 0;
-                copy_user_stack(ctx, d, c);
+                user_regs(ctx, d->regs, r);
+                pos = sizeof(*d);
         }
         /* user stack: in-kernel .eh_frame unwinding, or frame pointers where it cannot */
-        take_stacks(ctx, r, c, !kunwind || kunwind_sample(ctx, r, d, tgid, c), kernel_stacks);
-
-        flags = BPF_RB_NO_WAKEUP;
-        if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
-                flags = BPF_RB_FORCE_WAKEUP;
-                count(c, CTXPROF_CNT_WAKEUPS);
-        }
-        bpf_ringbuf_submit(r, flags);
+        /* a sample that interrupted user mode has no kernel stack: no helper call for it */
+        pos = take_stacks(ctx, r, buf->b, pos, kunwind_regs(ctx, r, d), tgid, c, 1,
+                          kernel_stacks && !arch_user_mode(ctx), 0, 0);
+        pos = read_context(r, buf->b, pos, t, tgid, c);
+        if (d)
+                pos = copy_user_stack(d, buf->b, pos, c);
+        if (send_record(r, pos, sizeof(*buf), c))
+                count(c, CTXPROF_CNT_LOST);
         return 0;
 }
 
@@ -378,8 +554,9 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
  * ctxprof/sample.h). If that ring is full, into `events`, so that the event is not lost.
  */
 static __always_inline void emit_event(__u32 event, __u32 tgid, __u32 tid, __u32 parent,
-                                       struct task_struct *task)
+                                       struct task_struct *task, int wake)
 {
+        __u64 flags = BPF_RB_NO_WAKEUP;
         struct ctxprof_event_rec *e;
         __u32 zero = 0;
 
@@ -398,14 +575,17 @@ static __always_inline void emit_event(__u32 event, __u32 tgid, __u32 tid, __u32
         e->pad = 0;
         e->time_ns = bpf_ktime_get_ns();
         BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-        /* Rare, and wanted promptly: wake the consumer even though samples do not. */
-        bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+        /* An event that holds a target's context back (exec, library loaded) is wanted
+         * promptly; the others wait for the consumer's timer like samples do. */
+        if (wake || bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+                flags = BPF_RB_FORCE_WAKEUP;
+        bpf_ringbuf_submit(e, flags);
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child)
 {
-        __u32 ptgid, ctgid;
+        __u32 ptgid, ctgid, zero = 0;
         struct ctxprof_tls_target child_loc = {};
         const struct ctxprof_tls_target *pt;
 
@@ -425,30 +605,56 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
         child_loc = *pt;
         child_loc.exec_gen = 0;
         bpf_map_delete_elem(&exec_gens, &ctgid);
-        bpf_map_update_elem(&targets, &ctgid, &child_loc, BPF_NOEXIST);
-        emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child);
+        target_mark(ctgid); /* before the entry: see target_bits */
+        if (bpf_map_update_elem(&targets, &ctgid, &child_loc, BPF_NOEXIST) == -E2BIG) {
+                /* Dead targets leave the map at their exit (ctxprof_exit): these are live. */
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_TARGETS_FULL);
+                return 0;
+        }
+        /* The child samples with context without the event; the daemon learns of it at its
+         * first sample when a fork loop spent the parent's budget. */
+        if (!proc_budget(ptgid, bpf_ktime_get_ns())) {
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EV_LIMITED);
+                return 0;
+        }
+        emit_event(CTXPROF_EV_FORK, ctgid, ctgid, ptgid, child, 0);
         return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
-        __u32 tgid, tid;
+        __u32 tgid, tid, zero = 0;
         struct ctxprof_tls_target none = {};
-        __u64 gen;
+        const struct ctxprof_tls_target *t;
+        struct ev_budget *host;
+        __u64 gen, now;
+        int wake;
 
         if (cur_ids(&tgid, &tid)) /* p is current */
                 return 0;
-        if (!bpf_map_lookup_elem(&targets, &tgid)) {
-                /* The daemon decides whether the new image is to be sampled. */
-                if (notify_exec_all && tgid != self_tgid)
-                        emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p);
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (!t) {
+                if (!notify_exec_all || tgid == self_tgid)
+                        return 0;
+                /* The daemon decides whether the new image is to be sampled: within the
+                 * process's and the host's budgets, and without a wakeup (it reads the ring
+                 * on its timer). */
+                now = bpf_ktime_get_ns();
+                host = bpf_map_lookup_elem(&exec_budget, &zero);
+                if (!host || !budget_take(host, now, CTXPROF_EXEC_OTHER_PER_WINDOW) ||
+                    !proc_budget(tgid, now)) {
+                        count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EXEC_LIMITED);
+                        return 0;
+                }
+                emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p, 0);
                 return 0;
         }
         /* The old image's TLS layout is gone: count the exec first, so that a location of
          * the old image published from now on (the daemon may be writing one) is refused,
          * then no context reads until the daemon locates again. Only this thread is left in
          * the process: nothing else updates its count. */
+        wake = prompt_events(t); /* the old image's location, before it goes */
         gen = exec_gen_of(tgid) + 1;
         bpf_map_update_elem(&exec_gens, &tgid, &gen, BPF_ANY);
         none.exec_gen = gen;
@@ -456,7 +662,13 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
         bpf_map_update_elem(&targets, &tgid, &none, BPF_EXIST);
         /* The old image's mappings: frame pointers until the daemon wrote the new ones. */
         bpf_map_delete_elem(&ku_procs, &tgid);
-        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p);
+        /* Over budget (an exec loop): the daemon relocates from the next sample's pending
+         * flag instead. */
+        if (!proc_budget(tgid, bpf_ktime_get_ns())) {
+                count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EV_LIMITED);
+                return 0;
+        }
+        emit_event(CTXPROF_EV_EXEC, tgid, tid, 0, p, wake);
         return 0;
 }
 
@@ -471,7 +683,13 @@ int BPF_PROG(ctxprof_exit, struct task_struct *p)
                 return 0;
         if (BPF_CORE_READ(p, signal, live.counter) != 0)
                 return 0; /* other threads remain */
-        emit_event(CTXPROF_EV_EXIT, tgid, tid, 0, p);
+        /* A dead process leaves the map now, not when the daemon reads the event: a full
+         * map (a fork bomb) holds live targets only, and a pid reused before the daemon
+         * caught up is not removed by the old process's exit. */
+        bpf_map_delete_elem(&targets, &tgid);
+        bpf_map_delete_elem(&exec_gens, &tgid);
+        bpf_map_delete_elem(&ev_budgets, &tgid);
+        emit_event(CTXPROF_EV_EXIT, tgid, tid, 0, p, 0);
         return 0;
 }
 
@@ -490,14 +708,58 @@ static long vma_has_file(struct task_struct *task, struct vm_area_struct *vma, v
 #define SYSCALL_ERR_MAX 4095 /* a return value in [-4095, -1] is -errno */
 
 /*
- * A target mapped a file that may hold a TLS variable: the executable part of a library
+ * A target's mappings changed in a way that may bring a TLS variable (a library loaded or
+ * unloaded): within the process's event budget, its location is marked pending, so the
+ * samples taken until the daemon located again are known to be taken without it, and the
+ * daemon is told (CTXPROF_EV_MAP). Over the budget (a dlopen loop), nothing is marked: a
+ * pending mark the daemon would clear only at its next look would hold back the process's
+ * samples most of the time; the locator's own retry (while a variable is missing) and the
+ * in-kernel unwinder's unknown-mapping resync find what was loaded.
+ */
+static __always_inline void mappings_changed(struct ctxprof_tls_target *t, __u32 tgid, __u32 tid)
+{
+        struct ctxprof_counters *c;
+        __u32 zero = 0;
+
+        c = bpf_map_lookup_elem(&counters, &zero);
+        count(c, CTXPROF_CNT_DL_NOTIFY);
+        if (!proc_budget(tgid, bpf_ktime_get_ns())) {
+                count(c, CTXPROF_CNT_EV_LIMITED);
+                return;
+        }
+        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
+        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf(), prompt_events(t));
+}
+
+/*
+ * The library-load hook: a uprobe on _dl_debug_state in the target's dynamic loader (the
+ * r_debug notification debuggers use; glibc and musl call it around every dlopen and
+ * dlclose). Attached per target process with a pid filter (daemon/engine/load_hook.c), so
+ * only targets trap, once per notification. glibc notifies RT_CONSISTENT before it relocates
+ * a dlopen'ed library: the daemon's locator retries while TLS descriptors are unresolved.
+ */
+SEC("uprobe")
+int ctxprof_dl_notify(struct pt_regs *ctx)
+{
+        struct ctxprof_tls_target *t;
+        __u32 tgid, tid;
+
+        if (cur_ids(&tgid, &tid))
+                return 0;
+        t = bpf_map_lookup_elem(&targets, &tgid);
+        if (t)
+                mappings_changed(t, tgid, tid);
+        return 0;
+}
+
+/*
+ * The last fallback of the library-load hook (no uprobes, or CTXPROF_TEST_HOOK=sys_exit):
+ * a target mapped a file that may hold a TLS variable: the executable part of a library
  * (mmap of a file with PROT_EXEC: ld.so loading it), or made a file mapping read-only
  * (mprotect to PROT_READ: ld.so's RELRO step, which comes right after the library's
- * relocations, TLS descriptors included, are done). The location is marked pending, so the
- * samples taken until the daemon located again are known to be taken without it, and the
- * daemon is woken at once (CTXPROF_EV_MAP). Runs at every syscall exit of every task (this
- * kernel has no kprobes, and fentry/LSM programs do not load here): the syscall number is
- * checked first, the targets map only for those two.
+ * relocations, TLS descriptors included, are done). Runs at every syscall exit of every
+ * task, and attached, every syscall on the host takes the tracing slow path (+75% for a
+ * getppid() here): the syscall number is checked first, the targets map only for those two.
  */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(ctxprof_sys_exit, struct pt_regs *regs, long ret)
@@ -529,8 +791,7 @@ int BPF_PROG(ctxprof_sys_exit, struct pt_regs *regs, long ret)
                 if (!file)
                         return 0;
         }
-        __sync_fetch_and_or(&t->flags, CTXPROF_TLS_F_PENDING);
-        emit_event(CTXPROF_EV_MAP, tgid, tid, 0, bpf_get_current_task_btf());
+        mappings_changed(t, tgid, tid);
         return 0;
 }
 

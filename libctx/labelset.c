@@ -39,18 +39,16 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "labelset_edit.h"
 
 static const char mirror_key0[] = CTX_SPAN_ID_KEY;
 static const char mirror_key1[] = CTX_ROOT_SPAN_ID_KEY;
 
-/* Length of the longest prefix of p[0..len) that fits in max bytes without splitting a UTF-8
- * character. If the cut byte is a continuation byte (10xxxxxx), back off over at most 3 of
- * them to the character's lead byte; input that is not UTF-8 there is cut at max. */
-size_t ctxi_utf8_cut(const char *p, size_t len, size_t max, int *truncated)
+/* ctxi_utf8_cut for len > max: if the cut byte is a continuation byte (10xxxxxx), back off
+ * over at most 3 of them to the character's lead byte; input that is not UTF-8 there is cut
+ * at max. */
+size_t ctxi_utf8_cut_slow(const char *p, size_t max, int *truncated)
 {
-        if (len <= max)
-                return len;
         *truncated = 1;
         size_t n = max;
         for (int k = 0; k < 3 && n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80; k++)
@@ -70,7 +68,9 @@ void ctxi_set_reset(struct ctxi_slot *s)
                 s->labels[i].key.len = 0;
                 s->labels[i].value.buf = s->buf[i].val;
                 s->labels[i].value.len = 0;
+                s->kidx[i] = CTXI_NO_KEY;
         }
+        s->hint = 0;
         memcpy(s->buf[0].key, mirror_key0, sizeof(mirror_key0) - 1);
         s->labels[0].key.len = sizeof(mirror_key0) - 1;
         memcpy(s->buf[1].key, mirror_key1, sizeof(mirror_key1) - 1);
@@ -95,6 +95,8 @@ void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src)
                 dl->key.buf = NULL;
                 dl->key.len = 0;
                 dl->value.len = 0;
+                dst->kidx[i] = src->kidx[i];
+                dst->hint = src->hint;
                 if (i >= count || (!sl->key.buf && i >= CTX_RESERVED_LABELS))
                         continue;
                 dl->key.len = sl->key.len;
@@ -110,44 +112,17 @@ void ctxi_set_copy(struct ctxi_slot *dst, const struct ctxi_slot *src)
         dst->mirror_root = src->mirror_root;
 }
 
-static int find(const struct ctxi_slot *s, size_t count, const char *key, size_t klen, int *hole)
+/* Add key at hole (or append after count): the entry is invisible while it is filled. */
+int ctxi_set_add(struct ctxi_slot *s, int hole, int k, const char *key, size_t klen,
+                 const char *val, size_t vlen)
 {
-        *hole = -1;
-        for (size_t i = CTX_RESERVED_LABELS; i < count; i++) {
-                const custom_labels_label_t *l = &s->labels[i];
-                if (!l->key.buf) {
-                        if (*hole < 0)
-                                *hole = (int)i;
-                        continue;
-                }
-                if (l->key.len == klen && memcmp(s->buf[i].key, key, klen) == 0)
-                        return (int)i;
-        }
-        return -1;
-}
-
-int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *val, size_t vlen)
-{
-        int truncated = 0;
-        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
-        vlen = ctxi_utf8_cut(val, vlen, CTX_MAX_VALUE_LEN, &truncated);
         size_t count = s->set.count;
-        int hole;
-        int i = find(s, count, key, klen, &hole);
-        if (i >= 0) { /* replace: hide, rewrite, show */
-                custom_labels_label_t *l = &s->labels[i];
-                CTXI_ST(l->key.buf, NULL);
-                CTXI_ORDER();
-                ctxi_copy_small(s->buf[i].val, val, vlen);
-                CTXI_ST(l->value.len, vlen);
-                CTXI_ORDER();
-                CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
-                return truncated ? CTX_TRUNCATED : 0;
-        }
         size_t j = hole >= 0 ? (size_t)hole : count;
         if (j >= CTX_MAX_LABELS)
                 return -ENOSPC;
         custom_labels_label_t *l = &s->labels[j];
+        s->kidx[j] = (int16_t)k;
+        s->hint = (uint8_t)j;
         /* entry j is hidden (a hole) or beyond count: nobody reads these bytes */
         ctxi_copy_small(s->buf[j].key, key, klen);
         ctxi_copy_small(s->buf[j].val, val, vlen);
@@ -162,7 +137,17 @@ int ctxi_set_put(struct ctxi_slot *s, const char *key, size_t klen, const char *
                 CTXI_ORDER();
                 CTXI_ST(s->set.count, j + 1);
         }
-        return truncated ? CTX_TRUNCATED : 0;
+        return 0;
+}
+
+int ctxi_set_put(struct ctxi_slot *s, int k, const char *key, size_t klen, const char *val,
+                 size_t vlen)
+{
+        int truncated = 0, hole;
+        klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
+        int i = ctxi_set_find(s, k, key, klen, &hole);
+        int err = ctxi_set_put_at(s, i, hole, k, key, klen, val, vlen);
+        return err == 0 && truncated ? CTX_TRUNCATED : err;
 }
 
 int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen)
@@ -171,7 +156,7 @@ int ctxi_set_remove(struct ctxi_slot *s, const char *key, size_t klen)
         klen = ctxi_utf8_cut(key, klen, CTX_MAX_KEY_LEN, &truncated);
         size_t count = s->set.count;
         int hole;
-        int i = find(s, count, key, klen, &hole);
+        int i = ctxi_set_find(s, CTXI_NO_KEY, key, klen, &hole);
         if (i < 0)
                 return 0;
         CTXI_ST(s->labels[i].key.buf, NULL);

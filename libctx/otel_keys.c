@@ -2,8 +2,9 @@
 /*
  * libctx/otel_keys.c — the process-wide attribute key registry behind OTEP 4947's
  * threadlocal.attribute_key_map: key name -> uint8 index, append-only, at most 256 keys.
- * Owns the names (static storage, NUL-terminated for the protobuf encoder), a small open-
- * addressing hash table for lock-free lookups, and the registration lock.
+ * Owns the names (ctxi_keys: NUL-terminated for the protobuf encoder, read inline by
+ * ctx_set_attr), a small open-addressing hash table for lock-free lookups, and the
+ * registration lock.
  * Must never: remove or reorder a key (indexes are forever); allocate; block a signal
  * handler on a lock its own thread holds (that case returns -EBUSY).
  *
@@ -19,10 +20,8 @@
 #define TABLE_SIZE 512u /* power of two, twice the key limit */
 #define HASH_K     0x9E3779B97F4A7C15ull
 
-static char names[OTEL_THREAD_CTX_MAX_KEYS][CTX_MAX_KEY_LEN + 1];
-static uint8_t name_len[OTEL_THREAD_CTX_MAX_KEYS];
+struct ctxi_keys ctxi_keys;        /* the names, their lengths and the count (internal.h) */
 static uint16_t table[TABLE_SIZE]; /* index + 1, 0 = empty */
-static uint32_t count;             /* registered keys (release after the name and the cell) */
 static int reg_lock;
 
 static inline void cpu_relax(void)
@@ -58,7 +57,8 @@ static uint32_t probe(const char *key, size_t klen, int *found)
                         *found = 0;
                         return c;
                 }
-                if (name_len[v - 1] == klen && memcmp(names[v - 1], key, klen) == 0) {
+                if (ctxi_keys.len[v - 1] == klen &&
+                    ctxi_eq_small(ctxi_keys.name[v - 1], key, klen)) {
                         *found = 1;
                         return c;
                 }
@@ -79,14 +79,14 @@ static int add_locked(const char *key, size_t klen)
         uint32_t c = probe(key, klen, &found);
         if (found)
                 return table[c] - 1;
-        uint32_t n = __atomic_load_n(&count, __ATOMIC_RELAXED);
+        uint32_t n = __atomic_load_n(&ctxi_keys.count, __ATOMIC_RELAXED);
         if (n >= OTEL_THREAD_CTX_MAX_KEYS)
                 return -ENOSPC;
-        memcpy(names[n], key, klen);
-        names[n][klen] = '\0';
-        name_len[n] = (uint8_t)klen;
+        memcpy(ctxi_keys.name[n], key, klen);
+        ctxi_keys.name[n][klen] = '\0';
+        ctxi_keys.len[n] = (uint8_t)klen;
         __atomic_store_n(&table[c], (uint16_t)(n + 1), __ATOMIC_RELEASE);
-        __atomic_store_n(&count, n + 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&ctxi_keys.count, n + 1, __ATOMIC_SEQ_CST);
         return (int)n;
 }
 
@@ -112,17 +112,6 @@ int ctxi_key_index(const char *key, size_t klen)
         if (i >= 0)
                 ctxi_process_republish();
         return i;
-}
-
-unsigned ctxi_key_count(void)
-{
-        return __atomic_load_n(&count, __ATOMIC_ACQUIRE);
-}
-
-const char *ctxi_key_name(unsigned i, size_t *len)
-{
-        *len = name_len[i];
-        return names[i];
 }
 
 int ctx_register_key(const char *key, size_t key_len)

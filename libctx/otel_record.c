@@ -96,65 +96,49 @@ static int defer(const struct ctxi_trace *t)
 }
 
 /* The thread's home slot, taking it if needed (needs the label-write guard to attach). */
-static struct ctxi_slot *home_slot(int *err)
+static struct ctxi_slot *home_slot(struct ctxi_tls *t, int *err)
 {
-        struct ctxi_slot *h = ctxi_self.home;
+        struct ctxi_slot *h = t->self.home;
         if (__builtin_expect(h != NULL, 1))
                 return h;
-        *err = ctxi_enter();
+        *err = ctxi_enter(t);
         if (*err)
                 return NULL;
-        ctxi_thread_slot(err);
-        ctxi_leave();
-        return ctxi_self.home;
+        ctxi_thread_slot(t, err);
+        ctxi_leave(t);
+        return t->self.home;
 }
 
-int ctxi_otel_set_trace(const struct ctxi_trace *t)
+int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr)
 {
         int err = 0;
-        struct ctxi_slot *h = home_slot(&err);
+        struct ctxi_slot *h = home_slot(t, &err);
         if (!h)
                 return err;
-        if (__builtin_expect(!CTXI_LD(ctxi_otel_ptr), 0)) /* the ABI was switched on later */
+        if (__builtin_expect(!CTXI_LD(t->otel_ptr), 0)) /* the ABI was switched on later */
                 ctxi_otel_attach(h);
-        if (CTXI_LD(ctxi_self.otel_busy))
-                return defer(t);
-        CTXI_ST(ctxi_self.otel_busy, 1);
+        if (CTXI_LD(t->self.otel_busy))
+                return defer(tr);
+        CTXI_ST(t->self.otel_busy, 1);
         CTXI_ORDER();
-        CTXI_ST(ctxi_self.otel_pending, 0); /* this write is later than any deferred one */
+        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
         CTXI_ORDER();
-        write_trace(&h->otel, t);
-        ctxi_otel_leave();
+        write_trace(&h->otel, tr);
+        ctxi_otel_leave(t);
         return 0;
-}
-
-/* Byte offset of key k's entry in r's attributes, or -1. Entries are well formed (ours). */
-static int find_entry(const struct otel_thread_ctx_record *r, unsigned k)
-{
-        unsigned size = r->attrs_data_size, off = 0;
-        while (off + 2 <= size) {
-                if (r->attrs_data[off] == k)
-                        return (int)off;
-                off += 2u + r->attrs_data[off + 1];
-        }
-        return -1;
 }
 
 int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vlen)
 {
-        int off = find_entry(r, k);
+        int off = ctxi_otel_find(r, k);
         size_t old = off >= 0 ? 2u + r->attrs_data[off + 1] : 0;
         return r->attrs_data_size - old + 2 + vlen <= OTEL_THREAD_CTX_ATTRS_MAX;
 }
 
-int ctxi_otel_set(struct otel_thread_ctx_record *r, unsigned k, const char *v, size_t vlen)
+/* ctxi_otel_set when the entry is new or changes length: drop it, append it. */
+int ctxi_otel_set_moved(struct otel_thread_ctx_record *r, unsigned k, const char *v, size_t vlen,
+                        int off)
 {
-        int off = find_entry(r, k);
-        unsigned old = off >= 0 ? 2u + r->attrs_data[off + 1] : 0;
-        if (off >= 0 && old == 2 + vlen) { /* same length: rewrite the value in place */
-                ctxi_copy_small(&r->attrs_data[off + 2], v, vlen);
-                return 0;
-        }
         if (off >= 0)
                 ctxi_otel_del(r, k);
         unsigned size = r->attrs_data_size;
@@ -170,7 +154,7 @@ int ctxi_otel_set(struct otel_thread_ctx_record *r, unsigned k, const char *v, s
 /* Between ctxi_otel_begin and ctxi_otel_end; the entry fits (ctxi_otel_fits). */
 void ctxi_otel_put(struct otel_thread_ctx_record *r, unsigned k, const char *v, size_t vlen)
 {
-        int off = find_entry(r, k);
+        int off = ctxi_otel_find(r, k);
         if (off >= 0 && r->attrs_data[off + 1] == vlen) {
                 ctxi_copy_small(&r->attrs_data[off + 2], v, vlen);
                 return;
@@ -187,7 +171,7 @@ void ctxi_otel_put(struct otel_thread_ctx_record *r, unsigned k, const char *v, 
 /* Between ctxi_otel_begin and ctxi_otel_end. */
 void ctxi_otel_del(struct otel_thread_ctx_record *r, unsigned k)
 {
-        int off = find_entry(r, k);
+        int off = ctxi_otel_find(r, k);
         if (off < 0)
                 return;
         unsigned size = r->attrs_data_size, len = 2u + r->attrs_data[off + 1];

@@ -26,7 +26,7 @@ static int merge(int st, int r)
 static int otel_scope_enter(struct ctxi_slot *sc, const ctx_label_kv *labels, size_t n)
 {
         struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
-        int st = ctxi_otel_enter();
+        int st = ctxi_otel_enter(&ctxi_tls);
         if (st)
                 return st;
         sc->otel.attrs_data_size = r->attrs_data_size;
@@ -51,7 +51,7 @@ static int otel_scope_enter(struct ctxi_slot *sc, const ctx_label_kv *labels, si
                 st = merge(st, idx < 0 ? idx : -ENOSPC);
         }
         ctxi_otel_end(r);
-        ctxi_otel_leave();
+        ctxi_otel_leave(&ctxi_tls);
         /* with Custom Labels on, their status is the call's (as in labels.c) */
         return ctxi_on(CTX_ABI_CUSTOM_LABELS) ? 0 : st;
 }
@@ -60,13 +60,13 @@ static int otel_scope_enter(struct ctxi_slot *sc, const ctx_label_kv *labels, si
 static void otel_scope_leave(const struct ctxi_slot *sc)
 {
         struct otel_thread_ctx_record *r = &ctxi_self.home->otel;
-        if (ctxi_otel_enter())
+        if (ctxi_otel_enter(&ctxi_tls))
                 return;
         ctxi_otel_begin(r);
         memcpy(r->attrs_data, sc->otel.attrs_data, sc->otel.attrs_data_size);
         CTXI_ST(r->attrs_data_size, sc->otel.attrs_data_size);
         ctxi_otel_end(r);
-        ctxi_otel_leave();
+        ctxi_otel_leave(&ctxi_tls);
 }
 
 int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), void *arg)
@@ -77,19 +77,19 @@ int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), vo
                 fn(arg);
                 return -EINVAL;
         }
-        int err = ctxi_enter();
+        int err = ctxi_enter(&ctxi_tls);
         if (err) {
                 fn(arg);
                 return err;
         }
-        struct ctxi_slot *cur = ctxi_thread_slot(&err);
+        struct ctxi_slot *cur = ctxi_thread_slot(&ctxi_tls, &err);
         struct ctxi_slot *sc = cur ? ctxi_pool_get() : NULL;
         if (!sc) {
                 if (cur) {
                         CTXI_COUNT(pool_exhausted);
                         err = -ENOMEM;
                 }
-                ctxi_leave();
+                ctxi_leave(&ctxi_tls);
                 fn(arg);
                 return err;
         }
@@ -102,14 +102,14 @@ int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), vo
                         st = merge(st, -EINVAL);
                         continue;
                 }
-                st = merge(st, ctxi_set_put(sc, k, strnlen(k, CTX_MAX_KEY_LEN + 1), v,
+                st = merge(st, ctxi_set_put(sc, CTXI_NO_KEY, k, strnlen(k, CTX_MAX_KEY_LEN + 1), v,
                                             strnlen(v, CTX_MAX_VALUE_LEN + 1)));
         }
         int otel = ctxi_on(CTX_ABI_OTEL_THREAD);
         if (otel)
                 st = merge(st, otel_scope_enter(sc, labels, n));
-        ctxi_publish_set(sc);
-        ctxi_leave();
+        ctxi_publish_set(&ctxi_tls, sc);
+        ctxi_leave(&ctxi_tls);
 
         fn(arg);
 
@@ -120,11 +120,12 @@ int ctx_with_labels(const ctx_label_kv *labels, size_t n, void (*fn)(void *), vo
          * the sync of cur defers to us (see ctxi_mirror_sync); sc is discarded below */
         CTXI_ST(sc->mirror_shown, 1);
         CTXI_ORDER();
-        ctxi_mirror_sync(cur); /* cur is unpublished: bring its mirrors up to date first */
+        ctxi_mirror_sync(&ctxi_tls,
+                         cur); /* cur is unpublished: bring its mirrors up to date first */
         if (otel)
                 otel_scope_leave(sc);
-        ctxi_publish_set(cur);
+        ctxi_publish_set(&ctxi_tls, cur);
         ctxi_pool_put(sc);
-        ctxi_leave();
+        ctxi_leave(&ctxi_tls);
         return st;
 }

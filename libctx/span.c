@@ -67,27 +67,32 @@ static const char digits2[201] = "0001020304050607080910111213141516171819202122
                                  "62636465666768697071727374757677787980818283848586878889909192"
                                  "93949596979899";
 
+/* Number of decimal digits of v (1..20). */
+static inline size_t decimal_digits(uint64_t v)
+{
+        size_t n = 1;
+        while (v >= 10000) {
+                v /= 10000;
+                n += 4;
+        }
+        return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+/* v in decimal at out, written from its last digit backwards two at a time (no temporary
+ * buffer and no copy loop: a third of a mirrored set-span went into the old conversion). */
 static size_t u64_decimal(unsigned char *out, uint64_t v)
 {
-        unsigned char tmp[20];
-        size_t p = sizeof(tmp);
+        size_t n = decimal_digits(v), p = n;
         while (v >= 100) {
                 unsigned r = (unsigned)(v % 100);
                 v /= 100;
                 p -= 2;
-                tmp[p] = (unsigned char)digits2[2 * r];
-                tmp[p + 1] = (unsigned char)digits2[2 * r + 1];
+                __builtin_memcpy(&out[p], &digits2[2 * r], 2);
         }
-        if (v >= 10) {
-                p -= 2;
-                tmp[p] = (unsigned char)digits2[2 * v];
-                tmp[p + 1] = (unsigned char)digits2[2 * v + 1];
-        } else {
-                tmp[--p] = (unsigned char)('0' + v);
-        }
-        size_t n = sizeof(tmp) - p;
-        for (size_t i = 0; i < n; i++)
-                out[i] = tmp[p + i];
+        if (v >= 10)
+                __builtin_memcpy(&out[0], &digits2[2 * v], 2);
+        else
+                out[0] = (unsigned char)('0' + v);
         return n;
 }
 
@@ -109,9 +114,9 @@ static void mirror_write(struct ctxi_slot *s, unsigned i, uint64_t v)
  * re-sync as we leave (mirror_update -> mirror_pending). Were the flag raised only after the
  * writes, a handler's clear landing between our record read and the flag would be skipped,
  * and we would go on to show the span it had just cleared. */
-void ctxi_mirror_sync(struct ctxi_slot *s)
+void ctxi_mirror_sync(struct ctxi_tls *t, struct ctxi_slot *s)
 {
-        const struct ctx_span_context *r = &ctxi_span;
+        const struct ctx_span_context *r = &t->span;
         uint32_t was_shown = s->mirror_shown;
         CTXI_ST(s->mirror_shown, 1);
         CTXI_ORDER();
@@ -138,32 +143,32 @@ void ctxi_mirror_sync(struct ctxi_slot *s)
         s->mirror_root = rt;
 }
 
-static int mirror_update(void)
+static int mirror_update(struct ctxi_tls *t)
 {
-        if (CTXI_LD(ctxi_self.busy)) {
+        if (CTXI_LD(t->self.busy)) {
                 /* we interrupted a label write on this thread: it re-syncs when it leaves */
-                CTXI_ST(ctxi_self.mirror_pending, 1);
+                CTXI_ST(t->self.mirror_pending, 1);
                 return 0;
         }
-        int err = ctxi_enter();
+        int err = ctxi_enter(t);
         if (err)
                 return err;
         struct ctxi_slot *s;
         if (ctxi_mirroring_on()) {
-                s = ctxi_thread_slot(&err);
+                s = ctxi_thread_slot(t, &err);
         } else {
-                s = ctxi_self.cur;
+                s = t->self.cur;
         }
         if (s)
-                ctxi_mirror_sync(s);
-        ctxi_leave();
+                ctxi_mirror_sync(t, s);
+        ctxi_leave(t);
         return err;
 }
 
 /* Write {span, root, ck} with the order and the reentrancy repair argued at the top. */
-static inline void span_write(uint64_t span, uint64_t root, uint64_t ck)
+static inline void span_write(struct ctxi_tls *t, uint64_t span, uint64_t root, uint64_t ck)
 {
-        struct ctx_span_context *r = &ctxi_span;
+        struct ctx_span_context *r = &t->span;
         do {
                 CTXI_ST(r->checksum, 0);
                 CTXI_ORDER();
@@ -177,20 +182,21 @@ static inline void span_write(uint64_t span, uint64_t root, uint64_t ck)
 }
 
 /* The span record and its mirrors (the part of ctx_set_trace that existed before OTel). */
-static int span_and_mirrors(uint64_t span_id, uint64_t root_span_id)
+static inline int span_and_mirrors(struct ctxi_tls *t, unsigned abis, uint64_t span_id,
+                                   uint64_t root_span_id)
 {
-        if (ctxi_on(CTX_ABI_SPAN_RECORD))
-                span_write(span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
-        if (!ctxi_on(CTX_ABI_CUSTOM_LABELS))
+        if (abis & CTX_ABI_SPAN_RECORD)
+                span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
+        if (!(abis & CTX_ABI_CUSTOM_LABELS))
                 return 0;
         if (!ctxi_mirroring_on()) {
                 /* nothing to do unless this thread's set still shows mirrors from before, or
                  * a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
-                struct ctxi_slot *cur = ctxi_self.cur;
-                if (!cur || !cur->mirror_shown)
+                struct ctxi_slot *cur = t->self.cur;
+                if (!cur || !CTXI_LD(cur->mirror_shown))
                         return 0;
         }
-        return mirror_update();
+        return mirror_update(t);
 }
 
 static int is_zero16(const uint8_t *p)
@@ -203,10 +209,10 @@ static int is_zero16(const uint8_t *p)
 
 /* The record already says "no trace" and no record write is in progress on this thread (a
  * handler must go through the deferral): the span-only ctx_set_span skips the OTel write. */
-static int otel_shows_no_trace(void)
+static inline int otel_shows_no_trace(struct ctxi_tls *t)
 {
-        const struct otel_thread_ctx_record *r = CTXI_LD(ctxi_otel_ptr);
-        if (!r || CTXI_LD(ctxi_self.otel_busy))
+        const struct otel_thread_ctx_record *r = CTXI_LD(t->otel_ptr);
+        if (!r || CTXI_LD(t->self.otel_busy))
                 return 0;
         uint64_t a, b, c;
         memcpy(&a, r->trace_id, 8);
@@ -215,48 +221,71 @@ static int otel_shows_no_trace(void)
         return (a | b | c | r->trace_flags) == 0;
 }
 
-int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
-                  uint8_t trace_flags)
+/* ctx_set_trace, inlined into both entry points (ctx_set_span: trace_id NULL, a constant
+ * that removes the trace branch). */
+static inline __attribute__((always_inline)) int
+set_trace(const uint8_t *trace_id, uint64_t span_id, uint64_t root_span_id, uint8_t trace_flags)
 {
+        struct ctxi_tls *t = ctxi_tls_addr(); /* the one TLS address of the whole call */
+        unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
         int err = 0;
-        if (ctxi_on(CTX_ABI_OTEL_THREAD)) {
-                struct ctxi_trace t = {{0}, {0}, 0};
+        if (abis & CTX_ABI_OTEL_THREAD) {
+                struct ctxi_trace tr = {{0}, {0}, 0};
                 if (trace_id && span_id && !is_zero16(trace_id)) {
-                        memcpy(t.trace_id, trace_id, sizeof(t.trace_id));
+                        memcpy(tr.trace_id, trace_id, sizeof(tr.trace_id));
                         uint64_t be = __builtin_bswap64(span_id);
-                        memcpy(t.span_id, &be, sizeof(t.span_id));
-                        t.flags = trace_flags;
-                        err = ctxi_otel_set_trace(&t);
-                } else if (!otel_shows_no_trace()) {
-                        err = ctxi_otel_set_trace(&t);
+                        memcpy(tr.span_id, &be, sizeof(tr.span_id));
+                        tr.flags = trace_flags;
+                        err = ctxi_otel_set_trace(t, &tr);
+                } else if (!otel_shows_no_trace(t)) {
+                        err = ctxi_otel_set_trace(t, &tr);
                 }
         }
-        int e2 = span_and_mirrors(span_id, root_span_id);
+        int e2 = span_and_mirrors(t, abis, span_id, root_span_id);
         return err ? err : e2;
 }
 
+int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
+                  uint8_t trace_flags)
+{
+        return set_trace(trace_id, span_id, root_span_id, trace_flags);
+}
+
+static __attribute__((noinline)) int set_span_slow(uint64_t span_id, uint64_t root_span_id)
+{
+        return set_trace(NULL, span_id, root_span_id, 0);
+}
+
+/* set_trace(NULL, ...) shaped as a leaf: every case that needs more than the span record's
+ * four stores leaves through a tail call (the OTel record shows a trace to clear: the whole
+ * call again, out of line; the mirrors: mirror_update), so the common path pushes nothing. */
 int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 {
-        return ctx_set_trace(NULL, span_id, root_span_id, 0);
+        struct ctxi_tls *t = ctxi_tls_addr();
+        unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
+        if ((abis & CTX_ABI_OTEL_THREAD) && !otel_shows_no_trace(t))
+                return set_span_slow(span_id, root_span_id);
+        return span_and_mirrors(t, abis, span_id, root_span_id); /* mirrors: a tail call */
 }
 
 int ctx_clear_span(void)
 {
+        struct ctxi_tls *t = ctxi_tls_addr();
         int err = 0;
-        if (ctxi_on(CTX_ABI_OTEL_THREAD) && CTXI_LD(ctxi_otel_ptr)) {
+        if (ctxi_on(CTX_ABI_OTEL_THREAD) && CTXI_LD(t->otel_ptr)) {
                 static const struct ctxi_trace none;
-                err = ctxi_otel_set_trace(&none);
+                err = ctxi_otel_set_trace(t, &none);
         }
         /* the final checksum store (0 again) matters when a handler set a span after the
          * first one: the ids read back as 0, yet without it the record would end as
          * {0, 0, h(B,Br)} (torn to a reader) instead of "no span" */
         if (ctxi_on(CTX_ABI_SPAN_RECORD))
-                span_write(0, 0, 0);
+                span_write(t, 0, 0, 0);
         /* no mirrors shown and no mirror sync in progress (ctxi_mirror_sync): nothing to hide */
-        struct ctxi_slot *cur = ctxi_self.cur;
-        if (!cur || !cur->mirror_shown)
+        struct ctxi_slot *cur = t->self.cur;
+        if (!cur || !CTXI_LD(cur->mirror_shown))
                 return err;
-        int e2 = mirror_update();
+        int e2 = mirror_update(t);
         return err ? err : e2;
 }
 

@@ -71,7 +71,7 @@ static struct ctxi_slot *attach(int lazy, int *err)
         register_hook(s, lazy);
         ctxi_otel_attach(s);
         /* the whole set is written; publish it with one pointer store */
-        ctxi_publish_set(s);
+        ctxi_publish_set(&ctxi_tls, s);
         return s;
 }
 
@@ -83,13 +83,13 @@ struct ctxi_slot *ctxi_thread_attach(int *err)
 void ctxi_leave_slow(void)
 {
         while (CTXI_LD(ctxi_self.mirror_pending)) {
-                if (ctxi_enter() != 0)
+                if (ctxi_enter(&ctxi_tls) != 0)
                         return; /* cannot happen: nothing on this thread holds busy here */
                 CTXI_ST(ctxi_self.mirror_pending, 0);
                 CTXI_ORDER();
                 struct ctxi_slot *cur = ctxi_self.cur;
                 if (cur)
-                        ctxi_mirror_sync(cur);
+                        ctxi_mirror_sync(&ctxi_tls, cur);
                 CTXI_ORDER();
                 CTXI_ST(ctxi_self.busy, 0);
                 CTXI_ORDER();
@@ -99,14 +99,14 @@ void ctxi_leave_slow(void)
 int ctx_thread_init(void)
 {
         ctxi_pool_grow_if_low();
-        int err = ctxi_enter();
+        int err = ctxi_enter(&ctxi_tls);
         if (err)
                 return err;
         if (!ctxi_self.cur)
                 attach(0, &err);
         else if (ctxi_self.home)
                 register_hook(ctxi_self.home, 0);
-        ctxi_leave();
+        ctxi_leave(&ctxi_tls);
         return err;
 }
 
@@ -118,7 +118,7 @@ static void thread_exit(void *unused)
         CTXI_ORDER();
         struct ctxi_slot *s = ctxi_self.cur;
         struct ctxi_slot *home = ctxi_self.home;
-        ctxi_publish_set(NULL);
+        ctxi_publish_set(&ctxi_tls, NULL);
         CTXI_ST(ctxi_otel_ptr, NULL);
         CTXI_ST(ctxi_span.checksum, 0);
         CTXI_ORDER();

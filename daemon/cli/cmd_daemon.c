@@ -593,6 +593,9 @@ static void status_target(void *ctx, const struct sampler_target *t)
             .pid = (int)t->pid,
             .samples = t->samples,
             .context_samples = t->with_context,
+            .stacks_refused = t->stacks_refused,
+            .labels_refused = t->labels_refused,
+            .threads_refused = t->threads_refused,
             .threads = proc_threads(t->pid),
             .context_located = t->context_located,
         };
@@ -648,6 +651,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .samples = st.samples,
             .received = st.received,
             .context_samples = st.with_context,
+            .filtered = st.filtered,
             .lost = st.lost,
             .torn = st.ctx.torn_spans,
             .threads = st.threads,
@@ -662,12 +666,19 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .overflow_samples = rc.samples_overflow,
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
+            .refused_stacks = st.refused_stacks,
+            .refused_labels = st.refused_labels,
+            .refused_threads = st.refused_threads,
             .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
-                             st.target.unresolved + st.target.open_failed,
+                             st.target.unresolved + st.target.open_failed + st.target.not_owner,
             .refused_lines = st.target.lines_too_long,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
+            .events_limited = st.events_limited,
+            .exec_events_limited = st.exec_events_limited,
+            .targets_full = st.targets_full,
         };
+        snprintf(sd->load_hook, sizeof(sd->load_hook), "%s", st.hook.name ? st.hook.name : "none");
         snprintf(sd->state, sizeof(sd->state), "%s", state);
         snprintf(sd->boot_id, sizeof(sd->boot_id), "%s", d->boot_id);
         snprintf(sd->mode, sizeof(sd->mode), "%s",
@@ -940,6 +951,17 @@ static int start_config(struct daemon *d)
         return 0;
 }
 
+/* Which library-load hook runs, and why when it is the host-wide fallback. */
+static void log_load_hook(struct daemon *d)
+{
+        struct sampler_stats st;
+
+        sampler_get_stats(d->s, &st);
+        logm(st.hook.kind == LOAD_HOOK_SYS_EXIT ? LOG_WARNING : LOG_INFO,
+             "library loads seen by %s%s%s%s", st.hook.name, st.hook.why[0] ? " (" : "",
+             st.hook.why, st.hook.why[0] ? "): every syscall on the host pays for it" : "");
+}
+
 /* Start stage, part 2: the sampler, the output directory (recovered), the signals and the
  * privileges dropped; then the running processes are selected. 0 or -1 (logged). */
 static int start_sampling(struct daemon *d)
@@ -959,6 +981,12 @@ static int start_sampling(struct daemon *d)
         struct sigaction sa;
         int err;
 
+        if (d->cfg.filter[0]) {
+                /* checked by config_set: the error is not reached */
+                if (context_filter_add(&so.filter, d->cfg.filter, NULL))
+                        return -1;
+                logm(LOG_INFO, "context filter: recording only samples matching %s", d->cfg.filter);
+        }
         if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
                 logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         if (so.freq > sample_rate_cap(so.dwarf, 0)) {
@@ -983,6 +1011,12 @@ static int start_sampling(struct daemon *d)
          * metrics and upload threads) inherits the reduced set. The BPF objects and perf
          * events are loaded and open by now; what remains needs only the kept set. */
         if (!d->no_drop) {
+                /* A uprobe perf event needs CAP_SYS_ADMIN here: hook the loaders in use now,
+                 * for every process, instead of each new target's (engine/load_hook.h). */
+                err = sampler_hook_loader_wide(d->s);
+                if (err)
+                        logm(LOG_WARNING, "library-load hook for every process failed: %s",
+                             strerror(-err));
                 err = privileges_drop();
                 if (err)
                         logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
@@ -1011,6 +1045,7 @@ static int start_sampling(struct daemon *d)
         logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
              d->cfg.frequency, sampling_name(SAMPLING_NAMES_MODE, d->cfg.mode), d->cfg.directory,
              split_name(d));
+        log_load_hook(d);
         return 0;
 }
 

@@ -96,6 +96,12 @@ static void help(FILE *f)
                "                             microseconds\n"
                "      --offcpu-min TIME      off-cpu/wall: drop shorter intervals in the kernel\n"
                "                             (default 1ms)\n"
+               "      --filter TERM[,TERM...]\n"
+               "                             record only samples whose context matches every\n"
+               "                             TERM (repeatable: all must match): has-context,\n"
+               "                             has-no-context, KEY (has label KEY), KEY=VALUE,\n"
+               "                             !KEY, !KEY=VALUE; the others are counted, not\n"
+               "                             stored\n"
                "      --span-frames          add a span=ID pseudo-frame after the labels\n"
                "      --no-kernel            user frames only\n"
                "      --stats-json FILE      at exit, once the recording is written, write its\n"
@@ -331,6 +337,9 @@ struct record_opts {
         int span_frames, quiet;
         struct sigaction orig_int, orig_term; /* what ctxprof inherited: the command's */
         struct record_upload_opts up;         /* --upload*: url "" = none */
+        /* every --filter, joined by ',' (a JFR setting): each term fits a label */
+        char filter_text[CONTEXT_FILTER_MAX_TERMS *
+                         (CTXPROF_LABEL_KEY_MAX + CTXPROF_LABEL_VAL_MAX + 3)];
 };
 
 /* One recording, from setup to cleanup. */
@@ -357,6 +366,7 @@ enum {
         OPT_MAXSTACKS,
         OPT_STATS_JSON,
         OPT_OFFCPU_MIN,
+        OPT_FILTER,
         OPT_UPLOAD, /* then one per --upload-NAME, in upload_opt_names order */
 };
 static const char *const upload_opt_names[] = {
@@ -448,6 +458,20 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 ro->o.offcpu_min_ns = us ? us * NS_PER_US : 1; /* 0: every interval */
                 return 0;
         }
+        case OPT_FILTER: {
+                const char *why = NULL;
+
+                size_t n = strlen(ro->filter_text);
+
+                if (context_filter_add(&ro->o.filter, arg, &why)) {
+                        fprintf(stderr, "ctxprof record: bad --filter '%s': %s\n", arg, why);
+                        return 2;
+                }
+                /* fits: the terms were accepted, so each is within a label's size */
+                snprintf(ro->filter_text + n, sizeof(ro->filter_text) - n, "%s%s", n ? "," : "",
+                         arg);
+                return 0;
+        }
         case OPT_STATS_JSON:
                 ro->stats_path = arg;
                 return 0;
@@ -489,6 +513,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {"no-kernel", no_argument, NULL, OPT_NOKERNEL},
             {"stats-json", required_argument, NULL, OPT_STATS_JSON},
             {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
+            {"filter", required_argument, NULL, OPT_FILTER},
             {"upload", required_argument, NULL, OPT_UPLOAD},
             {"upload-app", required_argument, NULL, OPT_UPLOAD + 1},
             {"upload-tags", required_argument, NULL, OPT_UPLOAD + 2},
@@ -664,7 +689,8 @@ static int open_output(struct recording *r)
                     .info = {.name = "ctxprof",
                              .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
                              .frequency_hz = ro->o.freq,
-                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf)},
+                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf),
+                             .filter = ro->filter_text},
                 };
                 jo.info.start_wall_ns = wall_ns();
                 err = jfr_sink_new(&jo, &r->js);

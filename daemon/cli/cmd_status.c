@@ -173,11 +173,18 @@ static void print_daemon(const struct status_record *r, const struct verdict *v)
                        get(r, "mode"));
         else
                 printf("daemon %s (%s), mode %s\n", get(r, "pid"), v->state, get(r, "mode"));
-        printf("  samples %s (%s with context), lost %s, torn %s, threads %s\n", get(r, "received"),
-               get(r, "context_samples"), get(r, "lost"), get(r, "torn"), get(r, "threads"));
+        printf("  samples %s (%s with context, %s filtered out), lost %s, torn %s, threads %s\n",
+               get(r, "received"), get(r, "context_samples"), get(r, "filtered"), get(r, "lost"),
+               get(r, "torn"), get(r, "threads"));
         printf("  targets %s, files written %s (deleted %s), %s bytes\n", get(r, "targets"),
                get(r, "files_written"), get(r, "files_deleted"), get(r, "bytes_written"));
         printf("  current file %s\n", get(r, "current_file"));
+        printf("  refused by store bounds: %s new stacks, %s label sets, %s threads\n",
+               get(r, "refused_stacks"), get(r, "refused_labels"), get(r, "refused_threads"));
+        printf("  library loads seen by %s; events over budget %s (exec of other processes %s), "
+               "targets not added (map full) %s\n",
+               get(r, "load_hook"), get(r, "events_limited"), get(r, "exec_events_limited"),
+               get(r, "targets_full"));
         if (!strcmp(get(r, "split"), "process"))
                 printf("  split per process: %s files open, %s samples past "
                        "split-max-open (in the host file)\n",

@@ -77,6 +77,21 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.events_lost, (unsigned long long)st.threads,
             (unsigned long long)st.processes, lines, bpf, bus);
         print_unwind_stops(s);
+        if (st.filtered)
+                fprintf(stderr,
+                        "ctxprof: context filter (--filter): %llu of the %llu samples received "
+                        "did not match and were not recorded\n",
+                        (unsigned long long)st.filtered, (unsigned long long)st.received);
+        if (st.hook.kind != LOAD_HOOK_UPROBE || st.events_limited || st.exec_events_limited ||
+            st.targets_full)
+                fprintf(stderr,
+                        "ctxprof: library loads seen by %s%s%s; events over a budget: a "
+                        "process's %llu, exec notifications %llu; targets refused (map full) "
+                        "%llu\n",
+                        st.hook.name ? st.hook.name : "none", st.hook.why[0] ? ": " : "",
+                        st.hook.why, (unsigned long long)st.events_limited,
+                        (unsigned long long)st.exec_events_limited,
+                        (unsigned long long)st.targets_full);
         if (st.offcpu_received || st.offcpu || st.offcpu_short || st.offcpu_full)
                 fprintf(stderr,
                         "ctxprof: off-CPU intervals %llu (received %llu), shorter than the "
@@ -169,9 +184,12 @@ static void json_target(FILE *f, const struct target_stats *t)
                 ",\n  \"target_files\": {\"opened\": %" PRIu64 ", \"opened_by_path\": %" PRIu64
                 ", \"no_mapping\": %" PRIu64 ", \"not_regular\": %" PRIu64
                 ", \"mismatch\": %" PRIu64 ", \"unresolved\": %" PRIu64
-                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64 "}",
+                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64
+                ", \"not_owner\": %" PRIu64 ", \"perf_map_bad_lines\": %" PRIu64
+                ", \"perf_map_full\": %" PRIu64 "}",
                 t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch,
-                t->unresolved, t->open_failed, t->lines_too_long);
+                t->unresolved, t->open_failed, t->lines_too_long, t->not_owner,
+                t->perf_map_bad_lines, t->perf_map_full);
 }
 
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
@@ -227,6 +245,25 @@ static void json_unwind_stops(FILE *f, struct sampler *s)
 }
 
 /* Off-CPU counters (event off-cpu / wall; zeros otherwise), as one JSON object. */
+/* The library-load hook in use and the event bounds (ctxprof/sample.h, "Event bounds"). */
+static void json_hooks(FILE *f, const struct sampler_stats *st)
+{
+        const struct load_hook_stats *h = &st->hook;
+
+        fputs(",\n  \"load_hook\": {\"kind\": ", f);
+        json_string(f, h->name ? h->name : "none");
+        fputs(", \"why\": ", f);
+        json_string(f, h->why);
+        fprintf(f,
+                ", \"hits\": %" PRIu64 ", \"attached\": %" PRIu64 ", \"active\": %" PRIu64
+                ", \"no_loader\": %" PRIu64 ", \"errors\": %" PRIu64 "}",
+                st->dl_notify, h->attached, h->active, h->no_loader, h->errors);
+        fprintf(f,
+                ",\n  \"event_bounds\": {\"events_limited\": %" PRIu64
+                ", \"exec_events_limited\": %" PRIu64 ", \"targets_full\": %" PRIu64 "}",
+                st->events_limited, st->exec_events_limited, st->targets_full);
+}
+
 static void json_offcpu(FILE *f, const struct sampler_stats *st)
 {
         fprintf(f,
@@ -244,9 +281,15 @@ static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
         fprintf(f,
                 ",\n  \"jfr\": {\"chunks_written\": %" PRIu64 ", \"bytes_written\": %" PRIu64
                 ", \"samples_written\": %" PRIu64 ", \"samples_dropped\": %" PRIu64
-                ", \"trace_table_bytes\": %" PRIu64 "}",
+                ", \"trace_table_bytes\": %" PRIu64 ", \"traces_dropped\": %" PRIu64,
                 jc->chunks_written, jc->bytes_written, jc->samples_written, jc->samples_dropped,
-                jc->table_memory_bytes);
+                jc->table_memory_bytes, jc->traces_dropped);
+        /* samples that lost a new stack / label set / thread / resource to a store's bound */
+        fprintf(f,
+                ", \"refused\": {\"stacks\": %" PRIu64 ", \"label_sets\": %" PRIu64
+                ", \"threads\": %" PRIu64 ", \"processes\": %" PRIu64 "}}",
+                jc->refused.stacks, jc->refused.label_sets, jc->refused.threads,
+                jc->refused.processes);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,
@@ -262,7 +305,9 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         sampler_get_stats(s, &st);
         fprintf(f, "{\n  \"samples\": %" PRIu64, st.samples);
         num(f, "received", st.received);
+        num(f, "received_bytes", st.received_bytes); /* ring bytes those records took */
         num(f, "with_context", st.with_context);
+        num(f, "filtered", st.filtered);
         num(f, "lost", st.lost);
         num(f, "not_read_at_stop", st.stop_discarded);
         num(f, "no_stack", st.no_stack);
@@ -275,6 +320,9 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "events_lost", st.events_lost);
         num(f, "threads", st.threads);
         num(f, "processes", st.processes);
+        num(f, "refused_stacks", st.refused_stacks);
+        num(f, "refused_label_sets", st.refused_labels);
+        num(f, "refused_threads", st.refused_threads);
         /* 0 unless kernel.bpf_stats_enabled=1 */
         num(f, "bpf_ns_per_sample", st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0);
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
@@ -290,6 +338,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
                 st.modules.target_full);
         json_offcpu(f, &st);
         json_kunwind(f, &st);
+        json_hooks(f, &st);
         if (c)
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)

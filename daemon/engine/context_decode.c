@@ -1,7 +1,8 @@
 /*
  * context_decode.c — validation of raw span records and Custom Labels v1 entries copied by
- * bpf/sampler.bpf.c (rules in context_decode.h). Must never trust a length from the record
- * beyond the caps of ctxprof/sample.h, never read outside the record, never print.
+ * bpf/sampler.bpf.c (rules in context_decode.h), from a record split by record_view.c. Must
+ * never trust a length from the record beyond the caps of ctxprof/sample.h and the bytes the
+ * entry carries, never read outside the record, never print.
  */
 #include <stdio.h>
 #include <string.h>
@@ -73,9 +74,17 @@ size_t utf8_valid_prefix(const unsigned char *s, size_t len)
         return i;
 }
 
-unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decoded_label *out,
+/* 1 when entry l's key was read (whatever its value): it takes part in the duplicate rule. */
+static int key_read(const struct ctxprof_label_rec *l)
+{
+        return (l->flags & CTXPROF_LF_PRESENT) &&
+               !(l->flags & (CTXPROF_LF_ENTRY_FAULT | CTXPROF_LF_KEY_NULL | CTXPROF_LF_KEY_FAULT));
+}
+
+unsigned context_decode_labels(const struct record_view *v, struct decoded_label *out,
                                struct context_decode_stats *st)
 {
+        const struct ctxprof_sample_rec *r = v->r;
         unsigned n = 0, i, j, m;
         int unknown_key = 0; /* an earlier entry's key could not be read */
 
@@ -83,9 +92,10 @@ unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decode
                 return 0;
         if (r->flags & CTXPROF_SF_LABELS_CUT)
                 st->sets_cut++;
-        m = r->n_labels < CTXPROF_MAX_LABELS ? r->n_labels : CTXPROF_MAX_LABELS;
+        m = v->n_labels < CTXPROF_MAX_LABELS ? v->n_labels : CTXPROF_MAX_LABELS;
         for (i = 0; i < m; i++) {
-                const struct ctxprof_label_rec *l = &r->labels[i];
+                const struct ctxprof_label_rec *l = v->labels[i].h;
+                const uint8_t *key = v->labels[i].key, *val = v->labels[i].val;
                 size_t klen, vlen, vcut;
                 int dup = 0;
 
@@ -111,7 +121,15 @@ unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decode
                         continue;
                 }
                 klen = (size_t)l->key_len;
-                if (!klen || utf8_valid_prefix(l->key, klen) != klen) {
+                vlen =
+                    l->val_len > CTXPROF_LABEL_VAL_MAX ? CTXPROF_LABEL_VAL_MAX : (size_t)l->val_len;
+                /* a read key and value are copied whole up to the caps: anything else is
+                 * not what the target held */
+                if (l->key_bytes != klen || l->val_bytes != vlen) {
+                        st->dropped++;
+                        continue;
+                }
+                if (!klen || utf8_valid_prefix(key, klen) != klen) {
                         st->dropped++;
                         continue;
                 }
@@ -121,25 +139,20 @@ unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decode
                  * we could not read it, so a later duplicate must never stand in for it.
                  */
                 for (j = 0; j < i && !dup; j++) {
-                        const struct ctxprof_label_rec *e = &r->labels[j];
+                        const struct ctxprof_label_rec *e = v->labels[j].h;
 
-                        if (!(e->flags & CTXPROF_LF_PRESENT) ||
-                            (e->flags & CTXPROF_LF_ENTRY_FAULT) ||
-                            (e->flags & (CTXPROF_LF_KEY_NULL | CTXPROF_LF_KEY_FAULT)))
-                                continue;
-                        if (e->key_len == l->key_len && !memcmp(e->key, l->key, klen))
+                        if (key_read(e) && e->key_len == l->key_len && e->key_bytes == klen &&
+                            !memcmp(v->labels[j].key, key, klen))
                                 dup = 1;
                 }
                 if (dup) {
                         st->duplicates++;
                         continue;
                 }
-                vlen =
-                    l->val_len > CTXPROF_LABEL_VAL_MAX ? CTXPROF_LABEL_VAL_MAX : (size_t)l->val_len;
-                vcut = utf8_valid_prefix(l->val, vlen);
-                out[n].key = (const char *)l->key;
+                vcut = utf8_valid_prefix(val, vlen);
+                out[n].key = (const char *)key;
                 out[n].key_len = klen;
-                out[n].value = (const char *)l->val;
+                out[n].value = (const char *)val;
                 out[n].value_len = vcut;
                 out[n].value_truncated = vcut != l->val_len;
                 if (out[n].value_truncated)

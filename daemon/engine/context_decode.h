@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "ctxprof/sample.h"
+#include "engine/record_view.h"
 #include "engine/sample_sink.h"
 
 struct context_decode_stats {
@@ -36,8 +37,9 @@ struct context_decode_stats {
 int context_decode_span(const struct ctxprof_sample_rec *r, uint64_t *span, uint64_t *root,
                         struct context_decode_stats *st);
 
-/* Fills out[0..n) with pointers into r; returns n (<= CTXPROF_MAX_LABELS). */
-unsigned context_decode_labels(const struct ctxprof_sample_rec *r, struct decoded_label *out,
+/* Fills out[0..n) with pointers into v's record; returns n (<= CTXPROF_MAX_LABELS). A read
+ * entry whose copied bytes are not its lengths up to the caps is dropped. */
+unsigned context_decode_labels(const struct record_view *v, struct decoded_label *out,
                                struct context_decode_stats *st);
 
 /* 1 if l is one of libctx's span mirror labels (span-id / root-span-id, decimal) and says

@@ -1,7 +1,8 @@
 /*
  * otel_decode.c — validation of OTEP 4947 records copied by bpf/ctx_read.bpf.h and their
  * labels (rules in otel_decode.h). Must never read outside the sample record (every length
- * is checked against otel.len, itself capped by CTXPROF_OTEL_REC_MAX), never print.
+ * is checked against the otel part's length, itself capped by CTXPROF_OTEL_REC_MAX and the
+ * record's size in record_view.c), never print.
  */
 #include <string.h>
 
@@ -57,37 +58,37 @@ static int parse_attrs(const uint8_t *a, size_t size, int prefix, struct otel_ct
         return 0;
 }
 
-int otel_decode(const struct ctxprof_sample_rec *r, struct otel_ctx *c,
-                struct otel_decode_stats *st)
+int otel_decode(const struct record_view *v, struct otel_ctx *c, struct otel_decode_stats *st)
 {
-        const struct ctxprof_otel_raw *o = &r->otel;
+        const uint8_t *rec = v->otel;
+        size_t len = v->otel_len;
         uint16_t size;
         int cut;
 
-        if (!(r->flags & CTXPROF_SF_OTEL) || o->len < CTXPROF_OTEL_HDR ||
-            o->len > CTXPROF_OTEL_REC_MAX)
+        if (!(v->r->flags & CTXPROF_SF_OTEL) || len < CTXPROF_OTEL_HDR ||
+            len > CTXPROF_OTEL_REC_MAX)
                 return 0;
-        if (o->rec[OTEL_VALID_OFF] != 1) {
+        if (rec[OTEL_VALID_OFF] != 1) {
                 st->not_valid++;
                 return 0;
         }
-        memcpy(c->trace_id, o->rec, OTEL_TRACE_ID_BYTES);
-        memcpy(c->span_id, o->rec + OTEL_TRACE_ID_BYTES, OTEL_SPAN_ID_BYTES);
+        memcpy(c->trace_id, rec, OTEL_TRACE_ID_BYTES);
+        memcpy(c->span_id, rec + OTEL_TRACE_ID_BYTES, OTEL_SPAN_ID_BYTES);
         c->no_ids =
             all_zero(c->trace_id, OTEL_TRACE_ID_BYTES) || all_zero(c->span_id, OTEL_SPAN_ID_BYTES);
-        c->trace_flags = o->rec[OTEL_FLAGS_OFF]; /* never required: older writers write 0 */
+        c->trace_flags = rec[OTEL_FLAGS_OFF]; /* never required: older writers write 0 */
         c->n_attrs = 0;
-        memcpy(&size, o->rec + OTEL_SIZE_OFF, sizeof(size));
+        memcpy(&size, rec + OTEL_SIZE_OFF, sizeof(size));
         cut = size > OTEL_ATTRS_BYTES;
         if (cut) {
                 st->oversized++; /* BPF copied the budget's worth: its complete entries */
                 size = OTEL_ATTRS_BYTES;
         }
-        if (o->len != CTXPROF_OTEL_HDR + (uint32_t)size) {
+        if (len != CTXPROF_OTEL_HDR + (size_t)size) {
                 /* BPF copies exactly the entries the size names: anything else is not a
                  * copy of this record's entries */
                 st->malformed++;
-        } else if (parse_attrs(o->rec + CTXPROF_OTEL_HDR, size, cut, c, st)) {
+        } else if (parse_attrs(rec + CTXPROF_OTEL_HDR, size, cut, c, st)) {
                 c->n_attrs = 0;
                 st->malformed++;
         }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "ctxprof/sample.h"
+#include "engine/record_view.h"
 #include "engine/sample_sink.h"
 
 #define OTEL_TRACE_ID_BYTES 16
@@ -75,10 +76,9 @@ struct otel_decode_stats {
                                     * too, and not shown (docs/jfr.md, "Context sources") */
 };
 
-/* 1 and *out filled when r carries a valid record (with ids, or zero ids and attributes),
- * else 0 (counted). */
-int otel_decode(const struct ctxprof_sample_rec *r, struct otel_ctx *out,
-                struct otel_decode_stats *st);
+/* 1 and *out filled when v's record carries a valid OTel record (with ids, or zero ids and
+ * attributes), else 0 (counted). */
+int otel_decode(const struct record_view *v, struct otel_ctx *out, struct otel_decode_stats *st);
 
 /* The span id as a number whose hex digits are the span id's (big-endian). */
 uint64_t otel_span_u64(const struct otel_ctx *c);

@@ -40,10 +40,14 @@ struct proc {
         struct ctxprof_tls_target published; /* the last location published */
         uint64_t dead_since_ns; /* when alive dropped to 0 (slot reused a second later) */
         uint64_t samples, with_context;
+        /* samples whose new stack / label set / thread a sink refused: the process had used its
+         * share of a bounded store (SAMPLE_SINK_*_REFUSED) */
+        uint64_t stacks_refused, labels_refused, threads_refused;
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
         uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
+        int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
 };
 
 struct procs {

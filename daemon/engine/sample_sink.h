@@ -60,9 +60,17 @@ struct decoded_sample {
         uint32_t off_state;   /* the task state it blocked in (1 = S, 2 = D, ...) */
 };
 
+/* A sink's return value above 0: the sample was taken, but these parts of it were refused
+ * because its process had used its share of a bounded store (the caller counts them per
+ * process; docs/daemon.md, "Memory bounds"). */
+#define SAMPLE_SINK_STACK_REFUSED  0x1 /* a new stack: written as "[unknown stack]" */
+#define SAMPLE_SINK_LABELS_REFUSED 0x2 /* a new label set: written without labels */
+#define SAMPLE_SINK_THREAD_REFUSED 0x4 /* a new thread: written as its process's main thread */
+
 struct sample_sink {
         void *ctx;
-        /* 0 or -errno; an error is counted by the caller and never stops ingestion. */
+        /* 0, SAMPLE_SINK_*_REFUSED bits, or -errno; an error is counted by the caller and never
+         * stops ingestion. */
         int (*sample)(void *ctx, const struct decoded_sample *s);
 };
 

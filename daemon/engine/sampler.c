@@ -29,8 +29,11 @@
 #include <bpf/libbpf.h>
 
 #include "ctxprof/cfi.h"
+#include "engine/ktrace_text.h"
 #include "engine/kunwind.h"
+#include "engine/load_hook.h"
 #include "engine/procs.h"
+#include "engine/record_view.h"
 #include "engine/sampler.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
@@ -73,7 +76,9 @@ struct sampler {
         struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
-        struct kunwind *ku;              /* dwarf, dwarf-check: the in-kernel unwinder's tables */
+        struct kunwind *ku; /* dwarf, dwarf-check, off-CPU: the in-kernel unwinder's tables */
+        struct ktrace_text *ktrace; /* kernel stacks: the BPF machinery's text, dropped */
+        struct load_hook *hook;     /* how a target's library loads are noticed */
         struct procs procs;
         struct tid_set tids;
         struct sampler_stats st;
@@ -137,6 +142,22 @@ static int cg_kunwind(int cg)
 {
         return cg == SAMPLER_CG_DWARF || cg == SAMPLER_CG_DWARF_CHECK;
 }
+/* The in-kernel unwinder's tables are loaded for it, and for the blocking stacks of off-CPU
+ * intervals in every call-graph mode (docs/offcpu.md). */
+static int uses_ku(const struct sampler_opts *o)
+{
+        return cg_kunwind(o->dwarf) || SAMPLER_EV_HAS_OFFCPU(o->event);
+}
+
+/* BPF's target bitmap (target_bits in bpf/sampler.bpf.c): pid may be a target from now on. */
+static void mark_target(struct sampler *s, pid_t pid)
+{
+        const unsigned nbits = sizeof(s->skel->bss->target_bits) * CHAR_BIT;
+        unsigned bit = (unsigned)pid % nbits;
+
+        __atomic_fetch_or(&s->skel->bss->target_bits[bit / 64], 1ull << (bit % 64),
+                          __ATOMIC_RELAXED);
+}
 
 /* In-kernel unwinding: write p's mapping list (tables of new modules loaded). refresh: read
  * /proc/PID/maps again first (a library was mapped). */
@@ -153,13 +174,64 @@ static void ku_sync(struct sampler *s, struct proc *p, int refresh)
                 s->st.ku_sync_errors++;
 }
 
-int sampler_add_target(struct sampler *s, pid_t pid)
+/* Attach p's library-load hook if it has none: at attach, and at a process's first sample
+ * (a child or an exec'ed image too short-lived to be sampled never costs a probe). A location
+ * still searching retries at once: a library loaded before the probe was there is found. */
+static void hook_proc(struct sampler *s, struct proc *p)
+{
+        if (!s->hook || p->load_hooked || !p->alive)
+                return;
+        p->load_hooked = 1;
+        load_hook_attach(s->hook, p->pid);
+        if (p->tls_state == PROC_TLS_SEARCHING)
+                p->tls_next_ns = 0;
+}
+
+/* p is no target any more: what the sampler keeps for it goes (not the BPF targets map). */
+static void forget_target(struct sampler *s, struct proc *p)
+{
+        if (s->ku)
+                kunwind_forget(s->ku, p->pid);
+        if (s->hook && p->load_hooked)
+                load_hook_detach(s->hook, p->pid);
+        p->load_hooked = 0;
+        proc_mark_dead(p, 1, mono_ns());
+}
+
+/* Targets whose exit the daemon missed leave the map (BPF removes the others at their exit). */
+static void sweep_dead(struct sampler *s)
+{
+        size_t i;
+
+        for (i = 0; i < s->procs.n; i++)
+                if (s->procs.v[i].alive && proc_gone(s->procs.v[i].pid))
+                        sampler_remove_target(s, s->procs.v[i].pid);
+}
+
+/* Insert pid into `targets` as pending; a full map first loses its dead entries. 0 or -errno. */
+static int insert_target(struct sampler *s, pid_t pid)
 {
         struct ctxprof_tls_target pending = {.flags = CTXPROF_TLS_F_PENDING};
-        uint64_t now = mono_ns();
+        int fd = bpf_map__fd(s->skel->maps.targets);
         __u32 key = (__u32)pid;
+
+        if (!bpf_map_update_elem(fd, &key, &pending, BPF_NOEXIST) || errno == EEXIST)
+                return 0;
+        if (errno != E2BIG)
+                return -errno;
+        sweep_dead(s);
+        if (!bpf_map_update_elem(fd, &key, &pending, BPF_NOEXIST) || errno == EEXIST)
+                return 0;
+        s->st.targets_full++;
+        return -ENOSPC;
+}
+
+int sampler_add_target(struct sampler *s, pid_t pid)
+{
+        uint64_t now = mono_ns();
         struct proc *p;
         char path[64];
+        int err;
 
         if (pid <= 0)
                 return -EINVAL;
@@ -182,11 +254,13 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 return -ENOSPC;
         /* A target before it is located: an exec from now on is counted (and reported), so
          * the location below is checked against it. Until it is published, the entry says
-         * pending: samples count only with context (engine/procs.c says why). */
-        if (bpf_map_update_elem(bpf_map__fd(s->skel->maps.targets), &key, &pending, BPF_NOEXIST) &&
-            errno != EEXIST) {
+         * pending: samples count only with context (engine/procs.c says why). The bitmap
+         * first: BPF looks at the map only for a marked tgid. */
+        mark_target(s, pid);
+        err = insert_target(s, pid);
+        if (err) {
                 proc_mark_dead(p, 0, mono_ns());
-                return errno == E2BIG ? -ENOSPC : -errno;
+                return err;
         }
         /* An exit between the checks above and the insert emitted no event: look again. */
         if (proc_gone(pid)) {
@@ -197,6 +271,8 @@ int sampler_add_target(struct sampler *s, pid_t pid)
          * retried from sampler_poll: context from the first sample where possible. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
+        /* Hooked once located: attaching takes milliseconds its samples would wait for. */
+        hook_proc(s, p);
         ku_sync(s, p, 0);
         return 0;
 }
@@ -360,6 +436,10 @@ static void use_otel(struct sampler *s, struct proc *p, struct decoded_sample *d
 static void sampler_new_image(struct sampler *s, struct proc *p)
 {
         proc_new_image(&s->procs, p, mono_ns());
+        if (s->hook && p->load_hooked) {
+                load_hook_detach(s->hook, p->pid); /* the new image's loader: at its sample */
+                p->load_hooked = 0;
+        }
         if (s->unwinder)
                 dwarf_unwinder_forget(s->unwinder, p->pid);
         ku_sync(s, p, 0);
@@ -367,13 +447,12 @@ static void sampler_new_image(struct sampler *s, struct proc *p)
 
 /* dwarf-check: the in-kernel stack (ustack) against libdwfl's (ips) of the same sample. When
  * libdwfl stopped at the end of the stack copy, only its frames are compared. */
-static void ku_compare(struct sampler *s, const struct ctxprof_sample_rec *r, const uint64_t *ips,
-                       int cnt, int dwfl_truncated)
+static void ku_compare(struct sampler *s, const struct record_view *v, const uint64_t *ips, int cnt,
+                       int dwfl_truncated)
 {
-        unsigned nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
-        unsigned want = (unsigned)cnt, i;
+        unsigned nu = v->n_ustack, want = (unsigned)cnt, i;
 
-        if (!(r->flags & CTXPROF_SF_KUNWIND) || cnt <= 0)
+        if (!(v->r->flags & CTXPROF_SF_KUNWIND) || cnt <= 0)
                 return;
         s->st.ku_compared++;
         if (dwfl_truncated && nu > want)
@@ -383,15 +462,16 @@ static void ku_compare(struct sampler *s, const struct ctxprof_sample_rec *r, co
         if (nu != want)
                 return;
         for (i = 0; i < nu; i++)
-                if (r->ustack[i] != ips[i])
+                if (v->ustack[i] != ips[i])
                         return;
         s->st.ku_equal++;
 }
 
 /* In-kernel stack of r: statistics, and a resync when it met an unknown mapping. */
-static int ku_account(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r)
+static int ku_account(struct sampler *s, struct proc *p, const struct record_view *v)
 {
-        unsigned nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
+        const struct ctxprof_sample_rec *r = v->r;
+        unsigned nu = v->n_ustack;
 
         if (!(r->flags & CTXPROF_SF_KUNWIND))
                 return 0;
@@ -401,33 +481,22 @@ static int ku_account(struct sampler *s, struct proc *p, const struct ctxprof_sa
         if ((r->flags & CTXPROF_SF_KU_COMPLETE) || !nu || nu >= CTXPROF_MAX_USTACK)
                 return 0;
         s->st.unwind_truncated++;
-        count_unwind_stop(s, p, r->ustack[nu - 1], nu > 1);
+        count_unwind_stop(s, p, v->ustack[nu - 1], nu > 1);
         return 1;
 }
 
-/* Stage 1 of a sample: the record's type and size; *d / *off point at the dwarf or off-CPU
- * record when it is one. 0, or -EBADMSG (counted). */
-static int check_record(struct sampler *s, const void *data, size_t size,
-                        const struct ctxprof_sample_dwarf_rec **d,
-                        const struct ctxprof_offcpu_rec **off)
+/* Stage 1 of a sample: the record split into its parts, every length checked against its
+ * size (engine/record_view.c). 0, or -EBADMSG (counted). */
+static int check_record(struct sampler *s, const void *data, size_t size, struct record_view *v)
 {
-        const struct ctxprof_sample_rec *r = data;
-
-        if (size < sizeof(*r) ||
-            (r->type != CTXPROF_REC_SAMPLE && r->type != CTXPROF_REC_SAMPLE_DWARF &&
-             r->type != CTXPROF_REC_OFFCPU) ||
-            (r->type == CTXPROF_REC_SAMPLE_DWARF && size < sizeof(**d)) ||
-            (r->type == CTXPROF_REC_OFFCPU && size < sizeof(**off))) {
+        if (record_view_parse(data, size, v)) {
                 s->st.bad_records++;
                 return -EBADMSG;
         }
-        if (r->type == CTXPROF_REC_SAMPLE_DWARF)
-                *d = data;
-        if (r->type == CTXPROF_REC_OFFCPU) {
-                *off = data;
+        if (v->off)
                 s->st.offcpu_received++;
-        }
         s->st.received++;
+        s->st.received_bytes += size;
         return 0;
 }
 
@@ -443,7 +512,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
         if (!p) {
                 char path[32];
 
-                /* a forked child seen before its event */
+                /* a forked child seen before its event (or whose event the budget refused) */
                 p = procs_new(&s->procs, (pid_t)r->tgid, NULL, mono_ns());
                 snprintf(path, sizeof(path), "/proc/%u", r->tgid);
                 if (p && access(path, F_OK)) /* a late sample of a process already gone */
@@ -464,6 +533,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
                 proc_location_pending(p, mono_ns());
         if (!p->maps && p->alive)
                 proc_maps_open(s->modules, p->pid, &p->maps);
+        hook_proc(s, p);
         if (tid_set_add(&s->tids, r->tid) > 0)
                 s->st.threads++;
         return p;
@@ -471,9 +541,12 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
 
 /* Stage 3: ids, times and the thread's context into *ds. 0, or 1 when the sample is not
  * recorded (taken before the location, see engine/procs.c). */
-static int decode_context(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r,
-                          const struct ctxprof_offcpu_rec *off, struct decoded_sample *ds)
+static int decode_context(struct sampler *s, struct proc *p, const struct record_view *v,
+                          struct decoded_sample *ds)
 {
+        const struct ctxprof_sample_rec *r = v->r;
+        const struct ctxprof_offcpu_rec *off = v->off;
+
         memset(ds, 0, sizeof(*ds));
         ds->pid = (pid_t)r->tgid;
         ds->tid = (pid_t)r->tid;
@@ -492,10 +565,10 @@ static int decode_context(struct sampler *s, struct proc *p, const struct ctxpro
         /* BPF read context only with a location made for the image the thread runs (exec
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds->has_span = context_decode_span(r, &ds->span_id, &ds->root_span_id, &s->st.ctx);
-        ds->n_labels = context_decode_labels(r, ds->labels, &s->st.ctx);
+        ds->n_labels = context_decode_labels(v, ds->labels, &s->st.ctx);
         /* a zero-id record (no span active) does not hide libctx's span record or Custom
          * Labels: libctx's ctx_set_span writes zero ids there and the span beside it */
-        if (otel_decode(r, &s->otel, &s->st.otel) &&
+        if (otel_decode(v, &s->otel, &s->st.otel) &&
             !(s->otel.no_ids && (ds->has_span || ds->n_labels)))
                 use_otel(s, p, ds);
         else /* the process context alone names a process too (OTEP 4719) */
@@ -521,27 +594,30 @@ static int decode_context(struct sampler *s, struct proc *p, const struct ctxpro
 
 /* Stage 4: kernel frames, then user frames (libdwfl on the copied stack in dwarf-copy and
  * dwarf-check, else what BPF took), into s->frames. Returns the frame count. */
-static unsigned build_frames(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r,
-                             const struct ctxprof_sample_dwarf_rec *d, int *truncated)
+static unsigned build_frames(struct sampler *s, struct proc *p, const struct record_view *v,
+                             int *truncated)
 {
-        unsigned i, n = 0, nk, nu;
+        const struct ctxprof_sample_rec *r = v->r;
+        const struct ctxprof_sample_dwarf_rec *d = v->dwarf;
+        unsigned i, n = 0, nk = v->n_kstack, nu = v->n_ustack;
 
-        nk = r->n_kstack < CTXPROF_MAX_KSTACK ? r->n_kstack : CTXPROF_MAX_KSTACK;
-        for (i = 0; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
-                s->frames[n].offset = r->kstack[i];
+        /* a stack taken in (or interrupting) a BPF program starts with the tracing
+         * machinery's frames, ours: never shown (BPF skips them where it knows how many) */
+        i = (unsigned)ktrace_text_skip(s->ktrace, v->kstack, nk);
+        for (; i < nk && n < CTXPROF_MAX_FRAMES; i++, n++) {
+                s->frames[n].offset = v->kstack[i];
                 s->frames[n].module_id = CTXPROF_MODULE_KERNEL;
                 s->frames[n].flags = CTXPROF_FRAME_KERNEL | (i ? CTXPROF_FRAME_RETADDR : 0);
         }
-        nu = r->n_ustack < CTXPROF_MAX_USTACK ? r->n_ustack : CTXPROF_MAX_USTACK;
-        if (d && (r->flags & CTXPROF_SF_REGS) && d->stack_len && s->unwinder) {
-                size_t len = d->stack_len < CTXPROF_STACK_COPY ? d->stack_len : CTXPROF_STACK_COPY;
+        if (d && (r->flags & CTXPROF_SF_REGS) && v->stack_len && s->unwinder) {
                 int ut = 0, cnt;
 
-                cnt = p->alive ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs,
-                                              d->stack, len, s->ips, CTXPROF_MAX_FRAMES, &ut)
-                               : -ESRCH;
+                cnt = p->alive
+                          ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs, v->stack,
+                                         v->stack_len, s->ips, CTXPROF_MAX_FRAMES, &ut)
+                          : -ESRCH;
                 if (cnt > 0) {
-                        ku_compare(s, r, s->ips, cnt, ut);
+                        ku_compare(s, v, s->ips, cnt, ut);
                         add_user_frames(s, p, s->ips, (unsigned)cnt, &n, truncated);
                         if (ut) {
                                 *truncated = 1;
@@ -554,37 +630,59 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct ctx
                         s->st.unwind_errors++;
                         if (cnt != -ESRCH) /* a live process whose leaf did not unwind */
                                 count_unwind_stop(s, p, d->regs[CTXPROF_REG_IP], 0);
-                        add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, truncated);
+                        add_user_frames(s, p, v->ustack, nu, &n, truncated);
                 }
         } else {
-                *truncated = ku_account(s, p, r);
-                add_user_frames(s, p, (const uint64_t *)r->ustack, nu, &n, truncated);
+                *truncated = ku_account(s, p, v);
+                add_user_frames(s, p, v->ustack, nu, &n, truncated);
         }
         if (!n)
                 s->st.no_stack++;
         return n;
 }
 
+/* What the sink said of p's sample: an error, or parts refused by a store's bound. */
+static void note_sink_result(struct sampler *s, struct proc *p, int rc)
+{
+        if (rc < 0) {
+                s->st.sink_errors++;
+                return;
+        }
+        if (rc & SAMPLE_SINK_STACK_REFUSED) {
+                p->stacks_refused++;
+                s->st.refused_stacks++;
+        }
+        if (rc & SAMPLE_SINK_LABELS_REFUSED) {
+                p->labels_refused++;
+                s->st.refused_labels++;
+        }
+        if (rc & SAMPLE_SINK_THREAD_REFUSED) {
+                p->threads_refused++;
+                s->st.refused_threads++;
+        }
+}
+
 /* One sample or off-CPU record from the ring, by stage, to the sink. */
 static int handle_sample(struct sampler *s, const void *data, size_t size)
 {
-        const struct ctxprof_sample_rec *r = data;
-        const struct ctxprof_sample_dwarf_rec *d = NULL;
-        const struct ctxprof_offcpu_rec *off = NULL;
+        struct record_view v;
         struct decoded_sample ds;
         struct proc *p;
         int truncated = 0;
 
-        if (check_record(s, data, size, &d, &off))
+        if (check_record(s, data, size, &v))
                 return 0;
-        p = sample_proc(s, r);
-        if (!p || decode_context(s, p, r, off, &ds))
+        p = sample_proc(s, v.r);
+        if (!p || decode_context(s, p, &v, &ds))
                 return 0;
+        if (!context_filter_match(&s->opts.filter, &ds)) {
+                s->st.filtered++;
+                return 0;
+        }
         ds.frames = s->frames;
-        ds.n_frames = build_frames(s, p, r, d, &truncated);
+        ds.n_frames = build_frames(s, p, &v, &truncated);
         ds.truncated = truncated;
-        if (s->sink.sample && s->sink.sample(s->sink.ctx, &ds))
-                s->st.sink_errors++;
+        note_sink_result(s, p, s->sink.sample ? s->sink.sample(s->sink.ctx, &ds) : 0);
         return 0;
 }
 
@@ -634,8 +732,10 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 ku_sync(s, p, 1); /* a library: its table, before its first sample if we can */
                 break;
         case CTXPROF_EV_EXIT:
+                /* BPF took it out of its maps at the exit (a reused pid may be a new target
+                 * there already): only our side is left. */
                 if (p && p->alive)
-                        sampler_remove_target(s, (pid_t)e->tgid);
+                        forget_target(s, p);
                 break;
         default:
                 s->st.bad_records++;
@@ -755,6 +855,7 @@ static int sampler_offcpu_config(struct sampler *s)
                         return err;
         s->skel->rodata->offcpu_min_ns =
             o->offcpu_min_ns ? o->offcpu_min_ns : CTXPROF_OFFCPU_MIN_NS_DEFAULT;
+        s->skel->rodata->offcpu_kunwind = on ? 1 : 0;
         return bpf_map__set_max_entries(s->skel->maps.offcpu_threads,
                                         !on ? 1
                                         : o->offcpu_max_threads
@@ -770,6 +871,17 @@ static uint32_t ku_row_cap(void)
 
         return v > 0 && v <= (long)CTXPROF_KU_DEFAULT_ROWS * 16 ? (uint32_t)v
                                                                 : CTXPROF_KU_DEFAULT_ROWS;
+}
+
+/* Entries of `targets`: CTXPROF_MAX_TARGETS, or CTXPROF_TEST_MAX_TARGETS (tests: a map a
+ * fork bomb fills under a small pids.max; at least TEST_MIN_TARGETS). */
+#define TEST_MIN_TARGETS 8
+static uint32_t targets_cap(void)
+{
+        const char *e = getenv("CTXPROF_TEST_MAX_TARGETS");
+        long v = e ? strtol(e, NULL, 10) : 0;
+
+        return v >= TEST_MIN_TARGETS && v < CTXPROF_MAX_TARGETS ? (uint32_t)v : CTXPROF_MAX_TARGETS;
 }
 
 /* Stage OPEN: the BPF object, configured (read-only data, ring size) before load. */
@@ -800,9 +912,13 @@ static int sampler_open_bpf(struct sampler *s)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
         /* The row array is allocated whole at load: only when it is used. */
-        if (bpf_map__set_max_entries(s->skel->maps.ku_rows,
-                                     cg_kunwind(o->dwarf) ? ku_row_cap() : 1))
+        if (bpf_map__set_max_entries(s->skel->maps.ku_rows, uses_ku(o) ? ku_row_cap() : 1))
                 return -EINVAL;
+        if (bpf_map__set_max_entries(s->skel->maps.targets, targets_cap()))
+                return -EINVAL;
+        /* Attached by load_hook_new: per target, or sys_exit as the fallback. */
+        bpf_program__set_autoattach(s->skel->progs.ctxprof_dl_notify, false);
+        bpf_program__set_autoattach(s->skel->progs.ctxprof_sys_exit, false);
         err = sampler_offcpu_config(s);
         return err ? err : bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
 }
@@ -834,7 +950,7 @@ static int sampler_open_perf(struct sampler *s)
 /* Stage ATTACH: the sampling program to every perf event, then the lifecycle programs. */
 static int sampler_attach(struct sampler *s)
 {
-        int i, attached = 0;
+        int i, attached = 0, err;
 
         for (i = 0; i < s->ncpu; i++) {
                 if (s->perf_fds[i] < 0)
@@ -849,7 +965,13 @@ static int sampler_attach(struct sampler *s)
         }
         if (!attached && SAMPLER_EV_HAS_PERF(s->opts.event))
                 return -ENODEV;
-        return sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+        err = sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
+        if (err)
+                return err;
+        /* The library-load hook: per-target uprobes, or sys_exit where the kernel has none. */
+        s->hook =
+            load_hook_new(s->skel->progs.ctxprof_dl_notify, s->skel->progs.ctxprof_sys_exit, &err);
+        return err;
 }
 
 /* Stage RING: the consumers of both rings. */
@@ -891,13 +1013,16 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
         if (!err) {
                 s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);
                 s->procs.exec_gens_fd = bpf_map__fd(s->skel->maps.exec_gens);
-                if (cg_kunwind(o->dwarf)) {
+                if (uses_ku(o)) {
                         s->ku = kunwind_new(s->modules, bpf_map__fd(s->skel->maps.ku_rows),
                                             bpf_map__fd(s->skel->maps.ku_procs),
                                             bpf_map__max_entries(s->skel->maps.ku_rows));
                         if (!s->ku)
                                 err = -ENOMEM;
                 }
+                /* after the load: our programs' images are in kallsyms now */
+                if (!err && o->kernel_stacks && !(s->ktrace = ktrace_text_load()))
+                        err = -ENOMEM;
         }
         if (!err) {
                 *stage = SAMPLER_STAGE_PERF;
@@ -923,14 +1048,11 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
 static void housekeeping(struct sampler *s)
 {
         uint64_t now = mono_ns();
-        size_t i;
 
         /* Safety net for a missed exit event (events ring full): every 5 s. */
         if (now - s->last_sweep_ns > 5000000000ull) {
                 s->last_sweep_ns = now;
-                for (i = 0; i < s->procs.n; i++)
-                        if (s->procs.v[i].alive && proc_gone(s->procs.v[i].pid))
-                                sampler_remove_target(s, s->procs.v[i].pid);
+                sweep_dead(s);
         }
         procs_locate_due(&s->procs, now);
 }
@@ -959,13 +1081,20 @@ int sampler_remove_target(struct sampler *s, pid_t pid)
         if (bpf_map_delete_elem(bpf_map__fd(s->skel->maps.targets), &key))
                 err = -errno;
         bpf_map_delete_elem(bpf_map__fd(s->skel->maps.exec_gens), &key);
-        if (s->ku)
-                kunwind_forget(s->ku, pid);
         if (p && p->alive) {
-                proc_mark_dead(p, 1, mono_ns());
+                forget_target(s, p);
                 return 0;
         }
+        if (s->ku)
+                kunwind_forget(s->ku, pid);
+        if (s->hook)
+                load_hook_detach(s->hook, pid);
         return err;
+}
+
+int sampler_hook_loader_wide(struct sampler *s)
+{
+        return s->hook ? load_hook_loader_wide(s->hook) : 0;
 }
 
 int sampler_is_target(struct sampler *s, pid_t pid)
@@ -989,6 +1118,9 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .name = p->name,
                                             .samples = p->samples,
                                             .with_context = p->with_context,
+                                            .stacks_refused = p->stacks_refused,
+                                            .labels_refused = p->labels_refused,
+                                            .threads_refused = p->threads_refused,
                                             .context_located = p->tls_state == PROC_TLS_LOCATED};
                 fn(ctx, &t);
         }
@@ -1165,7 +1297,13 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->ku_fp_steps = sum[CTXPROF_CNT_KU_FP_STEPS];
                 out->ku_unsup = sum[CTXPROF_CNT_KU_UNSUP];
                 out->ku_nomap = sum[CTXPROF_CNT_KU_NOMAP];
+                out->events_limited = sum[CTXPROF_CNT_EV_LIMITED];
+                out->exec_events_limited = sum[CTXPROF_CNT_EXEC_LIMITED];
+                out->targets_full += sum[CTXPROF_CNT_TARGETS_FULL];
+                out->dl_notify = sum[CTXPROF_CNT_DL_NOTIFY];
         }
+        if (s->hook)
+                load_hook_stats(s->hook, &out->hook);
         free(v);
         if (s->ku)
                 kunwind_get_stats(s->ku, &out->ku_tables);
@@ -1218,11 +1356,13 @@ void sampler_free(struct sampler *s)
                                 close(s->perf_fds[c]);
         free(s->links);
         free(s->perf_fds);
+        load_hook_free(s->hook);
         sampler_bpf__destroy(s->skel);
         procs_free(&s->procs);
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);
         kunwind_free(s->ku);
+        ktrace_text_free(s->ktrace);
         modules_free(s->modules);
         free(s);
 }

@@ -16,9 +16,11 @@
 #include <sys/types.h>
 
 #include "engine/context_decode.h"
+#include "engine/context_filter.h"
 #include "engine/otel_decode.h"
 #include "engine/otel_process_ctx.h"
 #include "engine/kunwind.h"
+#include "engine/load_hook.h"
 #include "stack/module_tally.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
@@ -41,6 +43,9 @@ struct sampler_opts {
          * sampler_add_target / sampler_remove_target. */
         int (*exec_filter)(void *ctx, pid_t pid, const char *comm);
         void *exec_filter_ctx;
+        /* Samples whose context does not pass this are counted (filtered) and dropped before
+         * their stack is built; no terms = keep every sample (engine/context_filter.h). */
+        struct context_filter filter;
 };
 
 /* Which setup step failed (for an actionable message in the command). */
@@ -94,12 +99,17 @@ struct sampler_stats {
         uint64_t bpf_run_ns, bpf_run_cnt;
         /* from ingestion */
         uint64_t received;         /* sample records consumed */
+        uint64_t received_bytes;   /* bytes of those records (ring use per sample) */
         uint64_t with_context;     /* samples with a valid span or at least one label */
+        uint64_t filtered;         /* dropped by the context filter (opts.filter) */
         uint64_t no_stack;         /* samples with no frame at all */
         uint64_t unwind_errors;    /* dwarf_unwind failures (fell back to the FP stack) */
         uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */
         uint64_t bad_records;      /* records of unexpected size/type */
         uint64_t sink_errors;
+        /* samples that lost a new stack / label set / thread to a sink's store bound (the sum
+         * over processes; SAMPLE_SINK_*_REFUSED) */
+        uint64_t refused_stacks, refused_labels, refused_threads;
         uint64_t drains_cut;     /* polls that left records in the ring (time budget spent) */
         uint64_t stop_discarded; /* records left in the rings when sampler_stop ran out of time */
         uint64_t threads;        /* distinct tids seen */
@@ -116,6 +126,12 @@ struct sampler_stats {
          * mapped files not opened (no such mapping, not a regular file, another inode) */
         struct target_stats target;
         struct modules_stats modules; /* the module registry (stack/modules.h) */
+        /* Event bounds and the library-load hook (ctxprof/sample.h, engine/load_hook.h):
+         * MAP/EXEC/FORK events a process sent over its budget, EXEC_OTHER events over a
+         * budget (not sent: counted), targets not added because `targets` was full of live
+         * ones, library-load hook hits in targets; the hook in use and its counters */
+        uint64_t events_limited, exec_events_limited, targets_full, dl_notify;
+        struct load_hook_stats hook;
 };
 
 struct sampler;
@@ -135,6 +151,10 @@ int sampler_add_target(struct sampler *, pid_t pid);
  * CTXPROF_MAX_CGROUPS. Returns how many could be opened (a cgroup that does not exist yet is
  * skipped: the caller's exec-time selection still sees it later), or -errno. */
 int sampler_set_cgroups(struct sampler *, const char *const *paths, unsigned n);
+/* Before dropping CAP_SYS_ADMIN (the daemon): per-target library-load uprobes cannot be
+ * opened without it, so hook the loaders every process uses now instead (see
+ * engine/load_hook.h). 0 or -errno (the hook is unchanged). */
+int sampler_hook_loader_wide(struct sampler *);
 /* Stop sampling process pid (its queued samples are still delivered). -ENOENT not a target. */
 int sampler_remove_target(struct sampler *, pid_t pid);
 /* 1 if pid is a live target. */
@@ -144,7 +164,8 @@ struct sampler_target {
         pid_t pid;
         const char *name;
         uint64_t samples, with_context; /* samples consumed for it; those with context */
-        int context_located;            /* its Custom Labels / span variables are located */
+        uint64_t stacks_refused, labels_refused, threads_refused; /* by a store's bound */
+        int context_located; /* its Custom Labels / span variables are located */
 };
 typedef void (*sampler_target_fn)(void *ctx, const struct sampler_target *t);
 void sampler_foreach_target(struct sampler *, sampler_target_fn fn, void *ctx);

@@ -64,6 +64,31 @@ static int strtab_rehash(struct jfr_strtab *t, uint32_t nslots)
         return 0;
 }
 
+/* The slot of s in t's index: where it is, or the empty slot it would go to. */
+static uint32_t strtab_slot(const struct jfr_strtab *t, const char *s, size_t len)
+{
+        uint32_t j = (uint32_t)jfr_hash_bytes(s, len) & (t->nslots - 1);
+
+        while (t->slots[j]) {
+                uint32_t i = t->slots[j] - 1;
+                if (t->len[i] == len && !memcmp(jfr_strtab_str(t, i), s, len))
+                        break;
+                j = (j + 1) & (t->nslots - 1);
+        }
+        return j;
+}
+
+int jfr_strtab_find(const struct jfr_strtab *t, const char *s, size_t len, uint32_t *idx)
+{
+        if (!t->nslots)
+                return 0;
+        uint32_t j = strtab_slot(t, s, len);
+        if (!t->slots[j])
+                return 0;
+        *idx = t->slots[j] - 1;
+        return 1;
+}
+
 int jfr_strtab_intern(struct jfr_strtab *t, const char *s, size_t len, uint32_t *idx, int *added)
 {
         if (added)
@@ -75,15 +100,10 @@ int jfr_strtab_intern(struct jfr_strtab *t, const char *s, size_t len, uint32_t 
                 if (err)
                         return err;
         }
-        uint64_t h = jfr_hash_bytes(s, len);
-        uint32_t j = (uint32_t)h & (t->nslots - 1);
-        while (t->slots[j]) {
-                uint32_t i = t->slots[j] - 1;
-                if (t->len[i] == len && !memcmp(jfr_strtab_str(t, i), s, len)) {
-                        *idx = i;
-                        return 0;
-                }
-                j = (j + 1) & (t->nslots - 1);
+        uint32_t j = strtab_slot(t, s, len);
+        if (t->slots[j]) {
+                *idx = t->slots[j] - 1;
+                return 0;
         }
         if (t->n == t->ncap) {
                 uint32_t nc = t->ncap ? t->ncap * 2 : 64;

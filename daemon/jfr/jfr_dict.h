@@ -23,6 +23,8 @@ struct jfr_strtab {
 void jfr_strtab_init(struct jfr_strtab *t);
 void jfr_strtab_free(struct jfr_strtab *t);
 void jfr_strtab_clear(struct jfr_strtab *t); /* keeps the memory */
+/* 1 and *idx = index of s when it is in t, else 0. */
+int jfr_strtab_find(const struct jfr_strtab *t, const char *s, size_t len, uint32_t *idx);
 /* *idx = index of s (added if new). 0 or -ENOMEM. *added (may be NULL) = 1 if new. */
 int jfr_strtab_intern(struct jfr_strtab *t, const char *s, size_t len, uint32_t *idx, int *added);
 static inline const char *jfr_strtab_str(const struct jfr_strtab *t, uint32_t i)

@@ -175,6 +175,11 @@ static const struct fdesc f_statistics[] = {
     {"ctxMissingNoStorage", JFR_T_LONG, 0, 0, NULL, "No Context: No TLS Block"},
     {"ctxMissingReadFaults", JFR_T_LONG, 0, 0, NULL, "No Context: Read Faults"},
     {"ctxMissingNotSet", JFR_T_LONG, 0, 0, NULL, "No Context: Not Set"},
+    /* per-chunk store bounds (docs/daemon.md, "Memory bounds") */
+    {"stacksOverShare", JFR_T_LONG, 0, 0, NULL, "New Stacks Refused: Process Share Used"},
+    {"labelSetsRefused", JFR_T_LONG, 0, 0, NULL, "New Label Sets Refused: Store Bound"},
+    {"threadsRefused", JFR_T_LONG, 0, 0, NULL, "New Threads Refused: Thread Table Bound"},
+    {"filtered", JFR_T_LONG, 0, 0, NULL, "Samples Dropped by the Context Filter"},
 };
 
 #define PRIM(id, n)                                                                                \

@@ -47,6 +47,7 @@ struct stored_sample {
 struct jfr_writer {
         struct jfr_file *file;
         char *rec_name, *rec_event, *rec_callgraph, *destination, *os_version, *cpu_name, *cpu_desc;
+        char *rec_filter; /* the context filter's text, NULL = none */
         uint32_t freq_hz, sockets, cores, hw_threads;
         uint64_t rec_start_wall_ns;
         struct jfr_writer_counters c;
@@ -72,7 +73,7 @@ struct jfr_writer {
         struct stored_sample *samples;
         size_t nsamples, sample_cap;
         uint32_t unknown_stack_key; /* 0 = not created yet */
-        uint64_t chunk_dropped_keys, chunk_unknown_stacks;
+        uint64_t chunk_dropped_keys, chunk_unknown_stacks, chunk_threads_refused;
         struct jfr_buf proc_events; /* this chunk's ctxprof.ProcessContext events */
         uint64_t chunk_offcpu;      /* off-CPU intervals stored in this chunk */
         struct jfr_stats stats;
@@ -118,6 +119,7 @@ static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t f
         w->rec_name = xstrdup(info->name ? info->name : "ctxprof");
         w->rec_event = xstrdup(info->event ? info->event : "cpu-clock");
         w->rec_callgraph = xstrdup(info->callgraph ? info->callgraph : "fp");
+        w->rec_filter = info->filter && *info->filter ? xstrdup(info->filter) : NULL;
         w->destination = xstrdup(path);
         w->freq_hz = info->frequency_hz;
         w->rec_start_wall_ns = info->start_wall_ns;
@@ -139,7 +141,8 @@ static int writer_new(struct jfr_writer **out, struct jfr_file *file, uint64_t f
         w->contexts = jfr_context_pool_new();
         jfr_buf_init(&w->snapshot);
         if (!w->contexts || !w->rec_name || !w->rec_event || !w->rec_callgraph || !w->destination ||
-            !w->os_version || !w->cpu_name || !w->cpu_desc) {
+            !w->os_version || !w->cpu_name || !w->cpu_desc ||
+            (info->filter && *info->filter && !w->rec_filter)) {
                 jfr_writer_close(w);
                 return -ENOMEM;
         }
@@ -186,6 +189,7 @@ void jfr_writer_close(struct jfr_writer *w)
         free(w->rec_name);
         free(w->rec_event);
         free(w->rec_callgraph);
+        free(w->rec_filter);
         free(w->destination);
         free(w->os_version);
         free(w->cpu_name);
@@ -247,7 +251,7 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         w->nthreads = 0;
         w->nsamples = 0;
         w->unknown_stack_key = 0;
-        w->chunk_dropped_keys = w->chunk_unknown_stacks = 0;
+        w->chunk_dropped_keys = w->chunk_unknown_stacks = w->chunk_threads_refused = 0;
         jfr_buf_reset(&w->proc_events);
         w->chunk_offcpu = 0;
 }
@@ -342,6 +346,16 @@ int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
         const char *jn = java_name ? java_name : os_name;
         n += jfr_utf8_sanitize(jn ? jn : "", jn ? strlen(jn) : 0, id + n, 256);
         uint32_t idx, key;
+        if (w->thread_ids.n >= JFR_THREAD_IDENTITIES_MAX - 1 &&
+            !jfr_strtab_find(&w->thread_ids, id, n, &idx)) {
+                static const char full[] = "[thread identities full]";
+                memset(id, 0, 4); /* tid 0: the placeholder's key is above every tid */
+                memcpy(id + 4, full, sizeof(full));
+                memcpy(id + 4 + sizeof(full), full, sizeof(full) - 1);
+                n = 4 + 2 * sizeof(full) - 1;
+                w->c.thread_identities_refused++;
+                w->chunk_threads_refused++;
+        }
         int err = jfr_strtab_intern(&w->thread_ids, id, n, &idx, NULL);
         if (!err)
                 err = thread_key(w, t, idx, &key);
@@ -636,6 +650,8 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
         }
         put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "event", w->rec_event);
         put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "callgraph", w->rec_callgraph);
+        if (w->rec_filter) /* only the samples it kept are in the file */
+                put_setting(w, t0, JFR_E_EXECUTION_SAMPLE, "filter", w->rec_filter);
 
         ev_begin(b, JFR_E_OS_INFORMATION, t0);
         jfr_buf_cstring(b, w->os_version);
@@ -666,6 +682,10 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
                 jfr_buf_varint(b, vals[i]);
         for (size_t i = 0; i < JFR_CTX_MISSING_N; i++)
                 jfr_buf_varint(b, st->ctx_missing[i]);
+        jfr_buf_varint(b, st->stacks_refused);
+        jfr_buf_varint(b, st->label_sets_refused);
+        jfr_buf_varint(b, st->threads_refused + w->chunk_threads_refused);
+        jfr_buf_varint(b, st->filtered);
         put_event(&w->out, b);
 }
 

@@ -102,6 +102,9 @@ struct jfr_stats {
         uint64_t bpf_ns_per_sample;
         /* samples without context, by why (ctxMissing* fields, in enum jfr_ctx_missing order) */
         uint64_t ctx_missing[JFR_CTX_MISSING_N];
+        /* samples that lost a new stack / label set / thread to a store's bound */
+        uint64_t stacks_refused, label_sets_refused, threads_refused;
+        uint64_t filtered; /* samples the context filter dropped (not in the chunk) */
 };
 
 /* Facts about the host, written as jdk.OSInformation / jdk.CPUInformation in every chunk.
@@ -120,6 +123,7 @@ struct jfr_recording_info {
         const char *callgraph; /* call-graph mode, e.g. "fp" or "dwarf" */
         uint64_t start_wall_ns;
         const struct jfr_host_info *host; /* NULL = unknown; copied at open */
+        const char *filter; /* context filter ("route=/x,!tier=free"); NULL or "" = none */
 };
 
 #define JFR_WRITER_APPEND   JFR_FILE_APPEND   /* keep an existing file (torn tail trimmed) */
@@ -133,7 +137,14 @@ struct jfr_writer_counters {
         uint64_t unknown_stacks, unknown_threads, dropped_label_keys, append_errors;
         uint64_t trimmed_bytes; /* partial tail removed at open */
         uint64_t trim_errors;   /* a failed append's bytes could not be cut at once */
+        /* threads past JFR_THREAD_IDENTITIES_MAX in one file: written as one placeholder */
+        uint64_t thread_identities_refused;
 };
+
+/* Thread identities (tid, names) one file keeps; a new one past it becomes the placeholder
+ * thread "[thread identities full]" (a thread renaming itself in a loop must not grow the
+ * file's table without end). */
+#define JFR_THREAD_IDENTITIES_MAX 65536u
 
 struct jfr_writer;
 

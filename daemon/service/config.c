@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "service/config.h"
+#include "engine/context_filter.h"
 #include "engine/sampling_names.h"
 #include "service/metrics_http.h"
 #include "service/status_file.h"
@@ -20,6 +21,7 @@ const char *const config_keys[] = {
     "sampling.event",
     "sampling.call-graph",
     "sampling.offcpu-min",
+    "sampling.filter",
     /* [targets] */
     "targets.mode",
     "targets.comm",
@@ -210,6 +212,17 @@ static int pick_name(const char *v, enum sampling_name_set set, int *out)
         return 0;
 }
 
+/* [sampling] filter: kept as text (the daemon adds it to the sampler's options), checked
+ * here so that a bad one is an error of the file or the flag. */
+static int set_filter(struct daemon_config *c, const char *v)
+{
+        struct context_filter f = {0};
+
+        if (context_filter_add(&f, v, NULL))
+                return -EINVAL;
+        return set_str(c->filter, sizeof(c->filter), v);
+}
+
 static int set_metrics(struct daemon_config *c, const char *key, const char *v)
 {
         static const char *const yesno[] = {"no", "yes", NULL};
@@ -242,6 +255,8 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                 if (!strcmp(key, "offcpu-min"))
                         return config_parse_duration_us(v, 0, CONFIG_OFFCPU_MIN_MAX_US,
                                                         &c->offcpu_min_us);
+                if (!strcmp(key, "filter"))
+                        return set_filter(c, v);
         } else if (!strcmp(sec, "targets")) {
                 if (!strcmp(key, "mode"))
                         return pick_name(v, SAMPLING_NAMES_MODE, &c->mode);
@@ -312,6 +327,8 @@ const char *config_values(const char *key)
         } help[] = {
             {"frequency", "a count from 1 to 100000"},
             {"offcpu-min", "a duration up to 1h (e.g. 500us, 2ms; 0 = every interval)"},
+            {"filter", "TERM[,TERM...], each has-context, has-no-context, KEY, KEY=VALUE, !KEY "
+                       "or !KEY=VALUE (at most 16)"},
             {"chunk-period", "a duration from 100ms to 1h"},
             {"rotate-period", "a duration from 1s to 3650d"},
             {"retain-age", "a duration up to 3650d (0 = keep forever)"},

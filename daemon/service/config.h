@@ -45,6 +45,8 @@ struct daemon_config {
         int event;              /* enum sampler_event */
         int dwarf;              /* enum sampler_callgraph */
         uint64_t offcpu_min_us; /* event off-cpu/wall: shorter intervals are dropped */
+        /* context filter (engine/context_filter.h), checked when set; "" = none */
+        char filter[CONFIG_LIST_LEN];
         /* [targets] */
         int mode;                        /* enum target_mode */
         char comm[CONFIG_LIST_LEN];      /* comma-separated globs */

@@ -37,6 +37,8 @@ static const struct series plain[] = {
       "Samples the daemon read from the ring buffer.", st.received),
     S("ctxprof_samples_with_context_total", METRICS_COUNTER,
       "Samples with a valid span or at least one label.", st.with_context),
+    S("ctxprof_samples_filtered_total", METRICS_COUNTER,
+      "Samples whose context did not match [sampling] filter: counted, not recorded.", st.filtered),
     S("ctxprof_samples_lost_total", METRICS_COUNTER,
       "Samples lost in the kernel: the ring buffer was full.", st.lost),
     S("ctxprof_samples_no_stack_total", METRICS_COUNTER, "Samples without any frame.", st.no_stack),
@@ -87,7 +89,7 @@ struct labelled {
         struct {
                 const char *value;
                 size_t off;
-        } v[6];
+        } v[9];
 };
 
 #define V(val, f)                                                                                  \
@@ -111,6 +113,21 @@ static const struct labelled labelled[] = {
      "Stacks the BPF program could not take (the sample keeps the other stack).",
      "stack",
      {V("user", st.ustack_errors), V("kernel", st.kstack_errors), V("copy", st.stack_copy_errors)}},
+    {"ctxprof_samples_refused_total",
+     "Samples that lost part of what they carried to a bounded per-chunk store, by store: "
+     "stacks (a new stack past its process's share of the trace table, written as [unknown "
+     "stack]), labels (a new label set past its share of the label store, written without), "
+     "threads (a new thread past its share of the thread table, written as the main thread).",
+     "store",
+     {V("stacks", st.refused_stacks), V("labels", st.refused_labels),
+      V("threads", st.refused_threads)}},
+    {"ctxprof_events_limited_total",
+     "Events the BPF programs did not send, by kind: process (MAP/EXEC/FORK events over their "
+     "process's budget), exec (exec of a non-target over a budget), targets_full (a target's "
+     "child not added: the targets map was full of live processes).",
+     "kind",
+     {V("process", st.events_limited), V("exec", st.exec_events_limited),
+      V("targets_full", st.targets_full)}},
     {"ctxprof_errors_total",
      "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
      "tls_locate (a process whose context variables could not be located), event_lost (a "
@@ -123,11 +140,15 @@ static const struct labelled labelled[] = {
      "Hostile target input refused, by reason: line_too_long (a /proc line over its cap, never "
      "parsed), no_mapping (a maps line whose range is not mapped: forged), not_regular (a FIFO, "
      "device, socket or directory), mismatch (another file than the maps line's dev:inode), "
-     "unresolved (the path does not resolve inside the target's root), open_failed.",
+     "unresolved (the path does not resolve inside the target's root), open_failed, not_owner (a "
+     "perf map owned by another user than the target's), perf_map_bad_line (a perf-map line "
+     "too long or not START SIZE name, skipped), perf_map_full (a perf map read up to its cap).",
      "reason",
      {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
       V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
-      V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed)}},
+      V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed),
+      V("not_owner", st.target.not_owner), V("perf_map_bad_line", st.target.perf_map_bad_lines),
+      V("perf_map_full", st.target.perf_map_full)}},
     {"ctxprof_modules_refused_total",
      "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
      "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",
@@ -160,6 +181,20 @@ static void bpf_cost(const struct daemon_metrics_snapshot *s, struct metrics_tex
                                  "what one recorded sample costs, filtered invocations included "
                                  "(as bpfNsPerSample in ctxprof.Statistics).",
                                  s->st.bpf_run_ns / s->st.samples);
+}
+
+/* The library-load hook in use (an info gauge: 1 for the hook's name) and its hits. */
+static void load_hook(const struct daemon_metrics_snapshot *s, struct metrics_text *t)
+{
+        struct metrics_label lb = {"hook", s->st.hook.name ? s->st.hook.name : "none"};
+
+        metrics_text_family(t, "ctxprof_load_hook_info", METRICS_GAUGE,
+                            "How library loads in targets are noticed: uprobe (per target, on "
+                            "its ld.so's _dl_debug_state) or sys_exit (the fallback: every "
+                            "syscall on the host pays).");
+        metrics_text_u64(t, "ctxprof_load_hook_info", &lb, 1, 1);
+        metrics_text_one(t, "ctxprof_load_hook_hits_total", METRICS_COUNTER,
+                         "Library-load notifications seen in targets.", s->st.dl_notify);
 }
 
 /* One family with a sample per [upload] target: a uint64_t field of struct upload_counters. */
@@ -267,6 +302,7 @@ static void render(const struct daemon_metrics_snapshot *s, struct metrics_text 
                 }
         }
         bpf_cost(s, t);
+        load_hook(s, t);
         uploads(s, t);
 }
 

@@ -185,7 +185,8 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
             .info = {.name = "ctxprof",
                      .event = sampling_name(SAMPLING_NAMES_EVENT, rs->cfg.event),
                      .frequency_hz = rs->cfg.frequency,
-                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.dwarf)},
+                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.dwarf),
+                     .filter = rs->cfg.filter},
         };
         int err, err2;
 
@@ -219,6 +220,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
                 jo.table_capacity =
                     rs->cfg.max_stacks ? rs->cfg.max_stacks : PROCESS_TABLE_CAPACITY;
                 jo.symbolizer = rs->sym;
+                jo.one_target = 1;
         }
         jo.path = r->file.part;
         r->start_wall_s = (uint64_t)ts.tv_sec;

@@ -57,6 +57,7 @@ static const struct field daemon_fields[] = {
     D("samples", F_U64, samples),
     D("received", F_U64, received),
     D("context_samples", F_U64, context_samples),
+    D("filtered", F_U64, filtered),
     D("lost", F_U64, lost),
     D("torn", F_U64, torn),
     D("threads", F_U64, threads),
@@ -72,18 +73,31 @@ static const struct field daemon_fields[] = {
     D("process_files", F_UINT, process_files),
     D("overflow_samples", F_U64, overflow_samples),
     D("no_file_samples", F_U64, no_file_samples),
+    D("refused_stacks", F_U64, refused_stacks),
+    D("refused_labels", F_U64, refused_labels),
+    D("refused_threads", F_U64, refused_threads),
     D("refused_files", F_U64, refused_files),
     D("refused_lines", F_U64, refused_lines),
     D("modules", F_U64, modules),
     D("modules_refused", F_U64, modules_refused),
+    D("load_hook", F_STR, load_hook),
+    D("events_limited", F_U64, events_limited),
+    D("exec_events_limited", F_U64, exec_events_limited),
+    D("targets_full", F_U64, targets_full),
     D("cap_eff", F_HEX, cap_eff),
 };
 
 static const struct field target_fields[] = {
-    T("pid", F_INT, pid),          T("comm", F_STR, comm),
-    T("samples", F_U64, samples),  T("context_samples", F_U64, context_samples),
-    T("threads", F_UINT, threads), T("context", F_YESNO, context_located),
+    T("pid", F_INT, pid),
+    T("comm", F_STR, comm),
+    T("samples", F_U64, samples),
+    T("context_samples", F_U64, context_samples),
+    T("threads", F_UINT, threads),
+    T("context", F_YESNO, context_located),
     T("file", F_STR, file),
+    T("stacks_refused", F_U64, stacks_refused),
+    T("labels_refused", F_U64, labels_refused),
+    T("threads_refused", F_U64, threads_refused),
 };
 
 #define U(k, t, m) FIELD(status_upload, k, t, m)

@@ -39,6 +39,7 @@ struct status_daemon {
         uint64_t period_ms;
         char mode[STATUS_NAME_LEN]; /* target mode name (sampling_names.h) */
         uint64_t samples, received, context_samples, lost, torn, threads;
+        uint64_t filtered; /* samples the context filter ([sampling] filter) dropped */
         unsigned targets, map_entries;
         uint64_t processes_seen, files_written, files_deleted, chunks_written, bytes_written;
         char current_file[PATH_MAX + 8]; /* the host file; "" = none open */
@@ -46,12 +47,18 @@ struct status_daemon {
         unsigned process_files;
         uint64_t overflow_samples, no_file_samples;
         uint64_t cap_eff; /* written in hex, as /proc/PID/status shows CapEff */
+        /* samples that lost a new stack / label set / thread to a store's bound (all targets) */
+        uint64_t refused_stacks, refused_labels, refused_threads;
         /* hostile target input refused (util/target_stats.h): files a target named that were
          * not opened, /proc lines over their cap */
         uint64_t refused_files, refused_lines;
         /* modules registered (alive, or dead and not yet retired); registrations refused by
          * the registry's global or per-process bound */
         uint64_t modules, modules_refused;
+        /* the library-load hook in use ("uprobe", "sys_exit") and the event bounds
+         * (sampler_stats: events_limited, exec_events_limited, targets_full) */
+        char load_hook[STATUS_NAME_LEN];
+        uint64_t events_limited, exec_events_limited, targets_full;
 };
 
 /* One "target" line: a sampled process. */
@@ -62,6 +69,8 @@ struct status_target {
         unsigned threads;
         int context_located;        /* "yes" / "no" */
         char file[STATUS_FILE_LEN]; /* its samples' file (base name); "" = none */
+        /* its samples that lost a new stack / label set / thread to its share of a store */
+        uint64_t stacks_refused, labels_refused, threads_refused;
 };
 
 /* One "upload" line: an upload target's state (service/uploader.h's names and counters). */

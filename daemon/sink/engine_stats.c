@@ -10,8 +10,10 @@ void engine_stats_get(struct sampler *s, struct jfr_sink_engine_counters *out)
 
         sampler_get_stats(s, &st);
         *out = (struct jfr_sink_engine_counters){
-            /* what reached the sink: not the samples held back before a location */
-            .samples = st.received - st.ctx_missing.pending,
+            /* what reached the sink: not the samples held back before a location, nor those
+             * the context filter dropped */
+            .samples = st.received - st.ctx_missing.pending - st.filtered,
+            .filtered = st.filtered,
             .lost = st.lost,
             .torn_span_reads = st.ctx.torn_spans,
             .label_faults = st.label_faults + st.labelset_faults,

@@ -15,7 +15,9 @@
  * under one mutex.
  *
  * Must never: block the consuming thread on I/O or symbolization; hold more than
- * max_samples_per_chunk samples per chunk, or more than JOBS_MAX chunks waiting.
+ * max_samples_per_chunk samples per chunk, more than JOBS_MAX chunks waiting, or more of a
+ * per-chunk store (new stacks, label sets, threads, resources) than its bound and the
+ * sample's process's share of it (sink/target_share.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@
 
 #include "sink/blocked_in.h"
 #include "sink/host_facts.h"
+#include "sink/target_share.h"
 #include "engine/context_decode.h"
 #include "sink/jfr_sink.h"
 #include "stack/symbolize.h"
@@ -47,6 +50,16 @@
 #define BLOCKED_IN_MAX           96  /* bytes kept of a blocking function's name */
 #define TASK_INTERRUPTIBLE_BIT   0x1 /* Linux task states (off-CPU intervals) */
 #define TASK_UNINTERRUPTIBLE_BIT 0x2
+/* Per-chunk bounds of the stores that grow with what targets send (docs/daemon.md, "Memory
+ * bounds"); each is shared among the chunk's processes by sink/target_share.h: one process
+ * may hold half of a store, and its top eighth is kept for processes under the LIGHT mark. */
+#define LABEL_STORE_BYTES (8u << 20)                    /* label sets per chunk, index too */
+#define LABEL_LIGHT_BYTES (64u << 10)                   /* see above */
+#define LSET_CHARGE       (4 * sizeof(struct lset_ent)) /* index bytes per set (load 1/4..1/2) */
+#define THREADS_MAX       16384u                        /* threads named per chunk */
+#define THREADS_LIGHT     64u
+#define STACK_LIGHT_DIV   64            /* light: under 1/64 of the trace table */
+#define RES_MAX           SHARE_TARGETS /* processes with a resource per chunk */
 
 struct thread_ent {
         pid_t tid; /* 0 = empty bucket (tid 0 is the idle task, never a target) */
@@ -85,6 +98,7 @@ struct batch {
         uint32_t thr_cap, thr_n;
         struct res_ent *res; /* processes with a resource, in order of first sample */
         size_t res_n, res_cap;
+        struct jfr_sink_refused refused; /* this chunk's refusals (ctxprof.Statistics) */
         uint64_t start_mono, start_wall;
 };
 
@@ -119,6 +133,7 @@ struct jfr_sink {
         struct batch cur;
         struct jfr_sink_engine_counters last; /* engine counters at the previous cut */
         uint64_t traces_dropped;              /* consuming thread only */
+        struct target_share *share;           /* consuming thread only */
 
         pthread_t writer;
         int writer_started;
@@ -162,9 +177,25 @@ static int batch_init(struct batch *b)
         return 0;
 }
 
-/* Remembers the latest name of tid in this chunk. */
-static int batch_thread(struct batch *b, pid_t tid, const char *comm)
+/* Remembers the latest name of tid in this chunk: SAMPLE_SINK_THREAD_REFUSED when tid is
+ * new and its process has used its share of the thread table (the sample then goes to the
+ * process's main thread, *tid_out), 0, or -ENOMEM. */
+static int batch_thread(struct batch *b, struct target_share *sh, pid_t pid, pid_t tid,
+                        const char *comm, pid_t *tid_out)
 {
+        uint32_t h = (uint32_t)tid * 2654435761u & (b->thr_cap - 1);
+
+        *tid_out = tid;
+        while (b->threads[h].tid && b->threads[h].tid != tid)
+                h = (h + 1) & (b->thr_cap - 1);
+        if (!b->threads[h].tid) {
+                if (!share_allows(sh, pid, SHARE_THREADS, b->thr_n, 1)) {
+                        b->refused.threads++;
+                        *tid_out = pid;
+                        return SAMPLE_SINK_THREAD_REFUSED;
+                }
+                share_add(sh, pid, SHARE_THREADS, 1);
+        }
         if (2 * (b->thr_n + 1) > b->thr_cap) {
                 uint32_t ncap = b->thr_cap * 2;
                 struct thread_ent *nt = calloc(ncap, sizeof(*nt));
@@ -182,7 +213,7 @@ static int batch_thread(struct batch *b, pid_t tid, const char *comm)
                 b->threads = nt;
                 b->thr_cap = ncap;
         }
-        uint32_t h = (uint32_t)tid * 2654435761u & (b->thr_cap - 1);
+        h = (uint32_t)tid * 2654435761u & (b->thr_cap - 1);
         while (b->threads[h].tid && b->threads[h].tid != tid)
                 h = (h + 1) & (b->thr_cap - 1);
         if (!b->threads[h].tid) {
@@ -245,6 +276,10 @@ static int batch_resource(struct batch *b, const struct decoded_sample *ds)
                 }
         if (e && e->version == r->version)
                 return 0;
+        if (!e && b->res_n >= RES_MAX) {
+                b->refused.processes++;
+                return 0; /* written without its resource (ctxprof.ProcessContext) */
+        }
         if (!e) {
                 if (grow_array((void **)&b->res, &b->res_cap, sizeof(*b->res), b->res_n + 1,
                                FIRST_CAP))
@@ -260,8 +295,11 @@ static int batch_resource(struct batch *b, const struct decoded_sample *ds)
         return e->attributes ? 0 : -ENOMEM;
 }
 
-/* Context id of the sample's label set in this chunk (0 = no labels). */
-static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32_t *id)
+/* Context id of the sample's label set in this chunk (0 = no labels): 0,
+ * SAMPLE_SINK_LABELS_REFUSED (a new set its process has no share left for: id 0) or
+ * -ENOMEM. A set already interned costs nothing and is never refused. */
+static int batch_labels(struct batch *b, struct target_share *sh, const struct decoded_sample *ds,
+                        uint32_t *id)
 {
         size_t start = b->arena_len;
         int err = 0;
@@ -312,6 +350,15 @@ static int batch_labels(struct batch *b, const struct decoded_sample *ds, uint32
         for (;; h = (h + 1) & (b->lset_cap - 1)) {
                 struct lset_ent *e = &b->lsets[h];
                 if (!e->id) {
+                        uint64_t charge = len + LSET_CHARGE;
+                        /* the arena below start holds exactly the interned sets */
+                        uint64_t used = start + (uint64_t)b->lset_n * LSET_CHARGE;
+                        if (!share_allows(sh, ds->pid, SHARE_LABEL_BYTES, used, charge)) {
+                                b->arena_len = start;
+                                b->refused.label_sets++;
+                                return SAMPLE_SINK_LABELS_REFUSED;
+                        }
+                        share_add(sh, ds->pid, SHARE_LABEL_BYTES, charge);
                         e->hash = hash;
                         e->off = (uint32_t)start;
                         e->len = len;
@@ -338,12 +385,34 @@ static enum jfr_offcpu_state offcpu_state(uint32_t task_state)
         return JFR_OFFCPU_OTHER;
 }
 
+/* The sample's trace id: a stack already stored, or a new one while its process has a share
+ * of the table left (else TRACE_DROPPED_ID, and *refused set). */
+static uint64_t put_stack(struct jfr_sink *s, const struct decoded_sample *ds, int *refused)
+{
+        bool inserted;
+        bool may = share_allows(s->share, ds->pid, SHARE_STACKS, trace_table_fill(s->tt), 1);
+        uint64_t id = trace_table_put_share(s->tt, ds->frames, ds->n_frames, ds->truncated != 0,
+                                            may, &inserted);
+
+        if (inserted)
+                share_add(s->share, ds->pid, SHARE_STACKS, 1);
+        if (id == TRACE_DROPPED_ID) {
+                s->traces_dropped++; /* the sample stays, with an "[unknown stack]" */
+                if (!may) {
+                        s->cur.refused.stacks++;
+                        *refused = SAMPLE_SINK_STACK_REFUSED;
+                }
+        }
+        return id;
+}
+
 static int sink_sample(void *ctx, const struct decoded_sample *ds)
 {
         struct jfr_sink *s = ctx;
         struct batch *b = &s->cur;
         uint32_t ctx_id = 0;
-        int err;
+        pid_t tid = ds->tid;
+        int err, refused = 0;
 
         if (b->n >= s->o.max_samples_per_chunk ||
             grow_array((void **)&b->samples, &b->cap, sizeof(*b->samples), b->n + 1, FIRST_CAP)) {
@@ -352,13 +421,15 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
                 pthread_mutex_unlock(&s->mu);
                 return -ENOSPC;
         }
-        uint64_t id = trace_table_put(s->tt, ds->frames, ds->n_frames, ds->truncated != 0);
-        if (id == TRACE_DROPPED_ID)
-                s->traces_dropped++; /* the sample stays, with an "[unknown stack]" */
-        err = batch_labels(b, ds, &ctx_id);
-        if (!err)
-                err = batch_thread(b, ds->tid, ds->comm);
-        if (!err)
+        uint64_t id = put_stack(s, ds, &refused);
+        err = batch_labels(b, s->share, ds, &ctx_id);
+        if (err > 0)
+                refused |= err;
+        if (err >= 0)
+                err = batch_thread(b, s->share, ds->pid, ds->tid, ds->comm, &tid);
+        if (err > 0)
+                refused |= err;
+        if (err >= 0)
                 err = batch_resource(b, ds);
         b->samples[b->n++] = (struct batch_sample){
             .s = {.ticks = ds->time_ns,
@@ -366,14 +437,14 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
                   .span_id = ds->has_span ? ds->span_id : 0,
                   .root_span_id = ds->has_span ? ds->root_span_id : 0,
                   .context_id = ctx_id,
-                  .tid = ds->tid},
+                  .tid = tid},
             .off = {.duration_ns = ds->duration_ns,
                     .runq_ns = ds->runq_ns,
                     .state = offcpu_state(ds->off_state),
                     .blocked_in = NULL},
             .off_cpu = ds->off_cpu,
         };
-        return err;
+        return err < 0 ? err : refused;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -630,6 +701,24 @@ static void *writer_main(void *arg)
         return NULL;
 }
 
+/* The per-chunk bounds of the stores, and each process's share of them (one_target: the
+ * whole of each, still bounded). */
+static int share_init(struct jfr_sink *s)
+{
+        uint64_t cap = trace_table_capacity(s->tt);
+        struct share_limit l[SHARE_STORES] = {
+            [SHARE_STACKS] = {cap, cap / 2, cap / 8, cap / STACK_LIGHT_DIV},
+            [SHARE_LABEL_BYTES] = {LABEL_STORE_BYTES, LABEL_STORE_BYTES / 2, LABEL_STORE_BYTES / 8,
+                                   LABEL_LIGHT_BYTES},
+            [SHARE_THREADS] = {THREADS_MAX, THREADS_MAX / 2, THREADS_MAX / 8, THREADS_LIGHT},
+        };
+
+        for (int i = 0; s->o.one_target && i < SHARE_STORES; i++)
+                l[i] = (struct share_limit){l[i].total, l[i].total, 0, l[i].total};
+        s->share = share_new(l);
+        return s->share ? 0 : -ENOMEM;
+}
+
 int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
 {
         struct jfr_sink *s = calloc(1, sizeof(*s));
@@ -669,6 +758,9 @@ int jfr_sink_new(const struct jfr_sink_opts *o, struct jfr_sink **out)
                 err = errno ? -errno : -ENOMEM;
                 goto fail;
         }
+        err = share_init(s);
+        if (err)
+                goto fail;
         if (o->labels_snapshot && !o->use_fd) {
                 char sp[4096];
                 if (snprintf(sp, sizeof(sp), "%s.labels.pb", o->path) >= (int)sizeof(sp)) {
@@ -748,12 +840,21 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
             .table_capacity = ts.capacity,
             .bpf_ns_per_sample = c ? c->bpf_ns_per_sample : 0,
         };
+        j->stats.filtered = c ? c->filtered - s->last.filtered : 0;
         for (size_t i = 0; c && i < JFR_CTX_MISSING_N; i++)
                 j->stats.ctx_missing[i] = c->ctx_missing[i] - s->last.ctx_missing[i];
         if (c)
                 s->last = *c;
+        j->stats.stacks_refused = j->b.refused.stacks;
+        j->stats.label_sets_refused = j->b.refused.label_sets;
+        j->stats.threads_refused = j->b.refused.threads;
+        share_new_chunk(s->share);
 
         pthread_mutex_lock(&s->mu);
+        s->c.refused.stacks += j->b.refused.stacks;
+        s->c.refused.label_sets += j->b.refused.label_sets;
+        s->c.refused.threads += j->b.refused.threads;
+        s->c.refused.processes += j->b.refused.processes;
         s->c.traces_dropped = s->traces_dropped;
         s->c.table_memory_bytes = ts.memory_bytes;
         if (s->tail)
@@ -842,6 +943,7 @@ void jfr_sink_free(struct jfr_sink *s)
         if (s->snapshot_fd >= 0)
                 close(s->snapshot_fd);
         trace_table_free(s->tt);
+        share_free(s->share);
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->cv);
         free(s);

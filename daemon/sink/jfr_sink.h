@@ -39,6 +39,8 @@ struct jfr_sink_opts {
         /* With use_fd and labels_snapshot: the snapshot's descriptor (open for writing,
          * empty), the sink's from the call on, even when it fails; no file is opened. */
         int labels_fd;
+        /* Every sample is one process's (split = process): the stores are not shared out. */
+        int one_target;
         /* Optional: a symbolizer shared with other sinks (thread-safe, not owned, must outlive
          * the sink); NULL = the writer thread makes its own from the modules. */
         struct symbolizer *symbolizer;
@@ -50,6 +52,15 @@ struct jfr_sink_engine_counters {
         uint64_t samples, lost, torn_span_reads, label_faults, unwind_errors;
         uint64_t bpf_ns_per_sample;              /* 0 = not measured */
         uint64_t ctx_missing[JFR_CTX_MISSING_N]; /* samples without context, by why */
+        uint64_t filtered;                       /* dropped by the context filter */
+};
+
+/* Samples that lost part of what they carried to a store's per-chunk bound (cumulative). */
+struct jfr_sink_refused {
+        uint64_t stacks;     /* a new stack: its process had used its share of the trace table */
+        uint64_t label_sets; /* a new label set: its process's share of the label store */
+        uint64_t threads;    /* a new thread: its process's share of the thread table */
+        uint64_t processes;  /* a resource of a process past RES_MAX in one chunk: not written */
 };
 
 /* What the sink did, cumulative. */
@@ -61,6 +72,7 @@ struct jfr_sink_counters {
         int last_error;           /* -errno of the last failed write, 0 if none */
         int latest_error;         /* -errno of the most recent write, 0 if it succeeded */
         uint64_t table_memory_bytes;
+        struct jfr_sink_refused refused;
 };
 
 struct jfr_sink;

@@ -94,8 +94,9 @@ struct trace_table {
         unsigned ncheckers;
 
         /* Rare events, shared by all puts (relaxed RMW: counters publish nothing). */
-        _Alignas(64) _Atomic uint64_t inserts, drop_table_full, drop_arena_full, drop_no_hazard,
-            drop_race, drop_invalid, insert_races, wasted_bytes, probe_max, hazard_collisions;
+        _Alignas(64) _Atomic uint64_t inserts, drop_table_full, drop_arena_full,
+            drop_no_hazard, drop_race, drop_invalid, drop_refused, insert_races,
+            wasted_bytes, probe_max, hazard_collisions;
         _Atomic uint64_t rotations, rotation_waits, last_rotation_ns, last_preserved,
             preserve_dropped;
 };
@@ -156,12 +157,13 @@ static int64_t arena_alloc(struct trace_table *tt, struct tt_table *t, size_t by
         return (int64_t)used;
 }
 
-enum put_outcome { PUT_HIT, PUT_INSERT, PUT_RACE, PUT_TABLE_FULL, PUT_ARENA_FULL };
+enum put_outcome { PUT_HIT, PUT_INSERT, PUT_RACE, PUT_TABLE_FULL, PUT_ARENA_FULL, PUT_REFUSED };
 
-/* The table is ACTIVE and protected by the caller's hazard slot. */
+/* The table is ACTIVE and protected by the caller's hazard slot. A miss stores the stack
+ * only when may_insert (else PUT_REFUSED: the caller's share of the table is used up). */
 static uint64_t table_put(struct trace_table *tt, struct tt_table *t, uint32_t epoch, uint64_t h,
                           const struct ctxprof_frame *frames, uint32_t n, bool truncated,
-                          uint32_t *probes, enum put_outcome *outcome)
+                          bool may_insert, uint32_t *probes, enum put_outcome *outcome)
 {
         uint32_t mask = tt->buckets - 1;
         uint32_t i = (uint32_t)h & mask;
@@ -176,6 +178,11 @@ static uint64_t table_put(struct trace_table *tt, struct tt_table *t, uint32_t e
                  * it points to is fully written before we compare it. */
                 uint64_t v = atomic_load_explicit(&t->index[i], memory_order_acquire);
                 if (v == 0) {
+                        if (!mine && !may_insert) {
+                                *probes = p;
+                                *outcome = PUT_REFUSED;
+                                return TRACE_DROPPED_ID;
+                        }
                         if (!mine) {
                                 /* Reserve a bucket first so that fill never exceeds capacity. */
                                 if (atomic_fetch_add_explicit(&t->fill, 1, memory_order_relaxed) >=
@@ -247,6 +254,14 @@ static uint64_t table_put(struct trace_table *tt, struct tt_table *t, uint32_t e
 uint64_t trace_table_put(struct trace_table *tt, const struct ctxprof_frame *frames, uint32_t n,
                          bool truncated)
 {
+        return trace_table_put_share(tt, frames, n, truncated, true, NULL);
+}
+
+uint64_t trace_table_put_share(struct trace_table *tt, const struct ctxprof_frame *frames,
+                               uint32_t n, bool truncated, bool may_insert, bool *inserted)
+{
+        if (inserted)
+                *inserted = false;
         if (n > tt->max_frames || (n > 0 && !frames)) {
                 bump(&tt->drop_invalid, 1);
                 return TRACE_DROPPED_ID;
@@ -285,7 +300,7 @@ uint64_t trace_table_put(struct trace_table *tt, const struct ctxprof_frame *fra
         uint32_t probes = 0;
         enum put_outcome outcome;
         uint64_t id = table_put(tt, &tt->t[st & 3], (uint32_t)(st >> 32), h, frames, n, truncated,
-                                &probes, &outcome);
+                                may_insert, &probes, &outcome);
 
         /* Owner-only counters: plain relaxed load + store, no lock prefix. */
         struct slot_stats *ss = &tt->sstats[slot];
@@ -300,6 +315,11 @@ uint64_t trace_table_put(struct trace_table *tt, const struct ctxprof_frame *fra
                 break;
         case PUT_INSERT:
                 bump(&tt->inserts, 1);
+                if (inserted)
+                        *inserted = true;
+                break;
+        case PUT_REFUSED:
+                bump(&tt->drop_refused, 1);
                 break;
         case PUT_RACE:
                 bump(&tt->insert_races, 1);
@@ -578,6 +598,19 @@ void trace_table_free(struct trace_table *tt)
         free(tt);
 }
 
+uint32_t trace_table_fill(struct trace_table *tt)
+{
+        /* Relaxed: a hint for share decisions, exact only while no put runs. */
+        uint64_t st = atomic_load_explicit(&tt->state, memory_order_relaxed);
+
+        return atomic_load_explicit(&tt->t[st & 3].fill, memory_order_relaxed);
+}
+
+uint32_t trace_table_capacity(const struct trace_table *tt)
+{
+        return tt->capacity;
+}
+
 struct hazard_domain *trace_table_hazards(struct trace_table *tt)
 {
         return tt->hz;
@@ -598,8 +631,9 @@ void trace_table_stats(struct trace_table *tt, struct trace_table_stats *out)
         out->dropped_no_hazard = rd(&tt->drop_no_hazard);
         out->dropped_rotation_race = rd(&tt->drop_race);
         out->dropped_invalid = rd(&tt->drop_invalid);
+        out->dropped_share = rd(&tt->drop_refused);
         out->dropped = out->dropped_table_full + out->dropped_arena_full + out->dropped_no_hazard +
-                       out->dropped_rotation_race + out->dropped_invalid;
+                       out->dropped_rotation_race + out->dropped_invalid + out->dropped_share;
         out->insert_races = rd(&tt->insert_races);
         out->wasted_arena_bytes = rd(&tt->wasted_bytes);
         out->probe_max = rd(&tt->probe_max);

@@ -56,6 +56,17 @@ void trace_table_free(struct trace_table *tt);
 uint64_t trace_table_put(struct trace_table *tt, const struct ctxprof_frame *frames, uint32_t n,
                          bool truncated);
 
+/* trace_table_put for a caller that shares the table among producers (the JFR sink: one
+ * per target process, sink/target_share.h): a stack already stored is found whatever
+ * may_insert says; a miss stores it only when may_insert, else returns TRACE_DROPPED_ID,
+ * counted in dropped_share. *inserted (may be NULL): this put stored a new stack. */
+uint64_t trace_table_put_share(struct trace_table *tt, const struct ctxprof_frame *frames,
+                               uint32_t n, bool truncated, bool may_insert, bool *inserted);
+
+/* Traces in ACTIVE now (a relaxed read: cheap, exact only between puts), and the capacity. */
+uint32_t trace_table_fill(struct trace_table *tt);
+uint32_t trace_table_capacity(const struct trace_table *tt);
+
 /* Called by rotate once per trace handed out; return true to keep the trace (with its id) for
  * the next rotation. A trace is kept if any checker says so. */
 typedef bool (*trace_table_liveness_fn)(void *ctx, uint64_t id);
@@ -83,12 +94,13 @@ struct trace_table_stats {
         uint64_t puts;    /* calls to trace_table_put that got a hazard slot */
         uint64_t hits;    /* puts whose stack was already stored in ACTIVE */
         uint64_t inserts; /* puts that stored a new stack */
-        uint64_t dropped; /* TRACE_DROPPED_ID returned: the sum of the five below */
+        uint64_t dropped; /* TRACE_DROPPED_ID returned: the sum of the six below */
         uint64_t dropped_table_full;
         uint64_t dropped_arena_full;
         uint64_t dropped_no_hazard;     /* every probed hazard slot taken */
         uint64_t dropped_rotation_race; /* ACTIVE changed under the put too many times */
         uint64_t dropped_invalid;       /* n > max_frames or frames NULL with n > 0 */
+        uint64_t dropped_share;         /* a miss with may_insert false (share used up) */
         uint64_t insert_races;          /* another put stored the same stack first */
         uint64_t wasted_arena_bytes;    /* arena space lost to those races */
         uint64_t probes;                /* index buckets inspected by all puts */

@@ -3,7 +3,10 @@
  * libraries, [vdso]). One id per distinct file: files with a GNU build id are the same module
  * wherever and by whichever process they are mapped; files without one are keyed by
  * dev:inode + path. Ids start at CTXPROF_MODULE_FIRST and are never reused or removed.
- * Never prints, never reads process memory; proc_maps.c feeds it, symbolize.c reads it.
+ * A process's perf map (stack/perf_map.h) is registered as a module too, path PERF_MAP_MODULE
+ * ("[perf-map]"), keyed by the map file's dev:inode, pid 0 (read only through its kept
+ * descriptor). Never prints, never reads process memory; proc_maps.c feeds it, symbolize.c
+ * reads it.
  *
  * Thread safety: every function may be called from any thread concurrently.
  * Lifetime: a module is referenced by the proc_maps table entries that map it (modules_intern

@@ -2,9 +2,12 @@
  * proc_maps.c — reads /proc/PID/maps (util/maps_line.h), registers mapped code files in the
  * modules registry and resolves ips to (module, file offset) by binary search. Owns one
  * process's sorted mapping table. Must never print, never read process memory, never block
- * on a dead pid, never open a mapped file but through util/target_open.h.
+ * on a dead pid, never open a mapped file but through util/target_open.h, never open a perf
+ * map but through perf_map_open (util/target_named_open.h), never parse one (the symbolizer
+ * does, off the sampling path).
  */
 #include "stack/proc_maps.h"
+#include "stack/perf_map.h"
 #include "util/clock.h"
 #include "util/grow.h"
 #include "util/maps_line.h"
@@ -29,6 +32,7 @@ struct pm_map {
         dev_t dev;
         ino_t ino;
         uint32_t module_id; /* UNKNOWN for anonymous executable regions */
+        int anon;           /* anonymous (no file, or [anon:NAME]): a JIT's code */
         char *path;
 };
 
@@ -38,6 +42,8 @@ struct proc_maps {
         struct pm_map *v;
         size_t n;
         uint64_t last_read_ns;
+        uint32_t jit_id;       /* its perf map's module (a reference held), else UNKNOWN */
+        uint64_t jit_tried_ns; /* when its perf map was last looked for */
         struct proc_maps_stats st;
 };
 
@@ -124,8 +130,10 @@ static int refresh_cb(const struct maps_line *l, void *arg)
         m->path = strdup(l->path);
         if (!m->path)
                 return -ENOMEM;
-        /* Anonymous executable memory (JIT) has no file: its ips stay raw addresses. */
-        m->module_id = l->path[0] ? module_for(rc->pm, rc, l) : CTXPROF_MODULE_UNKNOWN;
+        /* Anonymous executable memory (JIT) has no file: its ips stay raw addresses, named
+         * by the process's perf map if it writes one (proc_maps_resolve). */
+        m->anon = !l->path[0] || !strncmp(l->path, "[anon:", 6);
+        m->module_id = l->path[0] && !m->anon ? module_for(rc->pm, rc, l) : CTXPROF_MODULE_UNKNOWN;
         rc->n++;
         return 0;
 }
@@ -174,6 +182,7 @@ int proc_maps_open(struct modules *mods, pid_t pid, struct proc_maps **out)
                 return -ENOMEM;
         pm->mods = mods;
         pm->pid = pid;
+        pm->jit_id = CTXPROF_MODULE_UNKNOWN;
         int r = refresh(pm);
         if (r < 0) {
                 free(pm);
@@ -196,6 +205,36 @@ static const struct pm_map *lookup(const struct proc_maps *pm, uint64_t ip)
         return lo < pm->n && pm->v[lo].start <= ip ? &pm->v[lo] : NULL;
 }
 
+/* The module of pid's perf map (perf_map.h), registered once found: looked for at most every
+ * PROC_MAPS_PERF_MAP_RETRY_NS while samples land in anonymous code and none is known. Only
+ * the open happens here (a few syscalls on the consumer thread); the symbolizer reads it. */
+static uint32_t jit_module(struct proc_maps *pm)
+{
+        if (pm->jit_id != CTXPROF_MODULE_UNKNOWN)
+                return pm->jit_id;
+        uint64_t now = mono_ns();
+        if (pm->jit_tried_ns && now - pm->jit_tried_ns < PROC_MAPS_PERF_MAP_RETRY_NS)
+                return CTXPROF_MODULE_UNKNOWN;
+        pm->jit_tried_ns = now;
+        int fd = perf_map_open(pm->pid, modules_target_stats(pm->mods));
+        if (fd < 0)
+                return CTXPROF_MODULE_UNKNOWN;
+        struct stat sb;
+        uint32_t id = CTXPROF_MODULE_UNKNOWN;
+        /* keyed by the file (dev:inode), read later only through the kept descriptor (pid 0:
+         * never reopened through a mapping) */
+        struct module_key key = {.path = PERF_MAP_MODULE};
+        if (!fstat(fd, &sb)) {
+                key.dev = sb.st_dev;
+                key.ino = sb.st_ino;
+                if (modules_intern(pm->mods, &key, fd, &id) < 0)
+                        id = CTXPROF_MODULE_UNKNOWN;
+        }
+        close(fd);
+        pm->jit_id = id;
+        return id;
+}
+
 int proc_maps_resolve(struct proc_maps *pm, uint64_t ip, struct ctxprof_frame *out)
 {
         if (!pm || !out)
@@ -208,6 +247,13 @@ int proc_maps_resolve(struct proc_maps *pm, uint64_t ip, struct ctxprof_frame *o
                 }
         }
         out->flags = 0;
+        if (m && m->anon) {
+                out->module_id = jit_module(pm);
+                out->offset = ip;
+                if (out->module_id == CTXPROF_MODULE_UNKNOWN)
+                        pm->st.misses++;
+                return 0;
+        }
         if (!m || m->module_id == CTXPROF_MODULE_UNKNOWN) {
                 pm->st.misses++;
                 out->module_id = CTXPROF_MODULE_UNKNOWN;
@@ -250,5 +296,7 @@ void proc_maps_free(struct proc_maps *pm)
         if (!pm)
                 return;
         free_table(pm->mods, pm->v, pm->n);
+        if (pm->jit_id != CTXPROF_MODULE_UNKNOWN)
+                modules_unref(pm->mods, pm->jit_id);
         free(pm);
 }

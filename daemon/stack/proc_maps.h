@@ -3,8 +3,11 @@
  * (module, file offset) frames while the mapping is known. Reads /proc/PID/maps
  * (util/maps_line.h, lines capped) and opens mapped files only through util/target_open.h
  * (map_files, else the path under the target's root; a regular file with the line's
- * dev:inode) to read build ids, so containers and deleted files work. Refusals are counted in
- * the registry's target_stats. Never prints; never reads process memory.
+ * dev:inode) to read build ids, so containers and deleted files work. Anonymous executable
+ * memory (a JIT's code) is the module of the process's perf map when it writes one
+ * (stack/perf_map.h: opened here through util/target_named_open.h, parsed only by the
+ * symbolizer). Refusals are counted in the registry's target_stats. Never prints; never
+ * reads process memory.
  *
  * Each mapping of the table holds a reference on its module (stack/modules.h): a module lives
  * while some process's table maps it.
@@ -26,13 +29,18 @@
 
 /* A miss re-reads /proc/PID/maps at most this often. */
 #define PROC_MAPS_REFRESH_NS 50000000ull /* 50 ms */
+/* A process with anonymous executable memory and no perf map found: looked for again at most
+ * this often (stack/perf_map.h). */
+#define PROC_MAPS_PERF_MAP_RETRY_NS 1000000000ull /* 1 s */
 
 struct proc_maps;
 
 /* Reads the maps now. -ESRCH no such process, -EACCES, -ENOMEM. */
 int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
 /* ip -> frame (module id + file offset); re-reads /proc/PID/maps on a miss (rate-limited);
- * unmapped ip, or an ip in an anonymous executable region (JIT) -> {ip, UNKNOWN}.
+ * an ip in an anonymous executable region (JIT) -> {ip, the process's perf-map module}
+ * when it writes a perf map (stack/perf_map.h; opened here, read by the symbolizer), else
+ * {ip, UNKNOWN}; an unmapped ip -> {ip, UNKNOWN}.
  * Returns 0 (also for unknown ips) or -EINVAL. out->flags is set to 0. */
 int proc_maps_resolve(struct proc_maps *, uint64_t ip, struct ctxprof_frame *out);
 void proc_maps_free(struct proc_maps *);

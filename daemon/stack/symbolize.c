@@ -2,12 +2,14 @@
  * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
  * module file, the (module, offset) result cache, the string pool and the kallsyms table.
  * Must never print, never read a live process, never return a frame-dropping error for a
- * frame it merely cannot name, never open a file by a name (the module's ELF comes from the
- * registry's descriptor, debug files from debuginfo_find.h), never keep a name or a cache
- * entry past its bound (symbolize.h).
+ * frame it merely cannot name, never open a file by a name (the module's ELF or perf map
+ * comes from the registry's descriptor, debug files from debuginfo_find.h), never keep a name or a
+ * cache entry past its bound (symbolize.h).
  */
 #include "stack/symbolize.h"
 #include "stack/debuginfo_find.h"
+#include "stack/perf_map.h"
+#include "util/clock.h"
 #include "util/hash.h"
 
 #include <dlfcn.h>
@@ -53,6 +55,9 @@ struct sym_module {
         uint64_t string_bytes; /* interned strings first met in this module */
         size_t cache_bytes;    /* result cache entries of this module */
         uint64_t serial;       /* modules_serial of its id when first seen */
+        int is_perf_map;       /* a process's perf map (stack/perf_map.h), not an ELF file */
+        struct perf_map *pmap; /* its parsed entries, when is_perf_map */
+        uint64_t pmap_read_ns; /* when its new lines were last read */
 };
 
 struct cache_ent {
@@ -227,6 +232,7 @@ static void forget_modules(struct symbolizer *s)
         for (size_t i = 0; i < s->nsmods; i++) {
                 if (s->smods[i] && s->smods[i]->serial != modules_serial(s->mods, (uint32_t)i)) {
                         smod_close(s, s->smods[i]);
+                        perf_map_free(s->smods[i]->pmap);
                         free(s->smods[i]);
                         s->smods[i] = NULL;
                         gone = 1;
@@ -255,6 +261,7 @@ void symbolizer_free(struct symbolizer *s)
         for (size_t i = 0; i < s->nsmods; i++) {
                 if (s->smods[i]) {
                         smod_close(s, s->smods[i]);
+                        perf_map_free(s->smods[i]->pmap);
                         free(s->smods[i]);
                 }
         }
@@ -402,11 +409,25 @@ static void evict_lru(struct symbolizer *s)
                 smod_close(s, old);
 }
 
+/* A perf-map module: its map, read through the registry's descriptor (stack/perf_map.h). */
+static int pmap_open(struct symbolizer *s, uint32_t id, struct sym_module *m)
+{
+        int fd = modules_open(s->mods, id);
+        if (fd < 0)
+                return fd;
+        m->pmap = perf_map_new(fd);
+        return m->pmap ? 0 : -ENOMEM;
+}
+
 static int smod_open(struct symbolizer *s, uint32_t id, struct sym_module *m)
 {
         struct module_info info;
         if (modules_info(s->mods, id, &info) < 0)
                 return -ENOENT;
+        if (!strcmp(info.path, PERF_MAP_MODULE)) {
+                m->is_perf_map = 1;
+                return pmap_open(s, id, m);
+        }
         int fd = modules_open(s->mods, id);
         if (fd < 0)
                 return fd;
@@ -492,7 +513,7 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                 s->smods[id] = m;
         }
         m->last_use = ++s->tick;
-        if (!m->dwfl && !m->failed) {
+        if (!m->dwfl && !m->pmap && !m->failed) {
                 int err = smod_open(s, id, m);
                 /* An id the registry does not know yet (another thread is registering it)
                  * is not a broken file: try again next time instead of failing it for good. */
@@ -501,7 +522,7 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                         s->st.module_errors++;
                 }
         }
-        return m->dwfl ? m : NULL;
+        return m->dwfl || m->pmap ? m : NULL;
 }
 
 static const char *die_linkage_or_name(Dwarf_Die *die)
@@ -591,12 +612,32 @@ static int dwarf_chain(struct symbolizer *s, struct sym_module *m, GElf_Addr add
         return n;
 }
 
+/* A JIT frame (off: the address) by the process's perf map, re-read when it does not name
+ * the address yet (the runtime appends as it compiles), at most every SYM_PERF_MAP_REREAD_NS:
+ * a target appending a line before each lookup cannot make every lookup re-sort its map.
+ * The name as written, like perf. */
+static int resolve_perf_map(struct symbolizer *s, struct sym_module *m, uint64_t off,
+                            struct sym_frame *out)
+{
+        const char *name = perf_map_lookup(m->pmap, off);
+        uint64_t now = mono_ns();
+        if (!name && (!m->pmap_read_ns || now - m->pmap_read_ns >= SYM_PERF_MAP_REREAD_NS)) {
+                m->pmap_read_ns = now;
+                perf_map_update(m->pmap, modules_target_stats(s->mods));
+                name = perf_map_lookup(m->pmap, off);
+        }
+        out[0] = (struct sym_frame){.function = intern(s, m, name), .file = NULL, .line = -1};
+        return out[0].function ? 1 : 0;
+}
+
 static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct sym_frame *out,
                         int max)
 {
         struct sym_module *m = smod_get(s, id);
         if (!m)
                 return 0;
+        if (m->pmap)
+                return resolve_perf_map(s, m, off, out);
         const struct load_seg *seg = NULL;
         for (size_t i = 0; i < m->nsegs; i++)
                 if (off >= m->segs[i].off && off - m->segs[i].off < m->segs[i].filesz) {
@@ -701,6 +742,8 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
                                    ? s->smods[f->module_id]
                                    : NULL;
         size_t need = sizeof(struct cache_ent) + (size_t)n * sizeof(tmp[0]);
+        if (m && m->is_perf_map)
+                cacheable = 0; /* a JIT's address may name other code later */
         if (cacheable && m && m->cache_bytes + need > SYM_MODULE_CACHE_BYTES) {
                 cacheable = 0; /* one module (one target's file) cannot fill the cache */
                 s->st.cache_refused++;

@@ -2,7 +2,10 @@
  * symbolize.h — (module, offset) frames to function names, inline frames and file:line, with
  * elfutils (symbol tables; DWARF from the file or a separate debug file found by build id
  * under /usr/lib/debug/.build-id or, opted in, from debuginfod: debuginfo_find.h), C++ names
- * demangled with libstdc++'s __cxa_demangle, and kernel frames from /proc/kallsyms. Never
+ * demangled with libstdc++'s __cxa_demangle, kernel frames from /proc/kallsyms, and JIT frames
+ * (a PERF_MAP_MODULE module: offset = address) from the process's perf map as written, read
+ * through the registry's descriptor as the runtime appends (stack/perf_map.h; never cached:
+ * the address may hold other code later). Never
  * prints; never drops a frame: what cannot be named comes back as one entry with function
  * NULL so the caller prints module+0xOFFSET. The module's own ELF is read only from the
  * descriptor modules_open() gives, never opened by name.
@@ -34,6 +37,8 @@
 #define SYM_NAME_MAX           4096 /* bytes of one function or file name */
 #define SYM_STRINGS_MAX        (128ull << 20)
 #define SYM_MODULE_STRINGS_MAX (16ull << 20)
+/* A perf map that does not name a JIT address is re-read at most this often. */
+#define SYM_PERF_MAP_REREAD_NS 100000000ull /* 100 ms */
 
 struct symbolizer;
 struct sym_frame {

@@ -19,6 +19,9 @@ struct target_stats {
         uint64_t mismatch;    /* another file than the maps line's dev:inode: refused */
         uint64_t unresolved;  /* the path does not resolve inside the target's root */
         uint64_t open_failed; /* the checked file could not be reopened readable */
+        uint64_t not_owner;   /* a file named by convention (a perf map) owned by another user */
+        uint64_t perf_map_bad_lines; /* perf-map lines not `START SIZE name` or too long */
+        uint64_t perf_map_full; /* perf maps read up to PERF_MAP_MAX_BYTES/_ENTRIES, rest ignored */
 };
 
 /* *counter += 1 when the caller gave a stats struct (counter points into it), else nothing. */

@@ -2,8 +2,9 @@
 /*
  * ctxprof/sample.h — wire format between the BPF sampler (bpf/sampler.bpf.c) and the daemon
  * (daemon/engine/sampler.c): the ring-buffer sample record, the lifecycle event record and the
- * per-CPU counters. Shared by both sides: only __u/__s types, fixed layouts, no pointers.
- * Must never contain logic beyond constants.
+ * per-CPU counters. Shared by both sides: only __u/__s types, fixed heads followed by
+ * variable-length parts whose lengths the head states, no pointers. Must never contain logic
+ * beyond constants.
  *
  * The BPF side copies raw target memory into the record with bounded reads and never
  * interprets it; every decision about what a label or span means (checksum, first duplicate
@@ -77,7 +78,7 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_CGROUP     0x80 /* sampled for its cgroup (not in the targets map yet) */
 /* taken while the location was pending (ctxprof/tls_target.h): recorded only with context */
 #define CTXPROF_SF_PENDING  0x100
-#define CTXPROF_SF_OTEL     0x200 /* otel.rec holds the header (and otel.len bytes) of a record */
+#define CTXPROF_SF_OTEL     0x200 /* the otel part holds the header (and entries) of a record */
 #define CTXPROF_SF_OTEL_CUT 0x400 /* attrs_data_size over the budget: prefix copied */
 /* ustack[] came from the in-kernel .eh_frame unwinder (bpf/kunwind.bpf.h), not bpf_get_stack */
 #define CTXPROF_SF_KUNWIND     0x800
@@ -110,18 +111,39 @@ enum ctxprof_rec_type {
 #define CTXPROF_LF_VAL_NULL    0x10 /* value.buf == NULL (non-conforming writer) */
 #define CTXPROF_LF_VAL_FAULT   0x20 /* reading the value bytes faulted */
 
-/* One labelset entry as found in the target. 408 bytes. */
+/*
+ * Ring records are variable-length: a record carries what it holds, not its caps. Layout,
+ * each part starting at an 8-byte boundary:
+ *
+ *   head      struct ctxprof_sample_rec, or a type's head that begins with it
+ *             (ctxprof_sample_dwarf_rec, ctxprof_offcpu_rec)
+ *   ustack    n_ustack x __u64 user ips, leaf first
+ *   kstack    n_kstack x __u64 kernel ips, leaf first
+ *   labels    labels_len bytes: n_labels entries, each a struct ctxprof_label_rec followed by
+ *             key_bytes of key and val_bytes of value, padded to 8 (CTXPROF_LABEL_REC_SIZE)
+ *   otel      otel_len bytes of the OTEP 4947 record (header + entries), padded to 8
+ *   stack     dwarf: stack_len bytes of user stack copied from regs[CTXPROF_REG_SP]
+ *
+ * len is the whole record; every count and length is capped below and user space checks
+ * each against the record's size before use (engine/record_view.c).
+ */
+#define CTXPROF_REC_ALIGN    8
+#define CTXPROF_REC_ROUND(n) (((n) + CTXPROF_REC_ALIGN - 1) & ~(CTXPROF_REC_ALIGN - 1))
+
+/* One labelset entry as found in the target: 24 bytes, then key_bytes + val_bytes. */
 struct ctxprof_label_rec {
-        __u64 key_len; /* raw key.len from the target (may be anything) */
-        __u64 val_len; /* raw value.len */
-        __u32 flags;   /* CTXPROF_LF_* */
-        __u32 pad;
-        __u8 key[CTXPROF_LABEL_KEY_MAX]; /* min(key_len, cap) bytes valid */
-        __u8 val[CTXPROF_LABEL_VAL_MAX]; /* min(val_len, cap) bytes valid */
+        __u64 key_len;   /* raw key.len from the target (may be anything) */
+        __u64 val_len;   /* raw value.len */
+        __u32 flags;     /* CTXPROF_LF_* */
+        __u16 key_bytes; /* key bytes that follow: min(key_len, cap) when read, else 0 */
+        __u16 val_bytes; /* value bytes after them: min(val_len, cap) when read, else 0 */
 };
-_Static_assert(sizeof(struct ctxprof_label_rec) ==
-                   24 + CTXPROF_LABEL_KEY_MAX + CTXPROF_LABEL_VAL_MAX,
-               "label record: 408 bytes, no padding");
+_Static_assert(sizeof(struct ctxprof_label_rec) == 24, "label entry head: 24 bytes, no padding");
+#define CTXPROF_LABEL_REC_SIZE(kb, vb)                                                             \
+        CTXPROF_REC_ROUND(sizeof(struct ctxprof_label_rec) + (kb) + (vb))
+#define CTXPROF_LABEL_REC_MAX                                                                      \
+        CTXPROF_LABEL_REC_SIZE(CTXPROF_LABEL_KEY_MAX, CTXPROF_LABEL_VAL_MAX) /* 408 */
+#define CTXPROF_LABELS_BYTES_MAX (CTXPROF_MAX_LABELS * CTXPROF_LABEL_REC_MAX)
 
 /* Raw span record: the first 24 bytes of ctx_span_context_v1, as read in one copy. */
 struct ctxprof_span_raw {
@@ -131,17 +153,8 @@ struct ctxprof_span_raw {
 };
 _Static_assert(sizeof(struct ctxprof_span_raw) == 24, "span record: the 3 words of ctx/abi.h");
 
-/* Raw OTEP 4947 record as copied by BPF: validated in user space (engine/otel_decode.c). */
-struct ctxprof_otel_raw {
-        __u64 ptr; /* value of otel_thread_ctx_v1 (0 = no record) */
-        __u32 len; /* bytes valid in rec[]: the header plus the entries copied */
-        __u32 pad;
-        __u8 rec[CTXPROF_OTEL_REC_MAX];
-};
-_Static_assert(sizeof(struct ctxprof_otel_raw) == 16 + CTXPROF_OTEL_REC_MAX,
-               "OTel record copy: 656 bytes, no padding");
-
-/* Frame-pointer sample. Fixed size: reserved whole in the ring, stacks cut by n_*. */
+/* The head of every sample record (frame-pointer samples carry nothing else before the
+ * variable parts). */
 struct ctxprof_sample_rec {
         __u32 type; /* enum ctxprof_rec_type */
         __u32 tgid; /* as the daemon sees it (its PID namespace: see pidns_ino in BPF) */
@@ -155,31 +168,25 @@ struct ctxprof_sample_rec {
         char comm[CTXPROF_COMM_LEN]; /* thread name at sample time */
         struct ctxprof_span_raw span;
         __u64 label_count; /* raw labelset count */
-        __u32 n_labels;    /* entries in labels[] that were attempted */
-        __u32 n_ustack;    /* user ips in ustack[] (leaf first) */
-        __u32 n_kstack;    /* kernel ips in kstack[] (leaf first) */
-        __u32 pad;
-        struct ctxprof_label_rec labels[CTXPROF_MAX_LABELS];
-        __u64 ustack[CTXPROF_MAX_USTACK];
-        __u64 kstack[CTXPROF_MAX_KSTACK];
-        struct ctxprof_otel_raw otel; /* valid with CTXPROF_SF_OTEL */
+        __u32 n_labels;    /* label entries in the labels part (those attempted) */
+        __u32 n_ustack;    /* user ips in the ustack part */
+        __u32 n_kstack;    /* kernel ips in the kstack part */
+        __u32 labels_len;  /* bytes of the labels part */
+        __u64 otel_ptr;    /* value of otel_thread_ctx_v1 (0 = no record) */
+        __u32 otel_len;    /* with CTXPROF_SF_OTEL: bytes of the otel part (before padding) */
+        __u32 len;         /* bytes of the whole record */
 };
-_Static_assert(sizeof(struct ctxprof_sample_rec) ==
-                   112 + CTXPROF_MAX_LABELS * sizeof(struct ctxprof_label_rec) +
-                       8 * (CTXPROF_MAX_USTACK + CTXPROF_MAX_KSTACK) +
-                       sizeof(struct ctxprof_otel_raw),
-               "sample record: 112-byte header, no padding (6248 bytes)");
+_Static_assert(sizeof(struct ctxprof_sample_rec) == 128, "sample head: 128 bytes, no padding");
 
-/* DWARF-mode sample: the FP record plus user registers and a copy of the user stack. */
+/* DWARF-mode sample: the head plus user registers; the stack copy is the last part. */
 struct ctxprof_sample_dwarf_rec {
         struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_SAMPLE_DWARF */
         __u64 regs[CTXPROF_NREGS];      /* enum ctxprof_reg */
-        __u64 stack_len; /* bytes valid in stack[] (copied from regs[CTXPROF_REG_SP]) */
-        __u8 stack[CTXPROF_STACK_COPY];
+        __u64 stack_len;                /* bytes of the stack part */
 };
 _Static_assert(sizeof(struct ctxprof_sample_dwarf_rec) ==
-                   sizeof(struct ctxprof_sample_rec) + 8 * CTXPROF_NREGS + 8 + CTXPROF_STACK_COPY,
-               "dwarf record: no padding (22120 bytes)");
+                   sizeof(struct ctxprof_sample_rec) + 8 * CTXPROF_NREGS + 8,
+               "dwarf head: no padding (272 bytes)");
 
 /*
  * Off-CPU interval (bpf/offcpu.bpf.h): a target thread left the CPU without being runnable
@@ -196,7 +203,18 @@ struct ctxprof_offcpu_rec {
         __u32 pad;
 };
 _Static_assert(sizeof(struct ctxprof_offcpu_rec) == sizeof(struct ctxprof_sample_rec) + 32,
-               "off-CPU record: the sample record + 32 bytes, no padding");
+               "off-CPU head: the sample head + 32 bytes, no padding");
+
+/* Size caps of a record's parts: the longest head, then each variable part at its cap. */
+#define CTXPROF_REC_HEAD_MAX     sizeof(struct ctxprof_sample_dwarf_rec)
+#define CTXPROF_STACKS_BYTES_MAX (8 * (CTXPROF_MAX_USTACK + CTXPROF_MAX_KSTACK))
+/* A record without a stack copy (fp, in-kernel dwarf, off-CPU) is at most this long. */
+#define CTXPROF_REC_CTX_MAX                                                                        \
+        (CTXPROF_REC_HEAD_MAX + CTXPROF_STACKS_BYTES_MAX + CTXPROF_LABELS_BYTES_MAX +              \
+         CTXPROF_OTEL_REC_MAX)
+/* Any record. */
+#define CTXPROF_REC_MAX (CTXPROF_REC_CTX_MAX + CTXPROF_STACK_COPY)
+_Static_assert(CTXPROF_REC_CTX_MAX % CTXPROF_REC_ALIGN == 0, "parts stay 8-byte aligned");
 
 /* Off-CPU intervals shorter than this are dropped in the kernel (and counted). */
 #define CTXPROF_OFFCPU_MIN_NS_DEFAULT 1000000ull /* 1 ms */
@@ -229,6 +247,20 @@ struct ctxprof_event_rec {
 };
 _Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, no padding");
 
+/*
+ * Event bounds. Lifecycle and MAP events cost the daemon work (a maps re-read, a TLS
+ * location, a wakeup), so a process cannot send them faster than its budget: at most
+ * CTXPROF_EV_PER_PROC MAP, EXEC and FORK events per CTXPROF_EV_WINDOW_NS per process, and
+ * EXEC_OTHER events (notify_exec_all) at most CTXPROF_EV_PER_PROC per process and
+ * CTXPROF_EXEC_OTHER_PER_WINDOW host-wide per window. What the budget refuses is counted
+ * (CTXPROF_CNT_EV_LIMITED, CTXPROF_CNT_EXEC_LIMITED). A refused EXEC still counts the exec and
+ * marks the location pending (the daemon catches up from the next sample's flags); a refused
+ * MAP marks nothing (the locator's retry finds the library). EXIT events are never limited.
+ */
+#define CTXPROF_EV_WINDOW_NS          1000000000ull /* 1 s */
+#define CTXPROF_EV_PER_PROC           32
+#define CTXPROF_EXEC_OTHER_PER_WINDOW 1024
+
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
         CTXPROF_CNT_SAMPLES = 0,      /* target samples taken */
@@ -256,6 +288,11 @@ enum ctxprof_counter {
         CTXPROF_CNT_KU_FP_STEPS,      /* frame-pointer steps: no table, gap or unsupported rule */
         CTXPROF_CNT_KU_UNSUP,         /* ... of which for a rule BPF cannot express */
         CTXPROF_CNT_KU_NOMAP,         /* an ip in no known mapping (unwinding stopped there) */
+        /* Event bounds and the library-load hook (see "Event bounds" below) */
+        CTXPROF_CNT_EV_LIMITED,   /* MAP/EXEC/FORK events over their process's budget: not sent */
+        CTXPROF_CNT_EXEC_LIMITED, /* EXEC_OTHER events over a budget: not sent */
+        CTXPROF_CNT_TARGETS_FULL, /* a target's child not made a target: `targets` full */
+        CTXPROF_CNT_DL_NOTIFY,    /* library-load hook hits in targets (uprobe or sys_exit) */
         CTXPROF_CNT_MAX,
 };
 

@@ -14,6 +14,8 @@
 #   assert_rate_kept           the control target's context rate is >= 90% of CONTROL_BASE
 #   assert_fresh               `ctxprof status` says running (exit 0), not stale (5)
 #   daemon_rss_kb              the daemon's VmRSS in KiB
+#   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
+#   recording_json OUT         the recording so far: samples (top frame) and Statistics as JSON
 #   watch_opens PATH...        record every open of PATH and who opened it (fanotify; else
 #                              inotify) until the test ends; assert_not_opened fails if the
 #                              daemon under test (or anyone, when the opener is unknown)
@@ -117,14 +119,14 @@ control_rate() { control_rate_of samples "$1"; }
 control_ctx_rate() { control_rate_of context_samples "$1"; }
 rate_baseline() {
 	wait_for 60 "context samples of the control target" target_over "$CONTROL" 50 context_samples
-	CONTROL_BASE=$(control_ctx_rate 5)
+	CONTROL_BASE=$(control_ctx_rate 8)
 	echo "control target $CONTROL: $CONTROL_BASE context samples per CPU-second before the attack"
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$CONTROL_BASE" ||
 		fail "the control target has no context samples before the attack"
 }
 assert_rate_kept() { # [SECONDS]
 	local r
-	r=$(control_ctx_rate "${1:-5}")
+	r=$(control_ctx_rate "${1:-8}")
 	echo "control target $CONTROL: $r context samples per CPU-second during the attack (before: $CONTROL_BASE)"
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 * float(sys.argv[2]) else 1)" \
 		"$r" "$CONTROL_BASE" || fail "control target sampled at $r/CPU-s with context, < 90% of $CONTROL_BASE/CPU-s"
@@ -136,6 +138,31 @@ assert_fresh() {
 	[ "$rc" = 0 ] || { cat "$TMP/status.out"; fail "ctxprof status exit $rc (0 = running, 5 = stale)"; }
 }
 daemon_rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$DPID/status"; }
+# The documented ceiling of the daemon's memory (docs/daemon.md, "Worst-case memory"): the
+# packaged unit's MemoryMax, in KiB.
+rss_ceiling_kb() {
+	local v
+	v=$(sed -n 's/^MemoryMax=//p' packaging/systemd/ctxprof.service)
+	case $v in
+	*G) echo $((${v%G} * 1024 * 1024)) ;;
+	*M) echo $((${v%M} * 1024)) ;;
+	*) fail "no MemoryMax=NUMBER[MG] in packaging/systemd/ctxprof.service: '$v'" ;;
+	esac
+}
+# The recording so far (its finished chunks, read as a file of their own) as `jfr print
+# --json` of its samples, top frame only, and its ctxprof.Statistics, into OUT.
+recording_json() { # OUT
+	cp "$(dstat current_file)" "$TMP/so-far.jfr" || fail "no current file"
+	jfr print --json --stack-depth 1 --events jdk.ExecutionSample,ctxprof.Statistics \
+		"$TMP/so-far.jfr" >"$1" || fail "jfr print of the recording failed"
+}
+assert_rss_bounded() {
+	local rss ceil
+	rss=$(daemon_rss_kb)
+	ceil=$(rss_ceiling_kb)
+	echo "daemon RSS ${rss} KiB (ceiling ${ceil} KiB)"
+	[ -n "$rss" ] && [ "$rss" -lt "$ceil" ] || fail "daemon RSS ${rss:-?} KiB not under the documented ${ceil} KiB"
+}
 watch_opens() { # PATH...
 	/usr/bin/python3 - "$@" >"$WATCH_LOG" 2>&1 <<'EOF' &
 # fanotify (root): each open with the opener's pid and its ancestors (another daemon on the

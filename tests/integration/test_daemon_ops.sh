@@ -38,6 +38,11 @@ grep -q "^target pid=$A .*context=yes" "$ST" || { cat "$ST"; fail "wl_attrib not
 s=$(grep "^target pid=$A " "$ST" | tr ' ' '\n' | sed -n 's/^context_samples=//p')
 [ "$s" -gt 0 ] || fail "no samples with context after the drop"
 echo "after the drop: $s samples with context"
+# ... with library loads seen by the loader uprobes set before the drop (a uprobe perf event
+# needs CAP_SYS_ADMIN), never by the host-wide sys_exit fallback
+hook=$(dstat load_hook)
+echo "library-load hook after the drop: $hook"
+[ "$hook" = uprobe-loader ] || fail "library-load hook after the drop is '$hook', not uprobe-loader"
 
 # 2. status
 "$CTXPROF" status --status-file "$ST" >"$TMP/st.txt" || fail "ctxprof status failed"

@@ -88,6 +88,9 @@ assert sum(v["samples"] for v in st) == samples, "Statistics.samples do not add 
 full = [(v, b) for v, b in zip(st, bpf) if v["samples"] > 0]
 assert len(full) >= int(sys.argv[2]) - 1, "more than one chunk without samples"
 assert all(0 < v["traceTableUsed"] <= v["traceTableCapacity"] for v, _ in full)
+# one well-behaved process never meets a store's bound
+assert all(v["stacksOverShare"] == 0 and v["labelSetsRefused"] == 0 and v["threadsRefused"] == 0
+           for v in st), "store bounds hit by one ordinary process"
 assert all(100 <= b <= 1000000 for _, b in full), "bpfNsPerSample not measured: %s" % bpf
 PY
 "$CTXPROF" report "$TMP/attrib.jfr" >"$TMP/report.txt" || fail "ctxprof report failed"

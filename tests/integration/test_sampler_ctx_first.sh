@@ -1,9 +1,10 @@
 #!/bin/bash
 # Context from the first sample (issue 15). A thread that had context never shows a sample
 # without it: not in the first milliseconds after `record -p` attaches (the TLS location is
-# resolved before the target's samples count), and not after a late dlopen of libctx (BPF
-# sees the library mapped and relocated, at its mmap/mprotect, and the locator runs at once
-# instead of at its next 2 s retry). In wl_attrib every work_A/work_B sample is taken with
+# resolved before the target's samples count), and not after a late dlopen of libctx (the
+# library-load hook — a uprobe on the target's _dl_debug_state, or the sys_exit fallback at
+# its mmap/mprotect, forced here too — wakes the locator at once instead of at its next 2 s
+# retry). In wl_attrib every work_A/work_B sample is taken with
 # context set, so each one without a span is a miss. Samples held back while a location
 # was pending are counted ("taken before the location"), never shown without context.
 # Before the fix (same script, old binary): late dlopen 1,860 of 5,647 (static TLS) and 1,010
@@ -50,14 +51,18 @@ attach_mode() { # name VAR=value|- workload: ATTACHES short recordings of one ru
 	[ "$missing" = 0 ] || problem "attach $name: $missing samples without context"
 }
 
-late_dlopen() { # name VAR=value|-: wl_attrib_dlopen loads libctx 3.5 s after it started
-	local name=$1 envspec=$2 w m
+late_dlopen() { # name VAR=value|- [HOOK]: wl_attrib_dlopen loads libctx 3.5 s after it started
+	local name=$1 envspec=$2 hook=${3:-uprobe} w m got
 	[ "$envspec" = - ] && envspec=
 	env $envspec WL_DLOPEN_AFTER_MS=3500 "$CTXPROF" record -F 999 --span-frames \
+		--stats-json "$TMP/late_$name.json" \
 		-o "$TMP/late_$name.txt" -- "$WL/wl_attrib_dlopen" long 6 2 noctx >/dev/null 2>"$TMP/e" ||
 		{ cat "$TMP/e"; fail "late dlopen $name: record failed"; }
 	read -r w m <<<"$(misses "$TMP/late_$name.txt")"
-	echo "late dlopen $name: $w work samples, $m without context, $(held) held back"
+	got=$(python3 -c 'import json, sys; h = json.load(open(sys.argv[1]))["load_hook"]; print(h["kind"], h["hits"])' "$TMP/late_$name.json")
+	echo "late dlopen $name: $w work samples, $m without context, $(held) held back; library-load hook (kind hits): $got"
+	[ "${got% *}" = "$hook" ] || fail "late dlopen $name: library-load hook ${got% *}, expected $hook"
+	[ "${got#* }" -gt 0 ] || fail "late dlopen $name: the library-load hook never fired"
 	grep ';before_dlopen' "$TMP/late_$name.txt" >/dev/null || fail "late dlopen $name: never sampled before the dlopen"
 	[ "$w" -ge 1000 ] || fail "late dlopen $name: too few samples"
 	[ "$m" = 0 ] || problem "late dlopen $name: $m samples without context"
@@ -88,6 +93,10 @@ jfr_reasons() { # the JFR statistics event carries the reasons (jfr print, by fi
 
 late_dlopen static -
 late_dlopen dtv GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0
+# The last-fallback hook (tp_btf/sys_exit, what a kernel without uprobes gets) keeps the same
+# guarantee: forced, for both TLS kinds.
+late_dlopen static_sys_exit CTXPROF_TEST_HOOK=sys_exit sys_exit
+late_dlopen dtv_sys_exit "CTXPROF_TEST_HOOK=sys_exit GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0" sys_exit
 attach_mode exe - "$WL/wl_attrib"
 attach_mode shared - "$WL/wl_attrib_so"
 attach_mode dlopen - "$WL/wl_attrib_dlopen"

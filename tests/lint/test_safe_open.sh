@@ -41,7 +41,7 @@ grep -q "tls/tls_locate.c:$ln: .*openat(AT_FDCWD" <<<"$out" ||
 	fail "the second open was not named:"$'\n'"$out"
 
 d=$(plant debuglink)
-insert_after "$d/stack/unwind_dwarf.c" '.find_debuginfo = dwfl_build_id_find_debuginfo,' \
+insert_after "$d/stack/unwind_dwarf.c" '.find_debuginfo = debuginfo_find_debuginfo,' \
 	'    .section_address = (void *)dwfl_standard_find_debuginfo,' >/dev/null
 out=$("$check" "$d" 2>&1) && fail "dwfl_standard_find_debuginfo in the unwinder passed the check"
 grep -q 'stack/unwind_dwarf.c:[0-9]*: .*dwfl_standard_find_debuginfo' <<<"$out" ||

@@ -1,8 +1,9 @@
 /*
  * test_context_decode.c — the Custom Labels v1 reader rules and span checksum validation on
- * hand-built sample records (what the BPF program would copy): NULL keys, first duplicate
- * wins, over-long keys dropped, values cut at UTF-8 boundaries, faults poisoning later
- * entries, torn and never-set spans.
+ * hand-built sample records (what the BPF program would copy, laid out as it does:
+ * variable-length entries): NULL keys, first duplicate wins, over-long keys dropped, values
+ * cut at UTF-8 boundaries, faults poisoning later entries, torn and never-set spans, entries
+ * whose bytes are not their lengths.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -10,29 +11,75 @@
 #include "ctx/abi.h"
 #include "engine/context_decode.h"
 
-static struct ctxprof_sample_rec rec;
+struct lab {
+        const char *k, *v;
+        uint64_t klen, vlen;
+        uint32_t fl;
+};
+
+static struct ctxprof_sample_rec rec; /* the head the tests set; labels come from entries[] */
+static struct lab entries[CTXPROF_MAX_LABELS];
+static unsigned nlabs;
+static uint64_t buf[CTXPROF_REC_MAX / 8];
+static struct record_view view;
 static struct context_decode_stats st;
 
 static void reset(void)
 {
         memset(&rec, 0, sizeof(rec));
         memset(&st, 0, sizeof(st));
+        nlabs = 0;
         rec.flags = CTXPROF_SF_LABELSET;
 }
 
 static void put(int i, const char *k, uint64_t klen, const char *v, uint64_t vlen, uint32_t fl)
 {
-        struct ctxprof_label_rec *l = &rec.labels[i];
+        entries[i] = (struct lab){.k = k, .v = v, .klen = klen, .vlen = vlen, .fl = fl};
+        if ((unsigned)i + 1 > nlabs)
+                nlabs = i + 1;
+}
 
-        l->flags = CTXPROF_LF_PRESENT | fl;
-        l->key_len = klen;
-        l->val_len = vlen;
-        if (k)
-                memcpy(l->key, k, klen < CTXPROF_LABEL_KEY_MAX ? klen : CTXPROF_LABEL_KEY_MAX);
-        if (v)
-                memcpy(l->val, v, vlen < CTXPROF_LABEL_VAL_MAX ? vlen : CTXPROF_LABEL_VAL_MAX);
-        if ((unsigned)i + 1 > rec.n_labels)
-                rec.n_labels = i + 1;
+static size_t min_sz(uint64_t a, size_t cap)
+{
+        return a < cap ? (size_t)a : cap;
+}
+
+/* The record as bpf/ctx_read.bpf.h writes it: a key or value read is copied up to its cap,
+ * nothing after a NULL or a fault. */
+static const struct record_view *record(void)
+{
+        uint8_t *p = (uint8_t *)buf;
+        size_t pos = sizeof(rec);
+
+        memset(buf, 0, sizeof(buf));
+        for (unsigned i = 0; i < nlabs; i++) {
+                struct ctxprof_label_rec *h = (struct ctxprof_label_rec *)(p + pos);
+                const struct lab *l = &entries[i];
+                size_t kb = 0, vb = 0;
+
+                h->flags = CTXPROF_LF_PRESENT | l->fl;
+                h->key_len = l->klen;
+                h->val_len = l->vlen;
+                if (l->k && !(l->fl & (CTXPROF_LF_ENTRY_FAULT | CTXPROF_LF_KEY_NULL |
+                                       CTXPROF_LF_KEY_FAULT))) {
+                        kb = min_sz(l->klen, CTXPROF_LABEL_KEY_MAX);
+                        memcpy(h + 1, l->k, kb);
+                        if (l->v && !(l->fl & (CTXPROF_LF_VAL_NULL | CTXPROF_LF_VAL_FAULT))) {
+                                vb = min_sz(l->vlen, CTXPROF_LABEL_VAL_MAX);
+                                memcpy((uint8_t *)(h + 1) + kb, l->v, vb);
+                        }
+                }
+                h->key_bytes = (uint16_t)kb;
+                h->val_bytes = (uint16_t)vb;
+                pos += CTXPROF_LABEL_REC_SIZE(kb, vb);
+        }
+        rec.type = CTXPROF_REC_SAMPLE;
+        rec.n_labels = nlabs;
+        rec.labels_len = (uint32_t)(pos - sizeof(rec));
+        rec.len = (uint32_t)pos;
+        memcpy(buf, &rec, sizeof(rec));
+        cr_assert_eq(record_view_parse(buf, pos, &view), 0);
+        return &view;
 }
 
 Test(context_decode, null_key_and_first_duplicate_wins)
@@ -45,7 +92,7 @@ Test(context_decode, null_key_and_first_duplicate_wins)
         put(1, "dup", 3, "first", 5, 0);
         put(2, "dup", 3, "second", 6, 0);
         put(3, "ok", 2, "1", 1, 0);
-        n = context_decode_labels(&rec, out, &st);
+        n = context_decode_labels(record(), out, &st);
         cr_assert_eq(n, 2);
         cr_assert(out[0].key_len == 3 && !memcmp(out[0].key, "dup", 3));
         cr_assert(out[0].value_len == 5 && !memcmp(out[0].value, "first", 5));
@@ -61,7 +108,7 @@ Test(context_decode, duplicate_of_a_dropped_first_is_not_promoted)
         reset();
         put(0, "k", 1, NULL, 5, CTXPROF_LF_VAL_FAULT); /* first k unreadable value */
         put(1, "k", 1, "WRONG", 5, 0);
-        cr_assert_eq(context_decode_labels(&rec, out, &st), 0);
+        cr_assert_eq(context_decode_labels(record(), out, &st), 0);
 }
 
 Test(context_decode, unreadable_key_poisons_later_entries)
@@ -72,7 +119,7 @@ Test(context_decode, unreadable_key_poisons_later_entries)
         put(0, "a", 1, "1", 1, 0);
         put(1, NULL, 2, NULL, 0, CTXPROF_LF_KEY_FAULT);
         put(2, "b", 1, "2", 1, 0);
-        cr_assert_eq(context_decode_labels(&rec, out, &st), 1);
+        cr_assert_eq(context_decode_labels(record(), out, &st), 1);
         cr_assert_eq(out[0].key[0], 'a');
 }
 
@@ -91,7 +138,7 @@ Test(context_decode, long_keys_dropped_long_values_cut_at_utf8)
         put(1, "big", 3, val, 1ull << 40, 0);
         put(2, "bad\xff", 4, "1", 1, 0);
         put(3, "v", 1, "ab\xff\xfe", 4, 0);
-        n = context_decode_labels(&rec, out, &st);
+        n = context_decode_labels(record(), out, &st);
         cr_assert_eq(n, 2);
         cr_assert_eq(out[0].value_len, CTXPROF_LABEL_VAL_MAX - 1);
         cr_assert(out[0].value_truncated);
@@ -106,13 +153,36 @@ Test(context_decode, no_labelset_and_count_cut)
         reset();
         rec.flags = 0;
         put(0, "a", 1, "1", 1, 0);
-        cr_assert_eq(context_decode_labels(&rec, out, &st), 0);
+        cr_assert_eq(context_decode_labels(record(), out, &st), 0);
         reset();
         rec.flags |= CTXPROF_SF_LABELS_CUT;
-        rec.n_labels = 1000; /* never trusted beyond the cap */
+        rec.label_count = 1000; /* more than were read */
         put(0, "a", 1, "1", 1, 0);
-        cr_assert_eq(context_decode_labels(&rec, out, &st), 1);
+        cr_assert_eq(context_decode_labels(record(), out, &st), 1);
         cr_assert_eq(st.sets_cut, 1);
+}
+
+/* A read key or value whose bytes in the record are not its length up to the cap is not
+ * what the target held: dropped, and it cannot be the first of a duplicate key. */
+Test(context_decode, copied_bytes_must_match_the_lengths)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        struct ctxprof_label_rec *h;
+
+        reset();
+        put(0, "ab", 2, "xyz", 3, 0);
+        put(1, "ab", 2, "second", 6, 0);
+        record();
+        h = (struct ctxprof_label_rec *)((uint8_t *)buf + sizeof(rec));
+        h->key_len = 1; /* says 1 byte, carries 2 */
+        cr_assert_eq(record_view_parse(buf, rec.len, &view), 0);
+        cr_assert_eq(context_decode_labels(&view, out, &st), 1);
+        cr_assert(out[0].value_len == 6 && !memcmp(out[0].value, "second", 6));
+        h->key_len = 2;
+        h->val_len = 300; /* a cut value carries the cap's bytes, not 3 */
+        cr_assert_eq(record_view_parse(buf, rec.len, &view), 0);
+        cr_assert_eq(context_decode_labels(&view, out, &st), 0); /* the first "ab" wins */
+        cr_assert_eq(st.dropped, 2);
 }
 
 Test(context_decode, span_checksum)
@@ -167,7 +237,7 @@ Test(context_decode, label_bytes_rule)
         put(5, "bad", 3, "ab\xc3(", 4, 0);
         put(6, "long", 4, longval, sizeof(longval), 0);
         put(7, "ok", 2, "\xc3\xa9t\xc3\xa9", 5, 0);
-        n = context_decode_labels(&rec, out, &st);
+        n = context_decode_labels(record(), out, &st);
         cr_assert_eq(n, 4);
         cr_assert_eq(st.dropped, 4);
         cr_assert_eq(st.values_truncated, 3);

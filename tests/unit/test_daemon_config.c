@@ -157,6 +157,35 @@ Test(config, durations_and_sizes_refuse_overflow_and_absurd_values)
         cr_assert_null(config_values("directory"));
 }
 
+/* [sampling] filter: kept as written when every term parses, refused (settings unchanged)
+ * when one does not; the daemon's sampler gets the same terms. */
+Test(config, context_filter)
+{
+        struct daemon_config c;
+        struct config_error e;
+        struct context_filter f = {0};
+        char *p = write_tmp("[sampling]\nfilter = route=/checkout,!tier=free\n");
+
+        config_defaults(&c);
+        cr_assert_str_eq(c.filter, "", "no filter by default");
+        cr_assert_eq(config_load(&c, p, &e), 0);
+        unlink(p);
+        cr_assert_str_eq(c.filter, "route=/checkout,!tier=free");
+        cr_assert_eq(context_filter_add(&f, c.filter, NULL), 0);
+        cr_assert_eq(f.n, 2);
+        cr_assert_eq(config_set(&c, NULL, "filter", "has-context"), 0);
+        cr_assert_str_eq(c.filter, "has-context");
+        cr_assert_eq(config_set(&c, NULL, "filter", "=x"), -EINVAL);
+        cr_assert_eq(config_set(&c, "sampling", "filter", "a,,b"), -EINVAL);
+        cr_assert_str_eq(c.filter, "has-context", "a refused filter changed the setting");
+        cr_assert_not_null(config_values("sampling.filter"));
+        p = write_tmp("[sampling]\nfilter = !\n");
+        cr_assert_eq(config_load(&c, p, &e), -EINVAL);
+        unlink(p);
+        cr_assert_eq(e.line, 2);
+        cr_assert_str_eq(e.key, "sampling.filter");
+}
+
 Test(config, duplicate_key_names_both_lines)
 {
         struct daemon_config c;

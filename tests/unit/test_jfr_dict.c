@@ -125,3 +125,19 @@ Test(jfr_u64map, put_get_overwrite_grow_clear)
         cr_assert_eq(v, 5);
         jfr_u64map_free(&m);
 }
+
+Test(jfr_strtab, find_never_adds)
+{
+        struct jfr_strtab t;
+        uint32_t idx = 99;
+
+        jfr_strtab_init(&t);
+        cr_assert_eq(jfr_strtab_find(&t, "a", 1, &idx), 0, "an empty table");
+        cr_assert_eq(jfr_strtab_intern(&t, "a", 1, &idx, NULL), 0);
+        cr_assert_eq(jfr_strtab_intern(&t, "bc", 2, &idx, NULL), 0);
+        cr_assert_eq(jfr_strtab_find(&t, "bc", 2, &idx), 1);
+        cr_assert_eq(idx, 1);
+        cr_assert_eq(jfr_strtab_find(&t, "b", 1, &idx), 0);
+        cr_assert_eq(t.n, 2, "find added nothing");
+        jfr_strtab_free(&t);
+}

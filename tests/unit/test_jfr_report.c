@@ -27,7 +27,7 @@ static const struct jfr_frame frames[] = {
 static void write_file(const char *path)
 {
         struct jfr_writer *w;
-        struct jfr_recording_info info = {"report", "cpu-clock", 99, "fp", WALL0, NULL};
+        struct jfr_recording_info info = {"report", "cpu-clock", 99, "fp", WALL0, NULL, NULL};
         cr_assert_eq(jfr_writer_open(&w, path, JFR_WRITER_NO_FSYNC, &info), 0);
         for (int c = 0; c < 3; c++) {
                 uint64_t t = T0 + (uint64_t)c * 1000000000;

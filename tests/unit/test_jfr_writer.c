@@ -61,7 +61,7 @@ static void tmp_path(char *buf, size_t n, const char *name)
 static struct jfr_writer *open_writer(const char *path, int flags)
 {
         struct jfr_writer *w;
-        struct jfr_recording_info info = {"test", "cpu-clock", 99, "fp", WALL0, NULL};
+        struct jfr_recording_info info = {"test", "cpu-clock", 99, "fp", WALL0, NULL, NULL};
         int err = jfr_writer_open(&w, path, flags | JFR_WRITER_NO_FSYNC, &info);
         cr_assert_eq(err, 0, "open %s: %d", path, err);
         return w;
@@ -349,8 +349,8 @@ Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
                 if (pid == 0) {
                         close(pfd[0]);
                         struct jfr_writer *w;
-                        struct jfr_recording_info info = {"kill", "cpu-clock", 99,
-                                                          "fp",   WALL0,       NULL};
+                        struct jfr_recording_info info = {"kill", "cpu-clock", 99,  "fp",
+                                                          WALL0,  NULL,        NULL};
                         if (jfr_writer_open(&w, path, 0, &info))
                                 _exit(1);
                         explen = 0;
@@ -422,7 +422,7 @@ Test(jfr_writer, sigkill_mid_chunk_leaves_finished_chunks, .timeout = 240)
 static int write_until_error(const char *path, int *chunks_ok)
 {
         struct jfr_writer *w;
-        struct jfr_recording_info info = {"full", "cpu-clock", 99, "fp", WALL0, NULL};
+        struct jfr_recording_info info = {"full", "cpu-clock", 99, "fp", WALL0, NULL, NULL};
         int err = jfr_writer_open(&w, path, 0, &info);
         if (err)
                 return err;
@@ -551,5 +551,29 @@ Test(jfr_writer, many_label_keys_all_kept)
         jfr_writer_close(w);
         check_file(path, MANY_KEYS);
         check_pyroscope(path, MANY_KEYS, 0);
+        unlink(path);
+}
+
+/* A thread renaming itself without end cannot grow a file's identity table past
+ * JFR_THREAD_IDENTITIES_MAX: further identities become one placeholder, counted. */
+Test(jfr_writer, thread_identities_bounded, .timeout = 120)
+{
+        char path[256];
+        tmp_path(path, sizeof(path), "threadcap");
+        struct jfr_writer *w = open_writer(path, 0);
+        const unsigned extra = 10;
+
+        cr_assert_eq(jfr_writer_begin_chunk(w, WALL0, T0), 0);
+        for (unsigned i = 0; i < JFR_THREAD_IDENTITIES_MAX + extra; i++) {
+                char name[16];
+                snprintf(name, sizeof(name), "n%u", i);
+                cr_assert_eq(jfr_writer_add_thread(w, 77, name, NULL), 0, "identity %u", i);
+        }
+        cr_assert_eq(jfr_writer_add_thread(w, 77, "n5", NULL), 0, "a known identity stays");
+        struct jfr_writer_counters c;
+        jfr_writer_counters(w, &c);
+        cr_assert_eq(c.thread_identities_refused, extra + 1);
+        cr_assert_eq(jfr_writer_finish_chunk(w, T0 + 1000, NULL), 0);
+        jfr_writer_close(w);
         unlink(path);
 }

@@ -11,7 +11,17 @@
 
 #include "engine/otel_decode.h"
 
-static struct ctxprof_sample_rec rec;
+/* The record's head and the bytes of its otel part, as BPF copied them. */
+static struct {
+        struct ctxprof_sample_rec head;
+        struct {
+                uint8_t rec[CTXPROF_OTEL_REC_MAX];
+                uint32_t len;
+        } otel;
+        uint32_t flags;
+} rec;
+static uint64_t buf[CTXPROF_REC_CTX_MAX / 8];
+static struct record_view view;
 static struct otel_decode_stats st;
 static struct otel_ctx ctx;
 static const char *const keys[] = {"http.route", "tier", NULL, "trace_id"};
@@ -30,12 +40,28 @@ static void make(const void *entries, uint16_t n)
         memcpy(rec.otel.rec + 26, &n, 2);
         memcpy(rec.otel.rec + CTXPROF_OTEL_HDR, entries, n);
         rec.otel.len = CTXPROF_OTEL_HDR + n;
-        rec.otel.ptr = 0x1000;
+        rec.head.otel_ptr = 0x1000;
+}
+
+/* The sample record holding it, laid out as BPF sends it, split as the sampler does. */
+static const struct record_view *record(void)
+{
+        size_t size = sizeof(rec.head) + CTXPROF_REC_ROUND((size_t)rec.otel.len);
+
+        rec.head.type = CTXPROF_REC_SAMPLE;
+        rec.head.flags = rec.flags;
+        rec.head.otel_len = rec.otel.len;
+        rec.head.len = (uint32_t)size;
+        memset(buf, 0, sizeof(buf));
+        memcpy(buf, &rec.head, sizeof(rec.head));
+        memcpy((uint8_t *)buf + sizeof(rec.head), rec.otel.rec, rec.otel.len);
+        cr_assert_eq(record_view_parse(buf, size, &view), 0);
+        return &view;
 }
 
 static unsigned labels(struct decoded_label *out)
 {
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
+        cr_assert_eq(otel_decode(record(), &ctx, &st), 1);
         return otel_labels(&ctx, keys, 4, out, CTXPROF_MAX_LABELS, &st);
 }
 
@@ -90,15 +116,15 @@ Test(otel_decode, not_valid_and_zero_ids_without_attributes_are_no_context)
 {
         make("", 0);
         rec.otel.rec[24] = 0;
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 0);
+        cr_assert_eq(otel_decode(record(), &ctx, &st), 0);
         cr_assert_eq(st.not_valid, 1);
         make("", 0);
         memset(rec.otel.rec + 16, 0, 8);
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 0);
+        cr_assert_eq(otel_decode(record(), &ctx, &st), 0);
         cr_assert_eq(st.zero_ids, 1);
         make("", 0);
         rec.flags = 0;
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 0);
+        cr_assert_eq(otel_decode(record(), &ctx, &st), 0);
 }
 
 Test(otel_decode, entry_past_the_record_drops_every_attribute)
@@ -159,7 +185,7 @@ Test(otel_decode, datadog_local_root_span_id)
              "00000000075bcd15"
              "\x01\x02ok",
              22);
-        cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
+        cr_assert_eq(otel_decode(record(), &ctx, &st), 1);
         n = otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
         cr_assert_eq(n, 4);
         cr_assert_eq(ctx.local_root_span_id, 123456789);
@@ -176,7 +202,7 @@ Test(otel_decode, datadog_local_root_span_id)
                     5}};
         for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 make(bad[i].entry, bad[i].len);
-                cr_assert_eq(otel_decode(&rec, &ctx, &st), 1);
+                cr_assert_eq(otel_decode(record(), &ctx, &st), 1);
                 otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
                 cr_assert_eq(ctx.local_root_span_id, 0);
                 cr_assert_eq(st.root_span_bad, 1);

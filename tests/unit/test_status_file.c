@@ -36,6 +36,9 @@ static struct status_daemon sample_daemon(void)
             .process_files = 4,
             .overflow_samples = 8,
             .no_file_samples = 10,
+            .refused_stacks = 12,
+            .refused_labels = 13,
+            .refused_threads = 14,
             .cap_eff = 0x1ffffffffffull,
         };
 
@@ -48,8 +51,13 @@ static struct status_daemon sample_daemon(void)
 
 static struct status_target sample_target(int pid, const char *comm, int located)
 {
-        struct status_target t = {
-            .pid = pid, .samples = 1000, .context_samples = 990, .threads = 7};
+        struct status_target t = {.pid = pid,
+                                  .samples = 1000,
+                                  .context_samples = 990,
+                                  .threads = 7,
+                                  .stacks_refused = 3,
+                                  .labels_refused = 4,
+                                  .threads_refused = 5};
 
         t.context_located = located;
         snprintf(t.comm, sizeof(t.comm), "%s", comm);
@@ -132,6 +140,9 @@ Test(status_file, round_trip)
                 cr_assert_eq(t2.threads, t[n - 1].threads);
                 cr_assert_eq(t2.context_located, t[n - 1].context_located);
                 cr_assert_str_eq(t2.file, t[n - 1].file);
+                cr_assert_eq(t2.stacks_refused, 3);
+                cr_assert_eq(t2.labels_refused, 4);
+                cr_assert_eq(t2.threads_refused, 5);
         }
         cr_assert_eq(n, 3);
         free(buf);
@@ -177,7 +188,7 @@ Test(status_file, missing_field)
 {
         char line[] = "target pid=7 comm=a samples=1 context_samples=1 threads=1 file=x";
         char line2[] = "target pid=7 comm=a samples=1 context_samples=1 threads=1 context=yes "
-                       "file=x extra=1";
+                       "file=x stacks_refused=0 labels_refused=0 threads_refused=0 extra=1";
         struct status_target t;
         struct status_record r;
 

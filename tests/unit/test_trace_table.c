@@ -470,3 +470,33 @@ Test(trace_table, hazard_domain_basics)
         cr_assert_eq(hazard_wait_clear(d, 77), 0);
         hazard_domain_free(d);
 }
+
+/* A put that may not insert still finds a stored stack, refuses a new one (counted as
+ * dropped_share, nothing stored), and says which puts inserted. */
+Test(trace_table, put_share_refuses_only_new_stacks)
+{
+        struct trace_table_config c = {.capacity = 64};
+        struct trace_table *tt = trace_table_new(&c);
+        struct ctxprof_frame a[4], b[4];
+        struct trace_table_stats st;
+        bool ins = true;
+
+        cr_assert_not_null(tt);
+        make_stack(a, 4, 1);
+        make_stack(b, 4, 2);
+        uint64_t ida = trace_table_put_share(tt, a, 4, false, true, &ins);
+        cr_assert_neq(ida, TRACE_DROPPED_ID);
+        cr_assert(ins);
+        cr_assert_eq(trace_table_fill(tt), 1);
+        cr_assert_eq(trace_table_put_share(tt, a, 4, false, false, &ins), ida, "a hit is served");
+        cr_assert_not(ins);
+        cr_assert_eq(trace_table_put_share(tt, b, 4, false, false, &ins), TRACE_DROPPED_ID);
+        cr_assert_not(ins);
+        cr_assert_eq(trace_table_fill(tt), 1, "the refused stack took no slot");
+        trace_table_stats(tt, &st);
+        cr_assert_eq(st.dropped_share, 1);
+        cr_assert_eq(st.dropped, 1);
+        cr_assert_eq(st.inserts, 1);
+        cr_assert_eq(trace_table_capacity(tt), 64);
+        trace_table_free(tt);
+}

@@ -11,6 +11,10 @@
  *                                      not race a fixed duration against the daemon's timing)
  *   wl_attrib short SECONDS NTHREADS   NTHREADS at a time of short-lived threads (~20 ms each)
  *   wl_attrib bench SECONDS NTHREADS   no context; prints "ops N cpu_us M" at exit
+ *   wl_attrib deep SECONDS NTHREADS    like long, but each thread keeps two labels (tier=gold,
+ *                                      phase=A|B) and no span, and works DEEP_FRAMES calls
+ *                                      deeper: 13 frames from __libc_start_call_main to work_X
+ *                                      (the BPF cost benchmark's sample)
  * A 4th argument "noctx" (long mode) adds a thread wl-noctx that burns CPU in work_C and never
  * touches libctx (with dynamic TLS its DTV entry stays unallocated).
  * Built with -DWL_DLOPEN, libctx is dlopen'ed at start (path: $WL_LIBCTX, default
@@ -91,9 +95,12 @@ static void load_libctx(void)
 }
 #endif
 
+#define DEEP_FRAMES 8 /* deep mode: calls of descend between long_thread and run_phases */
+
 static volatile sig_atomic_t stop;
 static volatile uint64_t sink;
 static int use_ctx = 1;
+static int deep; /* deep mode: two labels, no span, DEEP_FRAMES more frames */
 static uint64_t ops_total;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -156,17 +163,31 @@ __attribute__((noinline)) static uint64_t run_phases(int rounds)
 
         while (!stop && (rounds < 0 || rounds-- > 0)) {
                 if (use_ctx) {
-                        ctx_set_span(0xA, 0xA0);
+                        if (!deep)
+                                ctx_set_span(0xA, 0xA0);
                         ctx_set_label_str("phase", "A");
                 }
                 work_A();
                 if (use_ctx) {
-                        ctx_set_span(0xB, 0xB0);
+                        if (!deep)
+                                ctx_set_span(0xB, 0xB0);
                         ctx_set_label_str("phase", "B");
                 }
                 work_B();
                 n++;
         }
+        return n;
+}
+
+/* deep mode: depth more frames, then the phases */
+__attribute__((noinline)) static uint64_t descend(int depth)
+{
+        uint64_t n;
+
+        if (!depth)
+                return run_phases(-1);
+        n = descend(depth - 1);
+        __asm__ volatile("" : "+r"(n)); /* not a tail call: the frame stays */
         return n;
 }
 
@@ -198,7 +219,9 @@ static void *long_thread(void *arg)
 
         snprintf(name, sizeof(name), "wl-%d", (int)(intptr_t)arg);
         pthread_setname_np(pthread_self(), name);
-        n = run_phases(-1);
+        if (deep)
+                ctx_set_label_str("tier", "gold");
+        n = deep ? descend(DEEP_FRAMES) : run_phases(-1);
         pthread_mutex_lock(&lock);
         ops_total += n;
         pthread_mutex_unlock(&lock);
@@ -236,7 +259,8 @@ int main(int argc, char **argv)
         time_t end;
 
         if (argc != 4 && argc != 5) {
-                fprintf(stderr, "usage: wl_attrib long|short|bench SECONDS NTHREADS [noctx]\n");
+                fprintf(stderr,
+                        "usage: wl_attrib long|short|bench|deep SECONDS NTHREADS [noctx]\n");
                 return 2;
         }
         seconds = atoi(argv[2]);
@@ -264,6 +288,7 @@ int main(int argc, char **argv)
                 return 0;
         }
         use_ctx = strcmp(argv[1], "bench") != 0;
+        deep = !strcmp(argv[1], "deep");
         if (use_ctx)
                 load_libctx();
         if (argc == 5 && !strcmp(argv[4], "noctx")) {

@@ -71,7 +71,9 @@ static uint64_t now_ns(void)
         return (uint64_t)t.tv_sec * NS_PER_SEC_WL + (uint64_t)t.tv_nsec;
 }
 
-static void nap(long ns)
+/* Blocks in libc's nanosleep (no frame pointer there): off-CPU stacks must show
+ * do_sleep;nap;<libc> in every call-graph mode (tests/integration/test_offcpu_stacks.sh). */
+__attribute__((noinline)) static void nap(long ns)
 {
         struct timespec d = {ns / (long)NS_PER_SEC_WL, ns % (long)NS_PER_SEC_WL};
 
