@@ -94,10 +94,10 @@ static const struct field target_fields[] = {
     T("context_samples", F_U64, context_samples),
     T("threads", F_UINT, threads),
     T("context", F_YESNO, context_located),
-    T("file", F_STR, file),
     T("stacks_refused", F_U64, stacks_refused),
     T("labels_refused", F_U64, labels_refused),
     T("threads_refused", F_U64, threads_refused),
+    T("file", F_STR, file), /* last, as before: readers match the file name at the line end */
 };
 
 #define U(k, t, m) FIELD(status_upload, k, t, m)
