@@ -231,9 +231,10 @@ static __always_inline __u32 read_labels(struct ctxprof_sample_rec *r, __u8 *buf
 /*
  * OTEP 4947: otel_thread_ctx_v1 is a pointer to {trace_id[16], span_id[8], valid, trace_flags,
  * u16 attrs_data_size, entries}. Two copies into the otel part at buf + pos: the 28-byte
- * header, then (only when valid == 1 and the entries fit the OTEP's 640-byte budget)
- * exactly attrs_data_size bytes of entries. A record whose size says more is copied without
- * entries and marked CUT. Returns where the part ends (padded to 8).
+ * header, then (only when valid == 1) exactly attrs_data_size bytes of entries when they
+ * fit the OTEP's 640-byte budget. A record whose size says more is marked CUT and copied up
+ * to the budget (user space keeps the complete entries in it). Returns where the part ends
+ * (padded to 8).
  */
 #define OTEL_VALID_OFF 24
 #define OTEL_SIZE_OFF  26
@@ -268,8 +269,9 @@ static __always_inline __u32 read_otel(struct ctxprof_sample_rec *r, __u8 *buf, 
                 goto out; /* being updated, or not a record: user space decides */
         size = o[OTEL_SIZE_OFF] | (__u32)o[OTEL_SIZE_OFF + 1] << 8;
         if (size > OTEL_ATTRS_MAX) {
+                /* over budget: the budget's worth, whose complete entries user space keeps */
                 r->flags |= CTXPROF_SF_OTEL_CUT;
-                goto out;
+                size = OTEL_ATTRS_MAX;
         }
         if (!size)
                 goto out;

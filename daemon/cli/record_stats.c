@@ -161,10 +161,11 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 ", \"not_valid\": %" PRIu64 ", \"zero_ids\": %" PRIu64 ", \"oversized\": %" PRIu64
                 ", \"malformed\": %" PRIu64 ", \"duplicates\": %" PRIu64
                 ", \"unknown_keys\": %" PRIu64 ", \"values_truncated\": %" PRIu64
-                ", \"labels_dropped\": %" PRIu64 ", \"shadowed\": %" PRIu64,
+                ", \"labels_dropped\": %" PRIu64 ", \"shadowed\": %" PRIu64
+                ", \"root_span_bad\": %" PRIu64,
                 o->records, st->otel_faults, o->not_valid, o->zero_ids, o->oversized, o->malformed,
-                o->duplicates, o->unknown_keys, o->values_truncated, o->labels_dropped,
-                o->shadowed);
+                o->duplicates, o->unknown_keys, o->values_truncated, o->labels_dropped, o->shadowed,
+                o->root_span_bad);
         fprintf(f,
                 ", \"process_context\": {\"decoded\": %" PRIu64 ", \"absent\": %" PRIu64
                 ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"torn\": %" PRIu64

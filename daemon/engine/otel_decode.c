@@ -24,8 +24,10 @@ static int all_zero(const uint8_t *b, size_t n)
 }
 
 /* The entries of a valid record into c->attrs (last duplicate wins). 0, or -1 when one
- * entry goes past attrs_data_size (then no attribute is delivered). */
-static int parse_attrs(const uint8_t *a, size_t size, struct otel_ctx *c,
+ * entry goes past attrs_data_size (then no attribute is delivered). prefix: a is the first
+ * size bytes of longer entries (over budget): the complete entries in it are kept and the
+ * one cut at the end is left out (0). */
+static int parse_attrs(const uint8_t *a, size_t size, int prefix, struct otel_ctx *c,
                        struct otel_decode_stats *st)
 {
         static const unsigned none = OTEL_MAX_KEYS;
@@ -39,11 +41,11 @@ static int parse_attrs(const uint8_t *a, size_t size, struct otel_ctx *c,
                 uint8_t key, len;
 
                 if (size - off < OTEL_ENTRY_HDR)
-                        return -1;
+                        return prefix ? 0 : -1;
                 key = a[off];
                 len = a[off + 1];
                 if (size - off - OTEL_ENTRY_HDR < len)
-                        return -1;
+                        return prefix ? 0 : -1;
                 if (slot[key] == none) {
                         slot[key] = c->n_attrs++;
                 } else {
@@ -61,6 +63,7 @@ int otel_decode(const struct record_view *v, struct otel_ctx *c, struct otel_dec
         const uint8_t *rec = v->otel;
         size_t len = v->otel_len;
         uint16_t size;
+        int cut;
 
         if (!(v->r->flags & CTXPROF_SF_OTEL) || len < CTXPROF_OTEL_HDR ||
             len > CTXPROF_OTEL_REC_MAX)
@@ -71,29 +74,29 @@ int otel_decode(const struct record_view *v, struct otel_ctx *c, struct otel_dec
         }
         memcpy(c->trace_id, rec, OTEL_TRACE_ID_BYTES);
         memcpy(c->span_id, rec + OTEL_TRACE_ID_BYTES, OTEL_SPAN_ID_BYTES);
-        if (all_zero(c->trace_id, OTEL_TRACE_ID_BYTES) ||
-            all_zero(c->span_id, OTEL_SPAN_ID_BYTES)) {
-                st->zero_ids++;
-                return 0;
-        }
-        c->trace_flags = rec[OTEL_FLAGS_OFF];
+        c->no_ids =
+            all_zero(c->trace_id, OTEL_TRACE_ID_BYTES) || all_zero(c->span_id, OTEL_SPAN_ID_BYTES);
+        c->trace_flags = rec[OTEL_FLAGS_OFF]; /* never required: older writers write 0 */
         c->n_attrs = 0;
-        st->records++;
         memcpy(&size, rec + OTEL_SIZE_OFF, sizeof(size));
-        if (size > OTEL_ATTRS_BYTES || (v->r->flags & CTXPROF_SF_OTEL_CUT)) {
-                st->oversized++;
-                return 1;
+        cut = size > OTEL_ATTRS_BYTES;
+        if (cut) {
+                st->oversized++; /* BPF copied the budget's worth: its complete entries */
+                size = OTEL_ATTRS_BYTES;
         }
         if (len != CTXPROF_OTEL_HDR + (size_t)size) {
                 /* BPF copies exactly the entries the size names: anything else is not a
                  * copy of this record's entries */
                 st->malformed++;
-                return 1;
-        }
-        if (parse_attrs(rec + CTXPROF_OTEL_HDR, size, c, st)) {
+        } else if (parse_attrs(rec + CTXPROF_OTEL_HDR, size, cut, c, st)) {
                 c->n_attrs = 0;
                 st->malformed++;
         }
+        if (c->no_ids) {
+                st->zero_ids++; /* no span active: the attributes still apply */
+                return c->n_attrs > 0;
+        }
+        st->records++;
         return 1;
 }
 
@@ -116,6 +119,28 @@ static void to_hex(char *out, const uint8_t *b, size_t n)
         }
 }
 
+/* Datadog's local root span id value: exactly 16 lowercase hex digits. 0, or -1. */
+static int parse_root_span(const uint8_t *v, size_t len, uint64_t *out)
+{
+        uint64_t id = 0;
+
+        if (len != OTEL_DD_ROOT_HEX)
+                return -1;
+        for (size_t i = 0; i < len; i++) {
+                unsigned d;
+
+                if (v[i] >= '0' && v[i] <= '9')
+                        d = v[i] - '0';
+                else if (v[i] >= 'a' && v[i] <= 'f')
+                        d = v[i] - 'a' + 10;
+                else
+                        return -1;
+                id = id << 4 | d;
+        }
+        *out = id;
+        return 0;
+}
+
 static int is_id_key(const char *k)
 {
         return !strcmp(k, "trace_id") || !strcmp(k, "span_id");
@@ -126,8 +151,11 @@ unsigned otel_labels(struct otel_ctx *c, const char *const *keys, unsigned n_key
 {
         unsigned n = 0;
 
+        c->local_root_span_id = 0;
         if (max < 2)
                 return 0;
+        if (c->no_ids)
+                goto attrs;
         to_hex(c->hex, c->trace_id, OTEL_TRACE_ID_BYTES);
         to_hex(c->hex + 2 * OTEL_TRACE_ID_BYTES, c->span_id, OTEL_SPAN_ID_BYTES);
         out[n++] = (struct decoded_label){
@@ -136,6 +164,7 @@ unsigned otel_labels(struct otel_ctx *c, const char *const *keys, unsigned n_key
                                           .key_len = 7,
                                           .value = c->hex + 2 * OTEL_TRACE_ID_BYTES,
                                           .value_len = 2 * OTEL_SPAN_ID_BYTES};
+attrs:
         for (unsigned i = 0; i < c->n_attrs; i++) {
                 const struct otel_attr *a = &c->attrs[i];
                 size_t vcut;
@@ -148,6 +177,9 @@ unsigned otel_labels(struct otel_ctx *c, const char *const *keys, unsigned n_key
                         st->labels_dropped++;
                         continue;
                 }
+                if (!strcmp(keys[a->key], OTEL_DD_ROOT_KEY) &&
+                    parse_root_span(a->val, a->len, &c->local_root_span_id))
+                        st->root_span_bad++;
                 vcut = utf8_valid_prefix(a->val, a->len);
                 if (vcut != a->len)
                         st->values_truncated++;

@@ -304,6 +304,14 @@ static int decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
         return err;
 }
 
+int otel_pctx_present(pid_t pid, struct target_stats *st)
+{
+        uint64_t at;
+        int err = find_mapping(pid, &at, st);
+
+        return err == -ENOENT ? 0 : err ? err : 1;
+}
+
 int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel_pctx_stats *st)
 {
         struct otel_pctx next = {0};

@@ -54,6 +54,9 @@ struct otel_pctx_stats {
  * (counted; the previous decode, if any, stays). Sets pc->checked_ns = now.
  */
 int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel_pctx_stats *st);
+/* 1 if pid maps an OTEL_CTX mapping (one of the names above), 0 if not, -errno (-ESRCH:
+ * gone). Reads /proc/PID/maps only (lines refused for their length counted in st). */
+int otel_pctx_present(pid_t pid, struct target_stats *st);
 /* Release what pc holds (pc itself is the caller's) and zero it. */
 void otel_pctx_clear(struct otel_pctx *pc);
 

@@ -389,6 +389,9 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
 #define PCTX_RETRY_NS 50000000ull   /* ... and at most this often when keys are missing, */
 /* doubling up to PCTX_CHECK_NS while refreshes find nothing new (a process that never
  * publishes one, or names keys it never publishes, costs a maps scan a second at most) */
+/* ... and up to PCTX_ALONE_NS (50 ms doubled 7 times) for a process without an OTel thread
+ * context that has published none yet (every sampled process is looked at: OTEP 4719) */
+#define PCTX_ALONE_NS 6400000000ull
 
 /* Read p's OpenTelemetry process context again when it may have changed: a second since the
  * last look, or the sample names a key index the key map does not have yet (a key is
@@ -404,7 +407,9 @@ static void otel_refresh_due(struct sampler *s, struct proc *p, const struct ote
                 return;
         if (otel_pctx_refresh(p->pid, &p->otel, now, &s->st.pctx) == 1 || !p->otel.backoff_ns)
                 p->otel.backoff_ns = PCTX_RETRY_NS;
-        else if (p->otel.backoff_ns < PCTX_CHECK_NS)
+        else if (p->otel.backoff_ns < PCTX_CHECK_NS ||
+                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns &&
+                  p->published.otel.mode == CTXPROF_TLS_NONE))
                 p->otel.backoff_ns *= 2;
         p->otel.next_ns = now + p->otel.backoff_ns;
 }
@@ -422,9 +427,9 @@ static void use_otel(struct sampler *s, struct proc *p, struct decoded_sample *d
         otel_refresh_due(s, p, &s->otel);
         ds->n_labels = otel_labels(&s->otel, (const char *const *)p->otel.keys, p->otel.n_keys,
                                    ds->labels, CTXPROF_MAX_LABELS, &s->st.otel);
-        ds->has_span = 1;
-        ds->span_id = otel_span_u64(&s->otel);
-        ds->root_span_id = 0;
+        ds->has_span = !s->otel.no_ids;
+        ds->span_id = s->otel.no_ids ? 0 : otel_span_u64(&s->otel);
+        ds->root_span_id = s->otel.local_root_span_id;
 }
 
 /* p exec'ed: new mappings, new unwinding state, TLS located again from scratch. */
@@ -561,9 +566,12 @@ static int decode_context(struct sampler *s, struct proc *p, const struct record
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds->has_span = context_decode_span(r, &ds->span_id, &ds->root_span_id, &s->st.ctx);
         ds->n_labels = context_decode_labels(v, ds->labels, &s->st.ctx);
-        if (otel_decode(v, &s->otel, &s->st.otel))
+        /* a zero-id record (no span active) does not hide libctx's span record or Custom
+         * Labels: libctx's ctx_set_span writes zero ids there and the span beside it */
+        if (otel_decode(v, &s->otel, &s->st.otel) &&
+            !(s->otel.no_ids && (ds->has_span || ds->n_labels)))
                 use_otel(s, p, ds);
-        else if (p->published.otel.mode != CTXPROF_TLS_NONE)
+        else /* the process context alone names a process too (OTEP 4719) */
                 otel_refresh_due(s, p, NULL);
         if (p->otel.service_name)
                 ds->process = ds->service = p->otel.service_name; /* the OTel resource's */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/otel_process_ctx.h"
 #include "service/target_select.h"
 #include "util/proc_lines.h"
 #include "tls/tls_locate.h"
@@ -196,10 +197,14 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
                         return -ESRCH;
                 if (err == -EAGAIN)
                         return 1; /* found, not relocated yet: it publishes */
-                if (!err &&
-                    (tt.labels.mode != CTXPROF_TLS_NONE || tt.span.mode != CTXPROF_TLS_NONE))
+                if (!err && (tt.labels.mode != CTXPROF_TLS_NONE ||
+                             tt.span.mode != CTXPROF_TLS_NONE || tt.otel.mode != CTXPROF_TLS_NONE))
                         return 1;
-                return TARGET_SELECT_LATER;
+                /* an OpenTelemetry process context alone (OTEP 4719) names the service */
+                err = otel_pctx_present(pid, t->target);
+                if (err == -ESRCH)
+                        return -ESRCH;
+                return err == 1 ? 1 : TARGET_SELECT_LATER;
         }
         case TARGET_MODE_SELECTORS:
                 break;

@@ -1,9 +1,10 @@
 /*
- * target_select.h — which processes the daemon samples: all, those that publish thread
- * context (Custom Labels v1 / ctxprof span variables found by tls_locate), or those matching
+ * target_select.h — which processes the daemon samples: all, those that publish context
+ * (Custom Labels v1 / ctxprof span / OTel thread context variables found by tls_locate, or
+ * an OTel process context mapping), or those matching
  * selectors (process name glob — /proc/PID/comm or the executable's base name cut to 15
  * characters —, executable path glob, cgroup v2 path prefix, container id
- * prefix; any selector matching selects). Reads /proc/PID/{comm,exe,cgroup}; never prints
+ * prefix; any selector matching selects). Reads /proc/PID/{comm,exe,cgroup,maps}; never prints
  * and never changes the process or the BPF maps (the caller adds the target).
  */
 #ifndef CTXPROF_TARGET_SELECT_H

@@ -163,7 +163,11 @@ static int scan_relocs(Elf_Scn *scn, const GElf_Shdr *sh, size_t n, struct elf_t
                         continue;
                 }
                 for (size_t k = 0; k < n; k++) {
-                        if (!syms[k].defined || syms[k].type != STT_TLS || !syms[k].in_dynsym)
+                        /* a variable only in .symtab (hidden) has no named relocation, but a
+                         * module-relative one reaches it (local-dynamic: DTPMOD64 of symbol 0,
+                         * the offset is st_value) */
+                        if (!syms[k].defined || syms[k].type != STT_TLS ||
+                            (!syms[k].in_dynsym && sym))
                                 continue;
                         /* named relocation, or a module-relative one (symbol 0) whose addend is
                          * the variable's template offset (hidden/protected variables) */

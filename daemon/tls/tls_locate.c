@@ -19,8 +19,10 @@
  *          (musl never gives a dlopen'ed module static TLS: its TLSDESC arg is always a
  *          pointer to {tls_id, offset, next}, so the same decoding applies). The main
  *          executable's static offset differs from glibc's only for unaligned PT_TLS
- *          p_vaddr (see elf_tls_exec_block_offset). musl is detected by the mapped
- *          ld-musl / libc.musl file name; it is untested here (no musl on the build host).
+ *          p_vaddr (see elf_tls_exec_block_offset). musl is decided from the ELF, never
+ *          from file names (Debian's musl maps as /usr/lib/x86_64-linux-musl/libc.so): a
+ *          mapped object whose .dynsym defines musl's dynamic-linker entry __dls3 (musl's
+ *          libc.so is its own loader), looked for only when a variable needs the DTV.
  *
  * Must never print, never write to the target, never trust a value read from it without a
  * range check, never open a file it names but through util/target_open.h.
@@ -56,6 +58,14 @@
 /* OTEP 4947: the thread context pointer; an 8-byte TLS symbol in .dynsym (or .symtab). */
 #define OTEL_THREAD_CTX_SYM  "otel_thread_ctx_v1"
 #define OTEL_THREAD_CTX_SIZE 8
+
+/* DTV layouts (see the header comment) */
+#define GLIBC_DTV_STRIDE    16
+#define GLIBC_DTV_LEN_INDEX (-1)
+#define MUSL_DTV_STRIDE     8
+#define MUSL_DTV_LEN_INDEX  0
+/* musl's libc.so is its own dynamic linker: only it defines this stage of it */
+#define MUSL_LOADER_SYM "__dls3"
 
 enum { SYM_LABELS, SYM_LABELS_VERSION, SYM_SPAN, SYM_SPAN_VERSION, SYM_OTEL, NSYMS };
 static const char *const sym_names[NSYMS] = {
@@ -106,7 +116,7 @@ static void free_objects(struct object *objs, int n)
 struct read_ctx {
         struct object *objs;
         size_t cap;
-        int n, lines, musl;
+        int n, lines;
 };
 
 static int object_cb(const struct maps_line *l, void *arg)
@@ -116,9 +126,6 @@ static int object_cb(const struct maps_line *l, void *arg)
         rc->lines++;
         if (l->ino == 0 || l->path[0] != '/')
                 return 0;
-        const char *base = strrchr(l->path, '/') + 1;
-        if (strncmp(base, "ld-musl-", 8) == 0 || strncmp(base, "libc.musl", 9) == 0)
-                rc->musl = 1;
         int i;
         for (i = 0; i < rc->n; i++)
                 if (rc->objs[i].tf.ino == l->ino && rc->objs[i].tf.dev == l->dev)
@@ -147,7 +154,7 @@ static int object_cb(const struct maps_line *l, void *arg)
 /* Parse /proc/PID/maps (util/maps_line.h: lines capped, a too long one refused and counted in
  * st) into unique files (*objs, owned by the caller, free_objects). Returns the count or
  * -errno. */
-static int read_objects(pid_t pid, struct object **objsp, int *musl, struct target_stats *st)
+static int read_objects(pid_t pid, struct object **objsp, struct target_stats *st)
 {
         struct read_ctx rc = {0};
         int err = maps_foreach(pid, object_cb, &rc, st);
@@ -158,7 +165,6 @@ static int read_objects(pid_t pid, struct object **objsp, int *musl, struct targ
                 free_objects(rc.objs, rc.n);
                 return err;
         }
-        *musl = rc.musl;
         *objsp = rc.objs;
         return rc.n;
 }
@@ -173,16 +179,17 @@ static int static_offset_ok(int64_t off)
         return off < 0 && off > -MAX_STATIC_TLS;
 }
 
-static void set_dtv(struct ctxprof_tls_var *v, uint64_t module, uint64_t offset, int musl)
+/* glibc's layout; tls_locate switches to musl's (dtv_stride 8) when the process runs musl */
+static void set_dtv(struct ctxprof_tls_var *v, uint64_t module, uint64_t offset)
 {
         v->mode = CTXPROF_TLS_DTV;
-        v->dtv_stride = musl ? 8 : 16;
+        v->dtv_stride = GLIBC_DTV_STRIDE;
         v->module = module;
         v->offset = offset;
 }
 
 static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
-                         uint64_t bias, int musl, struct ctxprof_tls_var *v);
+                         uint64_t bias, struct ctxprof_tls_var *v);
 
 /* The main executable's TLS block is the first below tp (glibc and musl alike), so its
  * variables' offsets follow from the file alone: local-exec code needs no relocation, and
@@ -203,10 +210,10 @@ static int exec_static(const struct elf_tls_info *info, const struct elf_tls_sym
 
 /* One TLS variable defined in object o (file info, symbol s, load bias). */
 static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
-                       uint64_t bias, int musl, struct ctxprof_tls_var *v)
+                       uint64_t bias, struct ctxprof_tls_var *v)
 {
         memset(v, 0, sizeof(*v));
-        int rc = resolve_reloc(mem_fd, info, s, bias, musl, v);
+        int rc = resolve_reloc(mem_fd, info, s, bias, v);
         if (rc == -EAGAIN && info->is_executable)
                 return exec_static(info, s, v);
         if (rc)
@@ -216,7 +223,7 @@ static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct
 
 /* The variable through its relocation, from the live slot the loader filled in. */
 static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
-                         uint64_t bias, int musl, struct ctxprof_tls_var *v)
+                         uint64_t bias, struct ctxprof_tls_var *v)
 {
         uint64_t w[2];
         int rc;
@@ -241,7 +248,7 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
                         return rc;
                 if (mo[0] == 0 || mo[0] > MAX_MODULE_ID)
                         return -EPROTO;
-                set_dtv(v, mo[0], mo[1], musl);
+                set_dtv(v, mo[0], mo[1]);
                 return 0;
         case ELF_TLS_RELOC_TPOFF64:
                 rc = read_u64(mem_fd, bias + s->reloc_where, &w[0]);
@@ -268,7 +275,7 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
                         if (rc)
                                 return rc;
                 }
-                set_dtv(v, w[0], w[1], musl);
+                set_dtv(v, w[0], w[1]);
                 return 0;
         default:
                 /* local-exec in the main executable */
@@ -364,14 +371,54 @@ static int noctx_check(const struct noctx_key *k, int add)
         return found;
 }
 
+static int uses_dtv(const struct ctxprof_tls_target *t)
+{
+        return t->labels.mode == CTXPROF_TLS_DTV || t->span.mode == CTXPROF_TLS_DTV ||
+               t->otel.mode == CTXPROF_TLS_DTV;
+}
+
+/* 1 if one of the mapped objects is musl's libc, by its ELF (MUSL_LOADER_SYM in .dynsym). */
+static int is_musl(pid_t pid, const struct object *objs, int n, struct target_stats *st)
+{
+        static const char *const marker[] = {MUSL_LOADER_SYM};
+
+        for (int i = 0; i < n; i++) {
+                struct elf_tls_info info;
+                struct elf_tls_sym sym;
+                int opath, fd, rc;
+
+                if (!objs[i].exec || (opath = target_open_path(pid, &objs[i].tf, st)) < 0)
+                        continue;
+                fd = target_reopen(opath, st);
+                close(opath);
+                if (fd < 0)
+                        continue;
+                rc = elf_tls_scan(fd, marker, 1, 0, &info, &sym);
+                close(fd);
+                if (!rc && sym.defined && sym.in_dynsym && sym.type == STT_FUNC)
+                        return 1;
+        }
+        return 0;
+}
+
+/* musl's DTV: 8-byte entries, dtv[0] = module count. */
+static void use_musl_dtv(struct ctxprof_tls_target *t)
+{
+        struct ctxprof_tls_var *vars[] = {&t->labels, &t->span, &t->otel};
+
+        t->dtv.len_index = MUSL_DTV_LEN_INDEX;
+        for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+                if (vars[i]->mode == CTXPROF_TLS_DTV)
+                        vars[i]->dtv_stride = MUSL_DTV_STRIDE;
+}
+
 int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st)
 {
         memset(out, 0, sizeof(*out));
         struct object *objs = NULL;
-        int musl = 0;
-        int n = read_objects(pid, &objs, &musl, st);
+        int n = read_objects(pid, &objs, st);
         out->dtv.dtv_offset = 8;
-        out->dtv.len_index = musl ? 0 : -1;
+        out->dtv.len_index = GLIBC_DTV_LEN_INDEX;
         out->dtv.has_len = 1;
         if (n < 0)
                 return n;
@@ -433,21 +480,23 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
                         found_labels = 1;
                         if (version_ok(mem_fd, &syms[SYM_LABELS_VERSION], bias))
                                 err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_LABELS],
-                                                                 bias, musl, &out->labels));
+                                                                 bias, &out->labels));
                 }
                 if (has_span) {
                         found_span = 1;
                         if (version_ok(mem_fd, &syms[SYM_SPAN_VERSION], bias))
                                 err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_SPAN],
-                                                                 bias, musl, &out->span));
+                                                                 bias, &out->span));
                 }
                 if (has_otel) {
                         found_otel = 1;
-                        err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_OTEL], bias, musl,
-                                                         &out->otel));
+                        err = merge_err(
+                            err, resolve_var(mem_fd, &info, &syms[SYM_OTEL], bias, &out->otel));
                 }
         }
         close(mem_fd);
+        if (uses_dtv(out) && is_musl(pid, objs, n, st))
+                use_musl_dtv(out);
         free_objects(objs, n);
         if (err && err != -ESRCH && kill(pid, 0) != 0 && errno == ESRCH)
                 err = -ESRCH;

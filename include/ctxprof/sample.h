@@ -79,7 +79,7 @@ enum ctxprof_rec_type {
 /* taken while the location was pending (ctxprof/tls_target.h): recorded only with context */
 #define CTXPROF_SF_PENDING  0x100
 #define CTXPROF_SF_OTEL     0x200 /* the otel part holds the header (and entries) of a record */
-#define CTXPROF_SF_OTEL_CUT 0x400 /* attrs_data_size went past CTXPROF_OTEL_REC_MAX: not copied */
+#define CTXPROF_SF_OTEL_CUT 0x400 /* attrs_data_size over the budget: prefix copied */
 /* ustack[] came from the in-kernel .eh_frame unwinder (bpf/kunwind.bpf.h), not bpf_get_stack */
 #define CTXPROF_SF_KUNWIND     0x800
 #define CTXPROF_SF_KU_FALLBACK 0x1000 /* ... and took at least one frame-pointer step */

@@ -56,6 +56,20 @@ run_mode() { # NAME VAR=value|- BIN
 	grep -q "^checkout-svc-$WPID;" "$TMP/$name.folded" || fail "$name: process not named by service.name"
 }
 
+# Run workload BIN (env already set) for 3 s under folded recording NAME: at least 300
+# samples in work_A/work_B (a loaded machine gives fewer than run_mode wants), every one with
+# exactly its phase's context, the process named by its service.name (checkout-svc).
+otel_exact() { # NAME BIN
+	local name=$1 total good wrong
+	otel_record "$name" 3 "$2"
+	read -r total good wrong < <(otel_tally "$TMP/$name.folded")
+	echo "$name: $total samples in work_A/work_B, $good with the exact context, $wrong wrong"
+	[ "$total" -ge 300 ] || { cat "$TMP/$name.err"; fail "$name: too few samples ($total)"; }
+	[ "$wrong" = 0 ] && [ "$good" = "$total" ] ||
+		fail "$name: $((total - good)) samples without exactly their context"
+	grep -q "^checkout-svc-$WPID;" "$TMP/$name.folded" || fail "$name: process not named by service.name"
+}
+
 # jdk.ExecutionSample events of `jfr print --json` file JSON under work_A/work_B: prints
 # "TOTAL BAD", BAD the samples whose context chain, spanId or localRootSpanId is not exactly
 # their phase's (see test_otel_jfr.sh).

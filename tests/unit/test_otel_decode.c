@@ -1,9 +1,10 @@
 /*
  * test_otel_decode.c — the OTEP 4947 reader rules on hand-built sample records (what
- * bpf/ctx_read.bpf.h would copy): valid flag, all-zero ids, the last duplicate key index
- * wins, entries past attrs_data_size and oversized records drop every attribute but keep
- * trace and span, key indexes the key map does not name are dropped, values cut at invalid
- * UTF-8, labels named trace_id / span_id in hex.
+ * bpf/ctx_read.bpf.h would copy): valid flag, all-zero ids (attributes kept), the last
+ * duplicate key index wins, entries past attrs_data_size drop every attribute but keep trace
+ * and span, oversized records keep their complete entries within the budget, key indexes the
+ * key map does not name are dropped, values cut at invalid UTF-8, labels named trace_id /
+ * span_id in hex, Datadog's datadog.local_root_span_id as the local root span id.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -93,7 +94,25 @@ Test(otel_decode, ids_in_hex_and_last_duplicate_wins)
         cr_assert_eq(otel_span_u64(&ctx), 0xb0b1b2b3b4b5b6b7ull);
 }
 
-Test(otel_decode, not_valid_and_zero_ids_are_no_context)
+Test(otel_decode, zero_ids_keep_the_attributes)
+{
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        unsigned n;
+
+        make("\x00\x02/a\x01\x04gold", 10);
+        memset(rec.otel.rec, 0, 24);
+        rec.otel.rec[25] = 0; /* trace_flags: older writers write 0 */
+        n = labels(out);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(value_of(out, n, "http.route"), "/a");
+        cr_assert_str_eq(value_of(out, n, "tier"), "gold");
+        cr_assert_null(value_of(out, n, "trace_id"));
+        cr_assert(ctx.no_ids);
+        cr_assert_eq(st.zero_ids, 1);
+        cr_assert_eq(st.records, 0);
+}
+
+Test(otel_decode, not_valid_and_zero_ids_without_attributes_are_no_context)
 {
         make("", 0);
         rec.otel.rec[24] = 0;
@@ -121,22 +140,73 @@ Test(otel_decode, entry_past_the_record_drops_every_attribute)
         cr_assert_eq(st.malformed, 1);
 }
 
-Test(otel_decode, oversized_record_keeps_ids_only)
+Test(otel_decode, oversized_record_keeps_the_complete_entries_within_the_budget)
 {
         struct decoded_label out[CTXPROF_MAX_LABELS];
+        uint8_t e[CTXPROF_OTEL_REC_MAX - CTXPROF_OTEL_HDR];
         uint16_t big = 65535;
+        size_t off = 0;
+        unsigned n;
 
-        make("\x00\x02/a", 4);
+        /* tier=gold, then http.route=/a..., padding duplicates of tier=gold up to 10 bytes
+         * before the budget's end, then http.route with 40 bytes that cross it */
+        memcpy(e, "\x01\x04gold\x00\x02/a", 10);
+        off = 10;
+        while (off + 6 <= sizeof(e) - 10) {
+                memcpy(e + off, "\x01\x04gold", 6);
+                off += 6;
+        }
+        e[off] = 0;
+        e[off + 1] = 40;
+        memset(e + off + 2, 'x', sizeof(e) - off - 2);
+        make(e, sizeof(e)); /* what BPF copies of an over-budget record: the budget's bytes */
         memcpy(rec.otel.rec + 26, &big, 2);
         rec.flags |= CTXPROF_SF_OTEL_CUT;
-        rec.otel.len = CTXPROF_OTEL_HDR;
-        cr_assert_eq(labels(out), 2);
+        n = labels(out);
+        cr_assert_eq(n, 4);
+        cr_assert_str_eq(value_of(out, n, "http.route"), "/a"); /* the cut entry is left out */
+        cr_assert_str_eq(value_of(out, n, "tier"), "gold");
         cr_assert_eq(st.oversized, 1);
-        /* a copy that does not match the size is refused too */
+        cr_assert_eq(st.malformed, 0);
+        /* a copy that does not match the size is refused */
         make("\x00\x02/a", 4);
         rec.otel.len = CTXPROF_OTEL_HDR + 2;
         cr_assert_eq(labels(out), 2);
         cr_assert_eq(st.malformed, 1);
+}
+
+Test(otel_decode, datadog_local_root_span_id)
+{
+        static const char *const dd[] = {"datadog.local_root_span_id", "tier"};
+        struct decoded_label out[CTXPROF_MAX_LABELS];
+        unsigned n;
+
+        make("\x00\x10"
+             "00000000075bcd15"
+             "\x01\x02ok",
+             22);
+        cr_assert_eq(otel_decode(record(), &ctx, &st), 1);
+        n = otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
+        cr_assert_eq(n, 4);
+        cr_assert_eq(ctx.local_root_span_id, 123456789);
+        cr_assert_str_eq(value_of(out, n, "datadog.local_root_span_id"), "00000000075bcd15");
+        /* uppercase, or not 16 digits: no root span id, counted */
+        static const struct {
+                const char *entry;
+                uint16_t len;
+        } bad[] = {{"\x00\x10"
+                    "00000000075BCD15",
+                    18},
+                   {"\x00\x03"
+                    "abc",
+                    5}};
+        for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                make(bad[i].entry, bad[i].len);
+                cr_assert_eq(otel_decode(record(), &ctx, &st), 1);
+                otel_labels(&ctx, dd, 2, out, CTXPROF_MAX_LABELS, &st);
+                cr_assert_eq(ctx.local_root_span_id, 0);
+                cr_assert_eq(st.root_span_bad, 1);
+        }
 }
 
 Test(otel_decode, unknown_and_unusable_keys_are_dropped)

@@ -15,10 +15,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef PR_SET_VMA /* musl's headers (musl-gcc) lack them */
+#define PR_SET_VMA           0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
+
 #define EXPORT __attribute__((visibility("default")))
 
-/* The OTEP's thread-local pointer: 8 bytes, in .dynsym, NULL = no context. */
+/* The OTEP's thread-local pointer: 8 bytes, in .dynsym, NULL = no context.
+ * OTELW_PROCESS_ONLY: no such symbol anywhere (an SDK that publishes the process context
+ * alone); the thread functions write a variable of another name that no reader looks for. */
+#ifdef OTELW_PROCESS_ONLY
+#define otel_thread_ctx_v1 otelw_thread_ctx_off
+#endif
+/* OTELW_HIDDEN_TLS: hidden (only in .symtab), reached with -ftls-model=local-dynamic through
+ * a module-relative DTPMOD64 (what the OTel profiler's reference fixture does) */
+#ifdef OTELW_HIDDEN_TLS
+__attribute__((visibility("hidden"))) __thread void *otel_thread_ctx_v1;
+#else
 EXPORT __thread void *otel_thread_ctx_v1;
+#endif
 
 struct rec {
         uint8_t b[OTELW_REC_MAX + 64]; /* + room for the hostile "past the record" cases */

@@ -17,16 +17,22 @@
  *   WL_OTEL_PROTO=flip            update by clearing/setting `valid` (default: pointer swap);
  *                   flip-slow     the same with a 20 us pause inside the update
  *   WL_OTEL_SIGHZ=N               a per-thread timer signal at N Hz interrupts the writers
- *   WL_OTEL_PCTX=memfd|anon|none|late|newkeys|corrupt|huge|deep   the process context (memfd):
+ *   WL_OTEL_PCTX=memfd|anon|none|late|newkeys|corrupt|huge|deep|datadog   the process context
+ *       (memfd); datadog: key 0 is datadog.local_root_span_id (A's and B's routes under it);
  *       late: published 1 s after start; newkeys: republished at 1 s with a 5th key
  *       "late.key", which threads then set (=v) in A; corrupt: a broken protobuf; huge:
  *       payload_size 2^31; deep: an attribute nested 30 000 arrays deep
  *   WL_OTEL_HOSTILE=bigsize|overrun|badkey|badutf8|wildptr|invalid   a third phase, work_H,
  *       under trace H 11111111111111111111111111111111 span 2222222222222222 with a broken
- *       record: attrs_data_size 65535; an entry past attrs_data_size; a key index (200)
- *       beyond the key map; a value with invalid UTF-8 (tier="ok\xff"); a wild pointer;
- *       valid = 0. A correct reader shows, in work_H, at most trace H, span H,
- *       http.route=/h and tier=ok.
+ *       record: attrs_data_size 65535 (http.route=/h, tier=ok, duplicates of tier=ok up to
+ *       4 bytes before the 640-byte budget, then http.route=/cut... crossing it); an entry
+ *       past attrs_data_size; a key index (200) beyond the key map; a value with invalid
+ *       UTF-8 (tier="ok\xff"); a wild pointer; valid = 0. A correct reader shows, in work_H,
+ *       at most trace H, span H, http.route=/h and tier=ok.
+ *   WL_OTEL_HOSTILE=zeroids       work_H's record has all-zero trace and span ids, and
+ *       http.route=/h, tier=ok (trace_flags 0, as older writers write it)
+ *   WL_OTEL_HOSTILE=datadog       (with WL_OTEL_PCTX=datadog) work_H's record has key 0 =
+ *       00000000075bcd15 (Datadog's local root span id 123456789) and tier=ok
  *   WL_OTEL_OFF=1                 never set a record (the pointer stays NULL: make bench)
  *   WL_OTEL_LIB=path              dlopen build (-DWL_DLOPEN): the writer library
  * Prints "ready" once the contexts are published (and the process context if any).
@@ -76,6 +82,7 @@ static const struct otelw_attr attrs_a[] = {A(0, "/wrong"), A(0, "/a"), A(1, "go
                                             A(2, "alice"),  A(3, "eu"), A(4, "v")};
 static const struct otelw_attr attrs_b[] = {A(0, "/b"), A(1, "free"), A(2, "bob"), A(3, "us")};
 static const char *const keys[] = {"http.route", "tier", "user", "region", "late.key"};
+static const char *const keys_dd[] = {"datadog.local_root_span_id", "tier", "user", "region"};
 #define NKEYS_FIRST 4
 
 static volatile int stop;
@@ -132,14 +139,35 @@ static void set_hostile(void)
                 otelw_set_ptr((void *)(uintptr_t)0xdead0000ull);
                 return;
         }
-        memcpy(r + n, "\x00\x02/h", 4); /* http.route=/h */
-        n += 4;
-        if (!strcmp(hostile, "badutf8")) {
+        if (!strcmp(hostile, "zeroids"))
+                memset(r, 0, 24);
+        if (!strcmp(hostile, "datadog")) {
+                memcpy(r + n,
+                       "\x00\x10"
+                       "00000000075bcd15",
+                       18);
+                n += 18;
+        } else {
+                memcpy(r + n, "\x00\x02/h", 4); /* http.route=/h */
+                n += 4;
+        }
+        if (!strcmp(hostile, "bigsize")) {
+                /* entries up to 4 bytes before the budget, then one that crosses it */
+                while (n + 4 <= OTELW_REC_MAX - 4) {
+                        memcpy(r + n, "\x01\x02ok", 4);
+                        n += 4;
+                }
+                memcpy(r + n, "\x00\x28/cut", 6);
+                n += 2 + 40;
+        } else if (!strcmp(hostile, "badutf8")) {
                 memcpy(r + n, "\x01\x03ok\xff", 5);
                 n += 5;
         } else if (!strcmp(hostile, "badkey")) {
                 memcpy(r + n, "\xc8\x01x\x01\x02ok", 7); /* key 200 = x, then tier=ok */
                 n += 7;
+        } else if (!strcmp(hostile, "zeroids") || !strcmp(hostile, "datadog")) {
+                memcpy(r + n, "\x01\x02ok", 4);
+                n += 4;
         } else if (!strcmp(hostile, "overrun")) {
                 memcpy(r + n, "\x02\xc8", 2); /* user, 200 bytes: far past the record */
                 n += 2;
@@ -162,7 +190,11 @@ static void start_thread_timer(void)
         struct itimerspec its = {{0, 1000000000L / sighz}, {0, 1000000000L / sighz}};
         timer_t t;
 
+#ifdef sigev_notify_thread_id /* musl */
+        ev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+#else
         ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+#endif
         if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &t) || timer_settime(t, 0, &its, NULL)) {
                 perror("timer");
                 exit(1);
@@ -226,7 +258,8 @@ static void publish(int bad, unsigned nkeys)
         const char *k = getenv("WL_OTEL_PCTX");
         int kind = k && !strcmp(k, "anon") ? OTELW_PCTX_ANON : OTELW_PCTX_MEMFD;
 
-        if (otelw_publish_process(kind, bad, "checkout-svc", keys, nkeys)) {
+        if (otelw_publish_process(kind, bad, "checkout-svc",
+                                  k && !strcmp(k, "datadog") ? keys_dd : keys, nkeys)) {
                 perror("otelw_publish_process");
                 exit(1);
         }
@@ -259,7 +292,8 @@ int main(int argc, char **argv)
 #ifdef WL_DLOPEN
         load_writer();
 #endif
-        if (!strcmp(pctx, "memfd") || !strcmp(pctx, "anon") || !strcmp(pctx, "newkeys"))
+        if (!strcmp(pctx, "memfd") || !strcmp(pctx, "anon") || !strcmp(pctx, "newkeys") ||
+            !strcmp(pctx, "datadog"))
                 publish(OTELW_PCTX_GOOD, NKEYS_FIRST);
         else if (!strcmp(pctx, "corrupt"))
                 publish(OTELW_PCTX_CORRUPT, NKEYS_FIRST);
