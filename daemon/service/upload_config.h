@@ -23,6 +23,10 @@
  * URL/v1development/profiles (the daemon converts its JFR files, sink/jfr_convert.h) */
 enum upload_format { UPLOAD_FORMAT_JFR = 0, UPLOAD_FORMAT_PPROF, UPLOAD_FORMAT_OTLP };
 
+/* What names a profile's series: its process's service (split = process; the host file and
+ * recovered files keep `application`), or `application` for every profile. */
+enum upload_group { UPLOAD_GROUP_SERVICE = 0, UPLOAD_GROUP_NONE };
+
 struct upload_target_config {
         char name[UPLOAD_NAME_LEN];       /* "default" for [upload], NAME for [upload.NAME] */
         char url[UPLOAD_URL_LEN];         /* base URL; "/ingest" (OTLP: "/v1development/profiles")
@@ -34,6 +38,7 @@ struct upload_target_config {
         char basic_auth_file[PATH_MAX];   /* "user:password" (secret) */
         char ca_file[PATH_MAX];           /* "" = the system CA store */
         uint64_t timeout_ms;              /* a whole request */
+        int group_by;                     /* enum upload_group */
         int line;                         /* first line of its section, for messages */
 };
 
