@@ -32,7 +32,8 @@ struct upload_target_config {
         char url[UPLOAD_URL_LEN];         /* base URL; "/ingest" (OTLP: "/v1development/profiles")
                                            * is appended; "" = section unused */
         int format;                       /* enum upload_format */
-        char application[UPLOAD_APP_LEN]; /* Pyroscope's name= (service_name) */
+        char application[UPLOAD_APP_LEN]; /* series name (Pyroscope's name=, OTLP's service.name)
+                                           * of what no service names (upload_series.h) */
         char tags[UPLOAD_TAGS_LEN];       /* static tags k=v,k=v */
         char header_file[PATH_MAX];       /* lines "Name: value" sent as headers (secret) */
         char basic_auth_file[PATH_MAX];   /* "user:password" (secret) */

@@ -5,10 +5,10 @@
  * spans and frames come out the same way. A JFR frame keeps what the file says: its method
  * name, its module (the frame's class) and line; a frame of type Kernel is a kernel frame.
  * JFR carries no process per sample: every sample is of the one process the caller names
- * ("?" for report; the upload's application for an OTLP upload), pid 0. At most
- * CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end and marked
- * truncated). cmd_report.c reads the file itself and prints errors (one event at a time);
- * the uploader converts a whole file (jfr_convert_file). Never prints except to the FILE
+ * ("?" for report; the upload's series name for an OTLP upload), pid 0 unless the caller
+ * names one. At most CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end
+ * and marked truncated). cmd_report.c reads the file itself and prints errors (one event at a
+ * time); the uploader converts a whole file (jfr_convert_file). Never prints except to the FILE
  * given.
  */
 #ifndef CTXPROF_JFR_CONVERT_H
