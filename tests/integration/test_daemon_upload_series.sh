@@ -19,6 +19,8 @@ names() {
 			"$d" "$(cat "$d/query")"
 	done
 }
+# printed when a wait_for times out: the series that did arrive
+wait_for_context() { echo "--- received (count, name):"; names 2>/dev/null | sed 's/^[^ ]* //' | sort | uniq -c; }
 has_name() { names 2>/dev/null | grep " $1{" >/dev/null; }
 wait_for 60 "a profile named checkout-svc" has_name checkout-svc
 wait_for 60 "a profile named cart-svc" has_name cart-svc

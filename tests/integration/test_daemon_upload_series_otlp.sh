@@ -19,6 +19,8 @@ resources() {
 		$CHECK resources "$d/otlp.txt" | sed "s|^|$d |"
 	done
 }
+# printed when a wait_for times out: the resources that did arrive
+wait_for_context() { echo "--- received (count, resource):"; resources 2>/dev/null | sed 's/^[^ ]* //' | sort | uniq -c; }
 has_service() { resources 2>/dev/null | grep "service.name=$1," >/dev/null; }
 wait_for 60 "a resource named checkout-svc" has_service checkout-svc
 wait_for 60 "a resource named cart-svc" has_service cart-svc
