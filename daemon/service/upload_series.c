@@ -82,8 +82,15 @@ const char *upload_series_name(const char *extra, const char *application, char 
         return extra[n] ? extra + n + 1 : extra + n;
 }
 
+/* k=v as a resource attribute, unless v is empty, k is taken (service.name and process.pid
+ * are always; a user's tag cannot repeat a key: OTLP keys are unique) or there is no room. */
 static void add_attr(struct otlp_resource_attrs *a, const char *k, const char *v)
 {
+        if (!strcmp(k, "service.name") || !strcmp(k, "process.pid"))
+                return;
+        for (unsigned i = 0; i < a->n; i++)
+                if (!strcmp(a->key[i], k))
+                        return;
         if (v && *v && a->n < OTLP_RESOURCE_ATTRS_MAX) {
                 a->key[a->n] = k;
                 a->value[a->n++] = v;

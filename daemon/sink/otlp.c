@@ -671,12 +671,12 @@ static void envelope_fill(struct envelope *env, struct proc *p, Scope *scope,
                           ValueType *sample_type, ValueType *period_type,
                           const struct otlp_meta *meta)
 {
-        opentelemetry__proto__profiles__v1development__resource_profiles__init(&env->rp);
-        opentelemetry__proto__resource__v1__resource__init(&env->res);
-        opentelemetry__proto__profiles__v1development__scope_profiles__init(&env->sp);
         const struct otlp_resource_attrs *a = meta->attrs;
         unsigned na = a ? (a->n < OTLP_RESOURCE_ATTRS_MAX ? a->n : OTLP_RESOURCE_ATTRS_MAX) : 0;
 
+        opentelemetry__proto__profiles__v1development__resource_profiles__init(&env->rp);
+        opentelemetry__proto__resource__v1__resource__init(&env->res);
+        opentelemetry__proto__profiles__v1development__scope_profiles__init(&env->sp);
         opentelemetry__proto__profiles__v1development__profile__init(&env->prof);
         for (unsigned i = 0; i < 2 + na; i++) {
                 opentelemetry__proto__common__v1__key_value__init(&env->kv[i]);

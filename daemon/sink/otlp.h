@@ -6,7 +6,8 @@
  * part of the key), the body an OTLP/HTTP receiver takes at /v1development/profiles.
  *
  * Layout: one ResourceProfiles per process (resource attributes `service.name` = the
- * process name — its OpenTelemetry service.name when it publishes one — and `process.pid`),
+ * process name — its OpenTelemetry service.name when it publishes one — and `process.pid`,
+ * or what otlp_meta says for every resource, then otlp_meta's string attributes),
  * each with one ScopeProfiles (scope `ctxprof`) holding one Profile: sample type
  * samples/count, period type cpu/nanoseconds, `period` = ns per sample, the recording's time
  * range. One Sample per distinct (thread, labels, span, stack) with values [count]; its

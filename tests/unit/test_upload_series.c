@@ -122,12 +122,14 @@ Test(upload_series, pyroscope_name_and_tags)
 
 Test(upload_series, otlp_resource)
 {
-        struct upload_target_config t = {
-            .application = "app", .tags = "env=prod,team=a", .group_by = UPLOAD_GROUP_SERVICE};
+        struct upload_target_config t = {.application = "app",
+                                         .tags = "env=prod,team=a,host.name=x,service.name=y,env=z",
+                                         .group_by = UPLOAD_GROUP_SERVICE};
         struct workload_identity id = ident();
         struct upload_series_otlp r;
         char all[1024] = "";
 
+        /* the identity's keys win over the user's, a repeated tag is taken once */
         upload_series_otlp(&t, &id, &r);
         cr_expect_str_eq(r.service, "checkout");
         cr_expect_eq(r.pid, 42);
@@ -142,5 +144,5 @@ Test(upload_series, otlp_resource)
         upload_series_otlp(&t, NULL, &r);
         cr_expect_str_eq(r.service, "app");
         cr_expect_eq(r.pid, 0);
-        cr_expect_eq(r.attrs.n, 2);
+        cr_expect_eq(r.attrs.n, 3); /* env, team, host.name: nothing names a host */
 }
