@@ -20,13 +20,25 @@ static const char *series_service(const struct upload_target_config *t,
                                                                                       : NULL;
 }
 
-/* Append ",k=v" (no comma first) when v is not empty; -ENAMETOOLONG when it does not fit
- * (nothing appended). */
-static int add_tag(char *out, size_t len, size_t *at, const char *k, const char *v)
+/* The user's tags (k=v,k=v) set key. */
+static int tags_have(const char *tags, const char *key)
+{
+        size_t kl = strlen(key);
+
+        for (const char *p = tags; *p; p += strcspn(p, ","), p += *p == ',')
+                if (!strncmp(p, key, kl) && p[kl] == '=')
+                        return 1;
+        return 0;
+}
+
+/* Append ",k=v" (no comma first) when v is not empty and the user's tags do not set k (they
+ * win: upload_http puts them first); -ENAMETOOLONG when it does not fit (nothing appended). */
+static int add_tag(char *out, size_t len, size_t *at, const char *tags, const char *k,
+                   const char *v)
 {
         int n;
 
-        if (!v || !*v)
+        if (!v || !*v || tags_have(tags, k))
                 return 0;
         n = snprintf(out + *at, len - *at, "%s%s=%s", *at ? "," : "", k, v);
         if (n < 0 || (size_t)n >= len - *at) {
@@ -49,13 +61,13 @@ int upload_series_tags(const struct upload_target_config *t, const struct worklo
         if (id && id->pid)
                 snprintf(pid, sizeof(pid), "%d", (int)id->pid);
         if (svc)
-                err |= add_tag(out, len, &at, "__name__", svc);
+                err |= add_tag(out, len, &at, "", "__name__", svc);
         if (id) {
-                err |= add_tag(out, len, &at, "host_name", id->host);
-                err |= add_tag(out, len, &at, "process_pid", pid);
-                err |= add_tag(out, len, &at, "process_executable_name", id->exe);
-                err |= add_tag(out, len, &at, "container_id", id->container_id);
-                err |= add_tag(out, len, &at, "k8s_pod_uid", id->pod_uid);
+                err |= add_tag(out, len, &at, t->tags, "host_name", id->host);
+                err |= add_tag(out, len, &at, t->tags, "process_pid", pid);
+                err |= add_tag(out, len, &at, t->tags, "process_executable_name", id->exe);
+                err |= add_tag(out, len, &at, t->tags, "container_id", id->container_id);
+                err |= add_tag(out, len, &at, t->tags, "k8s_pod_uid", id->pod_uid);
         }
         if (job_extra && *job_extra) {
                 int n = snprintf(out + at, len - at, "%s%s", at ? "," : "", job_extra);
@@ -83,7 +95,7 @@ const char *upload_series_name(const char *extra, const char *application, char 
 }
 
 /* k=v as a resource attribute, unless v is empty, k is taken (service.name and process.pid
- * are always; a user's tag cannot repeat a key: OTLP keys are unique) or there is no room. */
+ * always are; OTLP keys are unique: the first wins) or there is no room. */
 static void add_attr(struct otlp_resource_attrs *a, const char *k, const char *v)
 {
         if (!strcmp(k, "service.name") || !strcmp(k, "process.pid"))
@@ -106,11 +118,16 @@ void upload_series_otlp(const struct upload_target_config *t, const struct workl
         memset(out, 0, sizeof(*out));
         out->service = svc ? svc : t->application;
         if (id) {
+                /* the user's tags win over the identity, as with Pyroscope */
                 out->pid = id->pid;
-                add_attr(&out->attrs, "host.name", id->host);
-                add_attr(&out->attrs, "process.executable.name", id->exe);
-                add_attr(&out->attrs, "container.id", id->container_id);
-                add_attr(&out->attrs, "k8s.pod.uid", id->pod_uid);
+                if (!tags_have(t->tags, "host.name"))
+                        add_attr(&out->attrs, "host.name", id->host);
+                if (!tags_have(t->tags, "process.executable.name"))
+                        add_attr(&out->attrs, "process.executable.name", id->exe);
+                if (!tags_have(t->tags, "container.id"))
+                        add_attr(&out->attrs, "container.id", id->container_id);
+                if (!tags_have(t->tags, "k8s.pod.uid"))
+                        add_attr(&out->attrs, "k8s.pod.uid", id->pod_uid);
         }
         /* the target's tags, checked k=v,k=v (upload_tags_check): split in place */
         snprintf(out->tag_buf, sizeof(out->tag_buf), "%s", t->tags);

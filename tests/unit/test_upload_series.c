@@ -115,6 +115,12 @@ Test(upload_series, pyroscope_name_and_tags)
         cr_assert_eq(upload_series_tags(&t, NULL, NULL, tags, sizeof(tags)), 0);
         cr_expect_str_eq(tags, "");
         cr_expect_str_eq(upload_series_name(NULL, "app", app, sizeof(app)), "");
+        /* a user's tag of the same key wins (upload_http puts the user's tags first) */
+        strcpy(t.tags, "env=a,host_name=h2");
+        cr_assert_eq(upload_series_tags(&t, &id, NULL, tags, sizeof(tags)), 0);
+        cr_expect(!strstr(tags, "host_name"), "%s", tags);
+        cr_expect(strstr(tags, "process_pid=42"), "%s", tags);
+        t.tags[0] = '\0';
         /* too small: whole tags only */
         cr_expect_eq(upload_series_tags(&t, &id, NULL, tags, 40), -ENAMETOOLONG);
         cr_expect_str_eq(tags, "__name__=checkout,host_name=node-1");
@@ -129,15 +135,16 @@ Test(upload_series, otlp_resource)
         struct upload_series_otlp r;
         char all[1024] = "";
 
-        /* the identity's keys win over the user's, a repeated tag is taken once */
+        /* the user's tags win over the identity's keys (not over service.name and
+         * process.pid: the series), a repeated tag is taken once */
         upload_series_otlp(&t, &id, &r);
         cr_expect_str_eq(r.service, "checkout");
         cr_expect_eq(r.pid, 42);
         for (unsigned i = 0; i < r.attrs.n; i++)
                 snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s=%s;", r.attrs.key[i],
                          r.attrs.value[i]);
-        cr_expect_str_eq(all, "host.name=node-1;process.executable.name=java;container.id=" CID
-                              ";k8s.pod.uid=" UID ";env=prod;team=a;");
+        cr_expect_str_eq(all, "process.executable.name=java;container.id=" CID ";k8s.pod.uid=" UID
+                              ";env=prod;team=a;host.name=x;");
         t.group_by = UPLOAD_GROUP_NONE;
         upload_series_otlp(&t, &id, &r);
         cr_expect_str_eq(r.service, "app");
