@@ -90,9 +90,10 @@ struct daemon {
         struct daemon_config cfg;
         struct target_select *sel;
         struct sampler *s;
-        struct recording_set *rs; /* the open files; NULL between a reload's two halves */
-        struct sample_sink cur;   /* rs's sink */
-        int dir_lock;             /* output directory's writer lock (fd), or -errno */
+        struct recording_set *rs;      /* the open files; NULL between a reload's two halves */
+        struct sample_sink cur;        /* rs's sink */
+        struct target_stats rs_target; /* what rs's identity reads refused, across reloads */
+        int dir_lock;                  /* output directory's writer lock (fd), or -errno */
         uint64_t files_deleted;
         struct recording_set_counters before; /* of the sets replaced by reloads */
         uint64_t started_wall;
@@ -199,23 +200,20 @@ static int rs_alive(void *ctx, pid_t pid)
 }
 
 /* A finished recording goes to every upload target (queued: the uploaders' threads spool
- * and send it). */
+ * and send it), named and tagged by its process or host (service/upload_series.h). */
 static void rs_finished(void *ctx, const struct recording_finished *f)
 {
         struct daemon *d = ctx;
-        char extra[64] = "";
         struct upload_job j = {
             .profile_path = f->path,
             .labels_path = f->labels_path, /* the output directory's: copied, kept */
             .from_s = f->start_wall_s,
             .until_s = f->end_wall_s > f->start_wall_s ? f->end_wall_s : f->start_wall_s + 1,
-            .extra_tags = extra,
+            .id = f->id,
         };
 
         if (!d->nup)
                 return;
-        if (f->pid)
-                snprintf(extra, sizeof(extra), "process=%s", f->comm);
         uploader_add(d->up, d->nup, &j);
 }
 
@@ -323,6 +321,7 @@ static int open_output(struct daemon *d)
             .engine = rs_engine,
             .alive = rs_alive,
             .finished = rs_finished,
+            .target = &d->rs_target,
         };
 
         d->rs = recording_set_new(&o);
@@ -630,6 +629,7 @@ static void daemon_stats(struct daemon *d, struct sampler_stats *st)
 {
         sampler_get_stats(d->s, st);
         target_select_target_stats(d->sel, &st->target);
+        target_stats_add(&st->target, &d->rs_target);
 }
 
 /* The daemon's record of the status file: its counters, those of the sets reloads replaced

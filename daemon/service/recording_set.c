@@ -25,7 +25,6 @@
 
 #include "service/output_dir.h"
 #include "service/recording_set.h"
-#include "util/name.h"
 #include "engine/sampling_names.h"
 #include "stack/symbolize.h"
 #include "util/clock.h"
@@ -45,6 +44,7 @@ struct recording {
         char process[CTXPROF_COMM_LEN + 1]; /* the sampler's process name at the first sample */
         char comm[CTXPROF_COMM_LEN + 1];    /* for the file name: executable's base name */
         char name[64];                      /* jdk.ActiveRecording name */
+        struct workload_identity id;        /* what its uploads are named and tagged by */
         struct output_file file;
         struct jfr_sink *js;
         struct sample_sink sink;
@@ -121,37 +121,13 @@ static void rec_counters(struct recording_set *rs, const struct recording *r,
                 ec->samples = r->samples;
 }
 
-/* The command in a file name: the OpenTelemetry service.name the process publishes, else the
- * executable's base name (cut to 15 characters like a comm), the same for a process found at
- * exec or by the /proc scan, whatever its main thread calls itself; the sampler's process
- * name when /proc/PID/exe cannot be read. */
-static void command_of(pid_t pid, const char *process, const char *service, char *out, size_t len)
+/* The command in a file name: the service (its OpenTelemetry service.name, else the
+ * executable's base name, else the sampler's process name: workload_identity.h, cleaned), cut
+ * to 15 characters like a comm, the same for a process found at exec or by the /proc scan,
+ * whatever its main thread calls itself. */
+static void command_of(const struct workload_identity *id, char *out, size_t len)
 {
-        char path[64], exe[PATH_MAX];
-        const char *base;
-        ssize_t n;
-
-        if (service && *service) {
-                snprintf(out, len, "%.*s", CTXPROF_COMM_LEN - 1, service);
-                return;
-        }
-
-        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-        n = readlink(path, exe, sizeof(exe) - 1);
-        if (n <= 0) {
-                snprintf(out, len, "%s", process);
-                return;
-        }
-        exe[n] = '\0';
-        if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))
-                exe[n - 10] = '\0';
-        base = strrchr(exe, '/');
-        base = base ? base + 1 : exe;
-        n = (ssize_t)strnlen(base, CTXPROF_COMM_LEN - 1);
-        if ((size_t)n >= len)
-                n = (ssize_t)len - 1;
-        memcpy(out, base, (size_t)n);
-        out[n] = '\0';
+        snprintf(out, len, "%.*s", CTXPROF_COMM_LEN - 1, id->service);
 }
 
 /* The output directory's descriptor, opened (and checked) again when it is not open or the
@@ -193,11 +169,12 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         r->pid = pid;
         snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
         if (pid) {
-                char raw[sizeof(r->comm)];
-
                 /* the target's own strings: made safe for file names, logs and upload tags */
-                command_of(pid, r->process, service, raw, sizeof(raw));
-                name_clean(r->comm, sizeof(r->comm), raw, "process");
+                workload_identity_read(pid, service, r->process, rs->host, &r->id, rs->o.target);
+                command_of(&r->id, r->comm, sizeof(r->comm));
+        } else {
+                memset(&r->id, 0, sizeof(r->id));
+                snprintf(r->id.host, sizeof(r->id.host), "%s", rs->host);
         }
         err = out_dir(rs);
         if (err)
@@ -267,6 +244,7 @@ static void report_finished(struct recording_set *rs, const struct recording *r)
             .path = r->file.final,
             .pid = r->pid,
             .comm = r->pid ? r->comm : "",
+            .id = &r->id,
             .start_wall_s = r->start_wall_s,
             .end_wall_s = (uint64_t)time(NULL),
         };

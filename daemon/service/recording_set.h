@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "service/config.h"
+#include "service/workload_identity.h"
 #include "sink/jfr_sink.h"
 #include "stack/modules.h"
 #include "engine/sample_sink.h"
@@ -37,6 +38,9 @@ struct recording_finished {
                                     retention deletes it with the recording) */
         pid_t pid;               /* split=process: its process; 0 = the host file */
         const char *comm;        /* split=process: the command in its name, else "" */
+        /* split=process: the process's service, executable, container and pod; the host file:
+         * the host name only */
+        const struct workload_identity *id;
         uint64_t start_wall_s, end_wall_s;
 };
 
@@ -53,6 +57,9 @@ struct recording_set_opts {
         /* Optional: called (on the calling thread) for every recording finished and renamed,
          * e.g. to hand it to the uploaders. */
         void (*finished)(void *ctx, const struct recording_finished *f);
+        /* Optional: where reading a process's identity counts what it refused (its
+         * /proc/PID/cgroup lines over their cap; workload_identity.h). */
+        struct target_stats *target;
 };
 
 struct recording_set_counters {

@@ -21,12 +21,12 @@
  * bit in keys_seen. */
 static const char *const target_keys[] = {
     "url",     "format",  "application", "tags", "header-file", "basic-auth-file",
-    "ca-file", "timeout", NULL,
+    "ca-file", "timeout", "group-by",    NULL,
 };
 static const char *const spool_keys[] = {
     "spool-directory", "spool-size", "spool-age", "retry-min", "retry-max", "stop-grace", NULL,
 };
-#define SPOOL_KEY_BIT 8 /* spool_keys[i] is bit SPOOL_KEY_BIT + i */
+#define SPOOL_KEY_BIT 9 /* spool_keys[i] is bit SPOOL_KEY_BIT + i */
 
 void upload_config_defaults(struct upload_config *u)
 {
@@ -155,6 +155,12 @@ static int set_target(struct upload_target_config *t, const char *key, const cha
                 return set_path(t->ca_file, sizeof(t->ca_file), v);
         if (!strcmp(key, "timeout"))
                 return config_parse_duration(v, TIMEOUT_MIN_MS, TIMEOUT_MAX_MS, &t->timeout_ms);
+        if (!strcmp(key, "group-by")) {
+                if (strcmp(v, "service") && strcmp(v, "none"))
+                        return -EINVAL;
+                t->group_by = v[0] == 's' ? UPLOAD_GROUP_SERVICE : UPLOAD_GROUP_NONE;
+                return 0;
+        }
         return -ENOENT;
 }
 
@@ -283,6 +289,8 @@ const char *upload_config_values(const char *key)
             {"basic-auth-file", "an absolute path"},
             {"ca-file", "an absolute path"},
             {"timeout", "a duration from 100ms to 1h"},
+            {"group-by", "service (one series per service, split = process) or none (every "
+                         "profile named by application)"},
             {"spool-directory", "an absolute path"},
             {"spool-size", "a size from 4K to 1024T"},
             {"spool-age", "a duration up to 3650d (0 = keep until sent)"},

@@ -23,17 +23,23 @@
  * URL/v1development/profiles (the daemon converts its JFR files, sink/jfr_convert.h) */
 enum upload_format { UPLOAD_FORMAT_JFR = 0, UPLOAD_FORMAT_PPROF, UPLOAD_FORMAT_OTLP };
 
+/* What names a profile's series: its process's service (split = process; the host file and
+ * recovered files keep `application`), or `application` for every profile. */
+enum upload_group { UPLOAD_GROUP_SERVICE = 0, UPLOAD_GROUP_NONE };
+
 struct upload_target_config {
         char name[UPLOAD_NAME_LEN];       /* "default" for [upload], NAME for [upload.NAME] */
         char url[UPLOAD_URL_LEN];         /* base URL; "/ingest" (OTLP: "/v1development/profiles")
                                            * is appended; "" = section unused */
         int format;                       /* enum upload_format */
-        char application[UPLOAD_APP_LEN]; /* Pyroscope's name= (service_name) */
+        char application[UPLOAD_APP_LEN]; /* series name (Pyroscope's name=, OTLP's service.name)
+                                           * of what no service names (upload_series.h) */
         char tags[UPLOAD_TAGS_LEN];       /* static tags k=v,k=v */
         char header_file[PATH_MAX];       /* lines "Name: value" sent as headers (secret) */
         char basic_auth_file[PATH_MAX];   /* "user:password" (secret) */
         char ca_file[PATH_MAX];           /* "" = the system CA store */
         uint64_t timeout_ms;              /* a whole request */
+        int group_by;                     /* enum upload_group */
         int line;                         /* first line of its section, for messages */
 };
 

@@ -17,6 +17,8 @@
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "service/upload_http.h"
+#include "service/upload_series.h"
+#include "service/upload_spool.h"
 
 #define SECRET_MAX         4096 /* bytes of a credentials file */
 #define CONNECT_TIMEOUT_MS 10000
@@ -263,14 +265,15 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 /* name=APP{tags,extra}, from, until, format: the query of Pyroscope's /ingest. */
 static int build_url(struct upload_client *c, const struct upload_request *rq)
 {
-        char name[UPLOAD_APP_LEN + 2 * UPLOAD_TAGS_LEN + 4];
-        const char *x = rq->extra_tags && *rq->extra_tags ? rq->extra_tags : NULL;
+        char app[UPLOAD_APP_LEN], name[UPLOAD_APP_LEN + UPLOAD_TAGS_LEN + UPLOAD_SPOOL_EXTRA + 4];
+        const char *x = upload_series_name(rq->extra_tags, c->t.application, app, sizeof(app));
         size_t bl = strlen(c->t.url);
         char *esc;
         int n;
 
-        snprintf(name, sizeof(name), "%s{%s%s%s}", c->t.application, c->t.tags,
-                 c->t.tags[0] && x ? "," : "", x ? x : "");
+        x = *x ? x : NULL;
+        snprintf(name, sizeof(name), "%s{%s%s%s}", app, c->t.tags, c->t.tags[0] && x ? "," : "",
+                 x ? x : "");
         esc = curl_easy_escape(c->h, name, 0);
         if (!esc)
                 return -ENOMEM;

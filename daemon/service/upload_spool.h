@@ -20,8 +20,8 @@
 
 #define UPLOAD_SPOOL_MAGIC   "CTXSPOOL"
 #define UPLOAD_SPOOL_VERSION 1
-#define UPLOAD_SPOOL_EXTRA   256 /* extra tags "k=v,k=v" of one entry */
-#define UPLOAD_SPOOL_NAME    40  /* "%016llx-%08x.entry" + NUL */
+#define UPLOAD_SPOOL_EXTRA   1024 /* extra tags "k=v,k=v" of one entry */
+#define UPLOAD_SPOOL_NAME    40   /* "%016llx-%08x.entry" + NUL */
 
 /* The header at offset 0 of an entry file (little-endian, as the host writes it: a spool
  * is read by the daemon that wrote it or its successor on the same machine). */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "service/config.h"
+#include "service/upload_series.h"
 #include "service/upload_spool.h"
 #include "service/uploader.h"
 #include "sink/jfr_convert.h"
@@ -38,7 +39,11 @@ struct qjob {
         struct job_files *f;
         uint64_t from_s, until_s;
         char extra[UPLOAD_SPOOL_EXTRA];
+        int have_id;
+        struct workload_identity id; /* the process (or host) the profile is of */
 };
+
+_Static_assert(UPLOAD_SERIES_EXTRA_LEN <= UPLOAD_SPOOL_EXTRA, "a spool entry holds the tags");
 
 struct uploader {
         struct upload_target_config t;
@@ -161,6 +166,9 @@ int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_jo
                 q[i]->until_s = j->until_s;
                 snprintf(q[i]->extra, sizeof(q[i]->extra), "%s",
                          j->extra_tags ? j->extra_tags : "");
+                q[i]->have_id = j->id != NULL;
+                if (j->id)
+                        q[i]->id = *j->id;
                 pthread_mutex_lock(&ups[i]->mu);
                 if (ups[i]->tail)
                         ups[i]->tail->next = q[i];
@@ -236,12 +244,17 @@ static void trim(struct uploader *u)
 
 /* The OTLP body of a finished JFR file: converted, gzip'd, in a memfd at offset 0. The
  * descriptor or -errno. */
-static int otlp_body(struct uploader *u, const char *jfr)
+static int otlp_body(struct uploader *u, const struct qjob *q)
 {
+        struct upload_series_otlp res;
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
-        int err = m ? jfr_convert_file(jfr, "otlp", u->t.application, m) : -ENOMEM;
+        int err;
+
+        upload_series_otlp(&u->t, q->have_id ? &q->id : NULL, &res);
+        err = m ? jfr_convert_file(q->f->profile, "otlp", res.service, res.pid, &res.attrs, m)
+                : -ENOMEM;
 
         if (m && fclose(m) && !err)
                 err = -ENOMEM;
@@ -251,18 +264,22 @@ static int otlp_body(struct uploader *u, const char *jfr)
         return err;
 }
 
-/* Copy one finished profile into the spool. */
+/* Copy one finished profile into the spool, with the tags of its series. */
 static void spool_job(struct uploader *u, struct qjob *q)
 {
+        char tags[UPLOAD_SERIES_EXTRA_LEN];
         struct upload_spool_source src = {.format = u->t.format,
                                           .from_s = q->from_s,
                                           .until_s = q->until_s,
-                                          .extra = q->extra,
+                                          .extra = tags,
                                           .labels_fd = -1};
         int err;
 
+        if (upload_series_tags(&u->t, q->have_id ? &q->id : NULL, q->extra, tags, sizeof(tags)))
+                logu(u, LOG_WARNING, "tags of %s cut to %zu bytes: %s", q->f->profile,
+                     sizeof(tags) - 1, tags);
         if (u->t.format == UPLOAD_FORMAT_OTLP)
-                src.profile_fd = otlp_body(u, q->f->profile);
+                src.profile_fd = otlp_body(u, q);
         else if ((src.profile_fd = open(q->f->profile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                 src.profile_fd = -errno;
         err = src.profile_fd < 0 ? src.profile_fd : 0;

@@ -28,6 +28,7 @@
 
 #include "service/upload_config.h"
 #include "service/upload_http.h"
+#include "service/workload_identity.h"
 
 #define UPLOAD_RETRY_AFTER_MAX_MS 3600000ull /* a server cannot make us wait longer */
 
@@ -84,7 +85,10 @@ struct upload_job {
          * handed to has spooled it */
         int remove_labels;
         uint64_t from_s, until_s;
-        const char *extra_tags; /* k=v,k=v for this profile only (e.g. the process), or NULL */
+        const char *extra_tags; /* k=v,k=v for this profile only, or NULL */
+        /* the process (split = process) or host the profile is of, copied; NULL = unknown (a
+         * recovered file). Names its series and tags it: service/upload_series.h */
+        const struct workload_identity *id;
 };
 
 struct uploader_opts {

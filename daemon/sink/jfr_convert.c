@@ -36,6 +36,8 @@ struct fn_line {
 struct jfr_convert {
         int format;
         char *process; /* the samples' process; OTLP: the resources' service.name, whole */
+        int64_t pid;   /* OTLP: the resources' process.pid (0: none) */
+        const struct otlp_resource_attrs *attrs; /* OTLP: more resource attributes, or NULL */
         struct collapsed *c;
         struct jfr_strtab names;   /* method and module names */
         struct jfr_strtab modules; /* module names, by module id - MODULE_FIRST */
@@ -236,7 +238,8 @@ int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uin
                 return pprof_write_named(rc->c, out, &rc->fn, &m);
         }
         if (rc->format == FMT_OTLP) {
-                struct otlp_meta m = {period_ns, start_ns, duration, rc->process};
+                struct otlp_meta m = {period_ns,   start_ns, duration,
+                                      rc->process, rc->pid,  rc->attrs};
 
                 return otlp_write(rc->c, out, &rc->fn, &m);
         }
@@ -253,7 +256,8 @@ void jfr_setting_period(const struct jfr_reader *r, const struct jfr_event *ev, 
                 *period_ns = NS_PER_SEC / hz;
 }
 
-int jfr_convert_file(const char *path, const char *format, const char *process, FILE *out)
+int jfr_convert_file(const char *path, const char *format, const char *process, int64_t pid,
+                     const struct otlp_resource_attrs *attrs, FILE *out)
 {
         struct jfr_convert *rc = jfr_convert_new(format, process);
         uint64_t first = UINT64_MAX, last = 0, period = 0;
@@ -261,6 +265,10 @@ int jfr_convert_file(const char *path, const char *format, const char *process, 
         struct jfr_event ev;
         int err = rc ? jfr_reader_open(path, &r) : -ENOMEM, more;
 
+        if (rc) {
+                rc->pid = pid;
+                rc->attrs = attrs;
+        }
         while (!err && (more = jfr_reader_next_chunk(r)) != 0) {
                 const struct jfr_chunk_info *ci = jfr_reader_chunk(r);
 

@@ -5,10 +5,10 @@
  * spans and frames come out the same way. A JFR frame keeps what the file says: its method
  * name, its module (the frame's class) and line; a frame of type Kernel is a kernel frame.
  * JFR carries no process per sample: every sample is of the one process the caller names
- * ("?" for report; the upload's application for an OTLP upload), pid 0. At most
- * CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end and marked
- * truncated). cmd_report.c reads the file itself and prints errors (one event at a time);
- * the uploader converts a whole file (jfr_convert_file). Never prints except to the FILE
+ * ("?" for report; the upload's series name for an OTLP upload), pid 0 unless the caller
+ * names one. At most CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end
+ * and marked truncated). cmd_report.c reads the file itself and prints errors (one event at a
+ * time); the uploader converts a whole file (jfr_convert_file). Never prints except to the FILE
  * given.
  */
 #ifndef CTXPROF_JFR_CONVERT_H
@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "jfr/jfr_reader.h"
+#include "sink/otlp.h"
 
 struct jfr_convert;
 
@@ -42,7 +43,10 @@ int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uin
 void jfr_setting_period(const struct jfr_reader *r, const struct jfr_event *ev,
                         uint64_t *period_ns);
 /* The complete chunks of the JFR file at path, converted as jfr_convert_new(format,
- * process) says, to out. 0 or -errno (-EBADMSG: a corrupt chunk, or no chunk at all). */
-int jfr_convert_file(const char *path, const char *format, const char *process, FILE *out);
+ * process) says, to out; OTLP: every resource has process.pid = pid (0: none) and the
+ * attributes attrs (NULL: none; sink/otlp.h). 0 or -errno (-EBADMSG: a corrupt chunk, or no
+ * chunk at all). */
+int jfr_convert_file(const char *path, const char *format, const char *process, int64_t pid,
+                     const struct otlp_resource_attrs *attrs, FILE *out);
 
 #endif

@@ -660,8 +660,8 @@ struct envelope {
         ResourceProfiles rp;
         ResourceProfiles *rpp;
         Resource res;
-        KeyValue kv[2], *kvp[2];
-        AnyValue av[2];
+        KeyValue kv[2 + OTLP_RESOURCE_ATTRS_MAX], *kvp[2 + OTLP_RESOURCE_ATTRS_MAX];
+        AnyValue av[2 + OTLP_RESOURCE_ATTRS_MAX];
         ScopeProfiles sp, *spp;
         Profile prof, *profp;
 };
@@ -671,11 +671,14 @@ static void envelope_fill(struct envelope *env, struct proc *p, Scope *scope,
                           ValueType *sample_type, ValueType *period_type,
                           const struct otlp_meta *meta)
 {
+        const struct otlp_resource_attrs *a = meta->attrs;
+        unsigned na = a ? (a->n < OTLP_RESOURCE_ATTRS_MAX ? a->n : OTLP_RESOURCE_ATTRS_MAX) : 0;
+
         opentelemetry__proto__profiles__v1development__resource_profiles__init(&env->rp);
         opentelemetry__proto__resource__v1__resource__init(&env->res);
         opentelemetry__proto__profiles__v1development__scope_profiles__init(&env->sp);
         opentelemetry__proto__profiles__v1development__profile__init(&env->prof);
-        for (int i = 0; i < 2; i++) {
+        for (unsigned i = 0; i < 2 + na; i++) {
                 opentelemetry__proto__common__v1__key_value__init(&env->kv[i]);
                 opentelemetry__proto__common__v1__any_value__init(&env->av[i]);
                 env->kv[i].value = &env->av[i];
@@ -686,8 +689,14 @@ static void envelope_fill(struct envelope *env, struct proc *p, Scope *scope,
         env->av[0].string_value = meta->service ? (char *)meta->service : p->name;
         env->kv[1].key = KEY_PID;
         env->av[1].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-        env->av[1].int_value = p->pid;
-        env->res.n_attributes = 2;
+        env->av[1].int_value = meta->pid ? meta->pid : p->pid;
+        for (unsigned i = 0; i < na; i++) {
+                env->kv[2 + i].key = (char *)a->key[i];
+                env->av[2 + i].value_case =
+                    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+                env->av[2 + i].string_value = (char *)a->value[i];
+        }
+        env->res.n_attributes = 2 + na;
         env->res.attributes = env->kvp;
         env->prof.sample_type = sample_type;
         env->prof.period_type = period_type;

@@ -6,7 +6,8 @@
  * part of the key), the body an OTLP/HTTP receiver takes at /v1development/profiles.
  *
  * Layout: one ResourceProfiles per process (resource attributes `service.name` = the
- * process name — its OpenTelemetry service.name when it publishes one — and `process.pid`),
+ * process name — its OpenTelemetry service.name when it publishes one — and `process.pid`,
+ * or what otlp_meta says for every resource, then otlp_meta's string attributes),
  * each with one ScopeProfiles (scope `ctxprof`) holding one Profile: sample type
  * samples/count, period type cpu/nanoseconds, `period` = ns per sample, the recording's time
  * range. One Sample per distinct (thread, labels, span, stack) with values [count]; its
@@ -28,11 +29,21 @@
 #include "sink/collapsed.h"
 #include "stack/modules.h"
 
+#define OTLP_RESOURCE_ATTRS_MAX 24 /* string attributes added to every resource */
+
+/* More of every resource: string attributes (host.name, container.id, the user's tags...). */
+struct otlp_resource_attrs {
+        unsigned n; /* at most OTLP_RESOURCE_ATTRS_MAX */
+        const char *key[OTLP_RESOURCE_ATTRS_MAX], *value[OTLP_RESOURCE_ATTRS_MAX];
+};
+
 struct otlp_meta {
         uint64_t period_ns;   /* nanoseconds of CPU one sample stands for (1e9 / freq) */
         uint64_t start_ns;    /* wall clock (CLOCK_REALTIME) when recording started */
         uint64_t duration_ns; /* length of the recording */
         const char *service;  /* service.name of every resource; NULL: the process's name */
+        int64_t pid;          /* process.pid of every resource; 0: the process's own */
+        const struct otlp_resource_attrs *attrs; /* NULL: none */
 };
 
 struct frame_names;

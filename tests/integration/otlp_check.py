@@ -11,6 +11,7 @@ and checks or summarizes it. Python's standard library only.
                  sample's values, or its timestamps when it has no values), sorted
   samples FILE   one line per sample: "key=value,... | root;...;leaf COUNT" (resource
                  attributes, then the sample's attributes, then link=TRACE/SPAN when linked)
+  resources FILE one line per resource: its attributes "key=value,..." in order
   names FILE     "mapping PATH BUILD_ID" per mapping, "function NAME FILE" per function,
                  "line NAME LINE" per location line
 """
@@ -191,6 +192,11 @@ def main():
                 kv.append("link=%s/%s" % (hexb(one(links[li], "trace_id", "")),
                                           hexb(one(links[li], "span_id", ""))))
             print("%s | %s %d" % (",".join(kv), ";".join(frames(d, one(s, "stack_index"))), n))
+    elif mode == "resources":
+        for rp in req.get("resource_profiles", []):
+            res = one(rp, "resource", {})
+            print(",".join("%s=%s" % (a["key"][0], anyvalue(one(a, "value", {})))
+                           for a in res.get("attributes", [])))
     elif mode == "names":
         strs, attrs = d["string_table"], d.get("attribute_table", [])
         for m in d.get("mapping_table", [])[1:]:

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: MIT
+# series_lib.sh — the setting of the one-series-per-service tests (sourced after daemon_lib.sh
+# and upload_lib.sh): two services under a daemon with split = process uploading to a real
+# receiver, each in its own cgroup of this run: checkout-svc (wl_otel, service.name from its
+# OTEP 4719 process context) in $CG, cart-svc (wl_otel_ctx_a, libctx's context, service.name
+# from OTEL_SERVICE_NAME) in a cgroup shaped like a kubelet's,
+# $CG/kubepods-burstable-pod<uid with _>.slice/cri-containerd-<64 hex>.scope. Sets POD_UID,
+# CONTAINER_ID, HOST, and the pids O (checkout) and C (cart).
+POD_UID=8f4a1b2c-3d4e-5f60-7182-93a4b5c6d7e8
+CONTAINER_ID=$(echo "ctxprof fleet test" | sha256sum | cut -c1-64)
+HOST=$(hostname)
+# series_start FORMAT: the receiver, both services and the daemon (FORMAT jfr or otlp)
+series_start() {
+	start_receiver
+	cat >"$TMP/ctxprof.conf" <<CONF
+[targets]
+mode = selectors
+cgroup = $CGSEL
+[output]
+directory = $OUT
+split = process
+chunk-period = 500ms
+rotate-period = 2s
+[daemon]
+status-file = $ST
+[upload]
+url = http://127.0.0.1:$PORT
+format = $1
+application = fleet-default
+tags = env=test
+timeout = 2s
+retry-min = 100ms
+retry-max = 400ms
+stop-grace = 10s
+CONF
+	spawn "$WL/wl_otel" 0 2 >"$TMP/o.out"
+	O=$SPAWNED
+	OTEL_SERVICE_NAME=cart-svc spawn -g "kubepods-burstable-pod${POD_UID//-/_}.slice/cri-containerd-$CONTAINER_ID.scope" \
+		"$WL/wl_otel_ctx_a" 0 2 >"$TMP/c.out"
+	C=$SPAWNED
+	wait_for 10 "both services ready" eval 'grep -q ready "$TMP/o.out" && grep -q ready "$TMP/c.out"'
+	start_daemon --config "$TMP/ctxprof.conf"
+}

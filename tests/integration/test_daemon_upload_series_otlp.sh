@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# One series per service, OTLP (format = otlp): two services under one daemon (split =
+# process; series_lib.sh) arrive as resources whose service.name is theirs (checkout-svc,
+# cart-svc), not the one `application` of [upload], each with host.name, process.pid,
+# process.executable.name, the user's tags and, for the one in a kubelet-shaped cgroup,
+# container.id and k8s.pod.uid; decoded against the upstream schema.
+. "$(dirname "$0")/daemon_lib.sh"
+. "$(dirname "$0")/upload_lib.sh"
+. "$(dirname "$0")/otlp_lib.sh"
+. "$(dirname "$0")/series_lib.sh"
+trap 'stop_receiver; cleanup' EXIT
+series_start otlp
+# the resource attributes of every request received: "DIR key=value,..." (sorted, unique)
+resources() {
+	for d in "$RECV"/req-[0-9]*; do
+		[ -f "$d/otlp" ] || continue
+		[ -f "$d/otlp.txt" ] || otlp_decode "$d/otlp" "$d/otlp.txt"
+		$CHECK resources "$d/otlp.txt" | sed "s|^|$d |"
+	done
+}
+# printed when a wait_for times out: the resources that did arrive
+wait_for_context() { echo "--- received (count, resource):"; resources 2>/dev/null | sed 's/^[^ ]* //' | sort | uniq -c; }
+has_service() { resources 2>/dev/null | grep "service.name=$1," >/dev/null; }
+wait_for 60 "a resource named checkout-svc" has_service checkout-svc
+wait_for 60 "a resource named cart-svc" has_service cart-svc
+stop_daemon
+resources | tee "$TMP/res"
+want_o="service.name=checkout-svc,process.pid=$O,host.name=$HOST,process.executable.name=wl_otel,env=test"
+want_c="service.name=cart-svc,process.pid=$C,host.name=$HOST,process.executable.name=wl_otel_ctx_a,container.id=$CONTAINER_ID,k8s.pod.uid=$POD_UID,env=test"
+n=0
+checked=
+while read -r d res; do
+	# the dictionary's rules, once per service (python under a loaded host is slow)
+	case "$checked" in *" ${res%%,*} "*) ;; *)
+		$CHECK check "$d/otlp.txt" || fail "$d breaks the dictionary's rules"
+		checked="$checked ${res%%,*} " ;;
+	esac
+	case "$res" in
+	service.name=checkout-svc,*) [ "$res" = "$want_o" ] || fail "$d: $res, expected $want_o" ;;
+	service.name=cart-svc,*) [ "$res" = "$want_c" ] || fail "$d: $res, expected $want_c" ;;
+	*) fail "$d: a resource of neither service: $res" ;;
+	esac
+	n=$((n + 1))
+done <"$TMP/res"
+[ "$n" -ge 2 ] || fail "$n resources"
+echo "PASS: two services, two OTLP series (checkout-svc, cart-svc), with host, pid, executable, container and pod"
