@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ctxprof — the only build entry.
 #
 #   make            build the product: libctx (.so/.a/.pc), the BPF skeletons, the ctxprof

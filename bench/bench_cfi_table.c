@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_cfi_table.c — table build cost of in-kernel unwinding (stack/cfi_table.c): for each
  * file given (default: Debian's libc and python3), the build time (best of 5), rows, the

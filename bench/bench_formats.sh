@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Output size per format on the labelled demo: five `ctxprof record -p` of the same demo_app
 # (2 workers, spans + route/tier labels) run side by side for BENCH_SECONDS (default 60) at
 # 99 Hz, one each to JFR, pprof (.pb.gz), OTLP (.otlp), folded and HTML; bytes per sample of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_jfr.c — JFR writer throughput and size on a synthetic labelled workload shaped like
  * one 60 s chunk at 99 Hz x 8 threads: ~400 distinct stacks (Zipf), 3 label keys, requests

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_kunwind.sh — in-kernel .eh_frame unwinding, printed (never asserted): BPF ns per
 # sample (kernel.bpf_stats_enabled) on fx_deep30, a ~30-frame stack through libc without
 # frame pointers, for fp, dwarf (in-kernel) and dwarf-copy, with ctxprof's consumer running;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # bench_lib.sh — sourced by the root benches that read the kernel's BPF stats, after they cd to
 # the repository: `. bench/bench_lib.sh NAME`. Skips (exit 0) without root; makes $TMP,
 # removed at exit; puts kernel.bpf_stats_enabled back at exit to what it was (the benches

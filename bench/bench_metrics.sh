@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_metrics.sh — what the [metrics] endpoint costs the daemon, printed (never asserted):
 # the daemon's CPU (time on CPU of all its threads, /proc/PID/task/*/schedstat) over SECS seconds while
 # it samples one busy process at 99 Hz, without scrapes, with one scrape a second (what a

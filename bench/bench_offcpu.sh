@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_offcpu.sh — off-CPU costs, printed side by side (never asserted):
 #  1. BPF ns per context switch of ctxprof_offcpu_switch (kernel BPF stats run_time_ns /
 #     run_cnt, from record --stats-json): a switch-heavy process that is NOT a target (filter

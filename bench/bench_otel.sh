@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_otel.sh — BPF cost per sample added by reading the OpenTelemetry thread context
 # (OTEP 4947) record, printed (never asserted): the same workload (wl_otel, writer in the
 # executable, 2 threads) with its record set (trace, span, 4 attributes: 62-70 bytes copied)

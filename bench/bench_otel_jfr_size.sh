@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_otel_jfr_size.sh — JFR bytes per sample with the OpenTelemetry context, printed (never
 # asserted): wl_otel through libctx's own writer (wl_otel_ctx_so, 2 threads, 999 Hz, one
 # recording of SECS) with no context (WL_OTEL_OFF), with two fixed traces (A/B, 4 attributes)

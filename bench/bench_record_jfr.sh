@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # JFR size on the labelled demo workload: `ctxprof record` of demo_app (2 worker threads,
 # spans + route/tier labels) for BENCH_SECONDS (default 60) at 99 Hz, one chunk per 60 s.
 # Prints bytes per sample (pools and metadata included) and the writer's totals. The budget

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_sampler.sh — sampler costs, printed (never asserted):
 #  1. BPF ns per sample (kernel BPF stats run_time_ns / run_cnt of ctxprof_sample) for fp,
 #     dwarf (in-kernel) and dwarf-copy, with and without labels, and fp with two labels on a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # bench_syscall.sh — what a process that is NOT a target pays while a profiler runs
 # (issue 20's budget: within 5% of no profiler, in every mode). Printed side by side, never
 # asserted:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_tls_locate.c — cost of the TLS locator and of the user-space reference reader:
  * tls_locate() on a libctx process (DT_NEEDED libctx.so) and on a process with many mapped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_trace_table.c — throughput of trace_table_put (hit and miss paths, 1 and 2 threads)
  * and rotation latency vs table size, side by side with a mutex-protected hash table doing

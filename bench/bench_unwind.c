@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_unwind.c — cost of the user-space half of --call-graph dwarf: dwarf_unwind per sample
  * (cold = fresh unwinder, warm), proc_maps_resolve per frame, symbolize per frame (cold =

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_upload.c — what delivering one profile costs the daemon's uploader thread: copy
  * into the spool (write + fsync + rename), read back, send to a Pyroscope-shaped receiver

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Delivery cost (issue 12 budget: the daemon's CPU while uploading every 10 s within 1% of
 # one core). Printed side by side, not asserted.
 #  1. A host profile: `ctxprof daemon` (mode all, 99 Hz) with demo_app running, one file of

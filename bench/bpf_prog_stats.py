@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 # bpf_prog_stats.py — prints "run_time_ns run_cnt target_samples" for the newest loaded
 # ctxprof_sample program: BPF stats from `bpftool prog show` and the CTXPROF_CNT_SAMPLES
 # counter (first u64 of the per-CPU `counters` map it uses) summed over CPUs. Used by

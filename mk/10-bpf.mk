@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # BPF programs: bpf/NAME.bpf.c -> clang -target bpf -> $(B)/gen/NAME.skel.h (struct NAME_bpf).
 #
 # vmlinux.h is generated at build time from the running kernel's BTF, not committed:

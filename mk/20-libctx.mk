@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # libctx: the in-process context library. Built with gcc (clang 14 cannot emit TLSDESC).
 # Owner of this fragment: libctx.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # OpenTelemetry protobuf code, compiled by protoc-c into $(B)/gen/otel at build time:
 # - the Process Context payload (OTEP 4719): proto/otel/processcontext.proto, written from the
 #   spec's field numbers, on top of upstream's common and resource messages;

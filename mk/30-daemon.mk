@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The ctxprof binary: daemon/cli/main.c + every other daemon/*/*.c (as $(B)/libctxprof.a,
 # which unit tests link too). Adding a file to a stage folder needs no edit here.
 # Includes name the stage folder ("engine/sampler.h"), from -Idaemon; the layering check

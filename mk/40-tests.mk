@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Test programs, by naming convention (no edit needed to add one):
 #   tests/unit/test_*.c         Criterion unit test: every variant (normal, ASan/UBSan)
 #   tests/unit/tsan_*.c         Criterion test of concurrent code: also under TSan

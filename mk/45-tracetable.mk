@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Trace table (daemon/sink/trace_table.c, daemon/sink/hazard.c): its benchmark. The unit and TSan tests
 # are found by naming convention (tests/unit/test_trace_table.c, tests/unit/tsan_trace_table.c).
 # Owner of this fragment: tracetable.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # TLS locator: fixture processes for tests/unit/test_tls_locate.c, built into
 # $(B)/tests/fixtures/. Owner of this fragment: tlsloc.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Stack pipeline (daemon/stack/: modules, proc_maps, symbolize, unwind_dwarf): test fixtures and the
 # unwinding benchmark. Owner: stackpipe.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # In-kernel .eh_frame unwinding (daemon/stack/cfi_table.c, daemon/engine/kunwind.c,
 # bpf/kunwind.bpf.h): its C++ fixture (exceptions and inlining), built like distro code
 # (-O2 -g, no frame pointers, no sanitizer). Owner: ehframe.

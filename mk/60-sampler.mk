@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sampler (bpf/sampler.bpf.c, daemon/engine/sampler.c, sink/collapsed, cli/cmd_record): the workloads its
 # root tests profile and its benchmarks. Owner: sampler.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The library-load hook and the event bounds (daemon/engine/load_hook.c, bpf/sampler.bpf.c):
 # the hostile target of tests/hostile/test_event_flood.sh and test_fork_bomb.sh (libctx
 # linked in statically, so an unprivileged copy runs anywhere), and the bench of what a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # OpenTelemetry context reader (issue 10, reader side): the spec writer of the tests
 # (tests/workloads/otel_spec_writer.c, no libctx) in every link mode OTEP 4947 requires, the
 # workload that uses it, and the process-context decoder linked into libctxprof.a.

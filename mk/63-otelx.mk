@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # OpenTelemetry context end to end (issue 10): tests/workloads/wl_otel.c driven through
 # libctx's own writer (tests/workloads/otel_libctx_writer.c, the libctx API) instead of the
 # spec writer, in libctx's two link modes:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # JFR writer area: the RecordingFile checker the tests run, and the writer benchmark.
 # Owner of this fragment: jfr.
 JFRCHECK := $(B)/java/JfrCheck.class $(B)/java/RecordCheck.class $(B)/java/PyroCheck.class

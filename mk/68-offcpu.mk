@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Off-CPU profiling (bpf/offcpu.bpf.h, --event off-cpu/wall): the workload its root tests
 # profile and its benchmark. Owner: offcpu. Built like the sampler's workloads (frame
 # pointers, libctx.a with its TLS exported, no sanitizer); no sibling calls, so that each

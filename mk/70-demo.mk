@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The built-in demo: a libctx-instrumented pretend request server, profiled by `make demo`.
 # gcc leaves leaf functions without a frame by default even with -fno-omit-frame-pointer,
 # and a frame-pointer walk from such a leaf skips its caller: -mno-omit-leaf-frame-pointer.

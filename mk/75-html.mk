@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The HTML flame graph page (`--format html`, `report --html`): web/flamegraph.html with
 # d3 and d3-flame-graph inlined, embedded in the binary by daemon/sink/flame_page.c (.incbin).
 # The two libraries are vendored in web/vendor/ (their licences beside them), not fetched at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installation and packaging. Owner of this fragment: packaging.
 # Owns `make install` (binary, libctx via install-libctx, systemd unit, default config, docs)
 # and the packaging tests; never builds anything itself (it installs what the other

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The ctxprof(1) man page, generated from the program's --help texts (scripts/gen-man.sh), so
 # that it cannot drift from the options; part of the product (`make`), installed by
 # `make install` (install-man) and the Debian package. Owner: release.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Delivery benchmark (daemon/service/upload_*.c, uploader.c): bench/bench_upload.sh runs
 # bench_upload (one profile's cost) and the daemon's CPU with and without uploads.
 BENCH_UPLOAD := $(B)/bench/bench_upload

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages (ctxprof, libctx1, libctx-dev) with dpkg-buildpackage from a
 # staging copy of the tree, because debian/ must sit at the source root and the tree keeps
 # it in packaging/debian. Owns the staging directory and build/deb/; never touches the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The docs name every option the code has: each --flag of each ctxprof command (from the
 # program's own --help texts, the source of the man page too) must appear in README.md or
 # docs/*.md in a paragraph, table or code block that also names the command, and each daemon config key (config_keys[]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check-layers.sh — the daemon's include rule, checked: includes only go down the stages.
 #
 #   cli → service → sink → {engine, jfr, stack}; engine → {tls, stack}; every stage → util

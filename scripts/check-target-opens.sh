@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # check-target-opens.sh — no file a target names is opened but through util/target_open.h.
 #
 # Every line of daemon/*/*.c (comments and string literals left out) that calls an opener

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # make demo: profile the built-in demo workload for ~10 s and write a JFR file.
 set -euo pipefail
 B=${1:-build}

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The Debian packages ctxprof needs, in two sets:
 #   build  what `make` (the product) needs: packaging/debian/control's Build-Depends are
 #          exactly these, less build-essential (tests/packaging/test_build_deps.sh)

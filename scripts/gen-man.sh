@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Writes the ctxprof(1) man page from the program's own --help texts, so that the page cannot
 # drift from the options: NAME and SYNOPSIS, `ctxprof --help` as DESCRIPTION, then one
 # subsection per command listed there with that command's `--help`, verbatim. Never edits a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The npm packages of package.json / package-lock.json (test dependencies, never the build's):
 # playwright-core, which drives Debian's chromium in tests/integration/test_record_html.sh,
 # and d3 / d3-flame-graph, whose built files the product vendors in web/vendor/ (the build is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Every source file of the tree names its licence on an SPDX-License-Identifier line near its
 # top (README.md, "Licence"; texts in LICENSES/). The licence follows the folder:
 #   bpf/                GPL-2.0-only OR BSD-2-Clause

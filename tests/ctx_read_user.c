@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctx_read_user.c — the reference user-space reader of one thread's context through
  * /proc/PID/mem: Custom Labels v1 labelset (reader rules of the spec) and the checksummed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctx_read_user.h — reference reader of one thread's context (Custom Labels v1 labelset and
  * the checksummed span record) through /proc/PID/mem, following the reader rules of the

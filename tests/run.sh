@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs every test listed in BUILD/tests.list for each build variant given, prints one line
 # per test and one summary line at the end. Exit status 0 only when nothing failed.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd.h — the ctxprof command table (bpftool style: one file per subcommand, each
  * exporting one `struct ctxprof_cmd`). main.c owns the table; a command never calls exit()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_daemon.c — `ctxprof daemon`: the long-running profiler. Reads the configuration (INI
  * file + flags), selects targets (at start from /proc, then at every exec the BPF program

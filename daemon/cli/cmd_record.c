@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_record.c — `ctxprof record`, in four stages: parse (options and the checks that need
  * no setup), setup (COMMAND started through launch.c, the sampler, the targets, then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_report.c — `ctxprof report FILE.jfr`: what is inside a JFR file, for a user without a
  * JDK: chunks, time range, event counts per type, threads, the top stacks, and the top

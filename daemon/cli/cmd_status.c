@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_status.c — `ctxprof status [--json] [--status-file PATH]`: prints the status file the
  * daemon rewrites every few seconds, as a table or as JSON, with a verdict on the daemon

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json_out.c — escaping JSON strings for the CLI's --json outputs (see json_out.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * json_out.h — the CLI's JSON output: a string value, escaped (RFC 8259). The commands
  * write the structure themselves with printf; this is the one place that escapes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * launch.c — starting `record -- COMMAND` under ptrace (see launch.h). Owns the child's
  * life: fork, the socketpair handshake, the stop at exec, the release and the reaping.

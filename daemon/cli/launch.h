@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * launch.h — `record -- COMMAND`: starts COMMAND so that the sampler sees its first
  * instruction. fork() at once, but the child waits on a socketpair until the sampler is

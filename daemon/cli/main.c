@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c — ctxprof entry point: dispatches to the subcommand table. Owns nothing else:
  * no global state, no setup that a subcommand did not ask for.

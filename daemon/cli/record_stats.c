@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record_stats.c — `record`'s counters at exit, on stderr and as JSON (see record_stats.h).
  * Reads the sampler's and the outputs' counters; changes nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record_stats.h — what `record` reports at exit: its counters as the human-readable lines
  * on stderr, and (--stats-json FILE) the same counters as one JSON object, for scripts and

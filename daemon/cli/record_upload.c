@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record_upload.c — `record --upload URL` (see record_upload.h): one profile, sent with
  * service/upload_http.h, retried a few times after a connection failure, a timeout, a 408,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record_upload.h — `ctxprof record --upload URL`: after the recording is written, send the
  * file (JFR with its FILE.labels.pb, or pprof) to a Pyroscope /ingest endpoint, or (otlp)

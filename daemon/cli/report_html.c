@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_html.c — one jdk.ExecutionSample to one flame graph sample (report_html.h): frames
  * root first, named by their method (module names only for frames without a function);

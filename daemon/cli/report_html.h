@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_html.h — `ctxprof report --html`: turns a JFR file's jdk.ExecutionSample events
  * into the HTML flame graph (sink/flame_html.h). cmd_report.c reads the file and prints

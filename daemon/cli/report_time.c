@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_time.c — per label value and per span: on-CPU time, off-CPU time by blocking
  * function, run-queue delay (see report_time.h). Owns two interned tables (groups, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_time.h — the time section of `ctxprof report`: per label value and per span, the
  * on-CPU time (jdk.ExecutionSample count x the sampling period), the off-CPU time by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * context_decode.c — validation of raw span records and Custom Labels v1 entries copied by
  * bpf/sampler.bpf.c (rules in context_decode.h), from a record split by record_view.c. Must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * context_decode.h — turns the raw context bytes of a sample record (span record, Custom
  * Labels v1 entries copied by the BPF program) into validated context, following the

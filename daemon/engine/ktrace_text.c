@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ktrace_text.c — address ranges of the BPF tracing machinery's kernel text (see
  * ktrace_text.h). Owns the name prefixes and the kallsyms scan; must never name a frame or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ktrace_text.h — the kernel text of the tracing machinery that runs BPF programs
  * (bpf_prog_* images, bpf_trace_run*, __bpf_trace_*, __traceiter_*), as address ranges read

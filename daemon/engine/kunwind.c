@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kunwind.c — unwind tables and mapping lists in the BPF maps (see kunwind.h). Owns the row
  * allocator (first fit over free extents), the per-module table states and the per-process

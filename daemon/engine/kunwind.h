@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * kunwind.h — the user-space half of in-kernel .eh_frame unwinding: keeps the BPF maps
  * `ku_rows` (every module's compact CFI rows, ctxprof/cfi.h) and `ku_procs` (each target's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * load_hook.c — the library-load hook per target (see load_hook.h). Owns the uprobe links
  * (one per target), the sys_exit fallback's link and a small cache of loader symbol offsets.

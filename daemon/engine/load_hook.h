@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * load_hook.h — how the sampler learns that a target loaded or unloaded a library (a late
  * dlopen of the context symbols, a new unwind table): per target, a uprobe on its dynamic

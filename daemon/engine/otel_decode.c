@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_decode.c — validation of OTEP 4947 records copied by bpf/ctx_read.bpf.h and their
  * labels (rules in otel_decode.h). Must never read outside the sample record (every length

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_decode.h — the OpenTelemetry thread context record (OTEP 4947, otel_thread_ctx_v1) as
  * BPF copied it into a sample record, validated by the OTEP's reader rules, and turned into

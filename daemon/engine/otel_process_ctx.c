@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_process_ctx.c — discovery, seqlock read and protobuf decoding of a target's OTEP 4719
  * process context (see otel_process_ctx.h). Reads the target only through /proc/PID/maps and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_process_ctx.h — one target's OpenTelemetry process context (OTEP 4719): found in
  * /proc/PID/maps (a mapping named [anon_shmem:OTEL_CTX], [anon:OTEL_CTX] or

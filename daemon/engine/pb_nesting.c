@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pb_nesting.c — the ProcessContext nesting bound (see pb_nesting.h): a walk of the protobuf
  * wire format that knows which fields of the proto/otel/ schema hold messages, recursing at most

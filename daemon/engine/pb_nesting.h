@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pb_nesting.h — a bound on how deep a target's OTEP 4719 ProcessContext payload nests,
  * checked on the raw protobuf wire format before protobuf-c unpacks it. protobuf-c recurses

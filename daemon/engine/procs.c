@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * procs.c — the sampler's per-process table and its TLS location state machine (see procs.h).
  * Owns the entries and their /proc/PID/maps caches; publishes locations into the BPF map

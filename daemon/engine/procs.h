@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * procs.h — the sampler's per-process table: one entry per target process (name, cached
  * /proc/PID/maps, counts) and the state machine that locates its TLS variables and publishes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record_view.c — splitting a sample ring record into its parts (see record_view.h). Owns the
  * checks of every count and length against the caps and the record's size; must never

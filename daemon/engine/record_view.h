@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * record_view.h — a sample ring record (ctxprof/sample.h: a head, then variable-length parts)
  * split into its parts. Every count and length in the record is checked against the caps of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sample_rate.c — the per-CPU frequency cap of sample_rate.h. Never prints, never fails.
  */

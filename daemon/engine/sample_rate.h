@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sample_rate.h — the highest sampling frequency ctxprof accepts on this host. Owns the rule;
  * never opens an event, never prints.

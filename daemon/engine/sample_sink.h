@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sample_sink.h — the seam between ingestion (engine/sampler.c: ring record -> decoded
  * sample with (module, offset) frames, tid, span, labels) and output (sink/collapsed.c, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sampler.c — the sampling engine (see sampler.h). Owns the BPF skeleton, the per-CPU perf
  * events and their links, the two rings, and per-process ingestion state (TLS location,

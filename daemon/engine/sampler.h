@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sampler.h — the sampling engine: loads bpf/sampler.bpf.c, opens one perf event per CPU,
  * keeps the BPF `targets` map current (TLS location per process, retried and redone on exec),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sampling_names.c — the names of events, call-graph methods and target modes (see
  * sampling_names.h). Owns only the table; never prints.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sampling_names.h — the one table of the user-visible names of how ctxprof samples: the
  * perf event ("cpu-clock", "cycles", "off-cpu", "wall"), the call-graph method ("fp", "dwarf") and

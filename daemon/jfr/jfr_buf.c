@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_buf.c — byte buffer and JFR primitive encodings (see jfr_buf.h). Owns only memory;
  * never prints, never does I/O.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_buf.h — growable byte buffer with the JFR primitive encodings: compressed integers
  * (LEB128 capped at 9 bytes, the 9th byte raw, as the JDK reader decodes them), big-endian

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_context_pool.c — label sets as shared chains of ctxprof.types.Context nodes, and the
  * LabelsSnapshot protobuf of a chunk (contract in jfr_context_pool.h). Must never emit a

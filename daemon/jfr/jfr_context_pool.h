@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_context_pool.h — the label sets of one chunk, each stored once: a set is a chain of
  * label nodes in the ctxprof.types.Context constant pool ({key, value, next}, keys sorted,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_dict.c — string interning table and u64 map (see jfr_dict.h). Memory only.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_dict.h — the two dictionaries the JFR writer and reader need: a string interning
  * table (byte strings -> dense index, copies owned by the table) and a u64 -> u32 map.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_file.c — the chunk-level file (see jfr_file.h): complete-prefix scan, recovery of a
  * torn file, and appends that never leave a partial chunk where a reader can see it.

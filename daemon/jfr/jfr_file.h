@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_file.h — a JFR file as a sequence of complete chunks: finds the complete prefix of any
  * file, recovers a file whose writer died inside an append (trims the torn tail, finds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_metadata.c — declares ctxprof's JFR types (JDK field order for the built-ins, so
  * readers that hard-code layouts keep working) and encodes the metadata event. Must never

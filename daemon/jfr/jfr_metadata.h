@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_metadata.h — the JFR type system ctxprof writes: type ids, and the metadata event
  * (class/field/annotation tree + the required `region` element) for one chunk, including

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_reader.c — metadata-driven JFR reader (see jfr_reader.h). Owns the file image and
  * per-chunk arenas. Must never read outside the image, recurse without a bound, allocate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_reader.h — a small JFR (1.x/2.x) reader, driven by each chunk's metadata: chunk
  * headers, the type system, every constant pool of the checkpoint chain, and events decoded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_writer.c — builds JFR chunks in memory and hands each one, complete, to jfr_file
  * (see jfr_writer.h for the contract and docs/jfr.md for the event design). Owns the

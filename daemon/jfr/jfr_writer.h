@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_writer.h — JFR (chunk format 2.1) writer: builds one chunk at a time in memory and
  * hands it, complete, to jfr_file (which appends it so the file only ever grows by whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * config.c — daemon settings (see config.h): defaults, libinih parsing and per-key
  * validation. Never prints; an invalid file leaves the caller's settings untouched.

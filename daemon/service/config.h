@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * config.h — the daemon's settings: defaults, the INI file (parsed with libinih) and the
  * command-line flags that override it (one flag per key, named like the key). Owns parsing

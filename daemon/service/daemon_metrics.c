@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemon_metrics.c — the daemon's series (see daemon_metrics.h): a snapshot the sampling
  * thread publishes, rendered by the metrics thread from tables of (name, field). Never

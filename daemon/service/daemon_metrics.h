@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemon_metrics.h — the daemon's own series on the metrics endpoint: samples, lost, torn
  * reads, unwind failures, targets, files, errors, uploads and the BPF program's cost. The sampling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics_http.c — the metrics endpoint (see metrics_http.h): our listening socket handed to
  * libmicrohttpd, which serves it on its internal thread; each scrape runs the collectors

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics_http.h — the daemon's metrics endpoint: `GET /metrics` (and HEAD) on one TCP
  * address answers the Prometheus text format (service/metrics_text.h) that the registered

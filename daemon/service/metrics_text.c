@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics_text.c — the Prometheus text exposition format (see metrics_text.h): names
  * checked, HELP and label values escaped, values formatted as Prometheus parses them. Never

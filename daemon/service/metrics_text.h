@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * metrics_text.h — the Prometheus text exposition format (version 0.0.4), written into a
  * growing buffer: what a collector appends to when the metrics endpoint is scraped

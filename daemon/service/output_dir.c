@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * output_dir.c — recording files in the output directory (see output_dir.h). Never prints;
  * only ever deletes finished files whose names match its own pattern (and a .part it has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * output_dir.h — the daemon's output directory: opened only when no other user can write it
  * or redirect it (service/trusted_dir.h), created 0750, every file made relative to its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * privileges.c — capability drop with libcap (see privileges.h). Never prints.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * privileges.h — dropping the capabilities the daemon no longer needs once BPF is loaded and
  * the perf events are open. Never prints.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * recording_set.c — the daemon's open recordings (see recording_set.h). Owns the per-process
  * table (at most max_open entries, a linear scan behind a last-hit cache: samples of one

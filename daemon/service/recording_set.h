@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * recording_set.h — the daemon's open recordings and which one a sample goes to. split=host:
  * one host recording, always open (reopened at once after a rotation, retried every 10 s after

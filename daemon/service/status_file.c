@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * status_file.c — the status file's format (encoding and parsing of its records) and its
  * atomic replacement (see status_file.h): NAME.tmp created with O_EXCL|O_NOFOLLOW and renamed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * status_file.h — the daemon's status file: its text format, encoded and parsed here, and
  * its atomic replacement (temporary file + rename, mode 0644, parent directory created 0755,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * status_health.c — is the daemon of a status file alive (see status_health.h): the verdict
  * from what the file claims and what /proc says. Never prints; sends no signal (kill(pid, 0) only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * status_health.h — whether the daemon a status file describes is alive: the verdict of
  * `ctxprof status`. The status file is only what the daemon said last; a daemon killed with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * target_select.c — target selection (see target_select.h). Reads /proc only; never prints,
  * never writes to a process or a map.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * target_select.h — which processes the daemon samples: all, those that publish context
  * (Custom Labels v1 / ctxprof span / OTel thread context variables found by tls_locate, or

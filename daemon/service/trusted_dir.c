@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trusted_dir.c — opening the daemon's output and status directories so that no other user
  * can redirect its writes (see trusted_dir.h for the rules). Walks the path one component at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trusted_dir.h — opening a directory that the daemon (usually root) writes to, so that no
  * other user can steer where its files go: no planted symlink, no directory of theirs, no

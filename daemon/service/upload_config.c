@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload_config.c — the [upload] / [upload.NAME] keys (see upload_config.h): defaults,
  * per-key validation, duplicate keys per section. Never prints, never reads a file.

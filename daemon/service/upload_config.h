@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload_config.h — the daemon's [upload] settings: where finished profiles are sent
  * (several targets: [upload] and [upload.NAME] sections), how (format, application name,

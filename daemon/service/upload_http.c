@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload_http.c — one Pyroscope /ingest or OTLP /v1development/profiles request through
  * libcurl (see upload_http.h). Owns the curl handle (reused: one connection kept alive per

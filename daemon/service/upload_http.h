@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload_http.h — one upload of one profile, through libcurl, to Grafana Pyroscope's ingest
  * API:

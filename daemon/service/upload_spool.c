@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload_spool.c — one target's on-disk queue of profiles (see upload_spool.h). Owns the
  * directory's descriptor and the list of its entries, oldest first. Must never touch a

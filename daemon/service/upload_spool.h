@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * upload_spool.h — the on-disk queue of profiles waiting to be uploaded to one target: a
  * directory (opened with service/trusted_dir.h: nobody else can write or redirect it) of

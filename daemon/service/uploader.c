@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uploader.c — one upload target's delivery thread (see uploader.h). Owns the in-memory
  * queue of finished profiles, the target's spool and HTTP client, the retry state and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * uploader.h — delivery of finished profiles to one upload target, off the sampling
  * thread. The daemon hands each finished recording over (uploader_add: a queue in memory,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * blocked_in.c — naming the blocking kernel function of an off-CPU interval (see
  * blocked_in.h). Owns the list of scheduler and tracing function prefixes; must never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * blocked_in.h — where an off-CPU interval blocked, named from its symbolized kernel stack:
  * the first kernel frame, leaf first, that is not the scheduler or the tracing machinery

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collapsed.c — aggregation and writing of collapsed stacks (format in collapsed.h).
  * Owns the key table: each key is a self-contained byte blob (pid, names, sorted labels,

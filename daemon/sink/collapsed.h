@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * collapsed.h — the collapsed-stack output (`--format collapsed`): aggregates decoded
  * samples by (process; thread name; labels; [span]; stack) and writes one line per distinct

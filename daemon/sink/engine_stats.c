@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine_stats.c — sampler counters -> struct jfr_sink_engine_counters (see engine_stats.h).
  * Owns no state; never prints.

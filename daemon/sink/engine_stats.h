@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * engine_stats.h — the sampler's counters as the JFR statistics event (ctxprof.Statistics)
  * reports them, for `record` and the daemon alike. Never prints.

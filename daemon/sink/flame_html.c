@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flame_html.c — aggregates named samples for the HTML flame graph and writes the page
  * (format in flame_html.h, JSON layout in docs/html.md). Owns three interning tables

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flame_html.h — the HTML flame graph output (`record --format html`, `report --html`): a
  * self-contained page (sink/flame_page.h: d3-flame-graph, search, zoom, a filter and a split

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flame_page.c — embeds the built flame graph page ($(B)/gen/flame_page.html, made by
  * mk/75-html.mk from web/flamegraph.html and web/vendor/) in .rodata with .incbin, so the

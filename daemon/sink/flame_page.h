@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * flame_page.h — the HTML flame graph page, built from web/flamegraph.html with d3 and
  * d3-flame-graph inlined (mk/75-html.mk) and embedded in the binary at link time. Read-only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame_names.c — a recording's frame names (see frame_names.h): the symbolizer and the
  * module registry behind struct frame_names. Owns the symbolizer it creates.

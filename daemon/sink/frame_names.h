@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame_names.h — what names the frames of the outputs built from the collapsed table
  * (sink/collapsed.c, sink/pprof.c, sink/otlp.c, sink/flame_html.c): for a recording, a

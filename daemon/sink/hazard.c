@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hazard.c — hazard slots (see hazard.h). Owns the owner and word arrays of one domain.
  * Must never allocate after creation, never block in the put-side calls (acquire, protect,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hazard.h — a fixed array of hazard slots: a thread claims a slot (ownership recorded by its
  * thread id), publishes the 64-bit word naming the resource it is about to touch, and gives

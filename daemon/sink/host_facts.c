@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * host_facts.c — probes the host description the JFR writer records (see host_facts.h).
  * Must never print, fail, or read anything but /etc/os-release, uname(2) and /proc/cpuinfo.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * host_facts.h — what the JFR files say about the machine (jdk.OSInformation,
  * jdk.CPUInformation): OS release and uname, CPU model, sockets, cores, hardware threads,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_convert.c — JFR samples back into the collapsed table, written by the record sinks
  * (jfr_convert.h). Owns the table and the file's frame names: a frame is keyed as

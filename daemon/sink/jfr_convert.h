@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_convert.h — `ctxprof report --format collapsed|pprof|otlp -o OUT FILE.jfr`: turns a
  * JFR file's jdk.ExecutionSample events back into the collapsed aggregation table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_sink.c — joins ingestion to JFR: every decoded sample's stack goes into the trace
  * table (a 64-bit id), its label set is interned to a per-chunk context id, and the sample is

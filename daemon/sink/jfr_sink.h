@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_sink.h — the JFR output of `ctxprof record`: a struct sample_sink that deduplicates
  * stacks in the triple-buffered trace table, interns label sets, and every chunk period

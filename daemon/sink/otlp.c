@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp.c — builds and writes the OTLP profiles request (format in otlp.h) from the collapsed
  * table. Owns the request's dictionary tables (strings, attributes, mappings, functions,

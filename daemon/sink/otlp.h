@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp.h — the OTLP profiles output (`--format otlp`, `-o FILE.otlp`): one binary
  * `ExportProfilesServiceRequest` (opentelemetry-proto profiles v1development, v1.11; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pprof.c — builds and writes the pprof profile (format in pprof.h) from the collapsed
  * table. Owns the profile's interning tables (strings, mappings, functions, locations: each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pprof.h — the pprof output (`--format pprof`, `-o FILE.pb.gz`): a gzip'd profile.proto
  * (github.com/google/pprof/proto/profile.proto, encoded with protobuf-c) written from the

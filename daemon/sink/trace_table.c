@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_table.c — triple-buffered stack dedup table (see trace_table.h and
  * docs/trace-table.md). Owns three fixed-size tables (hash index + frame arena each), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trace_table.h — the daemon's stack dedup table: equal stacks get one 64-bit trace id per
  * epoch, puts are lock-free from any number of consumer threads, and the JFR writer rotates

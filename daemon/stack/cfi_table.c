@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cfi_table.c — .eh_frame to compact unwind rows (see cfi_table.h). Owns the table it builds.
  * Must never print, never trust the file (every offset bounds-checked, every elfutils failure

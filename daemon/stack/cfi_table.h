@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cfi_table.h — one ELF file's call-frame information (.eh_frame, found through
  * .eh_frame_hdr) turned into the sorted compact rows of ctxprof/cfi.h that the in-kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * debuginfod_policy.c — the rule of debuginfod_policy.h. Never prints.
  */

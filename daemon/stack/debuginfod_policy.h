@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * debuginfod_policy.h — whether elfutils may fetch files from debuginfod servers. Owns the
  * process environment variables libdw reads for that; never fetches, never prints.

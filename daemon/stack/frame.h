@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame.h — one stack frame as the daemon stores it from ingestion on: a (module, offset)
  * pair that stays meaningful after the process exits or unmaps the file. Shared by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * module_tally.c — counts per module id (see module_tally.h). A linear scan over at most
  * MODULE_TALLY_MAX entries: it is fed once per event worth counting (an unwind that stopped

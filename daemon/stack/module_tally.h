@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * module_tally.h — a count per module id (stack/modules.c ids, or CTXPROF_MODULE_*), and
  * the modules counted most: statistics such as "where DWARF unwinding stopped early". Fixed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * modules.c — the registry of code files (see modules.h). Owns the module table, its lookup
  * hash, the references proc_maps tables hold and the descriptors it keeps so files stay

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * modules.h — process-independent registry of the files that hold code (executables, shared
  * libraries, [vdso]). One id per distinct file: files with a GNU build id are the same module

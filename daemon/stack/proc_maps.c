@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proc_maps.c — reads /proc/PID/maps (util/maps_line.h), registers mapped code files in the
  * modules registry and resolves ips to (module, file offset) by binary search. Owns one

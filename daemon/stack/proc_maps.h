@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * proc_maps.h — one process's executable mappings, turning instruction addresses into
  * (module, file offset) frames while the mapping is known. Reads /proc/PID/maps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sigbus_guard.c — the SIGBUS handler that maps a page of zeros over a file page that went
  * past the end of its (truncated) file, so the interrupted read of elfutils resumes and sees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sigbus_guard.h — survive target files that shrink under us. libelf and libdw map the ELF
  * and DWARF files they read (libdwfl always does); the files are the targets' own

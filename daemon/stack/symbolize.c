@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
  * module file, the (module, offset) result cache, the string pool and the kallsyms table.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * symbolize.h — (module, offset) frames to function names, inline frames and file:line, with
  * elfutils (symbol tables; DWARF from the file or a separate debug file found by build id

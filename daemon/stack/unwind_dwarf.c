@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unwind_dwarf.c — libdwfl unwinding of copied stacks (see unwind_dwarf.h). Owns one Dwfl per
  * process and the per-sample state its callbacks read. Must never read the target's live

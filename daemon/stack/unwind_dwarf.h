@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * unwind_dwarf.h — CFI (.eh_frame/.debug_frame) unwinding of a copied user stack with elfutils
  * libdwfl, the perf/ddprof model: the sampler copies registers and the bytes from sp upwards;

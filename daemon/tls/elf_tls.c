@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elf_tls.c — reads one ELF file for the TLS locator: PT_TLS, PT_LOAD, DF_1_PIE/PT_INTERP,
  * the named symbols (.dynsym first, .symtab as fallback) and the dynamic relocations

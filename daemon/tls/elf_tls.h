@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * elf_tls.h — what one ELF file (on disk) says about a set of named thread-local variables:
  * whether it defines them, their PT_TLS template, the relocation through which code reaches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tls_locate.c — per target process: walks /proc/PID/maps (util/maps_line.h), reads each
  * executable-mapped ELF file (only through util/target_open.h) with elf_tls.c, picks the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tls_locate.h — finds where the thread-local context variables (custom_labels_current_set,
  * ctx_span_context_v1, and OTEP 4947's otel_thread_ctx_v1) live in another process, as a struct

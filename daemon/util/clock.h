@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/clock.h — the daemon's clocks as plain integers: CLOCK_MONOTONIC in nanoseconds and
  * milliseconds (timeouts, periods, rate limits, sample times) and CLOCK_REALTIME in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fs.c — `mkdir -p` and writes that finish (see fs.h). Never prints.
  */

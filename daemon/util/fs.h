@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/fs.h — the file-system loops every writer needs: `mkdir -p` and writes that finish
  * (short writes continued, EINTR retried). Errors are negative errno values.

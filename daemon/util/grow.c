@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * grow.c — growing a heap array by doubling (see grow.h). Never prints.
  */

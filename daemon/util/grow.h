@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/grow.h — growing a heap array by doubling: the one place that picks a new capacity and
  * checks its byte size for overflow. Never shrinks, never frees, never zeroes, never touches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/gzip.c — gzip of a buffer in memory (see gzip.h). Owns nothing past the call.
  */

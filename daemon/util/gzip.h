@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/gzip.h — gzip (RFC 1952, zlib's deflate) of a buffer already in memory: to a FILE
  * (pprof's profile.pb.gz) or to an anonymous memory file (an OTLP upload body, sent from a

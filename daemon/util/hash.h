@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/hash.h — FNV-1a, 64-bit: the hash of the daemon's in-memory tables (interned strings,
  * folded stacks, module keys). Header only; includes no daemon header.

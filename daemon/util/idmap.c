@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/idmap.c — the interning map and pointer array of util/idmap.h. Owns the copies of the
  * keys; never looks at what a value means.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/idmap.h — an interning map from byte strings to 64-bit values (open addressing,
  * FNV-1a, keys copied): what the profile writers (sink/pprof.c, sink/otlp.c) use to store

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/maps_line.c — /proc/PID/maps lines to struct maps_line (see maps_line.h). Must never
  * read a line but through proc_lines (capped), never open a mapped file, never print.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/maps_line.h — the one parser of /proc/PID/maps, shared by the module registry's
  * mapping table (stack/proc_maps.c), the TLS locator (tls/tls_locate.c) and the process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * name.h — a name taken from a target (its comm, executable, OTel service.name) made safe for
  * file names, log lines and backend tags: every byte outside [A-Za-z0-9._-] becomes '_'. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/page.h — the page size of this machine: mappings start at file offsets and addresses
  * that are multiples of it, for every process (it is the kernel's). Header only; includes no

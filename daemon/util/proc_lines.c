@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/proc_lines.c — the capped line reader (see proc_lines.h). Owns one buffer per open
  * file; must never grow it, never resynchronise inside a line, never print.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/proc_lines.h — reading text a target controls (/proc/PID/maps, status, cgroup, ...)
  * line by line with a cap: a line longer than its cap is consumed to its newline, counted

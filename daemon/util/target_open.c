@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/target_open.c — opening a file a target maps (see target_open.h). Must never open a
  * target-named path in the daemon's own mount namespace, never open anything but O_PATH

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/target_open.h — the one way the daemon opens a file a target process names (a file it
  * maps). The daemon runs as root beside processes any user controls, and everything about

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util/target_stats.h — what the daemon refused of the text and files a target process
  * names, by reason: one struct a caller owns (the module registry, the unwinder, the

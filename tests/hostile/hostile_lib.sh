@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # hostile_lib.sh — helpers for the hostile-target root tests (sourced, not run). On top of
 # daemon_lib.sh (OUT, ST, spawn, start_daemon, dstat, jfr_ok, ...):
 #   attacker_user              create this run's unprivileged user (ATK, ATK_UID, ATK_HOME);

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Hostile (issue 19 item 5): a target floods what BPF reports to the daemon. An unprivileged
 # user runs a program that publishes context (so the default daemon, mode = context, samples
 # it) and then, in three loops at once, dlopen()s/dlclose()s a library (each a pair of loader

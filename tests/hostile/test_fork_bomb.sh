@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Hostile (issue 19 item 5): a fork bomb of targets. An unprivileged user runs a program that
 # publishes context (the default daemon, mode = context, samples it, and its children as
 # they are forked), in which every process forks as fast as it can and each child exits after

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # daemon_lib.sh — helpers for the `ctxprof daemon` root tests (sourced, not run). On top of
 # sampler_lib.sh: OUT (output dir), ST (status file), start_daemon ARGS..., stop_daemon,
 # dstat KEY (a field of the daemon's status line), jfr_ok FILE (summary, print, print --json),

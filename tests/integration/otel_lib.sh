@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # otel_lib.sh — helpers of the OpenTelemetry context root tests (sourced after sampler_lib.sh):
 # what wl_otel (tests/workloads/wl_otel.c) publishes, and the checks on a folded file.
 TRACE_A=0af7651916cd43dd8448eb211c80319c

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """otlp_check.py MODE FILE.txt — reads an OTLP ExportProfilesServiceRequest as `protoc
 --decode` prints it (text format, decoded against the UPSTREAM .proto files by the caller)
 and checks or summarizes it. Python's standard library only.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # otlp_lib.sh — helpers for the OTLP tests (sourced after sampler_lib.sh or daemon_lib.sh):
 # skips (77) without protoc or the UPSTREAM opentelemetry-proto files (../shared/tools, or
 # $CTXPROF_TOOLS); T the tools, P the upstream .proto tree, CHECK otlp_check.py, and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """prom_check.py — the client side of test_daemon_metrics.sh (python3 standard library only).
 
   prom_check.py scrape URL        GET URL; check the status, the content type and the text

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # sampler_lib.sh — helpers shared by the sampler's root tests (sourced, not run).
 # Sets CTXPROF, WL (workload dir), TMP (removed at exit); fail() exits 1 with a message.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # ctxprof daemon crash recovery: a daemon killed with SIGKILL leaves NAME.jfr.part behind,
 # possibly with a partial chunk at its end (killed inside the append). The next daemon
 # started on the directory cuts such a file back to its complete chunks and renames it to

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # ctxprof daemon, split = process: two wl_attrib processes get their own rotated recordings
 # named ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ.jfr (.jfr.part while open, 0640), the status
 # file names each target's current file, a process that exits gets its file finished while

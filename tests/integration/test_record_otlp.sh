@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # OTLP profiles output (`-o FILE.otlp`): one ExportProfilesServiceRequest that protoc decodes
 # against the UPSTREAM opentelemetry-proto files (../shared/tools/otel-proto, not the
 # project's copy) and that keeps the dictionary's rules (zero values at index 0, indices in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # `ctxprof report --format collapsed|pprof|otlp|html -o OUT FILE.jfr` converts what the daemon
 # and `record -o FILE.jfr` write, with the sinks `record` writes directly. On one recording of
 # wl_attrib (labels phase=A/B, spans): protoc decodes the OTLP output against the UPSTREAM

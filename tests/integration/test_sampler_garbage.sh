@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # A target that scribbles garbage into its labelset (wild pointers, huge lengths,
 # count = 2^63, NULL keys, duplicates, invalid UTF-8) never crashes ctxprof and never yields
 # a wrong label: the only labels allowed are the ones wl_garbage documents.

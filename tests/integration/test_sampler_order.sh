@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Samples queued in the ring when their process execs or exits are resolved against the
 # image that took them: lifecycle events are handled only after every sample taken before
 # them (sampler.c, ordering).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # upload_lib.sh — helpers for the upload root tests (sourced after sampler_lib.sh or
 # daemon_lib.sh): a real HTTP receiver (upload_receiver.py, Python's standard library) on
 # 127.0.0.1 recording each accepted request under $RECV/req-N, its answer set by

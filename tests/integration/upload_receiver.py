@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """upload_receiver.py DIR [PORT] — a Pyroscope-like /ingest (and OTLP/HTTP
 /v1development/profiles) receiver for the upload tests.
 

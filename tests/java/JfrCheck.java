@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * JfrCheck — reads a JFR file with jdk.jfr.consumer.RecordingFile (the JDK's own parser) and
  * prints a canonical dump of what ctxprof wrote, for the C tests to compare against what they

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * PyroCheck — checks what Pyroscope gets from a ctxprof JFR file and its labels snapshot
  * (FILE.labels.pb, a LabelsSnapshot protobuf: contexts = map<int64, Context{map<int64,int64>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // RecordCheck — reads a JFR file written by `ctxprof record` with the JDK's own parser
 // (jdk.jfr.consumer.RecordingFile) and checks the attribution workload (wl_attrib): every
 // sample whose stack holds work_A carries label phase=A, spanId 0xA and localRootSpanId 0xA0

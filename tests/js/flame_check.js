@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // flame_check.js — opens a ctxprof HTML flame graph in headless Chromium (Debian's
 // /usr/bin/chromium, driven by playwright-core from node_modules) with every request that
 // is not file:// refused, and prints what the page shows as one JSON object:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The docs name every flag of every command and every daemon config key
 # (scripts/check-docs.sh), and the check can fail: a config key row taken out of
 # docs/daemon.md, a key planted in config.c, a flag erased from the docs and a flag planted in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The include rule (scripts/check-layers.sh) holds on daemon/, and the check can fail: an
 # upward include, an unqualified one and a cycle planted in a copy are each reported with
 # the offending file and line.

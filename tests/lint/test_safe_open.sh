@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Files a target names are opened only through util/target_open.h (scripts/check-target-opens.sh
 # with scripts/target-opens.allow), and the check can fail: a by-path open planted in the
 # module registration, a second open in the TLS locator (one allowed: /proc/PID/mem) and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Every source file names its folder's licence (scripts/spdx.sh --check), and the tool works
 # and can fail: in a planted tree, files without the line and one with the wrong licence are
 # named; --apply adds the right line in each file's comment syntax (after a shebang or a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The d3 / d3-flame-graph files the HTML page inlines (web/vendor/, see mk/75-html.mk) are the
 # ones package-lock.json pins: byte for byte what `npm ci` put in node_modules. After a version
 # bump in package.json this fails until `scripts/npm-deps.sh vendor` is run and committed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the packaging tests (sourced): owns the scratch directory, failure reporting and
 # the "normal build only" rule. Never installs outside its scratch directory.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # packaging/debian/control's Build-Depends are exactly the build set of scripts/deps.sh
 # (`make deps`: the base list and mk/*.pkgs) less build-essential, which Debian implies; and
 # the comparison can fail: a planted extra and a planted missing package are each named.

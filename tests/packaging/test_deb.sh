@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The Debian packages, built with the Debian tools (packaging/build-deb.sh: dpkg-buildpackage
 # -b from a staging copy, DEB_BUILD_OPTIONS=nocheck): package metadata (dpkg-deb -I), file
 # lists (dpkg-deb -c), then all three unpacked with dpkg -x into a scratch root: the binary

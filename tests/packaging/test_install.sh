@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # `make install` into a scratch DESTDIR with a non-default PREFIX: checks the installed tree
 # (binary, libctx and its symlinks, headers, libctx.pc with the right prefix, dynlist, unit,
 # config, docs), then compiles and links a small libctx program against the installed copy

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The Kubernetes sidecar example parsed with a real YAML parser (python3-yaml): one Pod with
 # shareProcessNamespace true, an application container and the ctxprof sidecar whose command
 # is the daemon with the packaged config, the capabilities the profiler needs (and no

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # packaging/debian/libctx1.symbols lists exactly what libctx.so.1 exports (its .dynsym, i.e.
 # libctx/libctx.map): a symbol exported but missing from the file would be versioned with
 # the Debian revision by dpkg-gensymbols (a lintian error) and applications using it would get

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jfr_check.h — test helper: runs the JDK on a JFR file (jfr summary, jfr print,
  * jfr print --json, and tests/java/JfrCheck through RecordingFile) and returns JfrCheck's

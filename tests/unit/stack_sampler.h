@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stack_sampler.h — test helper: starts a fixture process and takes "samples" of it the way
  * the BPF program does (registers + the user stack copied page by page from sp), using

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cfi_table.c — compact unwind rows from real files (Debian's libc, python3, the
  * fixtures): row counts, the PLT and outermost-frame patterns, and every lookup at thousands

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_collapsed.c — the collapsed-stack writer: aggregation by (process, thread, labels,
  * span, stack), labels sorted by key at the root and escaped (%XX), libctx's span mirror

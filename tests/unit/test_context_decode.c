@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_context_decode.c — the Custom Labels v1 reader rules and span checksum validation on
  * hand-built sample records (what the BPF program would copy, laid out as it does:

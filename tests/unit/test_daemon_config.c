@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_daemon_config.c — the daemon's library parts without BPF: config parsing (INI with
  * inline comments, bad values with their line, flags), container id matching, output file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_flame_html.c — the HTML flame graph writer (sink/flame_html.c): the page is the
  * embedded one with d3 and d3-flame-graph in it and the profile in its slot; equal (stack,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_host_facts.c — the host description the JFR files carry (sink/host_facts.c), probed
  * on this machine: the kernel from uname(2), hardware threads as /proc/cpuinfo lists them,

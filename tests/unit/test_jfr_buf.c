@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_jfr_buf.c — jfr/jfr_buf: the JFR primitive encodings byte for byte (compressed
  * integers with the raw 9th byte, big-endian fixed widths, tag-3 strings, padded varints that

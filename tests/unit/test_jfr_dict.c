@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_jfr_dict.c — the JFR writer's dictionaries (jfr/jfr_dict.c): the string table gives
  * one dense index per distinct byte string (embedded NULs and the empty string included),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_jfr_file.c — the chunk-level file (daemon/jfr/jfr_file.c): complete-prefix scan,
  * an in-place append whose error path cannot cut its bytes off (ftruncate fails), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_jfr_report.c — the JFR reader and `ctxprof report`: they read back what the writer
  * wrote (threads, stacks, labels, span ids), tolerate a trailing partial chunk, and survive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_jfr_writer.c — the JFR writer against the real JDK: every file written here must pass
  * jfr summary / print / print --json, and RecordingFile (tests/java/JfrCheck) must return

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ktrace_text.c — the BPF tracing machinery's kernel text from a kallsyms listing: each
  * range runs to the next symbol (aliases at one address included), only text symbols count,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_load_policy.c — the two host-protection rules: the sampling frequency cap
  * (engine/sample_rate.h) and the debuginfod policy (stack/debuginfod_policy.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_metrics_text.c — the Prometheus text writer (service/metrics_text.c), the listen
  * address parser and the endpoint (service/metrics_http.c): exact bytes for HELP/TYPE and

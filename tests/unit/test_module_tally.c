@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_module_tally.c — counts per module id: the top N by count (ties by id), bounded
  * memory with the overflow counted as `other`, an empty tally.

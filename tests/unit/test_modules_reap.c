@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_modules_reap.c — the module registry's lifetime (stack/modules.h): a module lives while
  * referenced, is kept dead until modules_reap is given a time after its death, then its id is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_offcpu_names.c — the pure parts of off-CPU profiling: the blocking function named
  * from a kernel stack as sched_switch's BPF program takes it (sink/blocked_in.c), the event

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_otel_decode.c — the OTEP 4947 reader rules on hand-built sample records (what
  * bpf/ctx_read.bpf.h would copy): valid flag, all-zero ids (attributes kept), the last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_otlp.c — the OTLP profiles encoder: the output decodes (protobuf-c, upstream schema)
  * to one resource per process (service.name, process.pid) with one profile, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_pb_nesting.c — engine/pb_nesting: a ProcessContext that protobuf-c itself packed passes;
  * values nested PB_NESTING_MAX deep pass and one level more is refused (-ELOOP), as are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_pprof.c — the pprof encoder: the gzip'd output decodes (zlib + protobuf-c) to one
  * sample per distinct (stack, context) with [count, count * period], the string table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_proc_maps.c — stack/proc_maps on this test's own process: the parser hands out every
  * line with its fields (permissions, offsets, special names, paths with spaces, deleted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_record_view.c — splitting variable-length sample records (ctxprof/sample.h) into their
  * parts: a well-formed record of each type tiles exactly, and every count or length that

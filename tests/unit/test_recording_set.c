@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_recording_set.c — the daemon's open recordings without BPF, in a real directory:
  * with split=process, a sample whose per-process file cannot be created goes to the shared

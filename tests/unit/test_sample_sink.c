@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sample_sink.c — engine/sample_sink.h's forwarder: it reaches the sink it points to as
  * that sink is at each sample (a sink set or replaced after the sampler was made is used),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sampling_names.c — the one table of event / call-graph / mode names
  * (engine/sampling_names.c): every name parses to its enum value and back, unknown and

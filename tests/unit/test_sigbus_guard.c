@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sigbus_guard.c — stack/sigbus_guard: a read of a file mapping past the end of a file
  * that shrank under us reads zeros and is counted instead of killing the process; a SIGBUS of

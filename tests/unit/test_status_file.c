@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_status_file.c — the daemon's status file format (service/status_file.c): a daemon
  * record and target records encoded, written atomically to a real file, read back and

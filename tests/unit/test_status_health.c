@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_status_health.c — the verdict of `ctxprof status` (service/status_health.c): what a
  * status file claims against a real child process that lives, is a zombie, is reaped, and

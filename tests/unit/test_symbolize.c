@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_symbolize.c — symbolization of real processes' frames: C++ demangling, inline frames
  * with file:line, unresolved frames keeping module+offset and build id, corrupt ELF files,

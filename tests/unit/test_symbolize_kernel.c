@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_symbolize_kernel.c — kernel frames (module CTXPROF_MODULE_KERNEL, offset = address)
  * are named from /proc/kallsyms. Plain program (not Criterion) so it can exit 77: when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_target_open.c — util/proc_lines, util/maps_line and util/target_open against real
  * files and this test's own mappings: a line longer than its cap is consumed whole, counted

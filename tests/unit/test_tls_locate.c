@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_tls_locate.c — the TLS locator and the reference reader against real processes:
  * fixture children (tests/fixtures/tls_fixture.c, built by mk/50-tlsloc.mk) publish known

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_trace_table.c — single-thread semantics of the trace table: dedup, id layout, drops
  * when full, epochs, preservation across rotations, liveness checkers, clearing, hazard-slot

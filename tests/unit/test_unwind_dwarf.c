@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_unwind_dwarf.c — DWARF unwinding of real stacks: fx_qsort (no frame pointers, hot path
  * in libc's qsort callback) is stopped at random moments with ptrace; its stack is copied

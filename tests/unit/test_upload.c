@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_upload.c — delivery's parts without a network: the [upload] / [upload.NAME]
  * settings (values, errors with their line), the on-disk spool in a real directory (entries

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_util.c — daemon/util/: the clocks agree with the kernel's, FNV-1a gives the published
  * test vectors, the page size is the kernel's, arrays grow by doubling and keep their contents (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tsan_metrics.c — the metrics endpoint under concurrency (also run under TSan): the
  * daemon's snapshot published from one thread while libmicrohttpd's thread renders it for

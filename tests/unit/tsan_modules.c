@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tsan_modules.c — the modules registry and the symbolizer are shared between the sampler's
  * consumer thread (registering files while resolving) and the writer thread (names). Here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tsan_trace_table.c — the trace table under concurrency (also built with TSan and ASan):
  * put threads store random stacks from a known set while one thread rotates continuously.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tsan_uploader.c — the uploader's threads: the main thread hands profiles over
  * (uploader_add) and reads the counters while the uploader's thread spools them and fails

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demo_app.c — the built-in demo workload for `make demo`: a pretend request server.
  * Worker threads take "requests" for three routes; each request gets a span (span id,

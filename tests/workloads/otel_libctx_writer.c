@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_libctx_writer.c — the otel_spec_writer.h interface implemented with libctx's public
  * API (ctx_set_trace, ctx_register_key, ctx_set_attr), so that wl_otel.c runs unchanged on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_spec_writer.c — the OTEP 4947 / OTEP 4719 writer of the tests (see otel_spec_writer.h),
  * from the specs' text: the TLS pointer otel_thread_ctx_v1 (exported: .dynsym), two records

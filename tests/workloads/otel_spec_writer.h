@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * otel_spec_writer.h — a writer of the OpenTelemetry thread context (OTEP 4947,
  * otel_thread_ctx_v1) and process context (OTEP 4719, the OTEL_CTX mapping) written from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_attrib.c — attribution workload for the sampler tests and benchmarks. Threads alternate
  * between work_A (under label phase=A and span 0xA / root 0xA0) and work_B (phase=B, span

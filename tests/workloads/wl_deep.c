@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_deep.c — a stack deeper than the 16 KiB --call-graph dwarf copies: main -> descend ->
  * ... (DEPTH frames of ~240 bytes: fewer than 128 fit in the copy) -> spin. DWARF unwinding

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_exec.c — exec workload for the sampler's ordering tests: a process that alternates
  * between two executables by exec'ing, burning CPU in a function named after the image that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_garbage.c — a hostile Custom Labels writer for the sampler's robustness test. It cycles
  * custom_labels_current_set through garbage (wild pointers, huge lengths, count = 2^63, NULL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_offcpu.c — off-CPU workload for tests/integration/test_offcpu*.sh and the off-CPU bench.
  * Each worker thread sets its label op=KIND and span (SPAN_BASE + k, root SPAN_BASE) once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wl_otel.c — OpenTelemetry context workload (tests/integration/test_otel_*.sh, make bench).
  * Its threads alternate between work_A (trace A, span A, attributes A) and work_B (trace B,
