@@ -34,3 +34,22 @@ void frame_names_sym_free(struct frame_names_sym *s)
         symbolizer_free(s->sym);
         s->sym = NULL;
 }
+
+int frame_names_lookup(const struct frame_names *n, const struct ctxprof_frame *fr,
+                       struct sym_frame *out, int max)
+{
+        int got;
+
+        if (max < 1)
+                return 0;
+        if (fr->module_id == PSEUDO_MODULE) {
+                out[0] = (struct sym_frame){
+                    .function = fr->offset == PSEUDO_TRUNCATED ? "[truncated]" : "[no stack]",
+                    .line = -1};
+                return 1;
+        }
+        got = n->frame ? n->frame(n->ctx, fr, out, max) : 0;
+        if (got < 1 || !out[got - 1].function)
+                return got == -ENOMEM ? -ENOMEM : 0;
+        return got;
+}

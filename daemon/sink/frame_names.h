@@ -25,6 +25,17 @@ struct frame_names {
         int (*module)(void *ctx, uint32_t module_id, struct module_info *out);
 };
 
+/* Pseudo frames of the outputs built from the collapsed table (pprof, OTLP): keyed like
+ * frames, module PSEUDO_MODULE, offset what they stand for. */
+#define PSEUDO_MODULE    UINT32_MAX
+#define PSEUDO_TRUNCATED 1 /* "[truncated]": the unwinder stopped early */
+#define PSEUDO_NO_STACK  2 /* "[no stack]" */
+
+/* fr's names (innermost inline first) into out, a pseudo frame's too: their count (>= 1),
+ * 0 when fr has no name, -ENOMEM. */
+int frame_names_lookup(const struct frame_names *n, const struct ctxprof_frame *fr,
+                       struct sym_frame *out, int max);
+
 /* A recording's names: a symbolizer over its modules. */
 struct frame_names_sym {
         struct symbolizer *sym;

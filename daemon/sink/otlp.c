@@ -15,21 +15,18 @@
 #include "sink/otlp.h"
 #include "util/idmap.h"
 
-#define SPAN_HEX_LEN     16
-#define TRACE_ID_BYTES   16
-#define SPAN_ID_BYTES    8
-#define PID_KEY_LEN      sizeof(uint32_t)
-#define SCOPE_NAME       "ctxprof"
-#define KEY_THREAD       "thread.name"
-#define KEY_SPAN         "span_id"
-#define KEY_TRACE        "trace_id"
-#define KEY_BUILD_ID     "process.executable.build_id.gnu"
-#define KEY_FRAME_TYPE   "profile.frame.type"
-#define KEY_SERVICE      "service.name"
-#define KEY_PID          "process.pid"
-#define PSEUDO_MODULE    UINT32_MAX /* pseudo frames, keyed like frames (as in pprof.c) */
-#define PSEUDO_TRUNCATED 1
-#define PSEUDO_NO_STACK  2
+#define SPAN_HEX_LEN   16
+#define TRACE_ID_BYTES 16
+#define SPAN_ID_BYTES  8
+#define PID_KEY_LEN    sizeof(uint32_t)
+#define SCOPE_NAME     "ctxprof"
+#define KEY_THREAD     "thread.name"
+#define KEY_SPAN       "span_id"
+#define KEY_TRACE      "trace_id"
+#define KEY_BUILD_ID   "process.executable.build_id.gnu"
+#define KEY_FRAME_TYPE "profile.frame.type"
+#define KEY_SERVICE    "service.name"
+#define KEY_PID        "process.pid"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
     Request;
@@ -245,18 +242,10 @@ static int32_t function(struct builder *b, const char *name, const char *file)
 static int location_lines(struct builder *b, Location *loc, const struct ctxprof_frame *fr)
 {
         struct sym_frame out[SYM_MAX_INLINE];
-        int n;
+        int n = frame_names_lookup(b->names, fr, out, SYM_MAX_INLINE);
 
-        if (fr->module_id == PSEUDO_MODULE) {
-                out[0] = (struct sym_frame){
-                    .function = fr->offset == PSEUDO_TRUNCATED ? "[truncated]" : "[no stack]",
-                    .line = -1};
-                n = 1;
-        } else {
-                n = b->names->frame ? b->names->frame(b->names->ctx, fr, out, SYM_MAX_INLINE) : 0;
-                if (n < 1 || !out[n - 1].function)
-                        return n == -ENOMEM ? -ENOMEM : 0;
-        }
+        if (n < 1)
+                return n;
         loc->lines = calloc((size_t)n, sizeof(*loc->lines));
         if (!loc->lines)
                 return -ENOMEM;

@@ -19,9 +19,6 @@
 
 #define SPAN_HEX_LEN 16
 /* Pseudo frames, keyed like frames with a module id no real frame has. */
-#define PSEUDO_MODULE    UINT32_MAX
-#define PSEUDO_TRUNCATED 1
-#define PSEUDO_NO_STACK  2
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__ValueType ValueType;
@@ -120,18 +117,10 @@ static int64_t function(struct builder *b, const char *name, const char *file)
 static int location_lines(struct builder *b, Location *loc, const struct ctxprof_frame *fr)
 {
         struct sym_frame out[SYM_MAX_INLINE];
-        int n;
+        int n = frame_names_lookup(b->names, fr, out, SYM_MAX_INLINE);
 
-        if (fr->module_id == PSEUDO_MODULE) {
-                out[0] = (struct sym_frame){
-                    .function = fr->offset == PSEUDO_TRUNCATED ? "[truncated]" : "[no stack]",
-                    .line = -1};
-                n = 1;
-        } else {
-                n = b->names->frame ? b->names->frame(b->names->ctx, fr, out, SYM_MAX_INLINE) : 0;
-                if (n < 1 || !out[n - 1].function)
-                        return n == -ENOMEM ? -ENOMEM : 0;
-        }
+        if (n < 1)
+                return n;
         loc->line = calloc((size_t)n, sizeof(*loc->line));
         if (!loc->line)
                 return -ENOMEM;
