@@ -55,6 +55,9 @@ const volatile __u32 follow_children = 0; /* 1: processes forked by targets beco
 const volatile __u64 wakeup_bytes = 256 * 1024;
 const volatile __u32 notify_exec_all = 0; /* 1 (daemon): report every exec to user space */
 const volatile __u32 self_tgid = 0;       /* never reported: ctxprof itself */
+/* 1: the context filter keeps only samples with context (engine/context_filter.h,
+ * context_filter_needs_context), so a sample that read none is dropped here, before the ring */
+const volatile __u32 filter_needs_context = 0;
 /* Sidecar: when pidns_ino != 0, every pid (map keys, records) is the one seen in that PID
  * namespace (st_dev/st_ino of the daemon's /proc/self/ns/pid); tasks outside it are ignored. */
 const volatile __u64 pidns_dev = 0;
@@ -541,6 +544,15 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         pos = take_stacks(ctx, r, buf->b, pos, kunwind_regs(ctx, r, d), tgid, c, 1,
                           kernel_stacks && !arch_user_mode(ctx), 0, 0);
         pos = read_context(r, buf->b, pos, t, tgid, c);
+        /* No context source was read (and none is pending, which the daemon holds back and
+         * counts on its own): whatever the daemon would decode has no span and no label, so
+         * a filter that needs context drops it. Counted, never sent. */
+        if (filter_needs_context &&
+            !(r->flags & (CTXPROF_SF_SPAN_READ | CTXPROF_SF_LABELSET | CTXPROF_SF_OTEL |
+                          CTXPROF_SF_PENDING | CTXPROF_SF_TLS_STALE))) {
+                count(c, CTXPROF_CNT_FILTERED);
+                return 0;
+        }
         if (d)
                 pos = copy_user_stack(d, buf->b, pos, c);
         if (send_record(r, pos, sizeof(*buf), c))

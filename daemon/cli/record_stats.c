@@ -80,9 +80,10 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
         print_unwind_stops(s);
         if (st.filtered)
                 fprintf(stderr,
-                        "ctxprof: context filter (--filter): %llu of the %llu samples received "
-                        "did not match and were not recorded\n",
-                        (unsigned long long)st.filtered, (unsigned long long)st.received);
+                        "ctxprof: context filter (--filter): %llu samples did not match and were "
+                        "not recorded (%llu of them in BPF, before the ring; %llu received)\n",
+                        (unsigned long long)st.filtered, (unsigned long long)st.filtered_in_kernel,
+                        (unsigned long long)st.received);
         if (st.hook.kind != LOAD_HOOK_UPROBE || st.events_limited || st.exec_events_limited ||
             st.targets_full)
                 fprintf(stderr,
@@ -309,6 +310,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "received_bytes", st.received_bytes); /* ring bytes those records took */
         num(f, "with_context", st.with_context);
         num(f, "filtered", st.filtered);
+        num(f, "filtered_in_kernel", st.filtered_in_kernel);
         num(f, "lost", st.lost);
         num(f, "not_read_at_stop", st.stop_discarded);
         num(f, "no_stack", st.no_stack);

@@ -151,3 +151,14 @@ int context_filter_match(const struct context_filter *f, const struct decoded_sa
                         return 0;
         return 1;
 }
+
+int context_filter_needs_context(const struct context_filter *f)
+{
+        for (unsigned i = 0; i < f->n; i++) {
+                const struct context_filter_term *t = &f->t[i];
+
+                if (t->kind == CONTEXT_FILTER_HAS_NO_CONTEXT ? t->negate : !t->negate)
+                        return 1;
+        }
+        return 0;
+}

@@ -51,6 +51,11 @@ struct context_filter {
  * more than CONTEXT_FILTER_MAX_TERMS in all. On error f is unchanged. */
 int context_filter_add(struct context_filter *f, const char *spec, const char **why);
 
+/* 1 when a sample without any context (no span, no label) fails f: some term needs a span
+ * or a label (has-context, KEY, KEY=VALUE, !has-no-context). Then BPF drops the samples that
+ * read no context source at all, before they take ring space. */
+int context_filter_needs_context(const struct context_filter *f);
+
 /* 1 when s passes every term of f (always with no terms), else 0. */
 int context_filter_match(const struct context_filter *f, const struct decoded_sample *s);
 

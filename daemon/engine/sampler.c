@@ -901,6 +901,7 @@ static int sampler_open_bpf(struct sampler *s)
         s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
         s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
+        s->skel->rodata->filter_needs_context = context_filter_needs_context(&o->filter);
         s->skel->rodata->self_tgid = (__u32)getpid();
         /* In a PID namespace other than the host's (a sidecar), BPF translates every pid to
          * the ones this process sees in /proc. */
@@ -1302,6 +1303,8 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 out->exec_events_limited = sum[CTXPROF_CNT_EXEC_LIMITED];
                 out->targets_full += sum[CTXPROF_CNT_TARGETS_FULL];
                 out->dl_notify = sum[CTXPROF_CNT_DL_NOTIFY];
+                out->filtered_in_kernel = sum[CTXPROF_CNT_FILTERED];
+                out->filtered += out->filtered_in_kernel;
         }
         if (s->hook)
                 load_hook_stats(s->hook, &out->hook);

@@ -99,14 +99,15 @@ struct sampler_stats {
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */
         uint64_t bpf_run_ns, bpf_run_cnt;
         /* from ingestion */
-        uint64_t received;         /* sample records consumed */
-        uint64_t received_bytes;   /* bytes of those records (ring use per sample) */
-        uint64_t with_context;     /* samples with a valid span or at least one label */
-        uint64_t filtered;         /* dropped by the context filter (opts.filter) */
-        uint64_t no_stack;         /* samples with no frame at all */
-        uint64_t unwind_errors;    /* dwarf_unwind failures (fell back to the FP stack) */
-        uint64_t unwind_truncated; /* dwarf_unwind stopped before the outermost frame */
-        uint64_t bad_records;      /* records of unexpected size/type */
+        uint64_t received;           /* sample records consumed */
+        uint64_t received_bytes;     /* bytes of those records (ring use per sample) */
+        uint64_t with_context;       /* samples with a valid span or at least one label */
+        uint64_t filtered;           /* dropped by the context filter (opts.filter), in all */
+        uint64_t filtered_in_kernel; /* ... of those, in BPF: no context read, never received */
+        uint64_t no_stack;           /* samples with no frame at all */
+        uint64_t unwind_errors;      /* dwarf_unwind failures (fell back to the FP stack) */
+        uint64_t unwind_truncated;   /* dwarf_unwind stopped before the outermost frame */
+        uint64_t bad_records;        /* records of unexpected size/type */
         uint64_t sink_errors;
         /* samples that lost a new stack / label set / thread to a sink's store bound (the sum
          * over processes; SAMPLE_SINK_*_REFUSED) */

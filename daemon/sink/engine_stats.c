@@ -13,7 +13,7 @@ void engine_stats_get(struct sampler *s, struct jfr_sink_engine_counters *out)
         *out = (struct jfr_sink_engine_counters){
             /* what reached the sink: not the samples held back before a location, nor those
              * the context filter dropped */
-            .samples = st.received - st.ctx_missing.pending - st.filtered,
+            .samples = st.received - st.ctx_missing.pending - (st.filtered - st.filtered_in_kernel),
             .filtered = st.filtered,
             .lost = st.lost,
             .torn_span_reads = st.ctx.torn_spans,

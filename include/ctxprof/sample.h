@@ -293,6 +293,7 @@ enum ctxprof_counter {
         CTXPROF_CNT_EXEC_LIMITED, /* EXEC_OTHER events over a budget: not sent */
         CTXPROF_CNT_TARGETS_FULL, /* a target's child not made a target: `targets` full */
         CTXPROF_CNT_DL_NOTIFY,    /* library-load hook hits in targets (uprobe or sys_exit) */
+        CTXPROF_CNT_FILTERED,     /* no context source read and the filter needs one: not sent */
         CTXPROF_CNT_MAX,
 };
 

@@ -64,7 +64,9 @@ c_all=$(label_count "$TMP/all.rep" route /checkout)
 n_co=$(total "$TMP/co.rep")
 c_co=$(label_count "$TMP/co.rep" route /checkout)
 filtered=$(stat_json .filtered "$TMP/co.json")
-received=$(($(stat_json .received "$TMP/co.json") - $(stat_json .ctx_missing.before_location "$TMP/co.json")))
+# taken = received + dropped in BPF (no context read: the filter needs context)
+received=$(($(stat_json .received "$TMP/co.json") + $(stat_json .filtered_in_kernel "$TMP/co.json") -
+	$(stat_json .ctx_missing.before_location "$TMP/co.json")))
 written=$(stat_json .jfr.samples_written "$TMP/co.json")
 echo "unfiltered: $n_all samples, route=/checkout $c_all; filtered: $n_co samples" \
 	"(route=/checkout $c_co, values of route $(label_values "$TMP/co.rep" route)), filtered" \
@@ -119,7 +121,8 @@ folded() { # NAME FILTER-ARGS...
 	cp "$TMP/stats.json" "$TMP/$name.json"
 	echo "$name: $(count "$TMP/$name.txt" .) samples kept, $(stat_json .filtered) filtered"
 }
-kept_minus() { echo $(($(stat_json .received "$1") - $(stat_json .ctx_missing.before_location "$1") - $(stat_json .filtered "$1"))); }
+kept_minus() { echo $(($(stat_json .received "$1") + $(stat_json .filtered_in_kernel "$1") -
+	$(stat_json .ctx_missing.before_location "$1") - $(stat_json .filtered "$1"))); }
 folded notfree --filter '!tier=free'
 [ "$(count "$TMP/notfree.txt" ';tier=free;')" = 0 ] || fail "!tier=free kept tier=free samples"
 [ "$(count "$TMP/notfree.txt" ';tier=(pro|enterprise);')" -gt 0 ] || fail "!tier=free kept no pro/enterprise"
@@ -135,12 +138,17 @@ folded ctx --filter has-context
 [ "$(count "$TMP/ctx.txt" .)" = "$(count "$TMP/ctx.txt" ';route=[^;]*;tier=')" ] ||
 	fail "has-context kept a sample without labels"
 # exact: has-context drops the samples without context, nothing else
-no_ctx=$(($(stat_json .received) - $(stat_json .ctx_missing.before_location) - $(stat_json .with_context)))
+no_ctx=$(($(stat_json .received) + $(stat_json .filtered_in_kernel) -
+	$(stat_json .ctx_missing.before_location) - $(stat_json .with_context)))
 [ "$(stat_json .filtered)" = "$no_ctx" ] ||
 	fail "has-context filtered $(stat_json .filtered), not the $no_ctx without context"
 
 [ "$(count "$TMP/ctx.txt" "^bash-$busy;")" = 0 ] || fail "has-context kept the shell loop"
 [ "$(stat_json .filtered)" -gt 0 ] || fail "has-context filtered nothing (the shell loop has no context)"
+# the shell loop reads no context at all: BPF drops its samples before the ring
+[ "$(stat_json .filtered_in_kernel)" -gt 0 ] || fail "has-context: nothing dropped in BPF"
+[ "$(stat_json .filtered_in_kernel "$TMP/notfree.json")" = 0 ] ||
+	fail "!tier=free needs no context, yet BPF dropped samples"
 
 folded noctx --filter has-no-context
 [ "$(count "$TMP/noctx.txt" '=')" = 0 ] || fail "has-no-context kept a labelled sample"

@@ -186,3 +186,29 @@ Test(context_filter, too_many_terms)
         cr_assert_eq(context_filter_add(&f, "b", NULL), 0);
         cr_assert_eq(f.n, CONTEXT_FILTER_MAX_TERMS);
 }
+
+/* Which filters let BPF drop a sample that read no context (none can keep it). */
+Test(context_filter, needs_context)
+{
+        static const struct {
+                const char *spec;
+                int needs;
+        } cases[] = {
+            {"has-context", 1},     {"!has-no-context", 1},  {"route", 1},
+            {"route=/checkout", 1}, {"!tier=free,route", 1}, {"has-no-context", 0},
+            {"!has-context", 0},    {"!route", 0},           {"!tier=free", 0},
+        };
+        struct context_filter none = {0};
+
+        cr_assert_eq(context_filter_needs_context(&none), 0, "no terms keep everything");
+        for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct context_filter f = {0};
+
+                cr_assert_eq(context_filter_add(&f, cases[i].spec, NULL), 0, "%s", cases[i].spec);
+                cr_assert_eq(context_filter_needs_context(&f), cases[i].needs, "%s", cases[i].spec);
+                /* the rule it stands for: a sample without context fails f */
+                struct decoded_sample s = {0};
+                cr_assert_eq(!context_filter_match(&f, &s), cases[i].needs, "%s: match",
+                             cases[i].spec);
+        }
+}
