@@ -32,6 +32,7 @@
 
 #define PROCESS_TABLE_CAPACITY 4096  /* distinct stacks per chunk of one process */
 #define GONE_GRACE_MS          1000  /* see the file comment */
+#define IDENTITY_CACHE         16    /* identities of finished per-process files kept */
 #define ALIVE_CHECK_MS         250   /* how often per-process targets are checked */
 #define OPEN_RETRY_MS          10000 /* after a failed open: no new file for this long */
 #define OVERFLOW_LOG_MS        60000 /* "too many processes" at most this often */
@@ -80,6 +81,15 @@ struct recording_set {
         uint64_t overflow_logged_ms, alive_checked_ms;
         struct recording_set_counters c; /* files finished so far (+ sample counters) */
         int dfd; /* the output directory (output_dir_open), -1 until opened */
+        /* split=process: the identities of the last per-process files finished. A process's
+         * next file (after a rotation, or for samples it took just before it exited, handled
+         * after) keeps its name and tags though /proc/PID may no longer say them. */
+        struct {
+                pid_t pid;
+                char process[CTXPROF_COMM_LEN + 1];
+                struct workload_identity id;
+        } closed[IDENTITY_CACHE];
+        unsigned closed_next;
 };
 
 __attribute__((format(printf, 3, 4))) static void logr(struct recording_set *rs, int level,
@@ -152,6 +162,29 @@ static int out_dir(struct recording_set *rs)
         return rs->dfd;
 }
 
+/* 1 and *id when a file of this process (same pid, same process name: no exec since) was
+ * finished lately; the entry is used up. */
+static int cached_identity(struct recording_set *rs, pid_t pid, const char *process,
+                           struct workload_identity *id)
+{
+        for (unsigned i = 0; i < IDENTITY_CACHE; i++)
+                if (rs->closed[i].pid == pid && !strcmp(rs->closed[i].process, process)) {
+                        *id = rs->closed[i].id;
+                        rs->closed[i].pid = 0;
+                        return 1;
+                }
+        return 0;
+}
+
+static void cache_identity(struct recording_set *rs, const struct recording *r)
+{
+        unsigned i = rs->closed_next++ % IDENTITY_CACHE;
+
+        rs->closed[i].pid = r->pid;
+        snprintf(rs->closed[i].process, sizeof(rs->closed[i].process), "%s", r->process);
+        rs->closed[i].id = r->id;
+}
+
 static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process,
                     const char *service)
 {
@@ -171,7 +204,9 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
         if (pid) {
                 /* the target's own strings: made safe for file names, logs and upload tags */
-                workload_identity_read(pid, service, r->process, rs->host, &r->id, rs->o.target);
+                if (!cached_identity(rs, pid, r->process, &r->id))
+                        workload_identity_read(pid, service, r->process, rs->host, &r->id,
+                                               rs->o.target);
                 command_of(&r->id, r->comm, sizeof(r->comm));
         } else {
                 memset(&r->id, 0, sizeof(r->id));
@@ -326,6 +361,7 @@ static int close_proc(struct recording_set *rs, unsigned i,
         struct recording *r = rs->procs[i];
         int err = close_rec(rs, r, now);
 
+        cache_identity(rs, r);
         rs->procs[i] = rs->procs[--rs->nprocs];
         rs->procs[rs->nprocs] = NULL;
         if (rs->last == r)
