@@ -41,13 +41,17 @@
 #include "engine/procs.h"
 #include "tls/tls_locate.h"
 
-#define TLS_RETRY_FAST_NS  20000000ull   /* 20 ms: just started or exec'ed (loader running) */
-#define TLS_RETRY_SLOW_NS  2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
-#define TLS_FAST_WINDOW_NS 3000000000ull /* retry fast for this long after start or exec */
-#define TLS_MAX_ERRORS     20
-#define PROC_KEEP_DEAD_NS  1000000000ull /* a dead entry's slot is reused after this */
-#define NS_PER_MS          1000000ull
-#define TLS_PENDING_MAX_NS 200000000ull /* 200 ms: a pending mark outlives no longer */
+#define TLS_RETRY_FAST_NS 20000000ull /* 20 ms: just started or exec'ed (loader running) */
+/* 2 ms: not relocated yet while the process's samples are held back (pending). Nothing says
+ * when ld.so has relocated: the library-load uprobe fires before it does (glibc notifies
+ * RT_CONSISTENT first), and only the sys_exit fallback saw its RELRO mprotect. */
+#define TLS_RETRY_PENDING_NS 2000000ull
+#define TLS_RETRY_SLOW_NS    2000000000ull /* 2 s: nothing found yet (a dlopen may come) */
+#define TLS_FAST_WINDOW_NS   3000000000ull /* retry fast for this long after start or exec */
+#define TLS_MAX_ERRORS       20
+#define PROC_KEEP_DEAD_NS    1000000000ull /* a dead entry's slot is reused after this */
+#define NS_PER_MS            1000000ull
+#define TLS_PENDING_MAX_NS   200000000ull /* 200 ms: a pending mark outlives no longer */
 
 int procs_init(struct procs *t, struct modules *modules)
 {
@@ -243,8 +247,9 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 return;
         }
         if (err == -EAGAIN) {
-                /* ld.so has not relocated yet: its RELRO mprotect will wake us again. */
-                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                /* ld.so has not relocated yet: look again soon, sooner while samples wait */
+                p->tls_next_ns =
+                    now + (p->pending_since_ns ? TLS_RETRY_PENDING_NS : TLS_RETRY_FAST_NS);
                 if (p->pending_since_ns && now - p->pending_since_ns > TLS_PENDING_MAX_NS)
                         proc_end_pending(t, p);
                 return;
