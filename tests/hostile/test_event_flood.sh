@@ -49,5 +49,7 @@ flood() { # HOOK: default | sys_exit
 flood default
 flood sys_exit
 # everything recorded before and during the floods is readable
-for f in "$OUT"/*.jfr; do jfr_ok "$f" >/dev/null; done
+for f in "$OUT"/*.jfr; do
+	(jfr_ok "$f") >"$TMP/jfr_ok.out" 2>&1 || { cat "$TMP/jfr_ok.out"; fail "$f is not readable"; }
+done
 echo PASS

@@ -111,7 +111,7 @@ jfr_ok() {
 	jfr summary "$1" >"$TMP/summary.txt" 2>&1 || { cat "$TMP/summary.txt"; fail "jfr summary $1 failed"; }
 	grep -qi 'error\|exception' "$TMP/summary.txt" && { cat "$TMP/summary.txt"; fail "jfr summary $1 reported an error"; }
 	jfr print "$1" >"$TMP/print.txt" 2>&1 || { tail -5 "$TMP/print.txt"; fail "jfr print $1 failed"; }
-	grep -q -i -E '^error|exception' "$TMP/print.txt" && { grep -i -E -m3 '^error|exception' "$TMP/print.txt"; fail "jfr print $1 reported an error"; }
+	grep -q -E "$JFR_ERROR_RE" "$TMP/print.txt" && { grep -E -m3 "$JFR_ERROR_RE" "$TMP/print.txt"; fail "jfr print $1 reported an error"; }
 	jfr print --json "$1" >"$TMP/print.json" 2>&1 || { tail -5 "$TMP/print.json"; fail "jfr print --json $1 failed"; }
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/print.json" ||
 		fail "jfr print --json $1 is not valid JSON"

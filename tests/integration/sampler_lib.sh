@@ -34,6 +34,10 @@ oracle_verdict() {
 [ -x "$CTXPROF" ] || fail "no $CTXPROF (run make)"
 [ "$(id -u)" = 0 ] || skip "needs root"
 [ -r /sys/kernel/btf/vmlinux ] || skip "needs kernel BTF"
+# What the JDK's jfr tool prints when it fails, and nothing a recording holds: its own error
+# lines and Java exceptions (java.io.IOException: ..., Exception in thread ...). Not any line
+# with "exception" in it: `jfr print` shows frame names such as _dl_catch_exception().
+JFR_ERROR_RE='^[Ee]rror|^Exception in thread|^[a-z]+(\.[A-Za-z0-9_$]+)+(Exception|Error)(:|$)'
 # ctxprof record ARGS under `timeout SECONDS`, its stdout (the output of a -- COMMAND) in
 # $TMP/o, its stderr in $TMP/e (and printed), its counters in $TMP/stats.json (--stats-json;
 # read them with stat_json): fails the test unless it exits 0. Variables set before the call

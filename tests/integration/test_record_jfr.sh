@@ -13,8 +13,8 @@ jdk_reads() { # file: every JDK view of the file must work
 	for v in summary print "print --json"; do
 		# shellcheck disable=SC2086
 		jfr $v "$f" >"$TMP/jfr.out" 2>&1 || { tail -5 "$TMP/jfr.out"; fail "jfr $v $f failed"; }
-		if grep -q -i -E 'exception|^error' "$TMP/jfr.out"; then
-			grep -i -E -m3 'exception|^error' "$TMP/jfr.out"
+		if grep -q -E "$JFR_ERROR_RE" "$TMP/jfr.out"; then
+			grep -E -m3 "$JFR_ERROR_RE" "$TMP/jfr.out"
 			fail "jfr $v $f reported an error"
 		fi
 	done
