@@ -439,7 +439,14 @@ static int write_converted(const struct converted *cv, const char *out)
         return 1;
 }
 
-static int cmd_report(int argc, char **argv)
+/* What the flags ask for. */
+struct report_args {
+        int top, depth, html;
+        const char *out, *format, *path;
+};
+
+/* Parse stage: -1 and *a on success, else the exit status (usage printed). */
+static int parse_report_args(int argc, char **argv, struct report_args *a)
 {
         static const struct option opts[] = {
             {"top", required_argument, NULL, 't'},
@@ -450,30 +457,31 @@ static int cmd_report(int argc, char **argv)
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0},
         };
-        int top = 10, depth = 6, c, html = 0;
-        const char *out = NULL, *format = NULL;
+        int c;
+
+        *a = (struct report_args){.top = 10, .depth = 6};
         optind = 1;
         while ((c = getopt_long(argc, argv, "t:d:o:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 't':
-                        top = atoi(optarg);
+                        a->top = atoi(optarg);
                         break;
                 case 'd':
-                        depth = atoi(optarg);
+                        a->depth = atoi(optarg);
                         break;
                 case 'H':
-                        html = 1;
+                        a->html = 1;
                         break;
                 case 'F':
-                        format = optarg;
-                        if (!strcmp(format, "html"))
-                                html = 1;
-                        else if (strcmp(format, "collapsed") && strcmp(format, "pprof") &&
-                                 strcmp(format, "otlp"))
+                        a->format = optarg;
+                        if (!strcmp(a->format, "html"))
+                                a->html = 1;
+                        else if (strcmp(a->format, "collapsed") && strcmp(a->format, "pprof") &&
+                                 strcmp(a->format, "otlp"))
                                 return usage(stderr);
                         break;
                 case 'o':
-                        out = optarg;
+                        a->out = optarg;
                         break;
                 case 'h':
                         return usage(stdout);
@@ -481,9 +489,23 @@ static int cmd_report(int argc, char **argv)
                         return usage(stderr);
                 }
         }
-        if (optind != argc - 1 || top <= 0 || depth <= 0 || (out && !html && !format))
+        if (optind != argc - 1 || a->top <= 0 || a->depth <= 0 ||
+            (a->out && !a->html && !a->format))
                 return usage(stderr);
-        const char *path = argv[optind];
+        a->path = argv[optind];
+        return -1;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+        struct report_args a;
+        int parsed = parse_report_args(argc, argv, &a);
+
+        if (parsed >= 0)
+                return parsed;
+        int top = a.top, depth = a.depth, html = a.html;
+        const char *out = a.out, *format = a.format;
+        const char *path = a.path;
         struct jfr_reader *r;
         uint64_t torn;
         if (check_file(path, &torn))
