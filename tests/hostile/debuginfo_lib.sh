@@ -111,47 +111,6 @@ attacker_fifo() { # PATH
 	as_attacker mkfifo -m 0666 "$1" || fail "cannot create $1"
 	FIFOS="$FIFOS $1"
 }
-# Who opens a planted file: like hostile_lib.sh's watch_opens (whose inotify cannot tell), but
-# with fanotify, which names the opening process: a test running beside another profiler on
-# the same host (which symbolizes the attacker's process too) must blame only the daemon it
-# runs. Each open is logged "opened PATH by PID (COMM)" in WATCH_LOG.
-watch_opens_by() { # PATH...
-	python3 - "$@" >"$WATCH_LOG" 2>&1 <<'PY' &
-import ctypes, os, select, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64, ctypes.c_int,
-                               ctypes.c_char_p]
-FAN_REPORT_FID, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD = 0x200, 1, 0x20, -100
-groups = {}
-for p in sys.argv[1:]:  # one group per file: FID events carry a handle, not a path
-    fd = libc.fanotify_init(FAN_REPORT_FID, os.O_RDONLY)
-    if fd < 0 or libc.fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD, p.encode()) < 0:
-        print("cannot watch", p, os.strerror(ctypes.get_errno()), flush=True)
-        sys.exit(1)
-    groups[fd] = p
-print("watching", len(groups), flush=True)
-while True:
-    for fd in select.select(list(groups), [], [])[0]:
-        buf, i = os.read(fd, 4096), 0
-        while i + 24 <= len(buf):
-            ln, _, _, _, _, _, pid = struct.unpack_from("IBBHQii", buf, i)
-            try:
-                comm = open("/proc/%d/comm" % pid).read().strip()
-            except OSError:
-                comm = "?"
-            print("opened", groups[fd], "by", pid, "(%s)" % comm, flush=True)
-            i += ln
-PY
-	WATCH_PID=$!
-	wait_for 10 "the open watcher" grep -q '^watching' "$WATCH_LOG"
-}
-assert_not_opened_by_daemon() {
-	grep '^opened' "$WATCH_LOG" | grep -v " by $DPID " | sed 's/^/note: not the daemon under test: /'
-	if grep " by $DPID " "$WATCH_LOG"; then
-		fail "the daemon opened a planted file (see above)"
-	fi
-	grep -q '^watching' "$WATCH_LOG" || fail "the open watcher stopped: $(cat "$WATCH_LOG")"
-}
 # true when the daemon holds FILE open (a completed open; a blocked one: daemon_in_fifo_open)
 daemon_has_open() { # FILE
 	local l
@@ -179,7 +138,7 @@ debuginfo_setup() {
 debuginfo_attack() { # APP FILE...
 	local app=$1 f
 	shift
-	watch_opens_by "$@"
+	watch_opens "$@"
 	spawn_attacker "$app" 0 1
 	ATTACKER=$SPAWNED
 	wait_symbolized "$ATTACKER"
@@ -190,7 +149,7 @@ debuginfo_attack() { # APP FILE...
 		fifo_no_reader "$f" ||
 			echo "note: $f had a reader, not the daemon under test (another profiler on this host)"
 	done
-	assert_not_opened_by_daemon
+	assert_not_opened
 	assert_rate_kept
 	assert_fresh
 	stop_within 10
