@@ -176,12 +176,16 @@ static void bpf_cost(const struct daemon_metrics_snapshot *s, struct metrics_tex
                          "Invocations of the sampling BPF program (only while "
                          "kernel.bpf_stats_enabled = 1).",
                          s->st.bpf_run_cnt);
-        if (s->st.samples)
-                metrics_text_one(t, "ctxprof_bpf_ns_per_sample", METRICS_GAUGE,
-                                 "BPF run time divided by the samples recorded, since the start: "
-                                 "what one recorded sample costs, filtered invocations included "
-                                 "(as bpfNsPerSample in ctxprof.Statistics).",
-                                 s->st.bpf_run_ns / s->st.samples);
+        if (s->st.samples) {
+                /* In seconds: Prometheus names carry base units (promtool refuses "_ns_"). */
+                metrics_text_family(t, "ctxprof_bpf_seconds_per_sample", METRICS_GAUGE,
+                                    "BPF run time divided by the samples recorded, since the "
+                                    "start: what one recorded sample costs, filtered "
+                                    "invocations included (bpfNsPerSample in "
+                                    "ctxprof.Statistics, in seconds).");
+                metrics_text_double(t, "ctxprof_bpf_seconds_per_sample", NULL, 0,
+                                    (double)s->st.bpf_run_ns / s->st.samples / NS_PER_S);
+        }
 }
 
 /* The library-load hook in use (an info gauge: 1 for the hook's name) and its hits. */

@@ -62,9 +62,13 @@ sysctl_lock /proc/sys/kernel/bpf_stats_enabled
 bpf_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
 trap 'echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled; cleanup' EXIT
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
-bpf_on() { scrape; [ "$(get ctxprof_bpf_runs_total)" -gt 0 ] 2>/dev/null && [ -n "$(get ctxprof_bpf_ns_per_sample)" ]; }
-wait_for 20 "ctxprof_bpf_runs_total and ctxprof_bpf_ns_per_sample with bpf_stats_enabled = 1" bpf_on
-echo "bpf: $(get ctxprof_bpf_runs_total) runs, $(get ctxprof_bpf_ns_per_sample) ns per sample"
+bpf_on() { scrape; [ "$(get ctxprof_bpf_runs_total)" -gt 0 ] 2>/dev/null && [ -n "$(get ctxprof_bpf_seconds_per_sample)" ]; }
+wait_for 20 "ctxprof_bpf_runs_total and ctxprof_bpf_seconds_per_sample with bpf_stats_enabled = 1" bpf_on
+echo "bpf: $(get ctxprof_bpf_runs_total) runs, $(get ctxprof_bpf_seconds_per_sample) s per sample"
+if command -v promtool >/dev/null; then # the BPF cost series are only there now
+	curl -sf "$URL" >"$TMP/m.txt" || fail "curl $URL"
+	promtool check metrics <"$TMP/m.txt" || fail "promtool check metrics rejects the text with the BPF cost"
+fi
 echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled
 trap cleanup EXIT
 sysctl_unlock
