@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,7 @@
 #include "service/target_select.h"
 #include "service/uploader.h"
 #include "util/clock.h"
+#include "util/event_loop.h"
 #include "util/proc_lines.h"
 
 #define MAX_FLAGS        64
@@ -48,21 +50,8 @@
 #define REAP_MARGIN_NS   1000000000ull /* modules dead this long before a writer's batch */
 #define RETAIN_PERIOD_MS 30000
 
-static volatile sig_atomic_t stop_requested, reload_requested;
 /* read by every thread that logs (uploaders, JFR writers), written by a reload */
 static _Atomic int log_level = LOG_INFO;
-
-static void on_stop(int sig)
-{
-        (void)sig;
-        stop_requested = 1;
-}
-
-static void on_hup(int sig)
-{
-        (void)sig;
-        reload_requested = 1;
-}
 
 __attribute__((format(printf, 2, 3))) static void logm(int level, const char *fmt, ...)
 {
@@ -109,6 +98,9 @@ struct daemon {
         unsigned nup;
         struct pending pend[PEND_MAX];
         int npend;
+        struct event_loop *loop; /* signals, the rings, every deadline below */
+        int dl_drain, dl_pend, dl_tick, dl_retain, dl_status, dl_metrics;
+        int stop; /* SIGTERM/SIGINT, or a ring error */
 };
 
 static const char *split_name(const struct daemon *d)
@@ -514,6 +506,17 @@ static void pend_poll(struct daemon *d)
                 p->next_ns = now + (now - p->first_ns) / 2 + 20000000ull;
                 i++;
         }
+}
+
+/* When pend_poll is due next (UINT64_MAX: nothing pending). */
+static uint64_t pend_next_due(const struct daemon *d)
+{
+        uint64_t due = UINT64_MAX;
+
+        for (int i = 0; i < d->npend; i++)
+                if (d->pend[i].next_ns < due)
+                        due = d->pend[i].next_ns;
+        return due;
 }
 
 /* Every running process, against the current selection. */
@@ -926,10 +929,38 @@ static int parse_flags(struct daemon *d, int argc, char **argv)
         return -1;
 }
 
+/* A signal from the loop's signalfd: SIGTERM/SIGINT stop, SIGHUP reloads. */
+static void on_signal(void *ctx, int sig)
+{
+        struct daemon *d = ctx;
+
+        if (sig == SIGHUP)
+                reload(d);
+        else
+                d->stop = 1;
+}
+
 /* Start stage, part 1: the configuration, the process-wide settings and the selection. 0,
  * or the exit status (logged). */
 static int start_config(struct daemon *d)
 {
+        sigset_t sigs;
+        int err;
+
+        /* Blocked before any thread starts (they inherit the mask): SIGTERM, SIGINT and
+         * SIGHUP reach only the loop's signalfd. One that arrives while starting is served
+         * once the loop runs. */
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGHUP);
+        err = event_loop_new(&d->loop);
+        if (!err)
+                err = event_loop_add_signals(d->loop, &sigs, on_signal, d);
+        if (err) {
+                logm(LOG_ERROR, "event loop: %s", strerror(-err));
+                return 1;
+        }
         if (build_config(d, &d->cfg))
                 return 2;
         log_level = d->cfg.log_level;
@@ -979,7 +1010,6 @@ static int start_sampling(struct daemon *d)
         };
         struct sample_sink sink = {.ctx = &d->cur, .sample = sample_sink_forward};
         enum sampler_stage stage;
-        struct sigaction sa;
         int err;
 
         if (d->cfg.filter[0]) {
@@ -1031,13 +1061,6 @@ static int start_sampling(struct daemon *d)
         recover(d);
         if (open_output(d))
                 return -1;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_stop;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sa.sa_handler = on_hup;
-        sigaction(SIGHUP, &sa, NULL);
         if (start_metrics(d))
                 return -1;
         scan_proc(d);
@@ -1050,51 +1073,121 @@ static int start_sampling(struct daemon *d)
         return 0;
 }
 
-/* Loop stage: sample until SIGTERM/SIGINT (or a ring error); reloads, pending processes,
- * file rotation, retention and the status file on the way. */
-static void run(struct daemon *d)
+static void loop_drain(void *ctx, uint64_t now)
 {
-        uint64_t last_status = 0, last_retain = 0, last_metrics = 0;
+        struct daemon *d = ctx;
+        int err = sampler_poll(d->s, 0);
+
+        (void)now;
+        if (err < 0 && err != -EINTR) {
+                logm(LOG_ERROR, "reading samples failed: %s", strerror(-err));
+                d->stop = 1;
+        }
+}
+
+static void loop_ring(void *ctx, int fd, uint32_t events)
+{
+        (void)fd;
+        (void)events;
+        loop_drain(ctx, 0);
+}
+
+static void loop_pend(void *ctx, uint64_t now)
+{
+        (void)now;
+        pend_poll(ctx);
+}
+
+static void loop_retain(void *ctx, uint64_t now)
+{
+        struct daemon *d = ctx;
+
+        retain(d);
+        event_loop_set(d->loop, d->dl_retain, now + RETAIN_PERIOD_MS * NS_PER_MS);
+}
+
+static void loop_tick(void *ctx, uint64_t now)
+{
+        struct daemon *d = ctx;
+
+        if (d->rs && recording_set_tick(d->rs, now / NS_PER_MS))
+                loop_retain(d, now); /* a file was finished (rotation, process exit) */
+}
+
+static void loop_status(void *ctx, uint64_t now)
+{
+        struct daemon *d = ctx;
+        /* modules no process maps, dead before every writer's oldest unwritten batch (with a
+         * margin: a sample resolved just before a new file's first batch began): no frame to
+         * be written names them */
+        uint64_t before = d->rs ? recording_set_written_before(d->rs) : 0;
+
+        if (before > REAP_MARGIN_NS)
+                modules_reap(sampler_modules(d->s), before - REAP_MARGIN_NS);
+        write_status(d, "running");
+        event_loop_set(d->loop, d->dl_status, now + STATUS_FILE_PERIOD_MS * NS_PER_MS);
+}
+
+static void loop_metrics(void *ctx, uint64_t now)
+{
+        struct daemon *d = ctx;
+
+        publish_metrics(d);
+        event_loop_set(d->loop, d->dl_metrics, now + DAEMON_METRICS_PERIOD_MS * NS_PER_MS);
+}
+
+/* After every wake: the deadlines that follow from what the callbacks changed (a drain, a
+ * reload, a new per-process file, a process pending selection). */
+static void loop_after(void *ctx, uint64_t now)
+{
+        struct daemon *d = ctx;
+        uint64_t tick = d->rs ? recording_set_next_tick(d->rs, now / NS_PER_MS) : UINT64_MAX;
+
+        event_loop_set(d->loop, d->dl_drain, sampler_next_due(d->s));
+        event_loop_set(d->loop, d->dl_pend, pend_next_due(d));
+        event_loop_set(d->loop, d->dl_tick,
+                       tick == UINT64_MAX ? EVENT_LOOP_NEVER : tick * NS_PER_MS);
+}
+
+/* The loop's fds and deadlines (the signals were blocked at start_config). 0 or -1 (logged). */
+static int loop_setup(struct daemon *d)
+{
+        struct event_loop *l = d->loop;
+        uint64_t now = mono_ns();
         int err;
 
-        while (!stop_requested) {
-                uint64_t now;
-
-                err = sampler_poll(d->s, 100);
-                if (err < 0 && err != -EINTR) {
-                        logm(LOG_ERROR, "reading samples failed: %s", strerror(-err));
-                        break;
-                }
-                if (reload_requested) {
-                        reload_requested = 0;
-                        reload(d);
-                }
-                pend_poll(d);
-                now = mono_ns() / 1000000;
-                if (d->rs && recording_set_tick(d->rs, now)) {
-                        retain(d); /* a file was finished (rotation, process exit) */
-                        last_retain = now;
-                }
-                if (now - last_retain >= RETAIN_PERIOD_MS) {
-                        retain(d);
-                        last_retain = now;
-                }
-                if (now - last_status >= STATUS_FILE_PERIOD_MS) {
-                        /* modules no process maps, dead before every writer's oldest
-                         * unwritten batch (with a margin: a sample resolved just before
-                         * a new file's first batch began): no frame to be written names
-                         * them */
-                        uint64_t before = d->rs ? recording_set_written_before(d->rs) : 0;
-                        if (before > REAP_MARGIN_NS)
-                                modules_reap(sampler_modules(d->s), before - REAP_MARGIN_NS);
-                        write_status(d, "running");
-                        last_status = now;
-                }
-                if (d->dm && now - last_metrics >= DAEMON_METRICS_PERIOD_MS) {
-                        publish_metrics(d);
-                        last_metrics = now;
-                }
+        err = event_loop_add_fd(l, sampler_ring_fd(d->s), EPOLLIN, loop_ring, d);
+        if (err) {
+                logm(LOG_ERROR, "event loop: %s", strerror(-err));
+                return -1;
         }
+        d->dl_drain = event_loop_add_deadline(l, loop_drain, d);
+        d->dl_pend = event_loop_add_deadline(l, loop_pend, d);
+        d->dl_tick = event_loop_add_deadline(l, loop_tick, d);
+        d->dl_retain = event_loop_add_deadline(l, loop_retain, d);
+        d->dl_status = event_loop_add_deadline(l, loop_status, d);
+        d->dl_metrics = event_loop_add_deadline(l, loop_metrics, d);
+        event_loop_set(l, d->dl_retain, now + RETAIN_PERIOD_MS * NS_PER_MS);
+        event_loop_set(l, d->dl_status, now + STATUS_FILE_PERIOD_MS * NS_PER_MS);
+        if (d->dm)
+                event_loop_set(l, d->dl_metrics, now + DAEMON_METRICS_PERIOD_MS * NS_PER_MS);
+        event_loop_set_after(l, loop_after, d);
+        loop_after(d, now);
+        return 0;
+}
+
+/* Loop stage: sample until SIGTERM/SIGINT (or a ring error); reloads, pending processes,
+ * file rotation, retention and the status file on the way, each when it is due. */
+static void run(struct daemon *d)
+{
+        int err = 0;
+
+        if (loop_setup(d))
+                return;
+        while (!d->stop && !err)
+                err = event_loop_run_once(d->loop);
+        if (err)
+                logm(LOG_ERROR, "event loop: %s", strerror(-err));
 }
 
 /* Finish stage: drain, write the last chunks, a last retention pass and status. The exit
@@ -1125,6 +1218,7 @@ static void release(struct daemon *d)
         target_select_free(d->sel);
         if (d->dir_lock >= 0)
                 close(d->dir_lock);
+        event_loop_free(d->loop);
 }
 
 static int cmd_daemon(int argc, char **argv)
@@ -1141,6 +1235,7 @@ static int cmd_daemon(int argc, char **argv)
         rc = start_config(d);
         if (rc) {
                 stop_uploads(d, 0);
+                event_loop_free(d->loop);
                 return rc;
         }
         rc = 1;

@@ -60,6 +60,13 @@
  * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
  * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
 #define STOP_DRAIN_BUDGET_NS 1000000000ull /* 1 s */
+/* Records come without a wakeup (bpf/sampler.bpf.c): the caller's loop drains them by
+ * sampler_next_due. With a live target, samples wait at most DRAIN_PERIOD_NS; without one,
+ * only other processes' exec notifications (daemon) wait, up to DRAIN_IDLE_NS, so that an
+ * idle daemon sleeps. A target's exec or library load wakes the consumer at once. */
+#define DRAIN_PERIOD_NS 100000000ull  /* 100 ms */
+#define DRAIN_IDLE_NS   1000000000ull /* 1 s */
+#define SWEEP_PERIOD_NS 5000000000ull /* safety net for a missed exit event */
 
 struct tid_set {
         uint32_t *slots; /* 0 = empty */
@@ -92,6 +99,7 @@ struct sampler {
         int discarding;             /* sampler_stop past its budget: records only counted */
         uint64_t record_delay_ns;   /* CTXPROF_TEST_RECORD_DELAY_US, see on_record */
         uint64_t last_sweep_ns;
+        uint64_t last_drain_ns; /* the last sampler_poll (see sampler_next_due) */
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -1052,7 +1060,7 @@ static void housekeeping(struct sampler *s)
         uint64_t now = mono_ns();
 
         /* Safety net for a missed exit event (events ring full): every 5 s. */
-        if (now - s->last_sweep_ns > 5000000000ull) {
+        if (now - s->last_sweep_ns > SWEEP_PERIOD_NS) {
                 s->last_sweep_ns = now;
                 sweep_dead(s);
         }
@@ -1182,6 +1190,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 timeout_ms = 0;
         drain_begin(s, 0);
         n = ring_buffer__poll(s->rb, timeout_ms);
+        s->last_drain_ns = mono_ns();
         if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
         /* poll returns on timeout without consuming records submitted with no wakeup */
@@ -1204,6 +1213,29 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         if (!s->stopped)
                 housekeeping(s);
         return total > INT_MAX ? INT_MAX : (int)total;
+}
+
+int sampler_ring_fd(struct sampler *s)
+{
+        return ring_buffer__epoll_fd(s->rb);
+}
+
+uint64_t sampler_next_due(struct sampler *s)
+{
+        uint64_t now = mono_ns(), due;
+        int ms;
+
+        if (s->stopped)
+                return UINT64_MAX;
+        if (s->drain_cut)
+                return now; /* records left by the last drain's budget */
+        due = s->last_drain_ns + (sampler_live_targets(s) ? DRAIN_PERIOD_NS : DRAIN_IDLE_NS);
+        if (s->procs.n && s->last_sweep_ns + SWEEP_PERIOD_NS < due)
+                due = s->last_sweep_ns + SWEEP_PERIOD_NS;
+        ms = procs_retry_timeout(&s->procs, now, INT_MAX);
+        if (ms != INT_MAX && now + (uint64_t)ms * NS_PER_MS < due)
+                due = now + (uint64_t)ms * NS_PER_MS;
+        return due;
 }
 
 int sampler_stop(struct sampler *s)

@@ -36,6 +36,8 @@
 #define ALIVE_CHECK_MS         250   /* how often per-process targets are checked */
 #define OPEN_RETRY_MS          10000 /* after a failed open: no new file for this long */
 #define OVERFLOW_LOG_MS        60000 /* "too many processes" at most this often */
+#define SIZE_CHECK_MS          1000  /* rotate = size: the bytes written are looked at this often */
+#define CUT_RETRY_MS           100   /* a chunk due but its writer behind: look again */
 /* The shared symbolizer's interned strings are freed only with it: it is recreated whenever
  * no per-process file is open, and when they pass this size every per-process file is
  * finished (each reopens at its process's next sample) so that it can be. */
@@ -636,6 +638,39 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
         if (rs->split == SPLIT_PROCESS)
                 finished += renew_symbolizer(rs, &eng);
         return finished;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+        return a < b ? a : b;
+}
+
+/* When r needs a tick: its chunk's cut (rounded up to the ms the tick counts in), its
+ * rotation. */
+static uint64_t rec_due(const struct recording_set *rs, const struct recording *r, uint64_t now)
+{
+        uint64_t due = (jfr_sink_next_cut(r->js) + NS_PER_MS - 1) / NS_PER_MS;
+
+        if (due <= now)
+                due = now + CUT_RETRY_MS;
+        if (rs->cfg.rotate == ROTATE_PERIOD)
+                return min_u64(due, r->start_ms + rs->cfg.rotate_period_ms);
+        return min_u64(due, now + SIZE_CHECK_MS);
+}
+
+uint64_t recording_set_next_tick(const struct recording_set *rs, uint64_t now)
+{
+        uint64_t due = UINT64_MAX;
+
+        if (rs->have_host)
+                due = rec_due(rs, &rs->host_rec, now);
+        else if (rs->split != SPLIT_PROCESS)
+                due = rs->last_open_ms + OPEN_RETRY_MS;
+        if (rs->nprocs)
+                due = min_u64(due, rs->alive_checked_ms + ALIVE_CHECK_MS);
+        for (unsigned i = 0; i < rs->nprocs; i++)
+                due = min_u64(due, rs->procs[i]->retired ? now : rec_due(rs, rs->procs[i], now));
+        return due;
 }
 
 int recording_set_finish(struct recording_set *rs)
