@@ -36,6 +36,7 @@
 #include "engine/procs.h"
 #include "engine/record_view.h"
 #include "engine/sampler.h"
+#include "engine/sampler_counters.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
 #include "stack/proc_maps.h"
@@ -1136,23 +1137,9 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
         }
 }
 
-/* Entries of a BPF hash map keyed by __u32 (walks it). */
-static unsigned map_entries(int fd)
-{
-        __u32 key, next, *prev = NULL;
-        unsigned n = 0;
-
-        while (!bpf_map_get_next_key(fd, prev, &next)) {
-                key = next;
-                prev = &key;
-                n++;
-        }
-        return n;
-}
-
 unsigned sampler_map_entries(struct sampler *s)
 {
-        return map_entries(bpf_map__fd(s->skel->maps.targets));
+        return bpf_map_count_u32(bpf_map__fd(s->skel->maps.targets));
 }
 
 /* Consume one ring within the current drain's budget: 0 or -errno (a cut is no error). */
@@ -1283,10 +1270,6 @@ unsigned sampler_live_targets(struct sampler *s)
 
 void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
-        struct ctxprof_counters *v;
-        __u32 zero = 0;
-        int i, k;
-
         *out = s->st;
         out->processes = s->procs.processes;
         out->tls_located = s->procs.tls_located;
@@ -1297,68 +1280,17 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         target_stats_add(&out->target, &s->st.pctx.target);
         dwarf_unwinder_target_stats(s->unwinder, &out->target);
         modules_get_stats(s->modules, &out->modules);
-        v = calloc((size_t)s->ncpu, sizeof(*v));
-        if (!v)
-                return;
-        if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &zero, v)) {
-                uint64_t sum[CTXPROF_CNT_MAX] = {0};
-
-                for (i = 0; i < s->ncpu; i++)
-                        for (k = 0; k < CTXPROF_CNT_MAX; k++)
-                                sum[k] += v[i].c[k];
-                out->samples = sum[CTXPROF_CNT_SAMPLES];
-                out->lost = sum[CTXPROF_CNT_LOST];
-                out->no_tp = sum[CTXPROF_CNT_NO_TP];
-                out->span_faults = sum[CTXPROF_CNT_SPAN_FAULT];
-                out->labelset_faults = sum[CTXPROF_CNT_LABELSET_FAULT];
-                out->label_faults = sum[CTXPROF_CNT_LABEL_FAULT];
-                out->ustack_errors = sum[CTXPROF_CNT_USTACK_ERR];
-                out->kstack_errors = sum[CTXPROF_CNT_KSTACK_ERR];
-                out->stack_copy_errors = sum[CTXPROF_CNT_STACK_COPY_ERR];
-                out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
-                out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
-                out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
-                out->otel_faults = sum[CTXPROF_CNT_OTEL_FAULT];
-                out->offcpu = sum[CTXPROF_CNT_OFFCPU];
-                out->offcpu_short = sum[CTXPROF_CNT_OFFCPU_SHORT];
-                out->offcpu_full = sum[CTXPROF_CNT_OFFCPU_FULL];
-                out->offcpu_lost = sum[CTXPROF_CNT_OFFCPU_LOST];
-                out->offcpu_exited = sum[CTXPROF_CNT_OFFCPU_EXITED];
-                out->offcpu_open_exit = sum[CTXPROF_CNT_OFFCPU_OPEN_EXIT];
-                out->ku_samples = sum[CTXPROF_CNT_KU_SAMPLES];
-                out->ku_frames = sum[CTXPROF_CNT_KU_FRAMES];
-                out->ku_noproc = sum[CTXPROF_CNT_KU_NOPROC];
-                out->ku_fp_steps = sum[CTXPROF_CNT_KU_FP_STEPS];
-                out->ku_unsup = sum[CTXPROF_CNT_KU_UNSUP];
-                out->ku_nomap = sum[CTXPROF_CNT_KU_NOMAP];
-                out->events_limited = sum[CTXPROF_CNT_EV_LIMITED];
-                out->exec_events_limited = sum[CTXPROF_CNT_EXEC_LIMITED];
-                out->targets_full += sum[CTXPROF_CNT_TARGETS_FULL];
-                out->dl_notify = sum[CTXPROF_CNT_DL_NOTIFY];
-                out->filtered_in_kernel = sum[CTXPROF_CNT_FILTERED];
-                out->filtered += out->filtered_in_kernel;
-        }
+        sampler_counters_read(bpf_map__fd(s->skel->maps.counters), s->ncpu, out);
         if (s->hook)
                 load_hook_stats(s->hook, &out->hook);
-        free(v);
         if (s->ku)
                 kunwind_get_stats(s->ku, &out->ku_tables);
-        struct bpf_prog_info info;
-        __u32 len = sizeof(info);
-        memset(&info, 0, sizeof(info));
-        if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_sample), &info, &len)) {
-                out->bpf_run_ns = info.run_time_ns;
-                out->bpf_run_cnt = info.run_cnt;
-        }
+        bpf_prog_run_time(bpf_program__fd(s->skel->progs.ctxprof_sample), &out->bpf_run_ns,
+                          &out->bpf_run_cnt);
         if (SAMPLER_EV_HAS_OFFCPU(s->opts.event)) {
-                memset(&info, 0, sizeof(info));
-                len = sizeof(info);
-                if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_offcpu_switch),
-                                            &info, &len)) {
-                        out->offcpu_bpf_run_ns = info.run_time_ns;
-                        out->offcpu_bpf_run_cnt = info.run_cnt;
-                }
-                out->offcpu_slots = map_entries(bpf_map__fd(s->skel->maps.offcpu_threads));
+                bpf_prog_run_time(bpf_program__fd(s->skel->progs.ctxprof_offcpu_switch),
+                                  &out->offcpu_bpf_run_ns, &out->offcpu_bpf_run_cnt);
+                out->offcpu_slots = bpf_map_count_u32(bpf_map__fd(s->skel->maps.offcpu_threads));
         }
 }
 
