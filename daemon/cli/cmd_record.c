@@ -189,15 +189,15 @@ static int freq_above_limit(unsigned freq)
 /* Lower -F to what one consumer carries on this host (the rule: engine/sample_rate.h). */
 static void cap_rate(struct sampler_opts *o)
 {
-        unsigned cap = sample_rate_cap(o->dwarf, 0);
+        unsigned cap = sample_rate_cap(o->call_graph, 0);
 
         if (o->freq <= cap)
                 return;
         fprintf(stderr,
                 "ctxprof: -F %u is more than one consumer can carry on this host with "
                 "--call-graph %s (%u samples/s over all CPUs): sampling at %u Hz\n",
-                o->freq, o->dwarf ? "dwarf" : "fp",
-                o->dwarf ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap);
+                o->freq, o->call_graph ? "dwarf" : "fp",
+                o->call_graph ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap);
         o->freq = cap;
 }
 
@@ -439,7 +439,7 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                             "ctxprof record: --call-graph fp, dwarf, dwarf-copy or dwarf-check\n");
                         return 2;
                 }
-                ro->o.dwarf = v;
+                ro->o.call_graph = v;
                 return 0;
         case OPT_EVENT:
                 v = sampling_name_parse(SAMPLING_NAMES_EVENT, arg);
@@ -692,7 +692,7 @@ static int open_output(struct recording *r)
                     .info = {.name = "ctxprof",
                              .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
                              .frequency_hz = ro->o.freq,
-                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf),
+                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.call_graph),
                              .filter = ro->filter_text},
                 };
                 jo.info.start_wall_ns = wall_ns();

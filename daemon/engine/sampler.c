@@ -156,7 +156,7 @@ static int cg_kunwind(int cg)
  * intervals in every call-graph mode (docs/offcpu.md). */
 static int uses_ku(const struct sampler_opts *o)
 {
-        return cg_kunwind(o->dwarf) || SAMPLER_EV_HAS_OFFCPU(o->event);
+        return cg_kunwind(o->call_graph) || SAMPLER_EV_HAS_OFFCPU(o->event);
 }
 
 /* BPF's target bitmap (target_bits in bpf/sampler.bpf.c): pid may be a target from now on. */
@@ -608,7 +608,7 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
                              int *truncated)
 {
         const struct ctxprof_sample_rec *r = v->r;
-        const struct ctxprof_sample_dwarf_rec *d = v->dwarf;
+        const struct ctxprof_sample_copy_rec *d = v->copy;
         unsigned i, n = 0, nk = v->n_kstack, nu = v->n_ustack;
 
         /* a stack taken in (or interrupting) a BPF program starts with the tracing
@@ -841,7 +841,7 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         if (ms > 0)
                 s->record_delay_ns =
                     (uint64_t)(ms < RECORD_DELAY_MAX_US ? ms : RECORD_DELAY_MAX_US) * NS_PER_US;
-        if (cg_copies(o->dwarf)) {
+        if (cg_copies(o->call_graph)) {
                 s->unwinder = dwarf_unwinder_new();
                 if (!s->unwinder)
                         return -ENOMEM;
@@ -905,8 +905,8 @@ static int sampler_open_bpf(struct sampler *s)
         s->skel = sampler_bpf__open();
         if (!s->skel)
                 return -errno ? -errno : -EINVAL;
-        s->skel->rodata->dwarf_mode = cg_copies(o->dwarf) ? 1 : 0;
-        s->skel->rodata->kunwind = cg_kunwind(o->dwarf) ? 1 : 0;
+        s->skel->rodata->stack_copy_mode = cg_copies(o->call_graph) ? 1 : 0;
+        s->skel->rodata->kunwind = cg_kunwind(o->call_graph) ? 1 : 0;
         s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
         s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
@@ -919,7 +919,7 @@ static int sampler_open_bpf(struct sampler *s)
                 s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
         }
         ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
-        if (cg_copies(o->dwarf) && !o->ring_bytes)
+        if (cg_copies(o->call_graph) && !o->ring_bytes)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
         /* The row array is allocated whole at load: only when it is used. */

@@ -28,9 +28,9 @@
 #include "engine/sampling_names.h"
 
 struct sampler_opts {
-        unsigned freq; /* samples per second per CPU (perf freq mode) */
-        int event;     /* enum sampler_event */
-        int dwarf;     /* enum sampler_callgraph (1: copy regs + user stack, unwind with libdwfl) */
+        unsigned freq;  /* samples per second per CPU (perf freq mode) */
+        int event;      /* enum sampler_event */
+        int call_graph; /* enum sampler_callgraph: fp, dwarf (in-kernel), dwarf-copy, dwarf-check */
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
         size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */

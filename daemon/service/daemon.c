@@ -774,11 +774,11 @@ static void reload(struct daemon *d)
                 return;
         }
         if (nc.frequency != d->cfg.frequency || nc.event != d->cfg.event ||
-            nc.dwarf != d->cfg.dwarf || nc.offcpu_min_us != d->cfg.offcpu_min_us)
+            nc.call_graph != d->cfg.call_graph || nc.offcpu_min_us != d->cfg.offcpu_min_us)
                 logm(LOG_WARNING, "reload: [sampling] changes take effect at the next start");
         nc.frequency = d->cfg.frequency;
         nc.event = d->cfg.event;
-        nc.dwarf = d->cfg.dwarf;
+        nc.call_graph = d->cfg.call_graph;
         if (strcmp(nc.metrics_listen, d->cfg.metrics_listen) ||
             nc.metrics_allow_remote != d->cfg.metrics_allow_remote)
                 logm(LOG_WARNING, "reload: [metrics] changes take effect at the next start");
@@ -887,7 +887,7 @@ static int start_sampling(struct daemon *d)
         struct sampler_opts so = {
             .freq = d->cfg.frequency,
             .event = d->cfg.event,
-            .dwarf = d->cfg.dwarf,
+            .call_graph = d->cfg.call_graph,
             .offcpu_min_ns = d->cfg.offcpu_min_us ? d->cfg.offcpu_min_us * NS_PER_US : 1,
             .kernel_stacks = 1,
             .follow_children = 1,
@@ -906,13 +906,13 @@ static int start_sampling(struct daemon *d)
         }
         if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
                 logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
-        if (so.freq > sample_rate_cap(so.dwarf, 0)) {
+        if (so.freq > sample_rate_cap(so.call_graph, 0)) {
                 /* the rule is in engine/sample_rate.h */
-                so.freq = sample_rate_cap(so.dwarf, 0);
+                so.freq = sample_rate_cap(so.call_graph, 0);
                 logm(LOG_WARNING,
                      "frequency = %u is more than one consumer can carry on this host with "
                      "call-graph = %s: sampling at %u Hz",
-                     d->cfg.frequency, so.dwarf ? "dwarf" : "fp", so.freq);
+                     d->cfg.frequency, so.call_graph ? "dwarf" : "fp", so.freq);
         }
         err = sampler_new(&so, &sink, &d->s, &stage);
         if (err) {

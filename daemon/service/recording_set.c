@@ -213,7 +213,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
             .info = {.name = "ctxprof",
                      .event = sampling_name(SAMPLING_NAMES_EVENT, rs->cfg.event),
                      .frequency_hz = rs->cfg.frequency,
-                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.dwarf),
+                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.call_graph),
                      .filter = rs->cfg.filter},
         };
         int err, err2;
