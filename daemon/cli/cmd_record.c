@@ -747,7 +747,7 @@ static void loop_drain(void *ctx, uint64_t now)
         }
 }
 
-static void loop_ring(void *ctx, int fd, uint32_t events)
+static void loop_sampler_fd(void *ctx, int fd, uint32_t events)
 {
         (void)fd;
         (void)events;
@@ -801,9 +801,10 @@ static int loop_setup(struct record_loop *rl, int tty)
 {
         struct event_loop *l = rl->l;
         uint64_t now = mono_ns();
-        int err;
+        int fds[SAMPLER_FDS_MAX], err;
+        unsigned nfds = sampler_fds(rl->r->s, fds, SAMPLER_FDS_MAX);
 
-        err = event_loop_add_fd(l, sampler_ring_fd(rl->r->s), EPOLLIN, loop_ring, rl);
+        err = event_loop_add_fds(l, fds, nfds, EPOLLIN, loop_sampler_fd, rl);
         if (err)
                 return err;
         rl->drain = event_loop_add_deadline(l, loop_drain, rl);

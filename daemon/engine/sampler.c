@@ -1202,9 +1202,13 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         return total > INT_MAX ? INT_MAX : (int)total;
 }
 
-int sampler_ring_fd(struct sampler *s)
+unsigned sampler_fds(struct sampler *s, int *fds, unsigned max)
 {
-        return ring_buffer__epoll_fd(s->rb);
+        unsigned n = 0;
+
+        if (n < max)
+                fds[n++] = ring_buffer__epoll_fd(s->rb);
+        return n;
 }
 
 uint64_t sampler_next_due(struct sampler *s)

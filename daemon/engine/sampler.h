@@ -176,9 +176,12 @@ unsigned sampler_map_entries(struct sampler *);
 /* Wait up to timeout_ms, then consume both rings. Returns records consumed or -errno. An
  * event loop calls it with 0 when sampler_ring_fd is readable or sampler_next_due is reached. */
 int sampler_poll(struct sampler *, int timeout_ms);
-/* The sample ring's epoll fd: readable when a record woke the consumer (most records do not:
- * see sampler_next_due). Owned by the sampler. */
-int sampler_ring_fd(struct sampler *);
+/* The fds an event loop watches for the sampler (EPOLLIN; owned by the sampler): the sample
+ * ring's epoll fd, readable when a record woke the consumer (most records do not: see
+ * sampler_next_due), and any other fd whose readiness makes sampler_poll due. Up to max into
+ * fds; returns how many. */
+#define SAMPLER_FDS_MAX 4
+unsigned sampler_fds(struct sampler *, int *fds, unsigned max);
 /* When sampler_poll is due next (CLOCK_MONOTONIC ns): records submitted without a wakeup
  * (100 ms with a live target, 1 s without), a TLS retry, the dead-process sweep; at once when
  * the last drain left records behind; UINT64_MAX once stopped. */

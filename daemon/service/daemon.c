@@ -971,7 +971,7 @@ static void loop_drain(void *ctx, uint64_t now)
         }
 }
 
-static void loop_ring(void *ctx, int fd, uint32_t events)
+static void loop_sampler_fd(void *ctx, int fd, uint32_t events)
 {
         (void)fd;
         (void)events;
@@ -1040,9 +1040,10 @@ static int loop_setup(struct daemon *d)
 {
         struct event_loop *l = d->loop;
         uint64_t now = mono_ns();
-        int err;
+        int fds[SAMPLER_FDS_MAX], err;
+        unsigned nfds = sampler_fds(d->s, fds, SAMPLER_FDS_MAX);
 
-        err = event_loop_add_fd(l, sampler_ring_fd(d->s), EPOLLIN, loop_ring, d);
+        err = event_loop_add_fds(l, fds, nfds, EPOLLIN, loop_sampler_fd, d);
         if (err) {
                 logm(LOG_ERROR, "event loop: %s", strerror(-err));
                 return -1;

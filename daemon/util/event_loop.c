@@ -97,6 +97,18 @@ int event_loop_add_fd(struct event_loop *l, int fd, uint32_t events, event_loop_
         return 0;
 }
 
+int event_loop_add_fds(struct event_loop *l, const int *fds, unsigned n, uint32_t events,
+                       event_loop_fd_fn fn, void *ctx)
+{
+        for (unsigned i = 0; i < n; i++) {
+                int err = event_loop_add_fd(l, fds[i], events, fn, ctx);
+
+                if (err)
+                        return err;
+        }
+        return 0;
+}
+
 int event_loop_del_fd(struct event_loop *l, int fd)
 {
         struct loop_fd *f = fd >= 0 ? find_fd(l, fd) : NULL;

@@ -38,6 +38,9 @@ void event_loop_free(struct event_loop *);
 /* Watch fd for events (EPOLLIN, ...): fn runs on the loop's thread while it is ready (level
  * triggered). -ENOSPC past EVENT_LOOP_FDS_MAX, or epoll_ctl's -errno. */
 int event_loop_add_fd(struct event_loop *, int fd, uint32_t events, event_loop_fd_fn fn, void *ctx);
+/* event_loop_add_fd for each of n fds, with the same callback. 0 or the first -errno. */
+int event_loop_add_fds(struct event_loop *, const int *fds, unsigned n, uint32_t events,
+                       event_loop_fd_fn fn, void *ctx);
 /* Stop watching fd (before it is closed). -ENOENT if it is not watched. */
 int event_loop_del_fd(struct event_loop *, int fd);
 
