@@ -5,7 +5,8 @@
  * Runs on the interrupted thread: filters by tgid (map `targets`), reads the thread's span
  * record and Custom Labels set with bounded bpf_probe_read_user calls at the addresses the
  * daemon's TLS locator described, takes the user (frame pointer) and kernel stacks, and in
- * dwarf mode the user registers plus a page-wise copy of the user stack. It never interprets
+ * stack-copy modes (dwarf-copy, dwarf-check) the user registers plus a page-wise copy of the
+ * user stack. It never interprets
  * target memory (no checksum check, no duplicate handling): it copies raw bytes and lengths
  * and lets user space decide. Every failed read means "absent" and is counted.
  *
@@ -48,7 +49,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define E2BIG 7 /* a full hash map refuses an insert with -E2BIG */
 #endif
 
-const volatile __u32 dwarf_mode = 0;      /* 1: CTXPROF_REC_SAMPLE_DWARF records */
+const volatile __u32 stack_copy_mode = 0; /* 1: CTXPROF_REC_SAMPLE_COPY records */
 const volatile __u32 kunwind = 0;         /* 1: user stacks from the .eh_frame tables */
 const volatile __u32 kernel_stacks = 1;   /* 1: also take the kernel stack */
 const volatile __u32 follow_children = 0; /* 1: processes forked by targets become targets */
@@ -449,7 +450,7 @@ static __always_inline int send_record(struct ctxprof_sample_rec *r, __u64 len, 
  * (env/auxv on the main thread, the TCB on others), so a single 16 KiB read would nearly
  * always fail. Returns where the record ends.
  */
-static __always_inline __u32 copy_user_stack(struct ctxprof_sample_dwarf_rec *d, __u8 *buf,
+static __always_inline __u32 copy_user_stack(struct ctxprof_sample_copy_rec *d, __u8 *buf,
                                              __u32 pos, struct ctxprof_counters *c)
 {
         __u64 sp, first, off;
@@ -483,11 +484,11 @@ static __always_inline __u32 copy_user_stack(struct ctxprof_sample_dwarf_rec *d,
         return pos + off;
 }
 
-/* The registers the in-kernel unwinder starts from (the dwarf record's, or this CPU's
+/* The registers the in-kernel unwinder starts from (the stack-copy record's, or this CPU's
  * unwinder scratch), NULL when it is off or they are unavailable. */
 static __always_inline const __u64 *kunwind_regs(struct bpf_perf_event_data *ctx,
                                                  struct ctxprof_sample_rec *r,
-                                                 struct ctxprof_sample_dwarf_rec *d)
+                                                 struct ctxprof_sample_copy_rec *d)
 {
         struct ku_scratch *sc;
         __u32 zero = 0;
@@ -512,7 +513,7 @@ SEC("perf_event")
 int ctxprof_sample(struct bpf_perf_event_data *ctx)
 {
         __u32 tgid, tid, pos, zero = 0;
-        struct ctxprof_sample_dwarf_rec *d = NULL;
+        struct ctxprof_sample_copy_rec *d = NULL;
         struct ctxprof_sample_rec *r;
         const struct ctxprof_tls_target *t;
         struct ctxprof_counters *c;
@@ -530,11 +531,11 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         if (!buf)
                 return 0;
         r = (struct ctxprof_sample_rec *)buf->b;
-        init_record(r, dwarf_mode ? CTXPROF_REC_SAMPLE_DWARF : CTXPROF_REC_SAMPLE, tgid, tid,
+        init_record(r, stack_copy_mode ? CTXPROF_REC_SAMPLE_COPY : CTXPROF_REC_SAMPLE, tgid, tid,
                     bpf_ktime_get_ns(), flags, t);
         pos = sizeof(*r);
-        if (dwarf_mode) {
-                d = (struct ctxprof_sample_dwarf_rec *)buf->b;
+        if (stack_copy_mode) {
+                d = (struct ctxprof_sample_copy_rec *)buf->b;
                 d->stack_len = 0;
                 user_regs(ctx, d->regs, r);
                 pos = sizeof(*d);

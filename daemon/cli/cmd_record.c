@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include "sink/pprof.h"
 #include "engine/sampler.h"
 #include "util/clock.h"
+#include "util/event_loop.h"
 
 #define MAX_PIDS 64
 
@@ -187,15 +189,15 @@ static int freq_above_limit(unsigned freq)
 /* Lower -F to what one consumer carries on this host (the rule: engine/sample_rate.h). */
 static void cap_rate(struct sampler_opts *o)
 {
-        unsigned cap = sample_rate_cap(o->dwarf, 0);
+        unsigned cap = sample_rate_cap(o->call_graph, 0);
 
         if (o->freq <= cap)
                 return;
         fprintf(stderr,
                 "ctxprof: -F %u is more than one consumer can carry on this host with "
                 "--call-graph %s (%u samples/s over all CPUs): sampling at %u Hz\n",
-                o->freq, o->dwarf ? "dwarf" : "fp",
-                o->dwarf ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap);
+                o->freq, o->call_graph ? "dwarf" : "fp",
+                o->call_graph ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap);
         o->freq = cap;
 }
 
@@ -437,7 +439,7 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                             "ctxprof record: --call-graph fp, dwarf, dwarf-copy or dwarf-check\n");
                         return 2;
                 }
-                ro->o.dwarf = v;
+                ro->o.call_graph = v;
                 return 0;
         case OPT_EVENT:
                 v = sampling_name_parse(SAMPLING_NAMES_EVENT, arg);
@@ -690,7 +692,7 @@ static int open_output(struct recording *r)
                     .info = {.name = "ctxprof",
                              .event = sampling_name(SAMPLING_NAMES_EVENT, ro->o.event),
                              .frequency_hz = ro->o.freq,
-                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.dwarf),
+                             .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, ro->o.call_graph),
                              .filter = ro->filter_text},
                 };
                 jo.info.start_wall_ns = wall_ns();
@@ -720,41 +722,123 @@ static int open_output(struct recording *r)
         return 0;
 }
 
-/* Loop stage: sample until the duration ends, the targets exit or a signal arrives; JFR
- * chunks on the way, a status line on a terminal. */
+/* The loop stage on the event loop (util/event_loop.h): the ring's fd and deadlines for the
+ * sampler's drain, the JFR chunk cut, the terminal status line and the duration's end. */
+struct record_loop {
+        struct recording *r;
+        struct event_loop *l;
+        int drain, cut, status, end; /* deadline ids */
+        int done;                    /* stop: duration over, targets gone, a ring error */
+        uint64_t last_n, last_ms;    /* the status line's last count and time */
+};
+
+#define STATUS_LINE_PERIOD_NS NS_PER_SEC
+#define CUT_RETRY_NS          (100 * NS_PER_MS) /* the JFR writer is behind: look again */
+
+static void loop_drain(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+        int err = sampler_poll(rl->r->s, 0);
+
+        (void)now;
+        if (err < 0 && err != -EINTR) {
+                fprintf(stderr, "\nctxprof: reading samples failed: %s\n", strerror(-err));
+                rl->done = 1;
+        }
+}
+
+static void loop_sampler_fd(void *ctx, int fd, uint32_t events)
+{
+        (void)fd;
+        (void)events;
+        loop_drain(ctx, 0);
+}
+
+/* The engine counters are read only here, when a chunk is cut. */
+static void loop_cut(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+        struct jfr_sink_engine_counters ec;
+
+        engine_stats_get(rl->r->s, &ec);
+        jfr_sink_tick(rl->r->js, now, &ec);
+}
+
+static void loop_status(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+
+        print_status(rl->r->s, &rl->last_n, &rl->last_ms);
+        event_loop_set(rl->l, rl->status, now + STATUS_LINE_PERIOD_NS);
+}
+
+static void loop_end(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+
+        (void)now;
+        rl->done = 1;
+}
+
+/* After every wake: have the targets ended, and when are the drain and the cut due. */
+static void loop_after(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+        struct recording *r = rl->r;
+        uint64_t cut;
+
+        if (r->ro->cmd ? launch_ended(&r->cmd) : !sampler_live_targets(r->s))
+                rl->done = 1;
+        event_loop_set(rl->l, rl->drain, sampler_next_due(r->s));
+        if (r->js) {
+                cut = jfr_sink_next_cut(r->js);
+                event_loop_set(rl->l, rl->cut, cut > now ? cut : now + CUT_RETRY_NS);
+        }
+}
+
+/* The loop's fd and deadlines. 0 or -errno. */
+static int loop_setup(struct record_loop *rl, int tty)
+{
+        struct event_loop *l = rl->l;
+        uint64_t now = mono_ns();
+        int fds[SAMPLER_FDS_MAX], err;
+        unsigned nfds = sampler_fds(rl->r->s, fds, SAMPLER_FDS_MAX);
+
+        err = event_loop_add_fds(l, fds, nfds, EPOLLIN, loop_sampler_fd, rl);
+        if (err)
+                return err;
+        rl->drain = event_loop_add_deadline(l, loop_drain, rl);
+        rl->cut = event_loop_add_deadline(l, loop_cut, rl);
+        rl->status = event_loop_add_deadline(l, loop_status, rl);
+        rl->end = event_loop_add_deadline(l, loop_end, rl);
+        if (rl->end < 0)
+                return rl->end;
+        if (tty)
+                event_loop_set(l, rl->status, now + STATUS_LINE_PERIOD_NS);
+        if (rl->r->ro->duration_ms)
+                event_loop_set(l, rl->end, now + rl->r->ro->duration_ms * NS_PER_MS);
+        event_loop_set_after(l, loop_after, rl);
+        loop_after(rl, now);
+        return 0;
+}
+
+/* Loop stage: sample until the duration ends, the targets exit or a signal arrives (its
+ * handler's EINTR ends the wait); JFR chunks on the way, a status line on a terminal. */
 static void sample_loop(struct recording *r)
 {
         const struct record_opts *ro = r->ro;
         int tty = !ro->quiet && isatty(STDERR_FILENO), err;
-        uint64_t start_ms, last_ms, last_n = 0, last_status;
+        struct record_loop rl = {.r = r};
 
-        start_ms = last_ms = last_status = mono_ms();
-        while (!stop_requested) {
-                uint64_t now;
-
-                err = sampler_poll(r->s, 100);
-                if (err < 0) {
-                        fprintf(stderr, "\nctxprof: reading samples failed: %s\n", strerror(-err));
-                        break;
-                }
-                now = mono_ms();
-                if (ro->duration_ms && now - start_ms >= ro->duration_ms)
-                        break;
-                if (ro->cmd && launch_ended(&r->cmd))
-                        break;
-                if (!ro->cmd && !sampler_live_targets(r->s))
-                        break;
-                if (r->js) {
-                        struct jfr_sink_engine_counters ec;
-
-                        engine_stats_get(r->s, &ec);
-                        jfr_sink_tick(r->js, now * 1000000ull, &ec);
-                }
-                if (tty && now - last_status >= 1000) {
-                        print_status(r->s, &last_n, &last_ms);
-                        last_status = now;
-                }
-        }
+        rl.last_ms = mono_ms();
+        err = event_loop_new(&rl.l);
+        if (!err)
+                err = loop_setup(&rl, tty);
+        while (!err && !rl.done && !stop_requested)
+                err = event_loop_run_once(rl.l);
+        if (err)
+                fprintf(stderr, "\nctxprof: waiting for samples failed: %s\n", strerror(-err));
+        event_loop_free(rl.l);
         if (tty)
                 fputs("\r\033[K", stderr);
 }

@@ -15,8 +15,8 @@ static size_t head_size(uint32_t type)
         switch (type) {
         case CTXPROF_REC_SAMPLE:
                 return sizeof(struct ctxprof_sample_rec);
-        case CTXPROF_REC_SAMPLE_DWARF:
-                return sizeof(struct ctxprof_sample_dwarf_rec);
+        case CTXPROF_REC_SAMPLE_COPY:
+                return sizeof(struct ctxprof_sample_copy_rec);
         case CTXPROF_REC_OFFCPU:
                 return sizeof(struct ctxprof_offcpu_rec);
         default:
@@ -66,8 +66,8 @@ int record_view_parse(const void *data, size_t size, struct record_view *v)
                 return -EBADMSG;
         memset(v, 0, sizeof(*v));
         v->r = r;
-        if (r->type == CTXPROF_REC_SAMPLE_DWARF)
-                v->dwarf = data;
+        if (r->type == CTXPROF_REC_SAMPLE_COPY)
+                v->copy = data;
         if (r->type == CTXPROF_REC_OFFCPU)
                 v->off = data;
         /* every part is capped above: no sum below can overflow */
@@ -90,11 +90,11 @@ int record_view_parse(const void *data, size_t size, struct record_view *v)
         v->otel = p + pos;
         v->otel_len = r->otel_len;
         pos += otel_part;
-        if (v->dwarf) {
-                if (v->dwarf->stack_len > CTXPROF_STACK_COPY || size - pos != v->dwarf->stack_len)
+        if (v->copy) {
+                if (v->copy->stack_len > CTXPROF_STACK_COPY || size - pos != v->copy->stack_len)
                         return -EBADMSG;
                 v->stack = p + pos;
-                v->stack_len = (size_t)v->dwarf->stack_len;
+                v->stack_len = (size_t)v->copy->stack_len;
                 pos += v->stack_len;
         }
         return pos == size ? 0 : -EBADMSG;

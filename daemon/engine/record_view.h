@@ -23,15 +23,15 @@ struct record_label {
 
 struct record_view {
         const struct ctxprof_sample_rec *r;
-        const struct ctxprof_sample_dwarf_rec *dwarf; /* CTXPROF_REC_SAMPLE_DWARF, else NULL */
-        const struct ctxprof_offcpu_rec *off;         /* CTXPROF_REC_OFFCPU, else NULL */
-        const uint64_t *ustack;                       /* n_ustack ips, leaf first */
-        const uint64_t *kstack;                       /* n_kstack ips, leaf first */
+        const struct ctxprof_sample_copy_rec *copy; /* CTXPROF_REC_SAMPLE_COPY, else NULL */
+        const struct ctxprof_offcpu_rec *off;       /* CTXPROF_REC_OFFCPU, else NULL */
+        const uint64_t *ustack;                     /* n_ustack ips, leaf first */
+        const uint64_t *kstack;                     /* n_kstack ips, leaf first */
         unsigned n_ustack, n_kstack, n_labels;
         struct record_label labels[CTXPROF_MAX_LABELS];
         const uint8_t *otel; /* otel_len bytes (0: none) */
         size_t otel_len;
-        const uint8_t *stack; /* dwarf: stack_len bytes copied from the sampled sp */
+        const uint8_t *stack; /* copy: stack_len bytes copied from the sampled sp */
         size_t stack_len;
 };
 

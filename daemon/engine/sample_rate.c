@@ -6,9 +6,9 @@
 
 #include "engine/sample_rate.h"
 
-unsigned sample_rate_cap(int dwarf, unsigned ncpu)
+unsigned sample_rate_cap(int call_graph, unsigned ncpu)
 {
-        unsigned host = dwarf ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap;
+        unsigned host = call_graph ? SAMPLE_RATE_HOST_DWARF : SAMPLE_RATE_HOST_FP, cap;
 
         if (!ncpu) {
                 long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -17,8 +17,9 @@
 #define SAMPLE_RATE_HOST_DWARF 20000u  /* samples/s, all CPUs, --call-graph dwarf */
 #define SAMPLE_RATE_MIN_CAP    100u    /* never capped below this per CPU */
 
-/* The highest per-CPU frequency for this call graph mode on ncpu online CPUs (0 = ask
- * sysconf). */
-unsigned sample_rate_cap(int dwarf, unsigned ncpu);
+/* The highest per-CPU frequency for this call graph mode (enum sampler_callgraph) on ncpu
+ * online CPUs (0 = ask sysconf). Every mode but fp takes SAMPLE_RATE_HOST_DWARF, the
+ * in-kernel unwinder's `dwarf` too though it copies no stack (the rule predates it). */
+unsigned sample_rate_cap(int call_graph, unsigned ncpu);
 
 #endif

@@ -36,6 +36,7 @@
 #include "engine/procs.h"
 #include "engine/record_view.h"
 #include "engine/sampler.h"
+#include "engine/sampler_counters.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
 #include "stack/proc_maps.h"
@@ -60,6 +61,13 @@
  * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
  * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
 #define STOP_DRAIN_BUDGET_NS 1000000000ull /* 1 s */
+/* Records come without a wakeup (bpf/sampler.bpf.c): the caller's loop drains them by
+ * sampler_next_due. With a live target, samples wait at most DRAIN_PERIOD_NS; without one,
+ * only other processes' exec notifications (daemon) wait, up to DRAIN_IDLE_NS, so that an
+ * idle daemon sleeps. A target's exec or library load wakes the consumer at once. */
+#define DRAIN_PERIOD_NS 100000000ull  /* 100 ms */
+#define DRAIN_IDLE_NS   1000000000ull /* 1 s */
+#define SWEEP_PERIOD_NS 5000000000ull /* safety net for a missed exit event */
 
 struct tid_set {
         uint32_t *slots; /* 0 = empty */
@@ -92,6 +100,7 @@ struct sampler {
         int discarding;             /* sampler_stop past its budget: records only counted */
         uint64_t record_delay_ns;   /* CTXPROF_TEST_RECORD_DELAY_US, see on_record */
         uint64_t last_sweep_ns;
+        uint64_t last_drain_ns; /* the last sampler_poll (see sampler_next_due) */
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];
@@ -147,7 +156,7 @@ static int cg_kunwind(int cg)
  * intervals in every call-graph mode (docs/offcpu.md). */
 static int uses_ku(const struct sampler_opts *o)
 {
-        return cg_kunwind(o->dwarf) || SAMPLER_EV_HAS_OFFCPU(o->event);
+        return cg_kunwind(o->call_graph) || SAMPLER_EV_HAS_OFFCPU(o->event);
 }
 
 /* BPF's target bitmap (target_bits in bpf/sampler.bpf.c): pid may be a target from now on. */
@@ -599,7 +608,7 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
                              int *truncated)
 {
         const struct ctxprof_sample_rec *r = v->r;
-        const struct ctxprof_sample_dwarf_rec *d = v->dwarf;
+        const struct ctxprof_sample_copy_rec *d = v->copy;
         unsigned i, n = 0, nk = v->n_kstack, nu = v->n_ustack;
 
         /* a stack taken in (or interrupting) a BPF program starts with the tracing
@@ -832,7 +841,7 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         if (ms > 0)
                 s->record_delay_ns =
                     (uint64_t)(ms < RECORD_DELAY_MAX_US ? ms : RECORD_DELAY_MAX_US) * NS_PER_US;
-        if (cg_copies(o->dwarf)) {
+        if (cg_copies(o->call_graph)) {
                 s->unwinder = dwarf_unwinder_new();
                 if (!s->unwinder)
                         return -ENOMEM;
@@ -896,8 +905,8 @@ static int sampler_open_bpf(struct sampler *s)
         s->skel = sampler_bpf__open();
         if (!s->skel)
                 return -errno ? -errno : -EINVAL;
-        s->skel->rodata->dwarf_mode = cg_copies(o->dwarf) ? 1 : 0;
-        s->skel->rodata->kunwind = cg_kunwind(o->dwarf) ? 1 : 0;
+        s->skel->rodata->stack_copy_mode = cg_copies(o->call_graph) ? 1 : 0;
+        s->skel->rodata->kunwind = cg_kunwind(o->call_graph) ? 1 : 0;
         s->skel->rodata->kernel_stacks = o->kernel_stacks ? 1 : 0;
         s->skel->rodata->follow_children = o->follow_children ? 1 : 0;
         s->skel->rodata->notify_exec_all = o->exec_filter ? 1 : 0;
@@ -910,7 +919,7 @@ static int sampler_open_bpf(struct sampler *s)
                 s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
         }
         ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
-        if (cg_copies(o->dwarf) && !o->ring_bytes)
+        if (cg_copies(o->call_graph) && !o->ring_bytes)
                 ring = DWARF_RING_BYTES;
         s->skel->rodata->wakeup_bytes = ring / 4;
         /* The row array is allocated whole at load: only when it is used. */
@@ -1052,7 +1061,7 @@ static void housekeeping(struct sampler *s)
         uint64_t now = mono_ns();
 
         /* Safety net for a missed exit event (events ring full): every 5 s. */
-        if (now - s->last_sweep_ns > 5000000000ull) {
+        if (now - s->last_sweep_ns > SWEEP_PERIOD_NS) {
                 s->last_sweep_ns = now;
                 sweep_dead(s);
         }
@@ -1128,23 +1137,9 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
         }
 }
 
-/* Entries of a BPF hash map keyed by __u32 (walks it). */
-static unsigned map_entries(int fd)
-{
-        __u32 key, next, *prev = NULL;
-        unsigned n = 0;
-
-        while (!bpf_map_get_next_key(fd, prev, &next)) {
-                key = next;
-                prev = &key;
-                n++;
-        }
-        return n;
-}
-
 unsigned sampler_map_entries(struct sampler *s)
 {
-        return map_entries(bpf_map__fd(s->skel->maps.targets));
+        return bpf_map_count_u32(bpf_map__fd(s->skel->maps.targets));
 }
 
 /* Consume one ring within the current drain's budget: 0 or -errno (a cut is no error). */
@@ -1182,6 +1177,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
                 timeout_ms = 0;
         drain_begin(s, 0);
         n = ring_buffer__poll(s->rb, timeout_ms);
+        s->last_drain_ns = mono_ns();
         if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
         /* poll returns on timeout without consuming records submitted with no wakeup */
@@ -1204,6 +1200,33 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         if (!s->stopped)
                 housekeeping(s);
         return total > INT_MAX ? INT_MAX : (int)total;
+}
+
+unsigned sampler_fds(struct sampler *s, int *fds, unsigned max)
+{
+        unsigned n = 0;
+
+        if (n < max)
+                fds[n++] = ring_buffer__epoll_fd(s->rb);
+        return n;
+}
+
+uint64_t sampler_next_due(struct sampler *s)
+{
+        uint64_t now = mono_ns(), due;
+        int ms;
+
+        if (s->stopped)
+                return UINT64_MAX;
+        if (s->drain_cut)
+                return now; /* records left by the last drain's budget */
+        due = s->last_drain_ns + (sampler_live_targets(s) ? DRAIN_PERIOD_NS : DRAIN_IDLE_NS);
+        if (s->procs.n && s->last_sweep_ns + SWEEP_PERIOD_NS < due)
+                due = s->last_sweep_ns + SWEEP_PERIOD_NS;
+        ms = procs_retry_timeout(&s->procs, now, INT_MAX);
+        if (ms != INT_MAX && now + (uint64_t)ms * NS_PER_MS < due)
+                due = now + (uint64_t)ms * NS_PER_MS;
+        return due;
 }
 
 int sampler_stop(struct sampler *s)
@@ -1251,10 +1274,6 @@ unsigned sampler_live_targets(struct sampler *s)
 
 void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
-        struct ctxprof_counters *v;
-        __u32 zero = 0;
-        int i, k;
-
         *out = s->st;
         out->processes = s->procs.processes;
         out->tls_located = s->procs.tls_located;
@@ -1265,68 +1284,17 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         target_stats_add(&out->target, &s->st.pctx.target);
         dwarf_unwinder_target_stats(s->unwinder, &out->target);
         modules_get_stats(s->modules, &out->modules);
-        v = calloc((size_t)s->ncpu, sizeof(*v));
-        if (!v)
-                return;
-        if (!bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &zero, v)) {
-                uint64_t sum[CTXPROF_CNT_MAX] = {0};
-
-                for (i = 0; i < s->ncpu; i++)
-                        for (k = 0; k < CTXPROF_CNT_MAX; k++)
-                                sum[k] += v[i].c[k];
-                out->samples = sum[CTXPROF_CNT_SAMPLES];
-                out->lost = sum[CTXPROF_CNT_LOST];
-                out->no_tp = sum[CTXPROF_CNT_NO_TP];
-                out->span_faults = sum[CTXPROF_CNT_SPAN_FAULT];
-                out->labelset_faults = sum[CTXPROF_CNT_LABELSET_FAULT];
-                out->label_faults = sum[CTXPROF_CNT_LABEL_FAULT];
-                out->ustack_errors = sum[CTXPROF_CNT_USTACK_ERR];
-                out->kstack_errors = sum[CTXPROF_CNT_KSTACK_ERR];
-                out->stack_copy_errors = sum[CTXPROF_CNT_STACK_COPY_ERR];
-                out->events_lost = sum[CTXPROF_CNT_EVENTS_LOST];
-                out->wakeups = sum[CTXPROF_CNT_WAKEUPS];
-                out->tls_stale = sum[CTXPROF_CNT_TLS_STALE];
-                out->otel_faults = sum[CTXPROF_CNT_OTEL_FAULT];
-                out->offcpu = sum[CTXPROF_CNT_OFFCPU];
-                out->offcpu_short = sum[CTXPROF_CNT_OFFCPU_SHORT];
-                out->offcpu_full = sum[CTXPROF_CNT_OFFCPU_FULL];
-                out->offcpu_lost = sum[CTXPROF_CNT_OFFCPU_LOST];
-                out->offcpu_exited = sum[CTXPROF_CNT_OFFCPU_EXITED];
-                out->offcpu_open_exit = sum[CTXPROF_CNT_OFFCPU_OPEN_EXIT];
-                out->ku_samples = sum[CTXPROF_CNT_KU_SAMPLES];
-                out->ku_frames = sum[CTXPROF_CNT_KU_FRAMES];
-                out->ku_noproc = sum[CTXPROF_CNT_KU_NOPROC];
-                out->ku_fp_steps = sum[CTXPROF_CNT_KU_FP_STEPS];
-                out->ku_unsup = sum[CTXPROF_CNT_KU_UNSUP];
-                out->ku_nomap = sum[CTXPROF_CNT_KU_NOMAP];
-                out->events_limited = sum[CTXPROF_CNT_EV_LIMITED];
-                out->exec_events_limited = sum[CTXPROF_CNT_EXEC_LIMITED];
-                out->targets_full += sum[CTXPROF_CNT_TARGETS_FULL];
-                out->dl_notify = sum[CTXPROF_CNT_DL_NOTIFY];
-                out->filtered_in_kernel = sum[CTXPROF_CNT_FILTERED];
-                out->filtered += out->filtered_in_kernel;
-        }
+        sampler_counters_read(bpf_map__fd(s->skel->maps.counters), s->ncpu, out);
         if (s->hook)
                 load_hook_stats(s->hook, &out->hook);
-        free(v);
         if (s->ku)
                 kunwind_get_stats(s->ku, &out->ku_tables);
-        struct bpf_prog_info info;
-        __u32 len = sizeof(info);
-        memset(&info, 0, sizeof(info));
-        if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_sample), &info, &len)) {
-                out->bpf_run_ns = info.run_time_ns;
-                out->bpf_run_cnt = info.run_cnt;
-        }
+        bpf_prog_run_time(bpf_program__fd(s->skel->progs.ctxprof_sample), &out->bpf_run_ns,
+                          &out->bpf_run_cnt);
         if (SAMPLER_EV_HAS_OFFCPU(s->opts.event)) {
-                memset(&info, 0, sizeof(info));
-                len = sizeof(info);
-                if (!bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.ctxprof_offcpu_switch),
-                                            &info, &len)) {
-                        out->offcpu_bpf_run_ns = info.run_time_ns;
-                        out->offcpu_bpf_run_cnt = info.run_cnt;
-                }
-                out->offcpu_slots = map_entries(bpf_map__fd(s->skel->maps.offcpu_threads));
+                bpf_prog_run_time(bpf_program__fd(s->skel->progs.ctxprof_offcpu_switch),
+                                  &out->offcpu_bpf_run_ns, &out->offcpu_bpf_run_cnt);
+                out->offcpu_slots = bpf_map_count_u32(bpf_map__fd(s->skel->maps.offcpu_threads));
         }
 }
 

@@ -28,9 +28,9 @@
 #include "engine/sampling_names.h"
 
 struct sampler_opts {
-        unsigned freq; /* samples per second per CPU (perf freq mode) */
-        int event;     /* enum sampler_event */
-        int dwarf;     /* enum sampler_callgraph (1: copy regs + user stack, unwind with libdwfl) */
+        unsigned freq;  /* samples per second per CPU (perf freq mode) */
+        int event;      /* enum sampler_event */
+        int call_graph; /* enum sampler_callgraph: fp, dwarf (in-kernel), dwarf-copy, dwarf-check */
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
         size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */
@@ -173,8 +173,19 @@ typedef void (*sampler_target_fn)(void *ctx, const struct sampler_target *t);
 void sampler_foreach_target(struct sampler *, sampler_target_fn fn, void *ctx);
 /* Entries in the kernel's targets map (walks the map; for tests and status). */
 unsigned sampler_map_entries(struct sampler *);
-/* Wait up to timeout_ms, then consume both rings. Returns records consumed or -errno. */
+/* Wait up to timeout_ms, then consume both rings. Returns records consumed or -errno. An
+ * event loop calls it with 0 when sampler_ring_fd is readable or sampler_next_due is reached. */
 int sampler_poll(struct sampler *, int timeout_ms);
+/* The fds an event loop watches for the sampler (EPOLLIN; owned by the sampler): the sample
+ * ring's epoll fd, readable when a record woke the consumer (most records do not: see
+ * sampler_next_due), and any other fd whose readiness makes sampler_poll due. Up to max into
+ * fds; returns how many. */
+#define SAMPLER_FDS_MAX 4
+unsigned sampler_fds(struct sampler *, int *fds, unsigned max);
+/* When sampler_poll is due next (CLOCK_MONOTONIC ns): records submitted without a wakeup
+ * (100 ms with a live target, 1 s without), a TLS retry, the dead-process sweep; at once when
+ * the last drain left records behind; UINT64_MAX once stopped. */
+uint64_t sampler_next_due(struct sampler *);
 /* Stop the perf events (no new samples) and consume everything still in the rings. */
 int sampler_stop(struct sampler *);
 void sampler_get_stats(struct sampler *, struct sampler_stats *out);

@@ -21,7 +21,7 @@ enum sampler_event {
 #define SAMPLER_EV_HAS_PERF(ev) ((ev) != SAMPLER_EV_OFFCPU)
 
 enum sampler_callgraph {
-        SAMPLER_CG_FP = 0,    /* frame pointers (sampler_opts.dwarf = 0) */
+        SAMPLER_CG_FP = 0,    /* frame pointers (sampler_opts.call_graph = 0) */
         SAMPLER_CG_DWARF = 1, /* .eh_frame unwinding in the kernel (compact tables in BPF maps) */
         SAMPLER_CG_DWARF_COPY = 2,  /* user stack copy, unwound in user space by libdwfl */
         SAMPLER_CG_DWARF_CHECK = 3, /* both on every sample; libdwfl's stack is recorded and the

@@ -252,7 +252,7 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                 if (!strcmp(key, "event"))
                         return pick_name(v, SAMPLING_NAMES_EVENT, &c->event);
                 if (!strcmp(key, "call-graph"))
-                        return pick_name(v, SAMPLING_NAMES_CALLGRAPH, &c->dwarf);
+                        return pick_name(v, SAMPLING_NAMES_CALLGRAPH, &c->call_graph);
                 if (!strcmp(key, "offcpu-min"))
                         return config_parse_duration_us(v, 0, CONFIG_OFFCPU_MIN_MAX_US,
                                                         &c->offcpu_min_us);

@@ -44,7 +44,7 @@ struct daemon_config {
         /* [sampling] */
         unsigned frequency;     /* Hz per CPU */
         int event;              /* enum sampler_event */
-        int dwarf;              /* enum sampler_callgraph */
+        int call_graph;         /* enum sampler_callgraph */
         uint64_t offcpu_min_us; /* event off-cpu/wall: shorter intervals are dropped */
         /* context filter (engine/context_filter.h), checked when set; "" = none */
         char filter[CONFIG_LIST_LEN];

@@ -36,6 +36,8 @@
 #define ALIVE_CHECK_MS         250   /* how often per-process targets are checked */
 #define OPEN_RETRY_MS          10000 /* after a failed open: no new file for this long */
 #define OVERFLOW_LOG_MS        60000 /* "too many processes" at most this often */
+#define SIZE_CHECK_MS          1000  /* rotate = size: the bytes written are looked at this often */
+#define CUT_RETRY_MS           100   /* a chunk due but its writer behind: look again */
 /* The shared symbolizer's interned strings are freed only with it: it is recreated whenever
  * no per-process file is open, and when they pass this size every per-process file is
  * finished (each reopens at its process's next sample) so that it can be. */
@@ -113,9 +115,25 @@ static void engine(struct recording_set *rs, struct jfr_sink_engine_counters *ec
                 rs->o.engine(rs->o.ctx, ec);
 }
 
-/* This file's share of the engine counters `now` (fetched once per tick: each fetch is a
- * per-CPU BPF map lookup and an object info query). With split=process `samples` is the
- * file's own (the rest is host-wide: the BPF counters are not per process). */
+/* The engine counters of one tick, fetched when a file first needs them (a chunk cut, a file
+ * finished) and at most once: each fetch is a per-CPU BPF map lookup, object info queries
+ * and with off-CPU a walk of its map. A tick that cuts nothing reads none. */
+struct engine_now {
+        struct recording_set *rs;
+        int have;
+        struct jfr_sink_engine_counters ec;
+};
+
+static const struct jfr_sink_engine_counters *engine_now(struct engine_now *e)
+{
+        if (!e->have)
+                engine(e->rs, &e->ec);
+        e->have = 1;
+        return &e->ec;
+}
+
+/* This file's share of the engine counters `now` (see struct engine_now). With split=process
+ * `samples` is the file's own (the rest is host-wide: the BPF counters are not per process). */
 static void rec_counters(struct recording_set *rs, const struct recording *r,
                          const struct jfr_sink_engine_counters *now,
                          struct jfr_sink_engine_counters *ec)
@@ -195,7 +213,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
             .info = {.name = "ctxprof",
                      .event = sampling_name(SAMPLING_NAMES_EVENT, rs->cfg.event),
                      .frequency_hz = rs->cfg.frequency,
-                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.dwarf),
+                     .callgraph = sampling_name(SAMPLING_NAMES_CALLGRAPH, rs->cfg.call_graph),
                      .filter = rs->cfg.filter},
         };
         int err, err2;
@@ -515,13 +533,15 @@ struct sample_sink recording_set_as_sink(struct recording_set *rs)
 
 /* Cut a chunk when its period is over; 1 = the file is due for rotation. */
 static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
-                    const struct jfr_sink_engine_counters *eng)
+                    struct engine_now *eng)
 {
         struct jfr_sink_engine_counters ec;
         struct jfr_sink_counters jc;
 
-        rec_counters(rs, r, eng, &ec);
-        jfr_sink_tick(r->js, now * 1000000ull, &ec);
+        if (now * NS_PER_MS >= jfr_sink_next_cut(r->js)) {
+                rec_counters(rs, r, engine_now(eng), &ec);
+                jfr_sink_tick(r->js, now * NS_PER_MS, &ec);
+        }
         jfr_sink_get_counters(r->js, &jc);
         /* Chunks the writer could not append (disk full, I/O error) are lost, the file keeps
          * its complete chunks and the next chunk is tried again: say so once per change. */
@@ -546,8 +566,7 @@ static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
  * per-process file is open, or (finishing every per-process file first) when they have grown
  * past SHARED_SYM_MAX_BYTES. The sinks are finished, so their writer threads have been joined.
  * Returns how many files were finished. */
-static unsigned renew_symbolizer(struct recording_set *rs,
-                                 const struct jfr_sink_engine_counters *eng)
+static unsigned renew_symbolizer(struct recording_set *rs, struct engine_now *eng)
 {
         struct symbolizer_stats st;
         unsigned finished = 0;
@@ -561,7 +580,7 @@ static unsigned renew_symbolizer(struct recording_set *rs,
                      "per-process files to free them (each reopens at its next sample)",
                      (unsigned long long)(st.string_bytes >> 20), rs->nprocs);
                 while (rs->nprocs) {
-                        close_proc(rs, rs->nprocs - 1, eng);
+                        close_proc(rs, rs->nprocs - 1, engine_now(eng));
                         finished++;
                 }
         }
@@ -588,14 +607,12 @@ uint64_t recording_set_written_before(struct recording_set *rs)
 
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 {
-        struct jfr_sink_engine_counters eng = {0};
+        struct engine_now eng = {.rs = rs};
         unsigned finished = 0, i = 0;
         int check = now - rs->alive_checked_ms >= ALIVE_CHECK_MS;
 
-        if (rs->have_host || rs->nprocs)
-                engine(rs, &eng); /* once for every open file */
         if (rs->have_host && tick_rec(rs, &rs->host_rec, now, &eng)) {
-                close_host(rs, &eng);
+                close_host(rs, engine_now(&eng));
                 finished++;
                 /* split=process: the shared file opens again when a sample needs it */
                 if (rs->split != SPLIT_PROCESS)
@@ -613,7 +630,7 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
                 struct recording *r = rs->procs[i];
 
                 if (r->retired) {
-                        close_proc(rs, i, &eng); /* the last entry moved to i */
+                        close_proc(rs, i, engine_now(&eng)); /* the last entry moved to i */
                         finished++;
                         continue;
                 }
@@ -627,7 +644,7 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
                 }
                 if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) ||
                     tick_rec(rs, r, now, &eng)) {
-                        close_proc(rs, i, &eng); /* the last entry moved to i */
+                        close_proc(rs, i, engine_now(&eng)); /* the last entry moved to i */
                         finished++;
                         continue;
                 }
@@ -636,6 +653,39 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
         if (rs->split == SPLIT_PROCESS)
                 finished += renew_symbolizer(rs, &eng);
         return finished;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+        return a < b ? a : b;
+}
+
+/* When r needs a tick: its chunk's cut (rounded up to the ms the tick counts in), its
+ * rotation. */
+static uint64_t rec_due(const struct recording_set *rs, const struct recording *r, uint64_t now)
+{
+        uint64_t due = (jfr_sink_next_cut(r->js) + NS_PER_MS - 1) / NS_PER_MS;
+
+        if (due <= now)
+                due = now + CUT_RETRY_MS;
+        if (rs->cfg.rotate == ROTATE_PERIOD)
+                return min_u64(due, r->start_ms + rs->cfg.rotate_period_ms);
+        return min_u64(due, now + SIZE_CHECK_MS);
+}
+
+uint64_t recording_set_next_tick(const struct recording_set *rs, uint64_t now)
+{
+        uint64_t due = UINT64_MAX;
+
+        if (rs->have_host)
+                due = rec_due(rs, &rs->host_rec, now);
+        else if (rs->split != SPLIT_PROCESS)
+                due = rs->last_open_ms + OPEN_RETRY_MS;
+        if (rs->nprocs)
+                due = min_u64(due, rs->alive_checked_ms + ALIVE_CHECK_MS);
+        for (unsigned i = 0; i < rs->nprocs; i++)
+                due = min_u64(due, rs->procs[i]->retired ? now : rec_due(rs, rs->procs[i], now));
+        return due;
 }
 
 int recording_set_finish(struct recording_set *rs)

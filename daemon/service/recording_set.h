@@ -81,6 +81,10 @@ struct sample_sink recording_set_as_sink(struct recording_set *rs);
 /* Between polls: cut chunks, rotate, finish recordings of processes that are gone, reopen
  * the host recording. Returns how many files were finished (the caller runs retention). */
 unsigned recording_set_tick(struct recording_set *rs, uint64_t now_mono_ms);
+/* When recording_set_tick has work next (CLOCK_MONOTONIC ms; UINT64_MAX: none): a chunk's cut,
+ * a rotation, the per-process liveness check, a retired file, the host file's reopen. A
+ * sample that opens a file changes it: ask again after every drain. */
+uint64_t recording_set_next_tick(const struct recording_set *rs, uint64_t now_mono_ms);
 /* The earliest jfr_sink_written_before of the open files (CLOCK_MONOTONIC ns; UINT64_MAX when
  * none is open): module ids dead since before it can be retired (modules_reap). */
 uint64_t recording_set_written_before(struct recording_set *rs);

@@ -883,6 +883,11 @@ int jfr_sink_tick(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine
         return cut(s, now, c) ? 0 : 1;
 }
 
+uint64_t jfr_sink_next_cut(const struct jfr_sink *s)
+{
+        return s->cur.start_mono + s->o.chunk_period_ns;
+}
+
 int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)
 {
         int err = cut(s, mono_ns(), c);

@@ -86,6 +86,10 @@ void jfr_sink_set_modules(struct jfr_sink *s, struct modules *m);
 /* Consuming thread, between polls: cuts a chunk when the period is over. 1 = cut, 0 = not. */
 int jfr_sink_tick(struct jfr_sink *s, uint64_t now_mono_ns,
                   const struct jfr_sink_engine_counters *c);
+/* When the current chunk's period ends (CLOCK_MONOTONIC ns): jfr_sink_tick cuts from then
+ * on (unless the writer is behind), and only then needs the engine counters. Consuming
+ * thread. */
+uint64_t jfr_sink_next_cut(const struct jfr_sink *s);
 /* Cuts the last chunk and waits until the writer has written everything. Returns 0 or the
  * first write error (-errno); every chunk written before an error stays readable. */
 int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c);

@@ -23,8 +23,8 @@
 #define CTXPROF_LABEL_VAL_MAX 256   /* value bytes copied; longer values are truncated */
 #define CTXPROF_MAX_USTACK    127   /* user frames (bpf_get_stack) */
 #define CTXPROF_MAX_KSTACK    48    /* kernel frames */
-#define CTXPROF_STACK_COPY    16384 /* dwarf mode: bytes of user stack copied from sp */
-#define CTXPROF_NREGS         17    /* dwarf: user registers, enum ctxprof_reg */
+#define CTXPROF_STACK_COPY    16384 /* stack-copy records: bytes of user stack from sp */
+#define CTXPROF_NREGS         17    /* stack-copy records: user registers, enum ctxprof_reg */
 #define CTXPROF_COMM_LEN      16
 /* OTEP 4947 record: fixed header, then attrs_data_size bytes of entries; the OTEP's budget
  * for the whole record is 640 bytes, and BPF copies no more. */
@@ -32,7 +32,7 @@
 #define CTXPROF_OTEL_REC_MAX 640
 
 /*
- * ctxprof_sample_dwarf_rec.regs[]: the DWARF register numbering of x86-64 (System V psABI),
+ * ctxprof_sample_copy_rec.regs[]: the DWARF register numbering of x86-64 (System V psABI),
  * the order libdwfl takes them in. Filled by BPF in bpf/arch_x86.h; read by the daemon's
  * unwinder. An arm64 port changes this list (and that header).
  */
@@ -61,10 +61,10 @@ _Static_assert(CTXPROF_REG_RIP + 1 == CTXPROF_NREGS, "regs[] holds every registe
 
 /* First field of every ring record: what follows. */
 enum ctxprof_rec_type {
-        CTXPROF_REC_SAMPLE = 1,       /* struct ctxprof_sample_rec */
-        CTXPROF_REC_SAMPLE_DWARF = 2, /* struct ctxprof_sample_dwarf_rec */
-        CTXPROF_REC_EVENT = 3,        /* struct ctxprof_event_rec */
-        CTXPROF_REC_OFFCPU = 4,       /* struct ctxprof_offcpu_rec */
+        CTXPROF_REC_SAMPLE = 1,      /* struct ctxprof_sample_rec */
+        CTXPROF_REC_SAMPLE_COPY = 2, /* struct ctxprof_sample_copy_rec */
+        CTXPROF_REC_EVENT = 3,       /* struct ctxprof_event_rec */
+        CTXPROF_REC_OFFCPU = 4,      /* struct ctxprof_offcpu_rec */
 };
 
 /* ctxprof_sample_rec.flags */
@@ -73,7 +73,7 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_LABELSET   0x4  /* a labelset pointer was read and was non-NULL */
 #define CTXPROF_SF_LABELS_CUT 0x8  /* labelset count > CTXPROF_MAX_LABELS */
 #define CTXPROF_SF_USER_MODE  0x10 /* the sample interrupted user mode */
-#define CTXPROF_SF_REGS       0x20 /* dwarf: regs[] valid */
+#define CTXPROF_SF_REGS       0x20 /* stack copy: regs[] valid */
 #define CTXPROF_SF_TLS_STALE  0x40 /* the location was made for an image before an exec: no read */
 #define CTXPROF_SF_CGROUP     0x80 /* sampled for its cgroup (not in the targets map yet) */
 /* taken while the location was pending (ctxprof/tls_target.h): recorded only with context */
@@ -98,8 +98,8 @@ enum ctxprof_rec_type {
 #define CTXPROF_SE_LABELS_READ 0x8   /* pointer or labelset header read faulted */
 #define CTXPROF_SE_USTACK      0x10  /* bpf_get_stack(user) failed */
 #define CTXPROF_SE_KSTACK      0x20  /* bpf_get_stack(kernel) failed */
-#define CTXPROF_SE_REGS        0x40  /* dwarf: user registers unavailable */
-#define CTXPROF_SE_STACK_COPY  0x80  /* dwarf: not even the first stack page could be copied */
+#define CTXPROF_SE_REGS        0x40  /* stack copy: user registers unavailable */
+#define CTXPROF_SE_STACK_COPY  0x80  /* stack copy: not even the first page could be copied */
 #define CTXPROF_SE_OTEL_ADDR   0x100 /* otel_thread_ctx_v1 TLS address could not be computed */
 #define CTXPROF_SE_OTEL_READ   0x200 /* the pointer or the record it names could not be read */
 
@@ -116,13 +116,13 @@ enum ctxprof_rec_type {
  * each part starting at an 8-byte boundary:
  *
  *   head      struct ctxprof_sample_rec, or a type's head that begins with it
- *             (ctxprof_sample_dwarf_rec, ctxprof_offcpu_rec)
+ *             (ctxprof_sample_copy_rec, ctxprof_offcpu_rec)
  *   ustack    n_ustack x __u64 user ips, leaf first
  *   kstack    n_kstack x __u64 kernel ips, leaf first
  *   labels    labels_len bytes: n_labels entries, each a struct ctxprof_label_rec followed by
  *             key_bytes of key and val_bytes of value, padded to 8 (CTXPROF_LABEL_REC_SIZE)
  *   otel      otel_len bytes of the OTEP 4947 record (header + entries), padded to 8
- *   stack     dwarf: stack_len bytes of user stack copied from regs[CTXPROF_REG_SP]
+ *   stack     stack copy: stack_len bytes of user stack copied from regs[CTXPROF_REG_SP]
  *
  * len is the whole record; every count and length is capped below and user space checks
  * each against the record's size before use (engine/record_view.c).
@@ -179,14 +179,14 @@ struct ctxprof_sample_rec {
 _Static_assert(sizeof(struct ctxprof_sample_rec) == 128, "sample head: 128 bytes, no padding");
 
 /* DWARF-mode sample: the head plus user registers; the stack copy is the last part. */
-struct ctxprof_sample_dwarf_rec {
-        struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_SAMPLE_DWARF */
+struct ctxprof_sample_copy_rec {
+        struct ctxprof_sample_rec base; /* base.type == CTXPROF_REC_SAMPLE_COPY */
         __u64 regs[CTXPROF_NREGS];      /* enum ctxprof_reg */
         __u64 stack_len;                /* bytes of the stack part */
 };
-_Static_assert(sizeof(struct ctxprof_sample_dwarf_rec) ==
+_Static_assert(sizeof(struct ctxprof_sample_copy_rec) ==
                    sizeof(struct ctxprof_sample_rec) + 8 * CTXPROF_NREGS + 8,
-               "dwarf head: no padding (272 bytes)");
+               "stack-copy head: no padding (272 bytes)");
 
 /*
  * Off-CPU interval (bpf/offcpu.bpf.h): a target thread left the CPU without being runnable
@@ -206,7 +206,7 @@ _Static_assert(sizeof(struct ctxprof_offcpu_rec) == sizeof(struct ctxprof_sample
                "off-CPU head: the sample head + 32 bytes, no padding");
 
 /* Size caps of a record's parts: the longest head, then each variable part at its cap. */
-#define CTXPROF_REC_HEAD_MAX     sizeof(struct ctxprof_sample_dwarf_rec)
+#define CTXPROF_REC_HEAD_MAX     sizeof(struct ctxprof_sample_copy_rec)
 #define CTXPROF_STACKS_BYTES_MAX (8 * (CTXPROF_MAX_USTACK + CTXPROF_MAX_KSTACK))
 /* A record without a stack copy (fp, in-kernel dwarf, off-CPU) is at most this long. */
 #define CTXPROF_REC_CTX_MAX                                                                        \
@@ -271,7 +271,7 @@ enum ctxprof_counter {
         CTXPROF_CNT_LABEL_FAULT,      /* entry/key/value read failures */
         CTXPROF_CNT_USTACK_ERR,       /* bpf_get_stack(user) < 0 */
         CTXPROF_CNT_KSTACK_ERR,       /* bpf_get_stack(kernel) < 0 */
-        CTXPROF_CNT_STACK_COPY_ERR,   /* dwarf: first stack page unreadable */
+        CTXPROF_CNT_STACK_COPY_ERR,   /* stack copy: first page unreadable */
         CTXPROF_CNT_EVENTS_LOST,      /* both rings full: lifecycle event dropped */
         CTXPROF_CNT_WAKEUPS,          /* forced ring wakeups */
         CTXPROF_CNT_TLS_STALE,        /* location refused: made before the target's last exec */

@@ -50,7 +50,7 @@ Test(config, full_file_with_inline_comments)
         unlink(p);
         cr_assert_eq(c.frequency, 49);
         cr_assert_eq(c.event, SAMPLER_EV_CYCLES);
-        cr_assert_eq(c.dwarf, 1);
+        cr_assert_eq(c.call_graph, 1);
         cr_assert_eq(c.mode, TARGET_MODE_SELECTORS);
         cr_assert_str_eq(c.comm, "nginx*, myapp");
         cr_assert_str_eq(c.directory, "/srv/p");

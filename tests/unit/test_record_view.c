@@ -57,21 +57,21 @@ Test(record_view, parts_of_a_well_formed_record)
         cr_assert(v.n_labels == 1 && !memcmp(v.labels[0].key, "k", 1) &&
                   !memcmp(v.labels[0].val, "vv", 2));
         cr_assert_eq(v.otel_len, CTXPROF_OTEL_HDR);
-        cr_assert(!v.dwarf && !v.off && !v.stack_len);
+        cr_assert(!v.copy && !v.off && !v.stack_len);
 }
 
 Test(record_view, dwarf_stack_is_the_rest_of_the_record)
 {
-        struct ctxprof_sample_dwarf_rec *d = (struct ctxprof_sample_dwarf_rec *)buf;
+        struct ctxprof_sample_copy_rec *d = (struct ctxprof_sample_copy_rec *)buf;
         struct record_view v;
         size_t n = sizeof(*d) + 4096;
 
         memset(buf, 0, sizeof(buf));
-        d->base.type = CTXPROF_REC_SAMPLE_DWARF;
+        d->base.type = CTXPROF_REC_SAMPLE_COPY;
         d->stack_len = 4096;
         d->base.len = (uint32_t)n;
         cr_assert_eq(record_view_parse(buf, n, &v), 0);
-        cr_assert(v.dwarf == d && v.stack_len == 4096 && v.stack == (uint8_t *)(d + 1));
+        cr_assert(v.copy == d && v.stack_len == 4096 && v.stack == (uint8_t *)(d + 1));
         d->stack_len = 4104; /* past the record */
         cr_assert_eq(record_view_parse(buf, n, &v), -EBADMSG);
         d->stack_len = 4088; /* leaves bytes nothing accounts for */

@@ -5,7 +5,8 @@
  * host file (counted as overflow, not dropped), and the failed per-process open does not
  * stop the host file from being opened; a sink whose writer thread cannot start (RLIMIT_AS)
  * leaves no empty .part behind; a process that execs under a new name has its old file
- * finished at the next tick, not inside the sample callback.
+ * finished at the next tick, not inside the sample callback; a tick reads the engine's
+ * counters only when it cuts a chunk, and recording_set_next_tick names that time.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #include "service/config.h"
 #include "service/recording_set.h"
+#include "util/clock.h"
 
 static int n_errors;
 
@@ -248,4 +250,50 @@ Test(recording_set, exec_under_new_name_finishes_the_old_file_at_the_tick)
 Test(recording_set, exec_under_new_name_at_the_cap_finishes_the_old_file_at_once)
 {
         exec_under_new_name(1, 1);
+}
+
+static int n_engine_reads;
+
+static void count_engine(void *ctx, struct jfr_sink_engine_counters *out)
+{
+        (void)ctx;
+        (void)out;
+        n_engine_reads++;
+}
+
+/* The engine's counters cost a per-CPU map read and info syscalls: a tick reads them only
+ * when a chunk is cut, and recording_set_next_tick says when that is. */
+Test(recording_set, tick_reads_engine_counters_only_at_a_cut)
+{
+        char dir[] = "/tmp/ctxprof-rs.XXXXXX", cmd[64];
+        struct daemon_config cfg;
+        struct recording_set_opts o = {
+            .cfg = &cfg, .host = "h", .log = count_log, .engine = count_engine};
+        struct recording_set *rs;
+        uint64_t now, due;
+        int i;
+
+        cr_assert(mkdtemp(dir));
+        config_defaults(&cfg);
+        snprintf(cfg.directory, sizeof(cfg.directory), "%s", dir);
+        cfg.chunk_period_ms = 60000;
+        rs = recording_set_new(&o);
+        cr_assert(rs);
+        cr_assert_eq(recording_set_start(rs), 0);
+        now = mono_ms();
+        due = recording_set_next_tick(rs, now);
+        cr_expect(due > now + 59000 && due <= now + 60001, "next tick in %lld ms",
+                  (long long)(due - now));
+        n_engine_reads = 0;
+        for (i = 0; i < 100; i++)
+                recording_set_tick(rs, now + (uint64_t)i);
+        cr_expect_eq(n_engine_reads, 0, "ticks before the cut read the engine %d times",
+                     n_engine_reads);
+        recording_set_tick(rs, due);
+        cr_expect_eq(n_engine_reads, 1, "the cut read the engine %d times", n_engine_reads);
+        cr_expect_gt(recording_set_next_tick(rs, due), due, "the next cut is not later");
+        cr_assert_eq(recording_set_finish(rs), 0);
+        recording_set_free(rs);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        cr_assert_eq(system(cmd), 0);
 }

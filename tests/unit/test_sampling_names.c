@@ -58,7 +58,7 @@ Test(sampling_names, config_uses_the_table)
         cr_assert_eq(config_set(&c, NULL, "call-graph", "dwarf"), 0);
         cr_assert_eq(config_set(&c, NULL, "mode", "all"), 0);
         cr_assert_eq(c.event, SAMPLER_EV_CYCLES);
-        cr_assert_eq(c.dwarf, SAMPLER_CG_DWARF);
+        cr_assert_eq(c.call_graph, SAMPLER_CG_DWARF);
         cr_assert_eq(c.mode, TARGET_MODE_ALL);
         cr_assert_eq(config_set(&c, NULL, "mode", "everything"), -EINVAL);
 }
