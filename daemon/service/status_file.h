@@ -60,6 +60,10 @@ struct status_daemon {
          * (sampler_stats: events_limited, exec_events_limited, targets_full) */
         char load_hook[STATUS_NAME_LEN];
         uint64_t events_limited, exec_events_limited, targets_full;
+        /* the parser helper (util/parser_client.h): its pid (0: none running), helpers
+         * started after the first, requests past their deadline */
+        int parser_pid;
+        uint64_t parser_restarts, parser_timeouts;
 };
 
 /* One "target" line: a sampled process. */

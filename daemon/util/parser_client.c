@@ -90,25 +90,35 @@ static void exec_helper(int sock, const char *user)
         _exit(127);
 }
 
+/* The helper's end: its socket closed (an idle helper exits), SIGKILL (refused once it runs
+ * as its own uid: a busy one ends at its own deadline), reaped within that deadline. */
 static void kill_reap(struct parser_client *pc)
 {
-        if (pc->pid > 0) {
-                kill(pc->pid, SIGKILL);
-                while (waitpid(pc->pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-        }
         if (pc->sock >= 0)
                 close(pc->sock);
+        if (pc->pid > 0) {
+                kill(pc->pid, SIGKILL);
+                int reaped = 0;
+                for (int i = 0; !reaped && i < PARSER_SELF_DEADLINE_MS; i++) {
+                        pid_t r = waitpid(pc->pid, NULL, WNOHANG);
+                        reaped = r == pc->pid || (r < 0 && errno != EINTR);
+                        if (!reaped)
+                                usleep(1000);
+                }
+                pc->st.unreaped += !reaped; /* PR_SET_PDEATHSIG ends it with us */
+        }
         pc->pid = 0;
         pc->sock = -1;
 }
 
-/* The wait status of a helper that did not say READY: its exit if it exits soon, else it is
- * killed (and the status says so). */
+/* The wait status of a helper that did not say READY (its socket is closed by now): its exit
+ * if it exits soon, else it is sent SIGKILL; 0 when it did not end even then. */
 static int reap_failed(pid_t pid)
 {
         int ws = 0;
-        for (int i = 0; i < REAP_WAIT_MS; i++) {
+        for (int i = 0; i < 2 * REAP_WAIT_MS; i++) {
+                if (i == REAP_WAIT_MS)
+                        kill(pid, SIGKILL);
                 pid_t r = waitpid(pid, &ws, WNOHANG);
                 if (r == pid)
                         return ws;
@@ -116,10 +126,7 @@ static int reap_failed(pid_t pid)
                         return 0;
                 usleep(1000);
         }
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-                ;
-        return ws;
+        return 0;
 }
 
 static int spawn(struct parser_client *pc, char *why, size_t whylen)
@@ -247,12 +254,17 @@ int parser_client_call(struct parser_client *pc, uint16_t type, const void *req,
         struct parser_head h = {.type = type, .seq = ++pc->seq};
         pc->st.calls++;
         err = parser_chan_send(pc->sock, &h, req, len, fd);
-        if (err) {
+        if (err) { /* it died before this request (killed, or by the last one): once more */
                 pc->st.deaths++;
-                err = -EPIPE;
-        } else {
-                err = await_answer(pc, type, resp, cap, got, deadline);
+                kill_reap(pc);
+                err = ensure_running(pc);
+                if (!err) {
+                        h = (struct parser_head){.type = type, .seq = ++pc->seq};
+                        err = parser_chan_send(pc->sock, &h, req, len, fd) ? -EPIPE : 0;
+                }
         }
+        if (!err)
+                err = await_answer(pc, type, resp, cap, got, deadline);
         if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO)
                 kill_reap(pc);
         pthread_mutex_unlock(&pc->lock);

@@ -5,8 +5,12 @@
  * capabilities, seccomp), holding the other end of a SOCK_SEQPACKET socketpair and nothing
  * else. One request at a time (callers from any thread are serialized by a lock), each with
  * a deadline: on timeout, on the helper's death or on an answer that breaks the framing the
- * helper is SIGKILLed and reaped, the request fails, and the next request starts a new one
- * (at most one start per PARSER_RESTART_MIN_MS; a request in between fails at once). The
+ * helper's socket is closed, it is sent SIGKILL (which only works while it still has the
+ * daemon's uid: it ends itself at PARSER_SELF_DEADLINE_MS otherwise) and reaped, the request
+ * fails, and the next request starts a new one
+ * (at most one start per PARSER_RESTART_MIN_MS; a request in between fails at once). A
+ * request that finds the helper already gone (killed between requests) starts it and is sent
+ * again once. The
  * helper's answers are hostile like the bytes they come from: the framing is checked here
  * (parser_chan.h), each payload by its decoder. Never prints.
  */
@@ -19,9 +23,14 @@
 
 #define PARSER_DEADLINE_MS    2000 /* one request, and the helper's start */
 #define PARSER_RESTART_MIN_MS 1000 /* between two starts of the helper */
-#define PARSER_USER_DEFAULT   "nobody"
-#define PARSER_UID_FALLBACK   65534 /* when there is no user named PARSER_USER_DEFAULT */
-#define PARSER_USER_MAX       64    /* bytes of a parser user name */
+/* The helper's own deadline for one request (a timer whose SIGALRM ends it): the daemon,
+ * uid 0 without CAP_KILL, cannot signal a helper running as another uid, so a helper stuck
+ * in a request ends itself this long after receiving it; the daemon waits that long for it
+ * to be reaped, at most. */
+#define PARSER_SELF_DEADLINE_MS (PARSER_DEADLINE_MS + 500)
+#define PARSER_USER_DEFAULT     "nobody"
+#define PARSER_UID_FALLBACK     65534 /* when there is no user named PARSER_USER_DEFAULT */
+#define PARSER_USER_MAX         64    /* bytes of a parser user name */
 
 struct parser_client;
 struct parser_stats {
@@ -31,6 +40,7 @@ struct parser_stats {
         uint64_t deaths;      /* helpers found dead or closed mid-request */
         uint64_t bad_answers; /* answers that broke the framing (helper killed) */
         uint64_t refused;     /* requests failed at once: restart rate limit, start failed */
+        uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure */
 };
 
 /* Starts the helper as user (NULL or "": PARSER_USER_DEFAULT) and waits for it to say it is
