@@ -1037,7 +1037,7 @@ static int start_sampling(struct daemon *d)
                 if (err)
                         logm(LOG_WARNING, "library-load hook for every process failed: %s",
                              strerror(-err));
-                err = privileges_drop();
+                err = privileges_drop(0);
                 if (err) {
                         logm(LOG_ERROR, "dropping capabilities failed: %s", strerror(-err));
                         return -1;

@@ -121,6 +121,7 @@ int parser_confine(int sock, const char *user)
         if ((sock > STDERR_FILENO + 1 && close_range(STDERR_FILENO + 1, (unsigned)sock - 1, 0)) ||
             close_range((unsigned)sock + 1, ~0u, 0))
                 return PARSER_EXIT_FDS;
+        prctl(PR_SET_NAME, PARSER_COMM, 0, 0, 0); /* its name in ps, not "exe" */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0))
                 return PARSER_EXIT_PDEATHSIG;
         if (lookup_user(user, &uid, &gid))

@@ -10,8 +10,9 @@
 #ifndef CTXPROF_PARSER_CONFINE_H
 #define CTXPROF_PARSER_CONFINE_H
 
-#define PARSER_AS_MAX     (8ull << 30) /* RLIMIT_AS: the largest debug files mapped whole */
-#define PARSER_NOFILE_MAX 1024         /* RLIMIT_NOFILE: PARSER_MAX_MODULES files + debug files */
+#define PARSER_AS_MAX     (8ull << 30)     /* RLIMIT_AS: the largest debug files mapped whole */
+#define PARSER_COMM       "ctxprof-parser" /* its comm */
+#define PARSER_NOFILE_MAX 1024 /* RLIMIT_NOFILE: PARSER_MAX_MODULES files + debug files */
 
 /* 0, or the PARSER_EXIT_* of the step that failed. sock is the one descriptor kept (with
  * 0, 1 and 2). user: a user name (NULL or "": PARSER_USER_DEFAULT, or uid/gid

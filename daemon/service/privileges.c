@@ -19,10 +19,10 @@ static const cap_value_t keep[] = {CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE, CAP_D
 static const cap_value_t for_helper[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP};
 #define NHELPER ((int)(sizeof(for_helper) / sizeof(for_helper[0])))
 
-int privileges_drop(void)
+int privileges_drop(unsigned flags)
 {
         cap_t cur = cap_get_proc(), nw = NULL;
-        cap_value_t held[NKEEP + NHELPER];
+        cap_value_t held[NKEEP + 1 + NHELPER];
         int i, n = 0, neff, err = 0;
         cap_value_t c;
 
@@ -33,6 +33,12 @@ int privileges_drop(void)
 
                 if (!cap_get_flag(cur, keep[i], CAP_PERMITTED, &v) && v == CAP_SET)
                         held[n++] = keep[i];
+        }
+        if (flags & PRIVILEGES_KEEP_DAC_OVERRIDE) {
+                cap_flag_value_t v = CAP_CLEAR;
+
+                if (!cap_get_flag(cur, CAP_DAC_OVERRIDE, CAP_PERMITTED, &v) && v == CAP_SET)
+                        held[n++] = CAP_DAC_OVERRIDE;
         }
         neff = n;
         for (i = 0; i < NHELPER; i++) {
