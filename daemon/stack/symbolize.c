@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
- * module file, the (module, offset) result cache, the string pool and the kallsyms table.
+ * symbolize.c — names for (module, offset) frames. Owns, per module file, its elf_syms
+ * session (in process) or its descriptor and token (the parser helper reads it), the
+ * (module, offset) result cache, the string pool and the kallsyms table. Trusts no name the
+ * helper returns beyond sym_wire_decode's checks: cut, demangled and interned here.
  * Must never print, never read a live process, never return a frame-dropping error for a
  * frame it merely cannot name, never open a file by a name (the module's ELF or perf map
  * comes from the registry's descriptor, debug files from debuginfo_find.h), never keep a name or a
@@ -32,12 +34,12 @@ typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *s
 #define LIBSTDCXX "libstdc++.so.6"
 
 #define NCACHE_BUCKETS (1u << 16)
+#define NSTR_BUCKETS   (1u << 14)
 
 /* The parser helper every symbolizer of this process asks, when set (symbolize_use_parser),
  * and the source of the tokens that name open modules to it. */
 static struct parser_client *parser;
 static uint64_t next_token;
-#define NSTR_BUCKETS (1u << 14)
 
 struct sym_module {
         struct elf_syms *es; /* in-process ELF session; NULL when closed, failed or remote */
