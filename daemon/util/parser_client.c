@@ -24,6 +24,7 @@
 #define NS_PER_MS    1000000ull
 #define ERRNO_MAX    4095 /* a helper status below -ERRNO_MAX is not an errno */
 #define REAP_WAIT_MS 200  /* a helper that failed to start: time to collect its exit code */
+#define LATE_MAX     8    /* helpers not ended in time, reaped later */
 
 struct parser_client {
         pthread_mutex_t lock;
@@ -33,6 +34,7 @@ struct parser_client {
         uint32_t seq;
         uint64_t started_ns; /* last start */
         int starts;
+        pid_t late[LATE_MAX]; /* ended helpers not reaped yet (0: free) */
         struct parser_stats st;
 };
 
@@ -105,7 +107,14 @@ static void kill_reap(struct parser_client *pc)
                         if (!reaped)
                                 usleep(1000);
                 }
-                pc->st.unreaped += !reaped; /* PR_SET_PDEATHSIG ends it with us */
+                if (!reaped) { /* stopped, or stuck: reaped later when it ends */
+                        pc->st.unreaped++;
+                        for (int i = 0; i < LATE_MAX; i++)
+                                if (!pc->late[i]) {
+                                        pc->late[i] = pc->pid;
+                                        break;
+                                }
+                }
         }
         pc->pid = 0;
         pc->sock = -1;
@@ -202,6 +211,9 @@ void parser_client_stop(struct parser_client *pc)
 static int ensure_running(struct parser_client *pc)
 {
         char why[128];
+        for (int i = 0; i < LATE_MAX; i++)
+                if (pc->late[i] && waitpid(pc->late[i], NULL, WNOHANG) != 0)
+                        pc->late[i] = 0;
         if (pc->pid > 0)
                 return 0;
         if (mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)

@@ -40,7 +40,8 @@ struct parser_stats {
         uint64_t deaths;      /* helpers found dead or closed mid-request */
         uint64_t bad_answers; /* answers that broke the framing (helper killed) */
         uint64_t refused;     /* requests failed at once: restart rate limit, start failed */
-        uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure */
+        uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure
+                               * (stopped or stuck): reaped at a later request */
 };
 
 /* Starts the helper as user (NULL or "": PARSER_USER_DEFAULT) and waits for it to say it is

@@ -4,16 +4,19 @@
 # helper (found as the daemon's child, by pid) runs as a uid other than 0 with every
 # capability set empty, no_new_privs and a seccomp filter; the control target's frames are
 # still named. A helper killed with SIGKILL mid-run is replaced (parser_restarts counted) and
-# a module first seen after that is named by the new helper; the status stays fresh. A parser
-# user that does not exist makes the daemon exit non-zero at start, saying why.
+# a module first seen after that is named by the new helper; the status stays fresh. A helper
+# that stops answering (SIGSTOP) makes a request time out (parser_timeouts), the status stays
+# fresh, a new helper takes over, and the stopped one ends by its own deadline once it runs
+# again. A parser user that does not exist makes the daemon exit non-zero at start, saying why.
 . "$(dirname "$0")/hostile_lib.sh"
 
 WL=$(readlink -f "$B/tests/workloads/wl_deep")
+WL2=$(readlink -f "$B/tests/workloads/wl_attrib")
 DEMO=$(readlink -f "$B/demo/demo_app")
 [ -x "$WL" ] || fail "no $WL (run make test-bins)"
 
 # the daemon's children (any of its threads may have started the helper)
-helper_pid() { cat /proc/"$DPID"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' | head -1; }
+helper_pid() { children | head -1; }
 has_helper() { [ -n "$(helper_pid)" ]; }
 field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # stacks of the recording so far (complete chunks) that name FUNCTION
@@ -21,11 +24,14 @@ named() { # FUNCTION
 	cp "$(dstat current_file)" "$TMP/so-far.jfr" 2>/dev/null || return 1
 	"$CTXPROF" report --format collapsed "$TMP/so-far.jfr" 2>/dev/null | grep -q "$1"
 }
-new_helper() { local p; p=$(helper_pid); [ -n "$p" ] && [ "$p" != "$1" ]; }
+children() { cat /proc/"$DPID"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$'; }
+new_helper() { children | grep -vxq "$1"; } # a child of the daemon other than helper $1
 restarted() { status_refresh; [ "$(dstat parser_restarts)" -ge 1 ] 2>/dev/null; }
+timed_out() { status_refresh; [ "$(dstat parser_timeouts)" -ge 1 ] 2>/dev/null; }
+ended() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 start_control
-start_default_daemon --mode selectors --exe "$DEMO,$WL" --chunk-period 1s
+start_default_daemon --mode selectors --exe "$DEMO,$WL,$WL2" --chunk-period 1s
 wait_for 10 "the daemon's parser helper" has_helper
 H=$(helper_pid)
 uid=$(field "$H" Uid)
@@ -51,6 +57,17 @@ echo "helper $H killed: new helper $(helper_pid), parser_restarts $(dstat parser
 	"a new module named"
 assert_fresh
 [ "$(field "$(helper_pid)" Seccomp)" = 2 ] || fail "the new helper has no seccomp filter"
+
+H2=$(helper_pid)
+kill -STOP "$H2"
+spawn "$WL2" long 60 2
+wait_for 60 "a parser request past its deadline (parser_timeouts)" timed_out
+assert_fresh
+wait_for 30 "a helper after the stopped one" new_helper "$H2"
+kill -CONT "$H2"
+wait_for 10 "the stopped helper ending by its own deadline" ended "$H2"
+echo "helper $H2 stopped: parser_timeouts $(dstat parser_timeouts), status fresh, new helper" \
+	"$(children | grep -vx "$H2"); $H2 ended once continued"
 stop_daemon
 
 out=$("$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st2" \
