@@ -22,7 +22,7 @@
 #define STATUS_NAME_LEN     16  /* state, mode, split */
 #define STATUS_COMM_LEN     64  /* a target's process name */
 #define STATUS_FILE_LEN     256 /* a target's file (base name) */
-#define STATUS_MAX_FIELDS   40  /* most key=value pairs a parsed record keeps */
+#define STATUS_MAX_FIELDS   64  /* most key=value pairs a parsed record keeps */
 
 #define STATUS_FILE_PERIOD_MS 2000 /* the daemon rewrites its status file this often */
 #define STATUS_BOOT_LEN       40   /* boot id: a UUID and its NUL, rounded */
