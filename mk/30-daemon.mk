@@ -5,7 +5,7 @@
 # (scripts/check-layers.sh, run by `make test`) keeps them going down the stages only.
 DAEMON_SRCS := $(filter-out daemon/cli/main.c,$(wildcard daemon/*/*.c))
 DAEMON_OBJS := $(patsubst %.c,$(B)/%.o,$(DAEMON_SRCS))
-DAEMON_LIBS := -lbpf -lelf -ldw -lz -lpthread -lm -linih -lcap -lprotobuf-c -lcurl
+DAEMON_LIBS := -lbpf -lelf -ldw -lz -lpthread -lm -linih -lcap -lseccomp -lprotobuf-c -lcurl
 CTXPROF     := $(B)/ctxprof
 ALL_TARGETS += $(CTXPROF)
 

@@ -29,6 +29,9 @@
 #include "cli/record_stats.h"
 #include "sink/collapsed.h"
 #include "service/config.h"
+#include "service/privileges.h"
+#include "stack/symbolize.h"
+#include "util/parser_client.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
 #include "engine/sample_rate.h"
@@ -82,6 +85,7 @@ static void help(FILE *f)
                "                             search, zoom, filter and split by label or span\n"
                "                             (default when FILE ends in .html)\n"
                "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
+               "      --parser-user USER     the user the parser helper runs as (default nobody)\n"
                "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
                "                             1.6 KiB each); more become [unknown stack], counted\n"
                "      --call-graph fp|dwarf|dwarf-copy|dwarf-check\n"
@@ -336,7 +340,8 @@ struct record_opts {
         const char *format; /* "jfr", "collapsed" or "pprof" once parsed */
         const char *stats_path;
         uint64_t chunk_ms;
-        unsigned max_stacks; /* 0 = the trace table's default */
+        unsigned max_stacks;     /* 0 = the trace table's default */
+        const char *parser_user; /* --parser-user; NULL = PARSER_USER_DEFAULT */
         int span_frames, quiet;
         struct sigaction orig_int, orig_term; /* what ctxprof inherited: the command's */
         struct record_upload_opts up;         /* --upload*: url "" = none */
@@ -353,6 +358,7 @@ struct recording {
         struct collapsed *c;
         struct jfr_sink *js;
         struct sample_sink sink, jfr;
+        struct parser_client *parser; /* target ELF/DWARF parsed without privilege */
         FILE *out;
         int started;                           /* setup succeeded: sampling into the output */
         int written;                           /* the output is complete (--upload sends it) */
@@ -370,6 +376,7 @@ enum {
         OPT_STATS_JSON,
         OPT_OFFCPU_MIN,
         OPT_FILTER,
+        OPT_PARSER_USER,
         OPT_UPLOAD, /* then one per --upload-NAME, in upload_opt_names order */
 };
 static const char *const upload_opt_names[] = {
@@ -422,6 +429,9 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                                 arg);
                         return 2;
                 }
+                return 0;
+        case OPT_PARSER_USER:
+                ro->parser_user = arg;
                 return 0;
         case OPT_MAXSTACKS:
                 if (config_parse_count(arg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
@@ -517,6 +527,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {"stats-json", required_argument, NULL, OPT_STATS_JSON},
             {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
             {"filter", required_argument, NULL, OPT_FILTER},
+            {"parser-user", required_argument, NULL, OPT_PARSER_USER},
             {"upload", required_argument, NULL, OPT_UPLOAD},
             {"upload-app", required_argument, NULL, OPT_UPLOAD + 1},
             {"upload-tags", required_argument, NULL, OPT_UPLOAD + 2},
@@ -633,19 +644,51 @@ static int add_targets(struct recording *r)
         return 0;
 }
 
+/* Setup stage, last step (BPF loaded, perf events open, targets added; one thread): the
+ * parser helper started (not with debuginfod opted in: it has no network), then only the
+ * daemon's capabilities kept, and CAP_DAC_OVERRIDE for the output (docs/daemon.md,
+ * "Trust boundary"). COMMAND, forked before, keeps what it had. 0 or -1 (printed). */
+static int confine(struct recording *r, int debuginfod)
+{
+        char why[160];
+        int err;
+
+        /* A uprobe needs CAP_SYS_ADMIN: hook the targets' loaders now, as the daemon does
+         * (engine/load_hook.h), so that an exec or dlopen after the drop is still seen. */
+        err = sampler_hook_loader_wide(r->s);
+        if (err && !r->ro->quiet)
+                fprintf(stderr, "ctxprof: library-load hook for every process failed: %s\n",
+                        strerror(-err));
+        if (debuginfod != 1) {
+                err = parser_client_start(r->ro->parser_user, &r->parser, why, sizeof(why));
+                if (err) {
+                        fprintf(stderr, "ctxprof: starting the parser helper failed: %s\n", why);
+                        return -1;
+                }
+                symbolize_use_parser(r->parser);
+        }
+        err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
+        if (err) {
+                fprintf(stderr, "ctxprof: dropping capabilities failed: %s\n", strerror(-err));
+                return -1;
+        }
+        return 0;
+}
+
 /* Setup stage: COMMAND forked (waiting), the sink, the sampler, the targets. 0 or -1
  * (printed unless a signal asked to stop). */
 static int setup(struct recording *r)
 {
         const struct record_opts *ro = r->ro;
         enum sampler_stage stage;
-        int err;
+        int err, debuginfod;
 
         /* The child waits for the sampler to be ready, so its first instruction is seen. */
         if (ro->cmd && launch_fork(&r->cmd, ro->cmd, &ro->orig_int, &ro->orig_term))
                 return -1;
         /* After the fork: the command keeps its environment, debuginfod included. */
-        if (debuginfod_policy_apply() == 0 && !ro->quiet)
+        debuginfod = debuginfod_policy_apply();
+        if (debuginfod == 0 && !ro->quiet)
                 fprintf(stderr, "ctxprof: not using DEBUGINFOD_URLS (set CTXPROF_DEBUGINFOD=1 "
                                 "to allow it: see docs/daemon.md)\n");
         libbpf_set_print(libbpf_quiet);
@@ -668,9 +711,9 @@ static int setup(struct recording *r)
                         report_setup_error(err, stage, &ro->o);
                 return -1;
         }
-        if (add_targets(r))
-                return -1;
-        return stop_requested ? -1 : 0; /* during setup: abandon it, the output untouched */
+        if (add_targets(r) || stop_requested)
+                return -1; /* during setup: abandon it, the output untouched */
+        return confine(r, debuginfod);
 }
 
 /* Setup stage, last step: only now is the output created or truncated. A signal that
@@ -955,6 +998,8 @@ static int cleanup(struct recording *r, int rc)
         sampler_free(r->s);
         jfr_sink_free(r->js);
         collapsed_free(r->c);
+        symbolize_use_parser(NULL); /* every symbolizer is freed by now */
+        parser_client_stop(r->parser);
         if (r->out && fclose(r->out) && !rc) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,
                         strerror(errno));

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main.c — ctxprof entry point: dispatches to the subcommand table. Owns nothing else:
- * no global state, no setup that a subcommand did not ask for.
+ * no global state, no setup that a subcommand did not ask for. argv[1] = PARSER_MODE starts
+ * the parser helper (service/parser_server.h): internal, started by the daemon and record,
+ * never listed in --help.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cmd.h"
+#include "service/parser_server.h"
+#include "util/parser_wire.h"
 
 const char *ctxprof_version = "0.1.0";
 
@@ -51,6 +55,8 @@ int main(int argc, char **argv)
                 usage(stdout);
                 return 0;
         }
+        if (!strcmp(argv[1], PARSER_MODE))
+                return parser_server_main(argc, argv);
         if (!strcmp(argv[1], "--version"))
                 return cmd_version(argc, argv);
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -43,6 +43,7 @@ const char *const config_keys[] = {
     /* [daemon] */
     "daemon.log-level",
     "daemon.status-file",
+    "daemon.parser-user",
     /* [metrics] */
     "metrics.listen",
     "metrics.allow-remote",
@@ -304,6 +305,8 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                         c->log_level = level_val[i];
                         return 0;
                 }
+                if (!strcmp(key, "parser-user"))
+                        return *v ? set_str(c->parser_user, sizeof(c->parser_user), v) : -EINVAL;
                 if (!strcmp(key, "status-file"))
                         return *v == '/' ? set_str(c->status_file, sizeof(c->status_file), v)
                                          : -EINVAL;

@@ -14,6 +14,7 @@
 #include "engine/sampling_names.h" /* enum sampler_event, target_mode */
 #include "service/metrics_http.h"  /* METRICS_LISTEN_LEN */
 #include "service/upload_config.h"
+#include "util/parser_client.h" /* PARSER_USER_MAX */
 
 enum rotate_mode { ROTATE_PERIOD = 0, ROTATE_SIZE };
 enum split_mode { SPLIT_HOST = 0, SPLIT_PROCESS };
@@ -68,6 +69,7 @@ struct daemon_config {
         /* [daemon] */
         int log_level; /* enum log_level */
         char status_file[PATH_MAX];
+        char parser_user[PARSER_USER_MAX + 1]; /* "" = PARSER_USER_DEFAULT */
         /* [metrics] */
         char metrics_listen[METRICS_LISTEN_LEN]; /* "HOST:PORT" (service/metrics_http.h); "" = no
                                                     endpoint */

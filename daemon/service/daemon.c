@@ -30,6 +30,8 @@
 #include "sink/jfr_sink.h"
 #include "service/output_dir.h"
 #include "service/privileges.h"
+#include "stack/symbolize.h"
+#include "util/parser_client.h"
 #include "service/recording_set.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
@@ -89,6 +91,7 @@ struct pending {
 
 struct daemon {
         struct daemon_opts o;
+        struct parser_client *parser; /* parses target ELF/DWARF without privilege */
         struct daemon_config cfg;
         struct target_select *sel;
         struct sampler *s;
@@ -590,10 +593,12 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
 {
         struct sampler_stats st;
         struct recording_set_counters rc;
+        struct parser_stats ps;
         const char *cur = d->rs ? recording_set_file(d->rs, 0) : NULL;
 
         daemon_stats(d, &st);
         output_counters(d, &rc);
+        parser_client_stats(d->parser, &ps);
         *sd = (struct status_daemon){
             .pid = (int)getpid(),
             .started = d->started_wall,
@@ -618,6 +623,9 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .overflow_samples = rc.samples_overflow,
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
+            .parser_pid = (int)parser_client_pid(d->parser),
+            .parser_restarts = ps.restarts,
+            .parser_timeouts = ps.timeouts,
             .refused_stacks = st.refused_stacks,
             .refused_labels = st.refused_labels,
             .refused_threads = st.refused_threads,
@@ -700,6 +708,7 @@ static void publish_metrics(struct daemon *d)
                 return;
         daemon_stats(d, &ms.st);
         output_counters(d, &ms.rc);
+        parser_client_stats(d->parser, &ms.parser);
         for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
                 snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
                 uploader_get_counters(d->up[i], &ms.up[i].c);
@@ -896,6 +905,7 @@ static int start_sampling(struct daemon *d)
         };
         struct sample_sink sink = {.ctx = &d->cur, .sample = sample_sink_forward};
         enum sampler_stage stage;
+        char why[160];
         int err;
 
         if (d->cfg.filter[0]) {
@@ -923,6 +933,16 @@ static int start_sampling(struct daemon *d)
                          : "");
                 return -1;
         }
+        /* Target ELF/DWARF is parsed by an unprivileged helper (docs/daemon.md, "Trust
+         * boundary"); started while we still hold what it needs to give up root. */
+        err = parser_client_start(d->cfg.parser_user, &d->parser, why, sizeof(why));
+        if (err) {
+                logm(LOG_ERROR, "starting the parser helper as user %s failed: %s",
+                     d->cfg.parser_user[0] ? d->cfg.parser_user : PARSER_USER_DEFAULT, why);
+                return -1;
+        }
+        symbolize_use_parser(d->parser);
+        logm(LOG_INFO, "parser helper: pid %d", (int)parser_client_pid(d->parser));
         /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
          * this is the only thread, so that every thread created later (the JFR writers, the
          * metrics and upload threads) inherits the reduced set. The BPF objects and perf
@@ -934,12 +954,13 @@ static int start_sampling(struct daemon *d)
                 if (err)
                         logm(LOG_WARNING, "library-load hook for every process failed: %s",
                              strerror(-err));
-                err = privileges_drop();
-                if (err)
-                        logm(LOG_WARNING, "dropping capabilities failed: %s", strerror(-err));
-                else
-                        logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
-                             (unsigned long long)privileges_effective());
+                err = privileges_drop(0);
+                if (err) {
+                        logm(LOG_ERROR, "dropping capabilities failed: %s", strerror(-err));
+                        return -1;
+                }
+                logm(LOG_INFO, "capabilities dropped (CapEff %llx), no_new_privs set",
+                     (unsigned long long)privileges_effective());
         }
         /* the uploader threads, after the drop; before recovery, which hands them its files */
         if (start_uploads(d, &d->cfg))
@@ -1104,6 +1125,8 @@ void daemon_free(struct daemon *d)
         recording_set_free(d->rs); /* finished, or NULL; a failed start: .part stays */
         stop_uploads(d, 0);
         sampler_free(d->s);
+        symbolize_use_parser(NULL); /* every symbolizer is freed by now */
+        parser_client_stop(d->parser);
         target_select_free(d->sel);
         if (d->dir_lock >= 0)
                 close(d->dir_lock);

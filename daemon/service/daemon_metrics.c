@@ -58,6 +58,12 @@ static const struct series plain[] = {
     S("ctxprof_offcpu_intervals_total", METRICS_COUNTER,
       "Off-CPU intervals the BPF program reported (--event off-cpu or wall).", st.offcpu),
     S("ctxprof_threads_seen_total", METRICS_COUNTER, "Distinct threads sampled.", st.threads),
+    S("ctxprof_parser_restarts_total", METRICS_COUNTER,
+      "Parser helpers started after the first (one timed out, died or answered out of format).",
+      parser.restarts),
+    S("ctxprof_parser_timeouts_total", METRICS_COUNTER,
+      "Parser helper requests past their deadline (the module is refused, the helper ended).",
+      parser.timeouts),
     S("ctxprof_modules", METRICS_GAUGE,
       "Code files in the module registry: mapped by a target, or dead and kept until the "
       "chunks naming them are written.",

@@ -17,6 +17,7 @@
 #include "service/metrics_text.h"
 #include "service/recording_set.h"
 #include "service/uploader.h"
+#include "util/parser_client.h"
 
 #define DAEMON_METRICS_PERIOD_MS 1000 /* the daemon publishes this often */
 
@@ -36,6 +37,7 @@ struct daemon_metrics_snapshot {
         uint64_t started, updated;    /* wall clock seconds: the daemon's start, this snapshot */
         struct daemon_metrics_upload up[UPLOAD_TARGETS_MAX];
         unsigned nup;
+        struct parser_stats parser; /* the parser helper (util/parser_client.h) */
 };
 
 struct daemon_metrics;

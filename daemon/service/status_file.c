@@ -85,6 +85,9 @@ static const struct field daemon_fields[] = {
     D("events_limited", F_U64, events_limited),
     D("exec_events_limited", F_U64, exec_events_limited),
     D("targets_full", F_U64, targets_full),
+    D("parser_pid", F_INT, parser_pid),
+    D("parser_restarts", F_U64, parser_restarts),
+    D("parser_timeouts", F_U64, parser_timeouts),
     D("cap_eff", F_HEX, cap_eff),
 };
 

@@ -22,7 +22,7 @@
 #define STATUS_NAME_LEN     16  /* state, mode, split */
 #define STATUS_COMM_LEN     64  /* a target's process name */
 #define STATUS_FILE_LEN     256 /* a target's file (base name) */
-#define STATUS_MAX_FIELDS   40  /* most key=value pairs a parsed record keeps */
+#define STATUS_MAX_FIELDS   64  /* most key=value pairs a parsed record keeps */
 
 #define STATUS_FILE_PERIOD_MS 2000 /* the daemon rewrites its status file this often */
 #define STATUS_BOOT_LEN       40   /* boot id: a UUID and its NUL, rounded */
@@ -60,6 +60,10 @@ struct status_daemon {
          * (sampler_stats: events_limited, exec_events_limited, targets_full) */
         char load_hook[STATUS_NAME_LEN];
         uint64_t events_limited, exec_events_limited, targets_full;
+        /* the parser helper (util/parser_client.h): its pid (0: none running), helpers
+         * started after the first, requests past their deadline */
+        int parser_pid;
+        uint64_t parser_restarts, parser_timeouts;
 };
 
 /* One "target" line: a sampled process. */

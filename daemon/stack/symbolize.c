@@ -1,25 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symbolize.c — names for (module, offset) frames. Owns one offline elfutils session per
- * module file, the (module, offset) result cache, the string pool and the kallsyms table.
+ * symbolize.c — names for (module, offset) frames. Owns, per module file, its elf_syms
+ * session (in process) or its descriptor and token (the parser helper reads it), the
+ * (module, offset) result cache, the string pool and the kallsyms table. Trusts no name the
+ * helper returns beyond sym_wire_decode's checks: cut, demangled and interned here.
  * Must never print, never read a live process, never return a frame-dropping error for a
  * frame it merely cannot name, never open a file by a name (the module's ELF or perf map
  * comes from the registry's descriptor, debug files from debuginfo_find.h), never keep a name or a
  * cache entry past its bound (symbolize.h).
  */
 #include "stack/symbolize.h"
-#include "stack/debuginfo_find.h"
+#include "stack/elf_syms.h"
+#include "stack/sym_wire.h"
 #include "stack/perf_map.h"
 #include "util/clock.h"
 #include "util/hash.h"
+#include "util/parser_client.h"
+#include "util/parser_wire.h"
 
 #include <dlfcn.h>
-#include <dwarf.h>
-#include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
-#include <elfutils/libdwfl.h>
 #include <errno.h>
-#include <gelf.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,22 +36,17 @@ typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *s
 #define NCACHE_BUCKETS (1u << 16)
 #define NSTR_BUCKETS   (1u << 14)
 
-struct load_seg {
-        GElf_Off off;
-        GElf_Xword filesz;
-        GElf_Addr vaddr;
-};
+/* The parser helper every symbolizer of this process asks, when set (symbolize_use_parser),
+ * and the source of the tokens that name open modules to it. */
+static struct parser_client *parser;
+static uint64_t next_token;
 
 struct sym_module {
-        Dwfl *dwfl; /* NULL when closed or failed */
-        Dwfl_Module *mod;
-        GElf_Addr bias;
-        struct load_seg *segs;
-        size_t nsegs;
-        int failed; /* the file cannot be read as ELF: every frame stays unresolved */
-        int dwarf;  /* its DWARF may be read (debuginfo_dwarf_prepare said so) */
-        struct debuginfo_module dm; /* the module's userdata for the find_debuginfo hook */
-        struct debuginfo_alt alt;   /* its dwz alt file, freed after dwfl_end */
+        struct elf_syms *es; /* in-process ELF session; NULL when closed, failed or remote */
+        int fd;              /* the module's descriptor while open for the parser helper */
+        uint64_t token;      /* names this open module to the helper (sym_wire.h) */
+        int failed;          /* the file cannot be read as ELF: every frame stays unresolved */
+        int dwarf_counted;   /* the helper said its DWARF was refused, and it was counted */
         uint64_t last_use;
         uint64_t string_bytes; /* interned strings first met in this module */
         size_t cache_bytes;    /* result cache entries of this module */
@@ -195,17 +190,13 @@ struct symbolizer *symbolizer_new(struct modules *mods)
 
 static void smod_close(struct symbolizer *s, struct sym_module *m)
 {
-        if (m->dwfl) {
-                dwfl_end(m->dwfl);
+        if (m->es || m->fd >= 0)
                 s->nopen--;
-        }
-        debuginfo_alt_free(&m->alt);
-        m->dwfl = NULL;
-        m->mod = NULL;
-        m->dwarf = 0;
-        free(m->segs);
-        m->segs = NULL;
-        m->nsegs = 0;
+        elf_syms_free(m->es);
+        m->es = NULL;
+        if (m->fd >= 0)
+                close(m->fd);
+        m->fd = -1;
 }
 
 static void cache_clear(struct symbolizer *s)
@@ -390,20 +381,12 @@ static const char *kernel_name(struct symbolizer *s, uint64_t addr)
 
 /* ---- user modules ---------------------------------------------------------------------- */
 
-/* The module's ELF is the registry's descriptor (dwfl_report_elf), never found by name;
- * debug files by build id only (debuginfo_find.h). */
-static const Dwfl_Callbacks offline_cb = {
-    .find_elf = debuginfo_find_elf,
-    .find_debuginfo = debuginfo_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-};
-
 static void evict_lru(struct symbolizer *s)
 {
         struct sym_module *old = NULL;
         for (size_t i = 0; i < s->nsmods; i++) {
                 struct sym_module *m = s->smods[i];
-                if (m && m->dwfl && (!old || m->last_use < old->last_use))
+                if (m && (m->es || m->fd >= 0) && (!old || m->last_use < old->last_use))
                         old = m;
         }
         if (old)
@@ -434,59 +417,18 @@ static int smod_open(struct symbolizer *s, uint32_t id, struct sym_module *m)
                 return fd;
         if (s->nopen >= SYM_MAX_OPEN)
                 evict_lru(s);
-        Dwfl *dwfl = dwfl_begin(&offline_cb);
-        if (!dwfl) {
-                close(fd);
-                return -ENOMEM;
+        if (parser) { /* the helper opens it, from this descriptor sent with each request */
+                m->fd = fd;
+                m->token = __atomic_add_fetch(&next_token, 1, __ATOMIC_RELAXED);
+                s->nopen++;
+                return 0;
         }
-        dwfl_report_begin(dwfl);
-        /* libdwfl owns fd once the module is reported (closed by dwfl_end). */
-        Dwfl_Module *mod = dwfl_report_elf(dwfl, info.path, info.path, fd, 0, false);
-        if (!mod || dwfl_report_end(dwfl, NULL, NULL) != 0) {
-                if (!mod)
-                        close(fd);
-                dwfl_end(dwfl);
-                return -EINVAL;
-        }
-        GElf_Addr bias = 0;
-        Elf *elf = dwfl_module_getelf(mod, &bias);
-        size_t nph = 0;
-        if (!elf || elf_getphdrnum(elf, &nph) != 0) {
-                dwfl_end(dwfl);
-                return -EINVAL;
-        }
-        struct load_seg *segs = calloc(nph ? nph : 1, sizeof(*segs));
-        if (!segs) {
-                dwfl_end(dwfl);
-                return -ENOMEM;
-        }
-        size_t n = 0;
-        for (size_t i = 0; i < nph; i++) {
-                GElf_Phdr ph;
-                if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
-                        segs[n].off = ph.p_offset;
-                        segs[n].filesz = ph.p_filesz;
-                        segs[n].vaddr = ph.p_vaddr;
-                        n++;
-                }
-        }
-        /* Before any lookup that may ask find_debuginfo or read DWARF. */
-        GElf_Word crc;
-        m->dm = (struct debuginfo_module){.dwfl = dwfl,
-                                          .main_debuglink = dwelf_elf_gnu_debuglink(elf, &crc)};
-        void **ud = NULL;
-        dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
-        if (ud)
-                *ud = &m->dm;
-        int dr = debuginfo_dwarf_prepare(dwfl, mod, &m->alt);
-        if (dr < 0)
+        int refused = 0, err = 0;
+        m->es = elf_syms_open(fd, info.path, &refused, &err);
+        if (refused)
                 s->st.dwarf_refused++;
-        m->dwarf = dr > 0;
-        m->dwfl = dwfl;
-        m->mod = mod;
-        m->bias = bias;
-        m->segs = segs;
-        m->nsegs = n;
+        if (!m->es)
+                return err;
         s->nopen++;
         return 0;
 }
@@ -509,12 +451,12 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                 m = calloc(1, sizeof(*m));
                 if (!m)
                         return NULL;
-                m->alt = DEBUGINFO_ALT_NONE;
+                m->fd = -1;
                 m->serial = modules_serial(s->mods, id);
                 s->smods[id] = m;
         }
         m->last_use = ++s->tick;
-        if (!m->dwfl && !m->pmap && !m->failed) {
+        if (!m->es && m->fd < 0 && !m->pmap && !m->failed) {
                 int err = smod_open(s, id, m);
                 /* An id the registry does not know yet (another thread is registering it)
                  * is not a broken file: try again next time instead of failing it for good. */
@@ -523,94 +465,7 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                         s->st.module_errors++;
                 }
         }
-        return m->dwfl || m->pmap ? m : NULL;
-}
-
-static const char *die_linkage_or_name(Dwarf_Die *die)
-{
-        Dwarf_Attribute a;
-        const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
-        if (!n)
-                n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
-        if (!n)
-                n = dwarf_diename(die);
-        return n;
-}
-
-static int is_func(Dwarf_Die *d)
-{
-        int t = dwarf_tag(d);
-        return t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine;
-}
-
-/* The inline chain at addr from DWARF (eu-addr2line -i logic). Returns entries written. */
-static int dwarf_chain(struct symbolizer *s, struct sym_module *m, GElf_Addr addr,
-                       struct sym_frame *out, int max)
-{
-        Dwarf_Addr bias = 0;
-        Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, addr, &bias);
-        if (!cudie)
-                return 0;
-        Dwarf_Die *scopes = NULL;
-        int ns = dwarf_getscopes(cudie, addr - bias, &scopes);
-        int i = 0;
-        while (i < ns && !is_func(&scopes[i]))
-                i++;
-        if (ns <= 0 || i >= ns) {
-                free(scopes);
-                return 0;
-        }
-        Dwarf_Files *files = NULL;
-        size_t nfiles = 0;
-        if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
-                files = NULL;
-
-        const char *file = NULL;
-        int line = -1;
-        Dwfl_Line *ln = dwfl_module_getsrc(m->mod, addr);
-        if (ln) {
-                int l = 0;
-                file = dwfl_lineinfo(ln, NULL, &l, NULL, NULL, NULL);
-                line = file ? l : -1;
-        }
-
-        Dwarf_Die die = scopes[i];
-        free(scopes);
-        int n = 0;
-        for (;;) {
-                int tag = dwarf_tag(&die);
-                out[n].function = intern_name(s, m, die_linkage_or_name(&die));
-                out[n].file = intern(s, m, file);
-                out[n].line = line;
-                out[n].inlined = tag == DW_TAG_inlined_subroutine;
-                n++;
-                if (tag != DW_TAG_inlined_subroutine || n >= max)
-                        break;
-                /* The caller's location is this inlined instance's call site. */
-                Dwarf_Attribute a;
-                Dwarf_Word cf = 0, cl = 0;
-                file = NULL;
-                line = -1;
-                if (files && dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &a), &cf) == 0 &&
-                    cf < nfiles)
-                        file = dwarf_filesrc(files, cf, NULL, NULL);
-                if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &a), &cl) == 0)
-                        line = (int)cl;
-                Dwarf_Die *sc2 = NULL;
-                int n2 = dwarf_getscopes_die(&die, &sc2);
-                int j = 1;
-                while (j < n2 && !is_func(&sc2[j]))
-                        j++;
-                if (n2 <= 0 || j >= n2) {
-                        free(sc2);
-                        break;
-                }
-                die = sc2[j];
-                free(sc2);
-        }
-        /* The outermost entry must be a real function; mark it so whatever stopped us. */
-        out[n - 1].inlined = 0;
-        return n;
+        return m->es || m->fd >= 0 || m->pmap ? m : NULL;
 }
 
 /* A JIT frame (off: the address) by the process's perf map, re-read when it does not name
@@ -631,6 +486,55 @@ static int resolve_perf_map(struct symbolizer *s, struct sym_module *m, uint64_t
         return out[0].function ? 1 : 0;
 }
 
+/* The raw names of an ELF frame into out (interned, demangled, charged to m). */
+static int intern_entries(struct symbolizer *s, struct sym_module *m, const struct elf_sym_entry *e,
+                          int n, struct sym_frame *out)
+{
+        for (int i = 0; i < n; i++)
+                out[i] = (struct sym_frame){.function = intern_name(s, m, e[i].function),
+                                            .file = intern(s, m, e[i].file),
+                                            .line = e[i].line,
+                                            .inlined = e[i].inlined};
+        /* Without a name the one entry says nothing the caller would not print itself. */
+        return n == 1 && !out[0].function ? 0 : n;
+}
+
+/* An ELF frame through the parser helper. A module whose request times out, kills the
+ * helper or gets a malformed answer is refused from then on (module_errors). */
+static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t off,
+                          struct sym_frame *out, int max)
+{
+        static _Thread_local union {
+                char buf[SYM_RESP_MAX];
+                uint64_t align;
+        } resp;
+        static _Thread_local struct sym_wire_names names;
+        struct sym_req req = {.token = m->token, .offset = off};
+        uint32_t got = 0;
+        int err = parser_client_call(parser, PARSER_SYM, &req, sizeof(req), m->fd, resp.buf,
+                                     sizeof(resp.buf), &got);
+        if (!err)
+                err = sym_wire_decode(resp.buf, got, &names);
+        if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO) {
+                s->st.parser_refused++;
+                m->failed = 1;
+                smod_close(s, m);
+                return 0;
+        }
+        if (err == -EINVAL) { /* not ELF: as in this process, failed for good */
+                s->st.module_errors++;
+                m->failed = 1;
+                smod_close(s, m);
+        }
+        if (err)
+                return 0;
+        if (names.dwarf_refused && !m->dwarf_counted) {
+                m->dwarf_counted = 1;
+                s->st.dwarf_refused++;
+        }
+        return intern_entries(s, m, names.e, names.n < max ? names.n : max, out);
+}
+
 static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct sym_frame *out,
                         int max)
 {
@@ -639,45 +543,16 @@ static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct 
                 return 0;
         if (m->pmap)
                 return resolve_perf_map(s, m, off, out);
-        const struct load_seg *seg = NULL;
-        for (size_t i = 0; i < m->nsegs; i++)
-                if (off >= m->segs[i].off && off - m->segs[i].off < m->segs[i].filesz) {
-                        seg = &m->segs[i];
-                        break;
-                }
-        if (!seg)
-                return 0;
-        GElf_Addr addr = off - seg->off + seg->vaddr + m->bias;
+        if (m->fd >= 0)
+                return resolve_remote(s, m, off, out, max);
+        struct elf_sym_entry e[SYM_MAX_INLINE];
+        int n = elf_syms_resolve(m->es, off, e, max < SYM_MAX_INLINE ? max : SYM_MAX_INLINE);
+        return intern_entries(s, m, e, n, out);
+}
 
-        int n = m->dwarf ? dwarf_chain(s, m, addr, out, max) : 0;
-        /* Symbol table name for the real function: the exact (mangled) C++ symbol when DWARF has
-         * no linkage name, and the only name without DWARF. */
-        GElf_Sym sym;
-        GElf_Off soff = 0;
-        const char *sname = dwfl_module_addrinfo(m->mod, addr, &soff, &sym, NULL, NULL, NULL);
-        if (n > 0) {
-                const char *dn = out[n - 1].function;
-                if (sname && (!dn || (sname[0] == '_' && sname[1] == 'Z' && !strstr(dn, "::") &&
-                                      !strchr(dn, '('))))
-                        out[n - 1].function = intern_name(s, m, sname);
-                return n;
-        }
-        if (!sname)
-                return 0;
-        out[0].function = intern_name(s, m, sname);
-        out[0].file = NULL;
-        out[0].line = -1;
-        out[0].inlined = 0;
-        Dwfl_Line *ln = m->dwarf ? dwfl_module_getsrc(m->mod, addr) : NULL;
-        if (ln) {
-                int l = 0;
-                const char *f = dwfl_lineinfo(ln, NULL, &l, NULL, NULL, NULL);
-                if (f) {
-                        out[0].file = intern(s, m, f);
-                        out[0].line = l;
-                }
-        }
-        return out[0].function ? 1 : 0;
+void symbolize_use_parser(struct parser_client *pc)
+{
+        parser = pc;
 }
 
 static void copy_out(const struct sym_frame *src, int n, struct sym_frame *out, int max)

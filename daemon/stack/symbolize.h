@@ -11,6 +11,8 @@
  * NULL so the caller prints module+0xOFFSET. The module's own ELF is read only from the
  * descriptor modules_open() gives, never opened by name.
  *
+ * The ELF/DWARF reading itself is stack/elf_syms.h, in this process or, once
+ * symbolize_use_parser was called, in the unprivileged parser helper.
  * Thread safety: all calls are serialized by an internal lock (any thread may call).
  * Who subtracts 1: symbolize() does, for frames flagged CTXPROF_FRAME_RETADDR (return
  * addresses point after the call; the call's own line/inline chain is at offset - 1).
@@ -66,7 +68,17 @@ struct symbolizer_stats {
         uint64_t cache_refused;   /* frames not cached: SYM_MODULE_CACHE_BYTES reached */
         uint64_t cache_clears;    /* times the cache was emptied at SYM_CACHE_BYTES */
         uint64_t dwarf_refused;   /* modules whose DWARF would need a file by name */
+        uint64_t parser_refused;  /* modules refused after the parser helper timed out, died
+                                   * or answered out of format on one of their frames */
 };
 void symbolizer_stats(struct symbolizer *, struct symbolizer_stats *out);
+
+/* From now on every symbolizer of this process has module ELF/DWARF parsed by the parser
+ * helper pc (util/parser_client.h: the module's descriptor goes with each request, the names
+ * come back and are checked, cut, demangled and interned here; a module whose request times
+ * out or kills the helper is refused: parser_refused). Call once at setup, before any
+ * symbolizer is used; pc must outlive them. NULL: parse in this process. */
+struct parser_client;
+void symbolize_use_parser(struct parser_client *pc);
 
 #endif

@@ -111,7 +111,8 @@ rec=$!
 kid=
 # the workload, by pid (ctxprof's child): killed after ctxprof, never by its name, which
 # another run's workload may share
-wait_for 10 "the workload started by record" eval 'kid=$(pgrep -P $rec) && execed "$kid" "$WL/wl_attrib"'
+# (its other child is the parser helper)
+wait_for 10 "the workload started by record" eval 'kid=$(for p in $(pgrep -P $rec); do execed "$p" "$WL/wl_attrib" && echo "$p"; done); [ -n "$kid" ]'
 wait_for 30 "2 finished chunks in the recording" chunks_over "$TMP/killed.jfr" 1
 kill -KILL $rec
 wait $rec 2>/dev/null

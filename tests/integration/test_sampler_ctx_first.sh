@@ -52,8 +52,10 @@ attach_mode() { # name VAR=value|- workload: ATTACHES short recordings of one ru
 	[ "$missing" = 0 ] || problem "attach $name: $missing samples without context"
 }
 
+# record hooks the loaders in use before it drops CAP_SYS_ADMIN (docs/daemon.md, "Trust
+# boundary"): its default hook is uprobe-loader, as the daemon's.
 late_dlopen() { # name VAR=value|- [HOOK]: wl_attrib_dlopen loads libctx 3.5 s after it started
-	local name=$1 envspec=$2 hook=${3:-uprobe} w m got
+	local name=$1 envspec=$2 hook=${3:-uprobe-loader} w m got
 	[ "$envspec" = - ] && envspec=
 	env $envspec WL_DLOPEN_AFTER_MS=3500 "$CTXPROF" record -F 999 --span-frames \
 		--stats-json "$TMP/late_$name.json" \

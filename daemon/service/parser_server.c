@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parser_server.c — the parser helper's request loop (parser_server.h). Must never print,
+ * serve before parser_confine succeeded, or keep a descriptor past PARSER_MAX_MODULES.
+ */
+#include "service/parser_server.h"
+#include "service/parser_confine.h"
+#include "stack/elf_syms.h"
+#include "stack/sym_wire.h"
+#include "util/parser_chan.h"
+#include "util/parser_client.h"
+#include "util/parser_wire.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define REQ_MAX 64 /* bytes of the largest request payload (sym_req) */
+
+struct open_module {
+        uint64_t token; /* 0: free slot */
+        struct elf_syms *es;
+        uint64_t last_use;
+};
+
+struct server {
+        int sock;
+        struct open_module mods[PARSER_MAX_MODULES];
+        uint64_t tick;
+        union {
+                char buf[SYM_RESP_MAX];
+                uint64_t align;
+        } resp;
+};
+
+/* The module for token: open already, or from fd (taken). NULL with *err when not ELF. */
+static struct elf_syms *module_for(struct server *sv, uint64_t token, int fd, int *refused,
+                                   int *err)
+{
+        struct open_module *slot = NULL;
+        for (int i = 0; i < PARSER_MAX_MODULES; i++) {
+                struct open_module *m = &sv->mods[i];
+                if (m->token == token && m->es) {
+                        if (fd >= 0)
+                                close(fd);
+                        m->last_use = ++sv->tick;
+                        return m->es;
+                }
+                if (!slot || !m->es || (slot->es && m->last_use < slot->last_use))
+                        slot = m;
+        }
+        if (fd < 0) {
+                *err = -EBADF;
+                return NULL;
+        }
+        elf_syms_free(slot->es);
+        *slot = (struct open_module){0};
+        struct elf_syms *es = elf_syms_open(fd, "module", refused, err);
+        if (es)
+                *slot = (struct open_module){.token = token, .es = es, .last_use = ++sv->tick};
+        return es;
+}
+
+static int serve_sym(struct server *sv, const struct parser_head *h, const void *req, int fd,
+                     uint32_t *len)
+{
+        struct sym_req r;
+        if (h->len != sizeof(r)) {
+                if (fd >= 0)
+                        close(fd);
+                return -EINVAL;
+        }
+        memcpy(&r, req, sizeof(r));
+        int refused = 0, err = 0;
+        struct elf_syms *es = module_for(sv, r.token, fd, &refused, &err);
+        if (!es)
+                return err;
+        struct elf_sym_entry e[SYM_WIRE_MAX_ENTRIES];
+        int n = elf_syms_resolve(es, r.offset, e, SYM_WIRE_MAX_ENTRIES);
+        *len = sym_wire_encode(e, n, refused, sv->resp.buf, sizeof(sv->resp.buf));
+        return 0;
+}
+
+static int serve(struct server *sv)
+{
+        for (;;) {
+                struct parser_head h;
+                char req[REQ_MAX];
+                int fd = -1;
+                int err = parser_chan_recv(sv->sock, &h, req, sizeof(req), &fd, -1);
+                if (err == -EPIPE)
+                        return 0;
+                if (err)
+                        return PARSER_EXIT_CHANNEL;
+                uint32_t len = 0;
+                int status;
+                const struct itimerval self_deadline = {
+                    .it_value = {.tv_sec = PARSER_SELF_DEADLINE_MS / 1000,
+                                 .tv_usec = PARSER_SELF_DEADLINE_MS % 1000 * 1000}};
+                const struct itimerval off = {0};
+                setitimer(ITIMER_REAL, &self_deadline, NULL); /* SIGALRM ends us */
+                if (h.type == PARSER_SYM) {
+                        status = serve_sym(sv, &h, req, fd, &len);
+                } else {
+                        if (fd >= 0)
+                                close(fd);
+                        status = -EOPNOTSUPP;
+                }
+                struct parser_head a = {.type = h.type, .seq = h.seq, .status = status};
+                if (parser_chan_send(sv->sock, &a, sv->resp.buf, status ? 0 : len, -1))
+                        return PARSER_EXIT_CHANNEL;
+                setitimer(ITIMER_REAL, &off, NULL);
+        }
+}
+
+int parser_server_main(int argc, char **argv)
+{
+        if (argc != 4 || strlen(argv[2]) != 1 || argv[2][0] < '3' || argv[2][0] > '9')
+                return PARSER_EXIT_ARGS;
+        int sock = argv[2][0] - '0';
+        int code = parser_confine(sock, argv[3]);
+        if (code)
+                return code;
+        struct server *sv = calloc(1, sizeof(*sv));
+        struct parser_head ready = {.type = PARSER_READY};
+        if (!sv || parser_chan_send(sock, &ready, NULL, 0, -1))
+                return PARSER_EXIT_CHANNEL;
+        sv->sock = sock;
+        return serve(sv);
+}

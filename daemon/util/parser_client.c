@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parser_client.c — starting, calling, killing and restarting the parser helper
+ * (parser_client.h). Must never print, wait on the helper past a deadline, trust an answer's
+ * framing, or leave a helper unreaped.
+ */
+#include "util/parser_client.h"
+#include "util/clock.h"
+#include "util/parser_chan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHILD_FD     3 /* the helper's end of the socketpair, in the helper */
+#define SELF_EXE     "/proc/self/exe"
+#define NS_PER_MS    1000000ull
+#define ERRNO_MAX    4095 /* a helper status below -ERRNO_MAX is not an errno */
+#define REAP_WAIT_MS 200  /* a helper that failed to start: time to collect its exit code */
+#define LATE_MAX     8    /* helpers not ended in time, reaped later */
+
+struct parser_client {
+        pthread_mutex_t lock;
+        char user[PARSER_USER_MAX + 1];
+        pid_t pid; /* 0: none running */
+        int sock;
+        uint32_t seq;
+        uint64_t started_ns; /* last start */
+        int starts;
+        pid_t late[LATE_MAX]; /* ended helpers not reaped yet (0: free) */
+        struct parser_stats st;
+};
+
+static const char *const step_names[] = {
+    [PARSER_EXIT_ARGS - PARSER_EXIT_ARGS] = "bad command line",
+    [PARSER_EXIT_USER - PARSER_EXIT_ARGS] = "the parser user does not exist",
+    [PARSER_EXIT_FDS - PARSER_EXIT_ARGS] = "closing inherited descriptors failed",
+    [PARSER_EXIT_PDEATHSIG - PARSER_EXIT_ARGS] = "PR_SET_PDEATHSIG failed",
+    [PARSER_EXIT_RLIMIT - PARSER_EXIT_ARGS] = "setting RLIMIT_AS/NOFILE/CORE failed",
+    [PARSER_EXIT_DUMPABLE - PARSER_EXIT_ARGS] = "PR_SET_DUMPABLE 0 failed",
+    [PARSER_EXIT_GROUPS - PARSER_EXIT_ARGS] = "setgroups(0) failed",
+    [PARSER_EXIT_GID - PARSER_EXIT_ARGS] = "setresgid to the parser user failed",
+    [PARSER_EXIT_BOUNDING - PARSER_EXIT_ARGS] = "clearing the capability bounding set failed",
+    [PARSER_EXIT_UID - PARSER_EXIT_ARGS] = "setresuid to the parser user failed",
+    [PARSER_EXIT_CAPS - PARSER_EXIT_ARGS] = "capabilities remain after the uid change",
+    [PARSER_EXIT_NNP - PARSER_EXIT_ARGS] = "PR_SET_NO_NEW_PRIVS failed",
+    [PARSER_EXIT_SECCOMP - PARSER_EXIT_ARGS] = "loading the seccomp filter failed",
+    [PARSER_EXIT_CHANNEL - PARSER_EXIT_ARGS] = "the helper could not answer on its socket",
+};
+
+void parser_exit_reason(int ws, char *buf, size_t len)
+{
+        if (WIFEXITED(ws)) {
+                int c = WEXITSTATUS(ws);
+                if (c >= PARSER_EXIT_ARGS && c <= PARSER_EXIT_LAST)
+                        snprintf(buf, len, "parser helper: %s (exit %d)",
+                                 step_names[c - PARSER_EXIT_ARGS], c);
+                else
+                        snprintf(buf, len, "parser helper exited with %d%s", c,
+                                 c == 127 ? " (exec of " SELF_EXE " failed)" : "");
+        } else if (WIFSIGNALED(ws)) {
+                snprintf(buf, len, "parser helper killed by signal %d%s", WTERMSIG(ws),
+                         WTERMSIG(ws) == SIGSYS ? " (a system call outside its seccomp filter)"
+                                                : "");
+        } else {
+                snprintf(buf, len, "parser helper did not start");
+        }
+}
+
+/* The child between fork and exec: only async-signal-safe calls. */
+static void exec_helper(int sock, const char *user)
+{
+        sigset_t none;
+
+        /* The mask survives exec: the daemon's loop blocks SIGTERM/SIGINT/SIGHUP for its
+         * signalfd and a caller thread may block more; the helper's deadline is SIGALRM. */
+        sigemptyset(&none);
+        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                _exit(127);
+        if (sock == CHILD_FD) {
+                if (fcntl(sock, F_SETFD, 0) < 0)
+                        _exit(127);
+        } else if (dup2(sock, CHILD_FD) < 0) {
+                _exit(127);
+        }
+        if (close_range(CHILD_FD + 1, ~0u, 0) < 0)
+                _exit(127);
+        char fdarg[] = {'0' + CHILD_FD, 0};
+        char *const argv[] = {"ctxprof", PARSER_MODE, fdarg, (char *)user, NULL};
+        char *const envp[] = {NULL}; /* nothing of ours: no DEBUGINFOD_URLS, no LD_* */
+        execve(SELF_EXE, argv, envp);
+        _exit(127);
+}
+
+/* The helper's end: its socket closed (an idle helper exits), SIGKILL (refused once it runs
+ * as its own uid: a busy one ends at its own deadline), reaped within that deadline. */
+static void kill_reap(struct parser_client *pc)
+{
+        if (pc->sock >= 0)
+                close(pc->sock);
+        if (pc->pid > 0) {
+                kill(pc->pid, SIGKILL);
+                int reaped = 0;
+                for (int i = 0; !reaped && i < PARSER_SELF_DEADLINE_MS; i++) {
+                        pid_t r = waitpid(pc->pid, NULL, WNOHANG);
+                        reaped = r == pc->pid || (r < 0 && errno != EINTR);
+                        if (!reaped)
+                                usleep(1000);
+                }
+                if (!reaped) { /* stopped, or stuck: reaped later when it ends */
+                        pc->st.unreaped++;
+                        for (int i = 0; i < LATE_MAX; i++)
+                                if (!pc->late[i]) {
+                                        pc->late[i] = pc->pid;
+                                        break;
+                                }
+                }
+        }
+        pc->pid = 0;
+        pc->sock = -1;
+}
+
+/* The wait status of a helper that did not say READY (its socket is closed by now): its exit
+ * if it exits soon, else it is sent SIGKILL; 0 when it did not end even then. */
+static int reap_failed(pid_t pid)
+{
+        int ws = 0;
+        for (int i = 0; i < 2 * REAP_WAIT_MS; i++) {
+                if (i == REAP_WAIT_MS)
+                        kill(pid, SIGKILL);
+                pid_t r = waitpid(pid, &ws, WNOHANG);
+                if (r == pid)
+                        return ws;
+                if (r < 0 && errno != EINTR)
+                        return 0;
+                usleep(1000);
+        }
+        return 0;
+}
+
+static int spawn(struct parser_client *pc, char *why, size_t whylen)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                snprintf(why, whylen, "socketpair: %s", strerror(errno));
+                return -errno;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(sv[0]);
+                close(sv[1]);
+                snprintf(why, whylen, "fork: %s", strerror(e));
+                return -e;
+        }
+        if (pid == 0)
+                exec_helper(sv[1], pc->user);
+        close(sv[1]);
+        pc->started_ns = mono_ns();
+        pc->starts++;
+        struct parser_head h;
+        int fd = -1;
+        int err = parser_chan_recv(sv[0], &h, NULL, 0, &fd, PARSER_DEADLINE_MS);
+        if (fd >= 0)
+                close(fd);
+        if (!err && h.type != PARSER_READY)
+                err = -EPROTO;
+        if (err) {
+                close(sv[0]);
+                parser_exit_reason(reap_failed(pid), why, whylen);
+                return err == -EPIPE ? -ECHILD : err;
+        }
+        pc->pid = pid;
+        pc->sock = sv[0];
+        return 0;
+}
+
+int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen)
+{
+        *out = NULL;
+        if (user && strlen(user) > PARSER_USER_MAX) {
+                snprintf(why, whylen, "parser user name longer than %d bytes", PARSER_USER_MAX);
+                return -ENAMETOOLONG;
+        }
+        struct parser_client *pc = calloc(1, sizeof(*pc));
+        if (!pc)
+                return -ENOMEM;
+        pc->sock = -1;
+        snprintf(pc->user, sizeof(pc->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
+        pthread_mutex_init(&pc->lock, NULL);
+        int err = spawn(pc, why, whylen);
+        if (err) {
+                pthread_mutex_destroy(&pc->lock);
+                free(pc);
+                return err;
+        }
+        *out = pc;
+        return 0;
+}
+
+void parser_client_stop(struct parser_client *pc)
+{
+        if (!pc)
+                return;
+        kill_reap(pc);
+        pthread_mutex_destroy(&pc->lock);
+        free(pc);
+}
+
+/* A running helper, started again when the last start is PARSER_RESTART_MIN_MS old. */
+static int ensure_running(struct parser_client *pc)
+{
+        char why[128];
+        for (int i = 0; i < LATE_MAX; i++)
+                if (pc->late[i] && waitpid(pc->late[i], NULL, WNOHANG) != 0)
+                        pc->late[i] = 0;
+        if (pc->pid > 0)
+                return 0;
+        if (mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)
+                return -EPIPE;
+        pc->st.restarts++;
+        return spawn(pc, why, sizeof(why)) ? -EPIPE : 0;
+}
+
+static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uint32_t cap,
+                        uint32_t *got, uint64_t deadline)
+{
+        struct parser_head h;
+        int fd = -1;
+        uint64_t now = mono_ns();
+        int ms = now < deadline ? (int)((deadline - now) / NS_PER_MS) : 0;
+        int err = parser_chan_recv(pc->sock, &h, resp, cap, &fd, ms);
+        if (fd >= 0)
+                close(fd); /* no answer carries one */
+        if (err == -ETIMEDOUT) {
+                pc->st.timeouts++;
+                return err;
+        }
+        if (err == -EPIPE) {
+                pc->st.deaths++;
+                return err;
+        }
+        if (!err &&
+            (h.type != type || h.seq != pc->seq || h.nfds || h.status > 0 || h.status < -ERRNO_MAX))
+                err = -EPROTO;
+        if (err) {
+                pc->st.bad_answers++;
+                return -EPROTO;
+        }
+        *got = h.len;
+        return h.status;
+}
+
+int parser_client_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
+                       int fd, void *resp, uint32_t cap, uint32_t *got)
+{
+        *got = 0;
+        pthread_mutex_lock(&pc->lock);
+        int err = ensure_running(pc);
+        if (err) {
+                pc->st.refused++;
+                pthread_mutex_unlock(&pc->lock);
+                return err;
+        }
+        uint64_t deadline = mono_ns() + PARSER_DEADLINE_MS * NS_PER_MS;
+        struct parser_head h = {.type = type, .seq = ++pc->seq};
+        pc->st.calls++;
+        err = parser_chan_send(pc->sock, &h, req, len, fd);
+        if (err) { /* it died before this request (killed, or by the last one): once more */
+                pc->st.deaths++;
+                kill_reap(pc);
+                err = ensure_running(pc);
+                if (!err) {
+                        h = (struct parser_head){.type = type, .seq = ++pc->seq};
+                        err = parser_chan_send(pc->sock, &h, req, len, fd) ? -EPIPE : 0;
+                }
+        }
+        if (!err)
+                err = await_answer(pc, type, resp, cap, got, deadline);
+        if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO)
+                kill_reap(pc);
+        pthread_mutex_unlock(&pc->lock);
+        return err;
+}
+
+void parser_client_stats(struct parser_client *pc, struct parser_stats *out)
+{
+        memset(out, 0, sizeof(*out));
+        if (!pc)
+                return;
+        pthread_mutex_lock(&pc->lock);
+        *out = pc->st;
+        pthread_mutex_unlock(&pc->lock);
+}
+
+pid_t parser_client_pid(struct parser_client *pc)
+{
+        if (!pc)
+                return 0;
+        pthread_mutex_lock(&pc->lock);
+        pid_t p = pc->pid;
+        pthread_mutex_unlock(&pc->lock);
+        return p;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parser_client.h — the daemon's side of its parser helper: a process started by fork + exec
+ * of /proc/self/exe in PARSER_MODE (service/parser_server.h confines it: no root, no
+ * capabilities, seccomp), holding the other end of a SOCK_SEQPACKET socketpair and nothing
+ * else. One request at a time (callers from any thread are serialized by a lock), each with
+ * a deadline: on timeout, on the helper's death or on an answer that breaks the framing the
+ * helper's socket is closed, it is sent SIGKILL (which only works while it still has the
+ * daemon's uid: it ends itself at PARSER_SELF_DEADLINE_MS otherwise) and reaped, the request
+ * fails, and the next request starts a new one
+ * (at most one start per PARSER_RESTART_MIN_MS; a request in between fails at once). A
+ * request that finds the helper already gone (killed between requests) starts it and is sent
+ * again once. The
+ * helper's answers are hostile like the bytes they come from: the framing is checked here
+ * (parser_chan.h), each payload by its decoder. Never prints.
+ */
+#ifndef CTXPROF_PARSER_CLIENT_H
+#define CTXPROF_PARSER_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PARSER_DEADLINE_MS    2000 /* one request, and the helper's start */
+#define PARSER_RESTART_MIN_MS 1000 /* between two starts of the helper */
+/* The helper's own deadline for one request (a timer whose SIGALRM ends it): the daemon,
+ * uid 0 without CAP_KILL, cannot signal a helper running as another uid, so a helper stuck
+ * in a request ends itself this long after receiving it; the daemon waits that long for it
+ * to be reaped, at most. */
+#define PARSER_SELF_DEADLINE_MS (PARSER_DEADLINE_MS + 500)
+#define PARSER_USER_DEFAULT     "nobody"
+#define PARSER_UID_FALLBACK     65534 /* when there is no user named PARSER_USER_DEFAULT */
+#define PARSER_USER_MAX         64    /* bytes of a parser user name */
+
+struct parser_client;
+struct parser_stats {
+        uint64_t calls;       /* requests sent */
+        uint64_t restarts;    /* helpers started after the first */
+        uint64_t timeouts;    /* requests past PARSER_DEADLINE_MS (helper killed) */
+        uint64_t deaths;      /* helpers found dead or closed mid-request */
+        uint64_t bad_answers; /* answers that broke the framing (helper killed) */
+        uint64_t refused;     /* requests failed at once: restart rate limit, start failed */
+        uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure
+                               * (stopped or stuck): reaped at a later request */
+};
+
+/* Starts the helper as user (NULL or "": PARSER_USER_DEFAULT) and waits for it to say it is
+ * confined. 0, or -errno with the reason in why (the step the helper failed at). */
+int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen);
+void parser_client_stop(struct parser_client *);
+/* One request of type with len bytes of req and fd (>= 0: passed with it, not taken); the
+ * answer's payload into resp (cap bytes), its size into *got. The helper's status (0 or
+ * -errno), or -ETIMEDOUT, -EPIPE (the helper died or is not running), -EPROTO. */
+int parser_client_call(struct parser_client *, uint16_t type, const void *req, uint32_t len, int fd,
+                       void *resp, uint32_t cap, uint32_t *got);
+void parser_client_stats(struct parser_client *, struct parser_stats *out);
+pid_t parser_client_pid(struct parser_client *); /* the running helper, 0 when none */
+/* What the helper's wait status says: which confinement step failed, or how it ended. */
+void parser_exit_reason(int wstatus, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Issue 19 item 6: the daemon parses target ELF/DWARF in a helper without privilege. Its
+# helper (found as the daemon's child, by pid) runs as a uid other than 0 with every
+# capability set empty, no_new_privs and a seccomp filter; the control target's frames are
+# still named. A helper killed with SIGKILL mid-run is replaced (parser_restarts counted) and
+# a module first seen after that is named by the new helper; the status stays fresh. A helper
+# that stops answering (SIGSTOP) makes a request time out (parser_timeouts), the status stays
+# fresh, a new helper takes over, and the stopped one ends by its own deadline once it runs
+# again. A parser user that does not exist makes the daemon exit non-zero at start, saying why.
+. "$(dirname "$0")/hostile_lib.sh"
+
+WL=$(readlink -f "$B/tests/workloads/wl_deep")
+WL2=$(readlink -f "$B/tests/workloads/wl_attrib")
+DEMO=$(readlink -f "$B/demo/demo_app")
+[ -x "$WL" ] || fail "no $WL (run make test-bins)"
+
+# the daemon's children (any of its threads may have started the helper)
+helper_pid() { children | head -1; }
+has_helper() { [ -n "$(helper_pid)" ]; }
+field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# stacks of the recording so far (complete chunks) that name FUNCTION
+named() { # FUNCTION
+	cp "$(dstat current_file)" "$TMP/so-far.jfr" 2>/dev/null || return 1
+	"$CTXPROF" report --format collapsed "$TMP/so-far.jfr" 2>/dev/null | grep -q "$1"
+}
+children() { cat /proc/"$DPID"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$'; }
+new_helper() { children | grep -vxq "$1"; } # a child of the daemon other than helper $1
+restarted() { status_refresh; [ "$(dstat parser_restarts)" -ge 1 ] 2>/dev/null; }
+timed_out() { status_refresh; [ "$(dstat parser_timeouts)" -ge 1 ] 2>/dev/null; }
+ended() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
+start_control
+start_default_daemon --mode selectors --exe "$DEMO,$WL,$WL2" --chunk-period 1s
+wait_for 10 "the daemon's parser helper" has_helper
+H=$(helper_pid)
+uid=$(field "$H" Uid)
+echo "helper $H: Uid $uid CapEff $(field "$H" CapEff) CapPrm $(field "$H" CapPrm)" \
+	"CapBnd $(field "$H" CapBnd) CapAmb $(field "$H" CapAmb)" \
+	"NoNewPrivs $(field "$H" NoNewPrivs) Seccomp $(field "$H" Seccomp)"
+[ "$uid" != 0 ] || fail "the parser helper runs as uid 0"
+for c in CapEff CapPrm CapBnd CapAmb CapInh; do
+	[ "$(field "$H" "$c")" = 0000000000000000 ] || fail "helper $c = $(field "$H" "$c"), not empty"
+done
+[ "$(field "$H" NoNewPrivs)" = 1 ] || fail "helper without no_new_privs"
+[ "$(field "$H" Seccomp)" = 2 ] || fail "helper without a seccomp filter (Seccomp $(field "$H" Seccomp))"
+[ "$(dstat parser_pid)" = "$H" ] || fail "status parser_pid $(dstat parser_pid), helper $H"
+wait_for 60 "the control target's frames named (worker)" named worker
+echo "the control target's frames are named through the helper"
+
+kill -KILL "$H"
+spawn "$WL" 120 8
+wait_for 30 "a new parser helper and parser_restarts" restarted
+wait_for 30 "a new parser helper" new_helper "$H"
+wait_for 60 "frames of a module first seen after the restart named (spin)" named spin
+echo "helper $H killed: new helper $(helper_pid), parser_restarts $(dstat parser_restarts)," \
+	"a new module named"
+assert_fresh
+[ "$(field "$(helper_pid)" Seccomp)" = 2 ] || fail "the new helper has no seccomp filter"
+
+H2=$(helper_pid)
+kill -STOP "$H2"
+spawn "$WL2" long 60 2
+wait_for 60 "a parser request past its deadline (parser_timeouts)" timed_out
+assert_fresh
+wait_for 30 "a helper after the stopped one" new_helper "$H2"
+kill -CONT "$H2"
+wait_for 10 "the stopped helper ending by its own deadline" ended "$H2"
+echo "helper $H2 stopped: parser_timeouts $(dstat parser_timeouts), status fresh, new helper" \
+	"$(children | grep -vx "$H2"); $H2 ended once continued"
+stop_daemon
+
+out=$("$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st2" \
+	--parser-user ctxprof-no-such-user-$$ 2>&1)
+rc=$?
+echo "with a parser user that does not exist: exit $rc: $(grep -i parser <<<"$out" | head -1)"
+[ "$rc" != 0 ] || fail "the daemon started with a parser user that does not exist"
+grep -q "parser user does not exist" <<<"$out" || fail "no reason given: $out"
+echo "PASS: parser helper confined, restarted after SIGKILL; a failed drop is fatal"
