@@ -40,6 +40,7 @@
 
 #include "engine/procs.h"
 #include "tls/tls_locate.h"
+#include "util/clock.h"
 
 #define TLS_RETRY_FAST_NS 20000000ull /* 20 ms: just started or exec'ed (loader running) */
 /* 2 ms: not relocated yet while the process's samples are held back (pending). Nothing says
@@ -52,6 +53,20 @@
 #define PROC_KEEP_DEAD_NS    1000000000ull /* a dead entry's slot is reused after this */
 #define NS_PER_MS            1000000ull
 #define TLS_PENDING_MAX_NS   200000000ull /* 200 ms: a pending mark outlives no longer */
+/* A locating job (maps, ELF files, loader state in /proc/PID/mem) that has not returned after
+ * this is abandoned and its process marked stuck: a real one takes milliseconds (a cold
+ * process with hundreds of libraries, a few hundred), a FUSE server can take forever. */
+#define TLS_JOB_DEADLINE_NS 2000000000ull /* 2 s */
+
+/* What a locating job reads and finds: its own copy of everything (engine/target_jobs.h). */
+struct locate_job {
+        pid_t pid;
+        uint64_t image;    /* p->image at the start */
+        uint64_t exec_gen; /* BPF's exec count read before the image was */
+        int err;
+        struct ctxprof_tls_target loc;
+        struct target_stats st; /* the locator's refusals, added to the table's at the end */
+};
 
 int procs_init(struct procs *t, struct modules *modules)
 {
@@ -166,6 +181,7 @@ void procs_compact(struct procs *t, uint64_t now)
 
 void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
 {
+        p->image++; /* a job in flight read the old image: its result is discarded */
         proc_maps_free(p->maps);
         p->maps = NULL;
         proc_maps_open(t->modules, p->pid, &p->maps);
@@ -176,6 +192,8 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
         p->tls_since_ns = now;
         memset(&p->published, 0, sizeof(p->published));
         proc_location_pending(p, now); /* BPF marked the entry at the exec */
+        if (p->stuck)
+                p->tls_state = PROC_TLS_GAVE_UP;
 }
 
 void proc_location_pending(struct proc *p, uint64_t now)
@@ -184,10 +202,14 @@ void proc_location_pending(struct proc *p, uint64_t now)
          * reached, the next error gives up again at once). */
         if (!p->alive)
                 return;
-        p->tls_state = PROC_TLS_SEARCHING;
-        p->tls_next_ns = 0;
         if (!p->pending_since_ns)
                 p->pending_since_ns = now;
+        if (p->stuck)
+                return; /* no more jobs: procs_locate_due ends the mark */
+        if (p->job_id)
+                p->locate_again = 1; /* the job may have read the maps before the mapping */
+        p->tls_state = PROC_TLS_SEARCHING;
+        p->tls_next_ns = 0;
 }
 
 /* Write loc into the map (clearing the pending mark). 0, or -errno (the entry is gone). */
@@ -227,21 +249,14 @@ static uint64_t proc_exec_gen(const struct procs *t, pid_t pid)
 }
 
 /*
- * Locate the TLS variables of a target already in the map and publish the result. An exec
- * can come at any point: the location is tagged with the exec count read before anything of
- * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
- * (and the exec event brings a new location).
+ * A location of p was made (err, loc: what tls_locate returned, exec_gen: BPF's exec count read
+ * before it started): publish it. An exec can come at any point: the location is tagged with
+ * the exec count read before anything of the image was, so if the update lands after BPF's
+ * reset for a newer image, BPF refuses it (and the exec event brings a new location).
  */
-void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
+static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t exec_gen, int err,
+                         struct ctxprof_tls_target *loc)
 {
-        struct ctxprof_tls_target loc;
-        uint64_t exec_gen;
-        int err;
-
-        if (!p->alive || p->tls_state == PROC_TLS_GAVE_UP || now < p->tls_next_ns)
-                return;
-        exec_gen = proc_exec_gen(t, p->pid);
-        err = tls_locate(p->pid, &loc, &t->target);
         if (err == -ESRCH) {
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;
@@ -259,14 +274,14 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 t->tls_errors++;
                 if (++p->tls_errors >= TLS_MAX_ERRORS)
                         p->tls_state = PROC_TLS_GAVE_UP;
-                if (loc.labels.mode == CTXPROF_TLS_NONE && loc.span.mode == CTXPROF_TLS_NONE &&
-                    loc.otel.mode == CTXPROF_TLS_NONE) {
+                if (loc->labels.mode == CTXPROF_TLS_NONE && loc->span.mode == CTXPROF_TLS_NONE &&
+                    loc->otel.mode == CTXPROF_TLS_NONE) {
                         p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
                         proc_end_pending(t, p);
                         return;
                 }
         }
-        loc.exec_gen = exec_gen;
+        loc->exec_gen = exec_gen;
         if (t->locate_delay_ns) {
                 /* Tests: the daemon preempted between reading the image and publishing. */
                 struct timespec d = {.tv_sec = (time_t)(t->locate_delay_ns / 1000000000ull),
@@ -274,21 +289,109 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
 
                 nanosleep(&d, NULL);
         }
-        if (proc_publish(t, p, &loc)) {
+        if (proc_publish(t, p, loc)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;
         }
         t->tls_located++;
         /* libctx's two variables, or an OpenTelemetry thread context writer (OTEP 4947) */
-        if ((loc.labels.mode != CTXPROF_TLS_NONE && loc.span.mode != CTXPROF_TLS_NONE) ||
-            loc.otel.mode != CTXPROF_TLS_NONE) {
+        if ((loc->labels.mode != CTXPROF_TLS_NONE && loc->span.mode != CTXPROF_TLS_NONE) ||
+            loc->otel.mode != CTXPROF_TLS_NONE) {
                 p->tls_state = PROC_TLS_LOCATED;
                 return;
         }
         /* Something is missing: a library may still be loading or be dlopen'ed later. */
         p->tls_next_ns = now + (now - p->tls_since_ns < TLS_FAST_WINDOW_NS ? TLS_RETRY_FAST_NS
                                                                            : TLS_RETRY_SLOW_NS);
+}
+
+static void locate_run(void *arg)
+{
+        struct locate_job *lj = arg;
+
+        lj->err = tls_locate(lj->pid, &lj->loc, &lj->st);
+}
+
+/* p's job, or NULL (a process the table dropped since: its result is of no use). */
+static struct proc *proc_of_job(struct procs *t, uint64_t id)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (t->v[i].job_id == id)
+                        return &t->v[i];
+        return NULL;
+}
+
+void procs_job_done(void *ctx, uint64_t id, void *arg)
+{
+        struct locate_job *lj = arg;
+        struct procs *t = ctx;
+        struct proc *p = proc_of_job(t, id);
+        uint64_t now = mono_ns();
+
+        if (lj)
+                target_stats_add(&t->target, &lj->st);
+        if (!p)
+                return;
+        p->job_id = 0;
+        if (!lj) {
+                /* Past its deadline: the process is marked, its samples go on without
+                 * context (the pending mark must not hold them back). */
+                p->stuck = 1;
+                t->stuck++;
+                p->tls_state = PROC_TLS_GAVE_UP;
+                proc_end_pending(t, p);
+                return;
+        }
+        if (!p->alive || lj->image != p->image)
+                return; /* gone, or exec'ed since: the new image is located anew */
+        proc_located(t, p, now, lj->exec_gen, lj->err, &lj->loc);
+        if (p->locate_again && p->alive && p->tls_state != PROC_TLS_GAVE_UP) {
+                p->locate_again = 0;
+                p->tls_state = PROC_TLS_SEARCHING;
+                p->tls_next_ns = 0;
+        }
+}
+
+/* Locate the TLS variables of a target already in the map and publish the result (at the
+ * end of its job, when locating runs on t->jobs). */
+void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
+{
+        struct ctxprof_tls_target loc;
+        struct locate_job *lj;
+        uint64_t exec_gen;
+
+        if (!p->alive || p->stuck || p->job_id || p->tls_state == PROC_TLS_GAVE_UP ||
+            now < p->tls_next_ns)
+                return;
+        exec_gen = proc_exec_gen(t, p->pid);
+        if (!t->jobs) {
+                int err = tls_locate(p->pid, &loc, &t->target);
+
+                proc_located(t, p, now, exec_gen, err, &loc);
+                return;
+        }
+        lj = calloc(1, sizeof(*lj));
+        if (!lj) {
+                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                return;
+        }
+        *lj = (struct locate_job){.pid = p->pid, .image = p->image, .exec_gen = exec_gen};
+        p->locate_again = 0;
+        p->job_id = target_jobs_submit(t->jobs, locate_run, free, lj, TLS_JOB_DEADLINE_NS);
+        if (!p->job_id) {
+                /* every worker stuck in another target's job: retried later, no samples
+                 * held back meanwhile */
+                p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+                proc_end_pending(t, p);
+        }
+}
+
+void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns)
+{
+        if (!t->jobs || !p->job_id || !target_jobs_wait(t->jobs, p->job_id, until_ns))
+                return;
+        target_jobs_collect(t->jobs, mono_ns(), procs_job_done, t);
 }
 
 void procs_locate_due(struct procs *t, uint64_t now)
@@ -300,7 +403,9 @@ void procs_locate_due(struct procs *t, uint64_t now)
 
                 /* A located process is located again only when it changes: exec, or a file
                  * mapped (proc_location_pending). */
-                if (p->alive && p->tls_state == PROC_TLS_SEARCHING)
+                if (p->alive && p->stuck && p->pending_since_ns)
+                        proc_end_pending(t, p); /* no job will: samples go on without */
+                if (p->alive && p->tls_state == PROC_TLS_SEARCHING && !p->job_id)
                         proc_locate_tls(t, p, now);
         }
 }
@@ -313,7 +418,7 @@ int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms)
                 const struct proc *p = &t->v[i];
                 int64_t ms;
 
-                if (!p->alive || p->tls_state != PROC_TLS_SEARCHING)
+                if (!p->alive || p->tls_state != PROC_TLS_SEARCHING || p->job_id || p->stuck)
                         continue;
                 /* rounded up: a retry less than 1 ms away is no reason to spin */
                 ms = p->tls_next_ns > now

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include "engine/procs.h"
 #include "engine/record_view.h"
 #include "engine/sampler.h"
+#include "engine/target_jobs.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
 #include "stack/proc_maps.h"
@@ -55,7 +57,10 @@
  * by the next poll; what no longer fits there is counted as lost by BPF.
  */
 #define DRAIN_BUDGET_NS 20000000ull /* 20 ms */
-#define DRAIN_CUT       (-ECANCELED)
+/* sampler_add_target waits this long at most for the new target's location (a job on a
+ * worker, engine/procs.c): long enough for a real process, short beside a stalled one. */
+#define ADD_LOCATE_WAIT_NS 250000000ull /* 250 ms */
+#define DRAIN_CUT          (-ECANCELED)
 /* sampler_stop handles what the rings hold for at most this long; the rest (a full ring of
  * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
  * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
@@ -81,6 +86,7 @@ struct sampler {
         struct ktrace_text *ktrace; /* kernel stacks: the BPF machinery's text, dropped */
         struct load_hook *hook;     /* how a target's library loads are noticed */
         struct procs procs;
+        struct target_jobs *jobs; /* locating runs there, off this loop (engine/target_jobs.h) */
         struct tid_set tids;
         struct sampler_stats st;
         struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
@@ -269,9 +275,11 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 return -ESRCH;
         }
         /* Located before sampler_add_target returns (before a started command runs), or
-         * retried from sampler_poll: context from the first sample where possible. */
+         * retried from sampler_poll: context from the first sample where possible. The job
+         * runs off this thread; it is waited for ADD_LOCATE_WAIT_NS at most. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
+        proc_locate_wait(&s->procs, p, now + ADD_LOCATE_WAIT_NS);
         /* Hooked once located: attaching takes milliseconds its samples would wait for. */
         hook_proc(s, p);
         ku_sync(s, p, 0);
@@ -822,6 +830,9 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         s->modules = modules_new();
         if (!s->modules || procs_init(&s->procs, s->modules))
                 return -ENOMEM;
+        if (target_jobs_init(&s->jobs))
+                return -ENOMEM;
+        s->procs.jobs = s->jobs;
         if (ms > 0)
                 s->procs.locate_delay_ns =
                     (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;
@@ -1056,7 +1067,27 @@ static void housekeeping(struct sampler *s)
                 s->last_sweep_ns = now;
                 sweep_dead(s);
         }
+        target_jobs_collect(s->jobs, now, procs_job_done, &s->procs);
         procs_locate_due(&s->procs, now);
+}
+
+/* Wait up to timeout_ms for the sample ring or a finished target job (whose result the
+ * housekeeping applies), or until the next job deadline; then consume the ring. */
+static int poll_rings_and_jobs(struct sampler *s, int timeout_ms)
+{
+        struct pollfd pf[2] = {{.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN},
+                               {.fd = target_jobs_fd(s->jobs), .events = POLLIN}};
+        uint64_t next = target_jobs_next_deadline(s->jobs), now = mono_ns();
+
+        if (next != UINT64_MAX) {
+                uint64_t ms = next > now ? (next - now + NS_PER_MS - 1) / NS_PER_MS : 0;
+
+                if (timeout_ms < 0 || ms < (uint64_t)timeout_ms)
+                        timeout_ms = (int)ms;
+        }
+        if (timeout_ms && poll(pf, 2, timeout_ms) < 0 && errno == EINTR)
+                return -EINTR;
+        return ring_buffer__poll(s->rb, 0);
 }
 
 static void release_dead(struct sampler *s)
@@ -1123,7 +1154,8 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .stacks_refused = p->stacks_refused,
                                             .labels_refused = p->labels_refused,
                                             .threads_refused = p->threads_refused,
-                                            .context_located = p->tls_state == PROC_TLS_LOCATED};
+                                            .context_located = p->tls_state == PROC_TLS_LOCATED,
+                                            .stuck = p->stuck};
                 fn(ctx, &t);
         }
 }
@@ -1181,7 +1213,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         if (s->drain_cut)
                 timeout_ms = 0;
         drain_begin(s, 0);
-        n = ring_buffer__poll(s->rb, timeout_ms);
+        n = poll_rings_and_jobs(s, timeout_ms);
         if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
         /* poll returns on timeout without consuming records submitted with no wakeup */
@@ -1259,6 +1291,15 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         out->processes = s->procs.processes;
         out->tls_located = s->procs.tls_located;
         out->tls_errors = s->procs.tls_errors;
+        out->targets_stuck = s->procs.stuck;
+        if (s->jobs) {
+                struct target_jobs_stats js;
+
+                target_jobs_get_stats(s->jobs, &js);
+                out->jobs_abandoned = js.abandoned;
+                out->jobs_refused = js.refused;
+                out->jobs_stuck_workers = js.stuck;
+        }
         out->target = (struct target_stats){0};
         target_stats_add(&out->target, modules_target_stats(s->modules));
         target_stats_add(&out->target, &s->procs.target);
@@ -1362,6 +1403,7 @@ void sampler_free(struct sampler *s)
         free(s->perf_fds);
         load_hook_free(s->hook);
         sampler_bpf__destroy(s->skel);
+        target_jobs_free(s->jobs); /* never waits for a worker stuck in a target */
         procs_free(&s->procs);
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);

@@ -85,6 +85,8 @@ static const struct field daemon_fields[] = {
     D("events_limited", F_U64, events_limited),
     D("exec_events_limited", F_U64, exec_events_limited),
     D("targets_full", F_U64, targets_full),
+    D("jobs_abandoned", F_U64, jobs_abandoned),
+    D("targets_stuck", F_U64, targets_stuck),
     D("cap_eff", F_HEX, cap_eff),
 };
 
@@ -98,6 +100,7 @@ static const struct field target_fields[] = {
     T("stacks_refused", F_U64, stacks_refused),
     T("labels_refused", F_U64, labels_refused),
     T("threads_refused", F_U64, threads_refused),
+    T("stuck", F_YESNO, stuck),
     T("file", F_STR, file), /* last, as before: readers match the file name at the line end */
 };
 

@@ -22,7 +22,7 @@
 #define STATUS_NAME_LEN     16  /* state, mode, split */
 #define STATUS_COMM_LEN     64  /* a target's process name */
 #define STATUS_FILE_LEN     256 /* a target's file (base name) */
-#define STATUS_MAX_FIELDS   40  /* most key=value pairs a parsed record keeps */
+#define STATUS_MAX_FIELDS   64  /* most key=value pairs a parsed record keeps */
 
 #define STATUS_FILE_PERIOD_MS 2000 /* the daemon rewrites its status file this often */
 #define STATUS_BOOT_LEN       40   /* boot id: a UUID and its NUL, rounded */
@@ -60,6 +60,9 @@ struct status_daemon {
          * (sampler_stats: events_limited, exec_events_limited, targets_full) */
         char load_hook[STATUS_NAME_LEN];
         uint64_t events_limited, exec_events_limited, targets_full;
+        /* target jobs past their deadline (abandoned) and the targets they marked stuck
+         * (sampler_stats: jobs_abandoned, targets_stuck) */
+        uint64_t jobs_abandoned, targets_stuck;
 };
 
 /* One "target" line: a sampled process. */
@@ -72,6 +75,7 @@ struct status_target {
         char file[STATUS_FILE_LEN]; /* its samples' file (base name); "" = none */
         /* its samples that lost a new stack / label set / thread to its share of a store */
         uint64_t stacks_refused, labels_refused, threads_refused;
+        int stuck; /* "yes": a job on it passed its deadline (no more jobs, no context) */
 };
 
 /* One "upload" line: an upload target's state (service/uploader.h's names and counters). */
