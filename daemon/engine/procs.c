@@ -58,15 +58,44 @@
  * process with hundreds of libraries, a few hundred), a FUSE server can take forever. */
 #define TLS_JOB_DEADLINE_NS 2000000000ull /* 2 s */
 
-/* What a locating job reads and finds: its own copy of everything (engine/target_jobs.h). */
-struct locate_job {
+/* The OpenTelemetry process context (engine/otel_process_ctx.h): looked at every
+ * PCTX_CHECK_NS, at most every PCTX_RETRY_NS when keys are missing, doubling up to
+ * PCTX_CHECK_NS while refreshes find nothing new (a process that never publishes one, or
+ * names keys it never publishes, costs a maps scan a second at most), and up to PCTX_ALONE_NS
+ * (50 ms doubled 7 times) for a process without an OTel thread context that has published
+ * none yet (every sampled process is looked at: OTEP 4719). */
+#define PCTX_CHECK_NS 1000000000ull
+#define PCTX_RETRY_NS 50000000ull
+#define PCTX_ALONE_NS 6400000000ull
+/* A process's first look waits this long at most (for its locating job, then for its own):
+ * its first samples are named by the service the context names. */
+#define PCTX_FIRST_WAIT_NS 50000000ull /* 50 ms */
+
+/* What a job on a target reads and finds: its own copy of everything (engine/target_jobs.h). */
+enum proc_job_kind { PROC_JOB_LOCATE, PROC_JOB_PCTX };
+struct proc_job {
+        enum proc_job_kind kind;
         pid_t pid;
-        uint64_t image;    /* p->image at the start */
+        uint64_t image; /* p->image at the start */
+        /* PROC_JOB_LOCATE */
         uint64_t exec_gen; /* BPF's exec count read before the image was */
         int err;
         struct ctxprof_tls_target loc;
         struct target_stats st; /* the locator's refusals, added to the table's at the end */
+        /* PROC_JOB_PCTX: the refreshed context (keys owned by the job until taken) */
+        struct otel_pctx pc;
+        int ret;
+        uint64_t now;
+        struct otel_pctx_stats pst;
 };
+
+static void proc_job_drop(void *arg)
+{
+        struct proc_job *jb = arg;
+
+        otel_pctx_clear(&jb->pc);
+        free(jb);
+}
 
 int procs_init(struct procs *t, struct modules *modules)
 {
@@ -306,11 +335,49 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                                                                            : TLS_RETRY_SLOW_NS);
 }
 
-static void locate_run(void *arg)
+static void proc_job_run(void *arg)
 {
-        struct locate_job *lj = arg;
+        struct proc_job *jb = arg;
 
-        lj->err = tls_locate(lj->pid, &lj->loc, &lj->st);
+        if (jb->kind == PROC_JOB_LOCATE)
+                jb->err = tls_locate(jb->pid, &jb->loc, &jb->st);
+        else
+                jb->ret = otel_pctx_refresh(jb->pid, &jb->pc, jb->now, &jb->pst);
+}
+
+/* *dst += *src, counter by counter (all uint64_t). */
+static void pctx_stats_add(struct otel_pctx_stats *dst, const struct otel_pctx_stats *src)
+{
+        const uint64_t *s = (const uint64_t *)src;
+        uint64_t *d = (uint64_t *)dst;
+
+        for (unsigned i = 0; i < sizeof(*dst) / sizeof(uint64_t); i++)
+                d[i] += s[i];
+}
+
+/* A process-context refresh of p ended with ret (otel_pctx_refresh's): take what it read,
+ * and set when to look next. */
+static void pctx_applied(struct proc *p, struct otel_pctx *pc, int ret, uint64_t now)
+{
+        uint64_t next = p->otel.next_ns, backoff = p->otel.backoff_ns;
+
+        if (ret == 1) {
+                otel_pctx_clear(&p->otel);
+                p->otel = *pc;
+                memset(pc, 0, sizeof(*pc));
+        } else {
+                p->otel.published_ns = pc->published_ns; /* a payload that did not decode */
+        }
+        p->otel.checked_ns = now;
+        p->otel.next_ns = next;
+        p->otel.backoff_ns = backoff;
+        if (ret == 1 || !p->otel.backoff_ns)
+                p->otel.backoff_ns = PCTX_RETRY_NS;
+        else if (p->otel.backoff_ns < PCTX_CHECK_NS ||
+                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns &&
+                  p->published.otel.mode == CTXPROF_TLS_NONE))
+                p->otel.backoff_ns *= 2;
+        p->otel.next_ns = now + p->otel.backoff_ns;
 }
 
 /* p's job, or NULL (a process the table dropped since: its result is of no use). */
@@ -324,13 +391,16 @@ static struct proc *proc_of_job(struct procs *t, uint64_t id)
 
 void procs_job_done(void *ctx, uint64_t id, void *arg)
 {
-        struct locate_job *lj = arg;
+        struct proc_job *lj = arg;
         struct procs *t = ctx;
         struct proc *p = proc_of_job(t, id);
         uint64_t now = mono_ns();
 
-        if (lj)
+        if (lj) {
                 target_stats_add(&t->target, &lj->st);
+                if (t->pctx_stats)
+                        pctx_stats_add(t->pctx_stats, &lj->pst);
+        }
         if (!p)
                 return;
         p->job_id = 0;
@@ -345,6 +415,10 @@ void procs_job_done(void *ctx, uint64_t id, void *arg)
         }
         if (!p->alive || lj->image != p->image)
                 return; /* gone, or exec'ed since: the new image is located anew */
+        if (lj->kind == PROC_JOB_PCTX) {
+                pctx_applied(p, &lj->pc, lj->ret, lj->now);
+                return;
+        }
         proc_located(t, p, now, lj->exec_gen, lj->err, &lj->loc);
         if (p->locate_again && p->alive && p->tls_state != PROC_TLS_GAVE_UP) {
                 p->locate_again = 0;
@@ -358,7 +432,7 @@ void procs_job_done(void *ctx, uint64_t id, void *arg)
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
 {
         struct ctxprof_tls_target loc;
-        struct locate_job *lj;
+        struct proc_job *lj;
         uint64_t exec_gen;
 
         if (!p->alive || p->stuck || p->job_id || p->tls_state == PROC_TLS_GAVE_UP ||
@@ -376,9 +450,11 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 p->tls_next_ns = now + TLS_RETRY_FAST_NS;
                 return;
         }
-        *lj = (struct locate_job){.pid = p->pid, .image = p->image, .exec_gen = exec_gen};
+        *lj = (struct proc_job){
+            .kind = PROC_JOB_LOCATE, .pid = p->pid, .image = p->image, .exec_gen = exec_gen};
         p->locate_again = 0;
-        p->job_id = target_jobs_submit(t->jobs, locate_run, free, lj, TLS_JOB_DEADLINE_NS);
+        p->job_id =
+            target_jobs_submit(t->jobs, proc_job_run, proc_job_drop, lj, TLS_JOB_DEADLINE_NS);
         if (!p->job_id) {
                 /* every worker stuck in another target's job: retried later, no samples
                  * held back meanwhile */
@@ -392,6 +468,42 @@ void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns)
         if (!t->jobs || !p->job_id || !target_jobs_wait(t->jobs, p->job_id, until_ns))
                 return;
         target_jobs_collect(t->jobs, mono_ns(), procs_job_done, t);
+}
+
+void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing)
+{
+        int first = !p->otel.checked_ns;
+        struct proc_job *jb;
+
+        if (!p->alive || p->stuck || now < p->otel.next_ns)
+                return;
+        if (now - p->otel.checked_ns < PCTX_CHECK_NS && !keys_missing)
+                return;
+        if (first)
+                proc_locate_wait(t, p, now + PCTX_FIRST_WAIT_NS);
+        if (p->job_id || p->stuck)
+                return; /* one job per target: looked at again at a later sample */
+        jb = calloc(1, sizeof(*jb));
+        if (!jb)
+                return;
+        *jb = (struct proc_job){.kind = PROC_JOB_PCTX,
+                                .pid = p->pid,
+                                .image = p->image,
+                                .now = now,
+                                .pc = {.published_ns = p->otel.published_ns}};
+        if (!t->jobs) {
+                proc_job_run(jb);
+                if (t->pctx_stats)
+                        pctx_stats_add(t->pctx_stats, &jb->pst);
+                pctx_applied(p, &jb->pc, jb->ret, now);
+                proc_job_drop(jb);
+                return;
+        }
+        p->job_id =
+            target_jobs_submit(t->jobs, proc_job_run, proc_job_drop, jb, TLS_JOB_DEADLINE_NS);
+        p->otel.checked_ns = now; /* (every worker stuck: not again before PCTX_CHECK_NS) */
+        if (p->job_id && first)
+                proc_locate_wait(t, p, mono_ns() + PCTX_FIRST_WAIT_NS);
 }
 
 void procs_locate_due(struct procs *t, uint64_t now)

@@ -69,6 +69,7 @@ struct procs {
         int exec_gens_fd;         /* BPF map `exec_gens` (not owned) */
         uint64_t locate_delay_ns; /* tests only: CTXPROF_TEST_LOCATE_DELAY_MS */
         struct target_jobs *jobs; /* where locating runs (not owned); NULL = in the caller */
+        struct otel_pctx_stats *pctx_stats; /* process-context counters (not owned), or NULL */
         /* counters (struct sampler_stats reports them) */
         uint64_t processes;         /* entries created */
         uint64_t tls_located;       /* locations published */
@@ -101,6 +102,11 @@ void proc_location_pending(struct proc *p, uint64_t now);
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now);
 /* p's job in flight, if any: wait for it until the monotonic time until_ns and apply it. */
 void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns);
+/* Read p's OpenTelemetry process context again when it may have changed: PCTX_CHECK_NS
+ * since the last look, or keys_missing (a sample names a key index the key map does not
+ * have yet: a key is published before a thread uses it). A job (when t->jobs is set):
+ * p->otel changes when it ends; a process's first look waits for it, briefly. */
+void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing);
 /* A target_job_done for t->jobs (ctx = t): a locating job ended (arg) or was abandoned. */
 void procs_job_done(void *ctx, uint64_t id, void *arg);
 /* Run every due retry. */

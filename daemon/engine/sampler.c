@@ -394,33 +394,11 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
         return 0;
 }
 
-#define PCTX_CHECK_NS 1000000000ull /* a process context's timestamp is looked at this often */
-#define PCTX_RETRY_NS 50000000ull   /* ... and at most this often when keys are missing, */
-/* doubling up to PCTX_CHECK_NS while refreshes find nothing new (a process that never
- * publishes one, or names keys it never publishes, costs a maps scan a second at most) */
-/* ... and up to PCTX_ALONE_NS (50 ms doubled 7 times) for a process without an OTel thread
- * context that has published none yet (every sampled process is looked at: OTEP 4719) */
-#define PCTX_ALONE_NS 6400000000ull
-
-/* Read p's OpenTelemetry process context again when it may have changed: a second since the
- * last look, or the sample names a key index the key map does not have yet (a key is
- * published before a thread uses it, so the new map names it). */
+/* Read p's OpenTelemetry process context again when it may have changed (engine/procs.c
+ * says when; a job off this thread). */
 static void otel_refresh_due(struct sampler *s, struct proc *p, const struct otel_ctx *c)
 {
-        uint64_t now = mono_ns();
-
-        if (!p->alive || now < p->otel.next_ns)
-                return;
-        if (now - p->otel.checked_ns < PCTX_CHECK_NS &&
-            !(c && otel_has_unknown_key(c, p->otel.n_keys)))
-                return;
-        if (otel_pctx_refresh(p->pid, &p->otel, now, &s->st.pctx) == 1 || !p->otel.backoff_ns)
-                p->otel.backoff_ns = PCTX_RETRY_NS;
-        else if (p->otel.backoff_ns < PCTX_CHECK_NS ||
-                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns &&
-                  p->published.otel.mode == CTXPROF_TLS_NONE))
-                p->otel.backoff_ns *= 2;
-        p->otel.next_ns = now + p->otel.backoff_ns;
+        proc_pctx_refresh(&s->procs, p, mono_ns(), c && otel_has_unknown_key(c, p->otel.n_keys));
 }
 
 /*
@@ -833,6 +811,7 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         if (target_jobs_init(&s->jobs))
                 return -ENOMEM;
         s->procs.jobs = s->jobs;
+        s->procs.pctx_stats = &s->st.pctx;
         if (ms > 0)
                 s->procs.locate_delay_ns =
                     (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;

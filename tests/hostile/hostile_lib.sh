@@ -41,6 +41,8 @@
 #   spawn_fuse_mapper          an attacker process that opens FUSE_FILE and maps it
 #                              PROT_READ|PROT_EXEC without touching a page (SPAWNED)
 #   fuse_stalled               true when the FUSE server has left a request unanswered
+#   spawn_fuse_pctx            an attacker process whose OpenTelemetry process context
+#                              (OTEL_CTX) points its payload into FUSE_FILE, mapped (SPAWNED)
 # Each test: attacker_user; start_control; start_default_daemon; rate_baseline; the attack;
 # then the asserts. A test picks targets by pid (CONTROL, SPAWNED), never by name.
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/daemon_lib.sh"
@@ -366,4 +368,36 @@ EOF
 	chmod 0644 "$TMP/fuse_mapper.py"
 	spawn_attacker /usr/bin/python3 "$TMP/fuse_mapper.py" "$FUSE_FILE" "$ready"
 	wait_for 30 "the attacker mapping $FUSE_FILE" test -e "$ready"
+}
+# An attacker process that maps FUSE_FILE (untouched) and publishes an OpenTelemetry process
+# context (OTEP 4719: a memfd named OTEL_CTX, mapped) whose header points the payload
+# at that FUSE mapping, then spins (so that it is sampled and its context read) (SPAWNED).
+spawn_fuse_pctx() {
+	local ready=$ATK_HOME/fuse_pctx.ready
+	rm -f "$ready"
+	cat >"$TMP/fuse_pctx.py" <<'EOF'
+import ctypes, os, struct, sys
+path, ready = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+PROT_READ, PROT_WRITE, MAP_SHARED, MAP_PRIVATE, PAGE = 1, 2, 1, 2, 4096
+fd = os.open(path, os.O_RDONLY)
+fuse = libc.mmap(None, PAGE, PROT_READ, MAP_PRIVATE, fd, 0)
+# a memfd named OTEL_CTX: its mapping reads /memfd:OTEL_CTX (deleted) in the maps
+mfd = os.memfd_create("OTEL_CTX")
+os.ftruncate(mfd, PAGE)
+hdr = libc.mmap(None, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)
+assert fuse not in (None, ctypes.c_void_p(-1).value) and hdr not in (None, ctypes.c_void_p(-1).value)
+# signature, version 2, payload_size, published_at_ns (not 0: published), payload address
+ctypes.memmove(hdr, struct.pack("<8sIIQQ", b"OTEL_CTX", 2, 64, 1, fuse), 32)
+open(ready, "w").close()
+while True:
+    pass
+EOF
+	chmod 0644 "$TMP/fuse_pctx.py"
+	spawn_attacker /usr/bin/python3 "$TMP/fuse_pctx.py" "$FUSE_FILE" "$ready"
+	local pid=$SPAWNED
+	pctx_up() { [ -e "$ready" ] && return 0; kill -0 "$pid" 2>/dev/null || fail "the attacker's OTEL_CTX script failed"; return 1; }
+	wait_for 30 "the attacker publishing its OTEL_CTX mapping" pctx_up
 }
