@@ -41,6 +41,8 @@
 #   spawn_fuse_mapper          an attacker process that opens FUSE_FILE and maps it
 #                              PROT_READ|PROT_EXEC without touching a page (SPAWNED)
 #   fuse_stalled               true when the FUSE server has left a request unanswered
+#   assert_sigterm_under_fuse  SIGTERM stops the daemon in its normal time while the server
+#                              stalls; the recording is readable (the server aborted after)
 #   spawn_fuse_pctx            an attacker process whose OpenTelemetry process context
 #                              (OTEL_CTX) points its payload into FUSE_FILE, mapped (SPAWNED)
 # Each test: attacker_user; start_control; start_default_daemon; rate_baseline; the attack;
@@ -401,3 +403,25 @@ EOF
 	pctx_up() { [ -e "$ready" ] && return 0; kill -0 "$pid" 2>/dev/null || fail "the attacker's OTEL_CTX script failed"; return 1; }
 	wait_for 30 "the attacker publishing its OTEL_CTX mapping" pctx_up
 }
+# SIGTERM while the FUSE server still stalls: the daemon stops (last chunk written,
+# state=stopped) within its normal time, and what it recorded is readable. Its process is
+# reaped only once a worker's FUSE wait ends: a request the server has read can no longer be
+# killed (the kernel waits uninterruptibly), so the connection is aborted first - the daemon's
+# own code waits for nothing.
+assert_sigterm_under_fuse() {
+	kill -TERM "$DPID"
+	wait_for 20 "the daemon stopping on SIGTERM (the FUSE server still stalling)" daemon_stopped
+	grep -q 'ctxprof: stopped' "$DLOG" || fail "the daemon did not finish its shutdown"
+	kill -0 "$DPID" 2>/dev/null && [ "$(proc_state "$DPID")" != Z ] &&
+		echo "note: daemon $DPID stopped; its process waits for a worker's FUSE wait: aborting the connection"
+	stop_fuse_stall
+	wait_for 10 "the daemon process gone once the FUSE connection is aborted" daemon_gone
+	wait "$DPID"
+	local rc=$?
+	DPID=
+	[ "$rc" = 0 ] || fail "daemon exited $rc after SIGTERM"
+	for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+}
+proc_state() { awk '/^State/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+daemon_gone() { ! kill -0 "$DPID" 2>/dev/null || [ "$(proc_state "$DPID")" = Z ]; }
+daemon_stopped() { daemon_gone || grep -q '^daemon .* state=stopped ' "$ST"; }

@@ -40,13 +40,5 @@ assert_rate_kept
 assert_fresh
 daemon_in_fuse && fail "the daemon read the FUSE file: a thread of it is blocked in the server"
 
-# what the daemon recorded is readable, and SIGTERM stops it while the server still stalls
-kill -TERM "$DPID"
-stopped() { ! kill -0 "$DPID" 2>/dev/null; }
-wait_for 20 "the daemon stopping on SIGTERM (FUSE server still stalling)" stopped
-wait "$DPID"
-rc=$?
-DPID=
-[ "$rc" = 0 ] || fail "daemon exited $rc after SIGTERM"
-for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+assert_sigterm_under_fuse
 echo "PASS: FUSE-backed file refused, status fresh, control target sampled, SIGTERM served"

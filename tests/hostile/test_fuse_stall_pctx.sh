@@ -34,21 +34,5 @@ assert_fresh
 n0=$(target_count "$ATTACKER")
 wait_for 20 "samples of the stuck attacker" target_over "$ATTACKER" $((n0 + 20))
 
-# SIGTERM: the daemon stops (last chunk written, state=stopped) while the worker still
-# waits. The process itself is reaped only once that wait ends: a FUSE request its server has
-# read can no longer be killed (the kernel waits uninterruptibly), so its exit completes when
-# the connection is aborted - the daemon's own code waits for nothing.
-kill -TERM "$DPID"
-stopped() { ! kill -0 "$DPID" 2>/dev/null || grep -q '^daemon .* state=stopped ' "$ST"; }
-wait_for 20 "the daemon stopping on SIGTERM (a worker still waits for the FUSE server)" stopped
-grep -q 'ctxprof: stopped' "$DLOG" || fail "the daemon did not finish its shutdown"
-kill -0 "$DPID" 2>/dev/null && echo "note: daemon $DPID stopped; its process waits for the FUSE wait of its abandoned worker: aborting the connection"
-stop_fuse_stall
-gone() { ! kill -0 "$DPID" 2>/dev/null || [ "$(awk '/^State/ { print $2 }' "/proc/$DPID/status" 2>/dev/null)" = Z ]; }
-wait_for 10 "the daemon process gone once the FUSE connection is aborted" gone
-wait "$DPID"
-rc=$?
-DPID=
-[ "$rc" = 0 ] || fail "daemon exited $rc after SIGTERM"
-for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+assert_sigterm_under_fuse
 echo "PASS: stalled process-context read abandoned, attacker marked, control sampled, SIGTERM served"
