@@ -2,9 +2,10 @@
 /*
  * procs.c — the sampler's per-process table and its TLS location state machine (see procs.h).
  * Owns the entries and their /proc/PID/maps caches; publishes locations into the BPF map
- * `targets` through the fd it was given. Must never print, never block on a target for
- * longer than reading its files and memory takes, and never publish a location made for an
- * image the process has exec'ed away from (see proc_locate_tls).
+ * `targets` through the fd it was given. Must never print, never locate or read a process
+ * context on the caller's thread when it has target jobs (they run there, one
+ * job per process, with a deadline: engine/target_jobs.h), and never publish a location made
+ * for an image the process has exec'ed away from (see proc_locate_tls).
  *
  * States (enum proc_tls_state): SEARCHING → LOCATED when both libctx variables, or the
  * OpenTelemetry thread context pointer, were found;
@@ -24,7 +25,8 @@
  * whatever the thread set since, so a held sample would be completed with another request's
  * span. A sample with no context is better than a wrong one, and one not recorded (counted)
  * is better than one shown without the request it belonged to. The window is short: the
- * daemon locates synchronously at attach, and at once when BPF reports the mapping; a
+ * daemon locates at attach (waiting for the job up to a bound), and at once when BPF reports
+ * the mapping; a
  * pending mark that cannot be resolved (ld.so has not relocated, for longer than
  * TLS_PENDING_MAX_NS) is dropped, and its samples are then counted under their own reason.
  */
