@@ -413,7 +413,7 @@ assert_sigterm_under_fuse() {
 	wait_for 20 "the daemon stopping on SIGTERM (the FUSE server still stalling)" daemon_stopped
 	grep -q 'ctxprof: stopped' "$DLOG" || fail "the daemon did not finish its shutdown"
 	kill -0 "$DPID" 2>/dev/null && [ "$(proc_state "$DPID")" != Z ] &&
-		echo "note: daemon $DPID stopped; its process waits for a worker's FUSE wait: aborting the connection"
+		echo "note: daemon $DPID stopped, its process not reaped yet (a worker in a FUSE wait is let go by aborting the connection)"
 	stop_fuse_stall
 	wait_for 10 "the daemon process gone once the FUSE connection is aborted" daemon_gone
 	wait "$DPID"
