@@ -188,10 +188,10 @@ static void json_target(FILE *f, const struct target_stats *t)
                 ", \"mismatch\": %" PRIu64 ", \"unresolved\": %" PRIu64
                 ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64
                 ", \"not_owner\": %" PRIu64 ", \"perf_map_bad_lines\": %" PRIu64
-                ", \"perf_map_full\": %" PRIu64 "}",
+                ", \"perf_map_full\": %" PRIu64 ", \"on_fuse\": %" PRIu64 "}",
                 t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch,
                 t->unresolved, t->open_failed, t->lines_too_long, t->not_owner,
-                t->perf_map_bad_lines, t->perf_map_full);
+                t->perf_map_bad_lines, t->perf_map_full, t->on_fuse);
 }
 
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
@@ -264,6 +264,10 @@ static void json_hooks(FILE *f, const struct sampler_stats *st)
                 ",\n  \"event_bounds\": {\"events_limited\": %" PRIu64
                 ", \"exec_events_limited\": %" PRIu64 ", \"targets_full\": %" PRIu64 "}",
                 st->events_limited, st->exec_events_limited, st->targets_full);
+        fprintf(f,
+                ",\n  \"target_jobs\": {\"abandoned\": %" PRIu64 ", \"refused\": %" PRIu64
+                ", \"stuck_workers\": %" PRIu64 ", \"targets_stuck\": %" PRIu64 "}",
+                st->jobs_abandoned, st->jobs_refused, st->jobs_stuck_workers, st->targets_stuck);
 }
 
 static void json_offcpu(FILE *f, const struct sampler_stats *st)

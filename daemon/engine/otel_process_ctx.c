@@ -2,8 +2,9 @@
 /*
  * otel_process_ctx.c — discovery, seqlock read and protobuf decoding of a target's OTEP 4719
  * process context (see otel_process_ctx.h). Reads the target only through /proc/PID/maps and
- * /proc/PID/mem; must never write to it, never trust a size or pointer from it beyond the
- * bounds checked here, never print.
+ * process_vm_readv (its memory; never /proc/PID/mem, whose read of a FUSE-backed page holds
+ * the target's mmap lock while the server stalls); must never write to it, never trust a size or
+ * pointer from it beyond the bounds checked here, never print.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -94,13 +95,13 @@ static int find_mapping(pid_t pid, uint64_t *start, struct target_stats *st)
 }
 
 /* One consistent copy of the payload (seqlock): 0 and *buf (malloc'ed), or -errno. */
-static int read_payload(int fd, uint64_t at, struct pctx_header *h, uint8_t **buf,
+static int read_payload(pid_t pid, uint64_t at, struct pctx_header *h, uint8_t **buf,
                         struct otel_pctx_stats *st)
 {
         for (int tries = 0; tries < PCTX_READ_TRIES; tries++) {
                 struct pctx_header again;
                 uint8_t *b;
-                int rc = tls_mem_read(fd, at, h, sizeof(*h));
+                int rc = tls_vm_read(pid, at, h, sizeof(*h));
 
                 if (rc)
                         return rc;
@@ -118,9 +119,9 @@ static int read_payload(int fd, uint64_t at, struct pctx_header *h, uint8_t **bu
                 b = malloc(h->payload_size ? h->payload_size : 1);
                 if (!b)
                         return -ENOMEM;
-                rc = tls_mem_read(fd, h->payload, b, h->payload_size);
+                rc = tls_vm_read(pid, h->payload, b, h->payload_size);
                 if (!rc)
-                        rc = tls_mem_read(fd, at, &again, sizeof(again));
+                        rc = tls_vm_read(pid, at, &again, sizeof(again));
                 if (rc) {
                         free(b);
                         return rc;
@@ -319,8 +320,7 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
         struct pctx_header h;
         uint64_t at;
         uint8_t *buf = NULL;
-        char path[64];
-        int fd, err;
+        int err;
 
         pc->checked_ns = now;
         err = find_mapping(pid, &at, &st->target);
@@ -329,18 +329,13 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
                         st->absent++;
                 return err == -ENOENT ? 0 : err;
         }
-        snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? -ESRCH : -errno;
-        err = tls_mem_read(fd, at, &h, sizeof(h));
-        if (!err && h.published_at_ns && h.published_at_ns == pc->published_ns) {
-                close(fd);
+        /* process_vm_readv, not /proc/PID/mem: a payload in a FUSE-backed page waits for
+         * its server without holding the target's mmap lock (tls/tls_locate.h) */
+        err = tls_vm_read(pid, at, &h, sizeof(h));
+        if (!err && h.published_at_ns && h.published_at_ns == pc->published_ns)
                 return 0; /* unchanged since the last decode */
-        }
         if (!err)
-                err = read_payload(fd, at, &h, &buf, st);
-        close(fd);
+                err = read_payload(pid, at, &h, &buf, st);
         if (err) {
                 if (err == -EFAULT)
                         st->read_faults++;

@@ -2,9 +2,10 @@
 /*
  * procs.c — the sampler's per-process table and its TLS location state machine (see procs.h).
  * Owns the entries and their /proc/PID/maps caches; publishes locations into the BPF map
- * `targets` through the fd it was given. Must never print, never block on a target for
- * longer than reading its files and memory takes, and never publish a location made for an
- * image the process has exec'ed away from (see proc_locate_tls).
+ * `targets` through the fd it was given. Must never print, never locate or read a process
+ * context on the caller's thread when it has target jobs (they run there, one
+ * job per process, with a deadline: engine/target_jobs.h), and never publish a location made
+ * for an image the process has exec'ed away from (see proc_locate_tls).
  *
  * States (enum proc_tls_state): SEARCHING → LOCATED when both libctx variables, or the
  * OpenTelemetry thread context pointer, were found;
@@ -24,7 +25,8 @@
  * whatever the thread set since, so a held sample would be completed with another request's
  * span. A sample with no context is better than a wrong one, and one not recorded (counted)
  * is better than one shown without the request it belonged to. The window is short: the
- * daemon locates synchronously at attach, and at once when BPF reports the mapping; a
+ * daemon locates at attach (waiting for the job up to a bound), and at once when BPF reports
+ * the mapping; a
  * pending mark that cannot be resolved (ld.so has not relocated, for longer than
  * TLS_PENDING_MAX_NS) is dropped, and its samples are then counted under their own reason.
  */
@@ -40,6 +42,7 @@
 
 #include "engine/procs.h"
 #include "tls/tls_locate.h"
+#include "util/clock.h"
 
 #define TLS_RETRY_FAST_NS 20000000ull /* 20 ms: just started or exec'ed (loader running) */
 /* 2 ms: not relocated yet while the process's samples are held back (pending). Nothing says
@@ -52,6 +55,49 @@
 #define PROC_KEEP_DEAD_NS    1000000000ull /* a dead entry's slot is reused after this */
 #define NS_PER_MS            1000000ull
 #define TLS_PENDING_MAX_NS   200000000ull /* 200 ms: a pending mark outlives no longer */
+/* A locating job (maps, ELF files, loader state in /proc/PID/mem) that has not returned after
+ * this is abandoned and its process marked stuck: a real one takes milliseconds (a cold
+ * process with hundreds of libraries, a few hundred), a FUSE server can take forever. */
+#define TLS_JOB_DEADLINE_NS 2000000000ull /* 2 s */
+
+/* The OpenTelemetry process context (engine/otel_process_ctx.h): looked at every
+ * PCTX_CHECK_NS, at most every PCTX_RETRY_NS when keys are missing, doubling up to
+ * PCTX_CHECK_NS while refreshes find nothing new (a process that never publishes one, or
+ * names keys it never publishes, costs a maps scan a second at most), and up to PCTX_ALONE_NS
+ * (50 ms doubled 7 times) for a process without an OTel thread context that has published
+ * none yet (every sampled process is looked at: OTEP 4719). */
+#define PCTX_CHECK_NS 1000000000ull
+#define PCTX_RETRY_NS 50000000ull
+#define PCTX_ALONE_NS 6400000000ull
+/* A process's first look waits this long at most (for its locating job, then for its own):
+ * its first samples are named by the service the context names. */
+#define PCTX_FIRST_WAIT_NS 50000000ull /* 50 ms */
+
+/* What a job on a target reads and finds: its own copy of everything (engine/target_jobs.h). */
+enum proc_job_kind { PROC_JOB_LOCATE, PROC_JOB_PCTX };
+struct proc_job {
+        enum proc_job_kind kind;
+        pid_t pid;
+        uint64_t image; /* p->image at the start */
+        /* PROC_JOB_LOCATE */
+        uint64_t exec_gen; /* BPF's exec count read before the image was */
+        int err;
+        struct ctxprof_tls_target loc;
+        struct target_stats st; /* the locator's refusals, added to the table's at the end */
+        /* PROC_JOB_PCTX: the refreshed context (keys owned by the job until taken) */
+        struct otel_pctx pc;
+        int ret;
+        uint64_t now;
+        struct otel_pctx_stats pst;
+};
+
+static void proc_job_drop(void *arg)
+{
+        struct proc_job *jb = arg;
+
+        otel_pctx_clear(&jb->pc);
+        free(jb);
+}
 
 int procs_init(struct procs *t, struct modules *modules)
 {
@@ -166,6 +212,7 @@ void procs_compact(struct procs *t, uint64_t now)
 
 void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
 {
+        p->image++; /* a job in flight read the old image: its result is discarded */
         proc_maps_free(p->maps);
         p->maps = NULL;
         proc_maps_open(t->modules, p->pid, &p->maps);
@@ -176,6 +223,8 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
         p->tls_since_ns = now;
         memset(&p->published, 0, sizeof(p->published));
         proc_location_pending(p, now); /* BPF marked the entry at the exec */
+        if (p->stuck)
+                p->tls_state = PROC_TLS_GAVE_UP;
 }
 
 void proc_location_pending(struct proc *p, uint64_t now)
@@ -184,10 +233,14 @@ void proc_location_pending(struct proc *p, uint64_t now)
          * reached, the next error gives up again at once). */
         if (!p->alive)
                 return;
-        p->tls_state = PROC_TLS_SEARCHING;
-        p->tls_next_ns = 0;
         if (!p->pending_since_ns)
                 p->pending_since_ns = now;
+        if (p->stuck)
+                return; /* no more jobs: procs_locate_due ends the mark */
+        if (p->job_id)
+                p->locate_again = 1; /* the job may have read the maps before the mapping */
+        p->tls_state = PROC_TLS_SEARCHING;
+        p->tls_next_ns = 0;
 }
 
 /* Write loc into the map (clearing the pending mark). 0, or -errno (the entry is gone). */
@@ -227,21 +280,14 @@ static uint64_t proc_exec_gen(const struct procs *t, pid_t pid)
 }
 
 /*
- * Locate the TLS variables of a target already in the map and publish the result. An exec
- * can come at any point: the location is tagged with the exec count read before anything of
- * the image was, so if the update lands after BPF's reset for a newer image, BPF refuses it
- * (and the exec event brings a new location).
+ * A location of p was made (err, loc: what tls_locate returned, exec_gen: BPF's exec count read
+ * before it started): publish it. An exec can come at any point: the location is tagged with
+ * the exec count read before anything of the image was, so if the update lands after BPF's
+ * reset for a newer image, BPF refuses it (and the exec event brings a new location).
  */
-void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
+static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t exec_gen, int err,
+                         struct ctxprof_tls_target *loc)
 {
-        struct ctxprof_tls_target loc;
-        uint64_t exec_gen;
-        int err;
-
-        if (!p->alive || p->tls_state == PROC_TLS_GAVE_UP || now < p->tls_next_ns)
-                return;
-        exec_gen = proc_exec_gen(t, p->pid);
-        err = tls_locate(p->pid, &loc, &t->target);
         if (err == -ESRCH) {
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;
@@ -259,14 +305,14 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 t->tls_errors++;
                 if (++p->tls_errors >= TLS_MAX_ERRORS)
                         p->tls_state = PROC_TLS_GAVE_UP;
-                if (loc.labels.mode == CTXPROF_TLS_NONE && loc.span.mode == CTXPROF_TLS_NONE &&
-                    loc.otel.mode == CTXPROF_TLS_NONE) {
+                if (loc->labels.mode == CTXPROF_TLS_NONE && loc->span.mode == CTXPROF_TLS_NONE &&
+                    loc->otel.mode == CTXPROF_TLS_NONE) {
                         p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
                         proc_end_pending(t, p);
                         return;
                 }
         }
-        loc.exec_gen = exec_gen;
+        loc->exec_gen = exec_gen;
         if (t->locate_delay_ns) {
                 /* Tests: the daemon preempted between reading the image and publishing. */
                 struct timespec d = {.tv_sec = (time_t)(t->locate_delay_ns / 1000000000ull),
@@ -274,21 +320,192 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
 
                 nanosleep(&d, NULL);
         }
-        if (proc_publish(t, p, &loc)) {
+        if (proc_publish(t, p, loc)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;
         }
         t->tls_located++;
         /* libctx's two variables, or an OpenTelemetry thread context writer (OTEP 4947) */
-        if ((loc.labels.mode != CTXPROF_TLS_NONE && loc.span.mode != CTXPROF_TLS_NONE) ||
-            loc.otel.mode != CTXPROF_TLS_NONE) {
+        if ((loc->labels.mode != CTXPROF_TLS_NONE && loc->span.mode != CTXPROF_TLS_NONE) ||
+            loc->otel.mode != CTXPROF_TLS_NONE) {
                 p->tls_state = PROC_TLS_LOCATED;
                 return;
         }
         /* Something is missing: a library may still be loading or be dlopen'ed later. */
         p->tls_next_ns = now + (now - p->tls_since_ns < TLS_FAST_WINDOW_NS ? TLS_RETRY_FAST_NS
                                                                            : TLS_RETRY_SLOW_NS);
+}
+
+static void proc_job_run(void *arg)
+{
+        struct proc_job *jb = arg;
+
+        if (jb->kind == PROC_JOB_LOCATE)
+                jb->err = tls_locate(jb->pid, &jb->loc, &jb->st);
+        else
+                jb->ret = otel_pctx_refresh(jb->pid, &jb->pc, jb->now, &jb->pst);
+}
+
+/* *dst += *src, counter by counter (all uint64_t). */
+static void pctx_stats_add(struct otel_pctx_stats *dst, const struct otel_pctx_stats *src)
+{
+        const uint64_t *s = (const uint64_t *)src;
+        uint64_t *d = (uint64_t *)dst;
+
+        for (unsigned i = 0; i < sizeof(*dst) / sizeof(uint64_t); i++)
+                d[i] += s[i];
+}
+
+/* A process-context refresh of p ended with ret (otel_pctx_refresh's): take what it read,
+ * and set when to look next. */
+static void pctx_applied(struct proc *p, struct otel_pctx *pc, int ret, uint64_t now)
+{
+        uint64_t next = p->otel.next_ns, backoff = p->otel.backoff_ns;
+
+        if (ret == 1) {
+                otel_pctx_clear(&p->otel);
+                p->otel = *pc;
+                memset(pc, 0, sizeof(*pc));
+        } else {
+                p->otel.published_ns = pc->published_ns; /* a payload that did not decode */
+        }
+        p->otel.checked_ns = now;
+        p->otel.next_ns = next;
+        p->otel.backoff_ns = backoff;
+        if (ret == 1 || !p->otel.backoff_ns)
+                p->otel.backoff_ns = PCTX_RETRY_NS;
+        else if (p->otel.backoff_ns < PCTX_CHECK_NS ||
+                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns &&
+                  p->published.otel.mode == CTXPROF_TLS_NONE))
+                p->otel.backoff_ns *= 2;
+        p->otel.next_ns = now + p->otel.backoff_ns;
+}
+
+/* p's job, or NULL (a process the table dropped since: its result is of no use). */
+static struct proc *proc_of_job(struct procs *t, uint64_t id)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (t->v[i].job_id == id)
+                        return &t->v[i];
+        return NULL;
+}
+
+void procs_job_done(void *ctx, uint64_t id, void *arg)
+{
+        struct proc_job *lj = arg;
+        struct procs *t = ctx;
+        struct proc *p = proc_of_job(t, id);
+        uint64_t now = mono_ns();
+
+        if (lj) {
+                target_stats_add(&t->target, &lj->st);
+                if (t->pctx_stats)
+                        pctx_stats_add(t->pctx_stats, &lj->pst);
+        }
+        if (!p)
+                return;
+        p->job_id = 0;
+        if (!lj) {
+                /* Past its deadline: the process is marked, its samples go on without
+                 * context (the pending mark must not hold them back). */
+                p->stuck = 1;
+                t->stuck++;
+                p->tls_state = PROC_TLS_GAVE_UP;
+                proc_end_pending(t, p);
+                return;
+        }
+        if (!p->alive || lj->image != p->image)
+                return; /* gone, or exec'ed since: the new image is located anew */
+        if (lj->kind == PROC_JOB_PCTX) {
+                pctx_applied(p, &lj->pc, lj->ret, lj->now);
+                return;
+        }
+        proc_located(t, p, now, lj->exec_gen, lj->err, &lj->loc);
+        if (p->locate_again && p->alive && p->tls_state != PROC_TLS_GAVE_UP) {
+                p->locate_again = 0;
+                p->tls_state = PROC_TLS_SEARCHING;
+                p->tls_next_ns = 0;
+        }
+}
+
+/* Locate the TLS variables of a target already in the map and publish the result (at the
+ * end of its job, when locating runs on t->jobs). */
+void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
+{
+        struct ctxprof_tls_target loc;
+        struct proc_job *lj;
+        uint64_t exec_gen;
+
+        if (!p->alive || p->stuck || p->job_id || p->tls_state == PROC_TLS_GAVE_UP ||
+            now < p->tls_next_ns)
+                return;
+        exec_gen = proc_exec_gen(t, p->pid);
+        if (!t->jobs) {
+                int err = tls_locate(p->pid, &loc, &t->target);
+
+                proc_located(t, p, now, exec_gen, err, &loc);
+                return;
+        }
+        lj = calloc(1, sizeof(*lj));
+        if (!lj) {
+                p->tls_next_ns = now + TLS_RETRY_FAST_NS;
+                return;
+        }
+        *lj = (struct proc_job){
+            .kind = PROC_JOB_LOCATE, .pid = p->pid, .image = p->image, .exec_gen = exec_gen};
+        p->locate_again = 0;
+        p->job_id =
+            target_jobs_submit(t->jobs, proc_job_run, proc_job_drop, lj, TLS_JOB_DEADLINE_NS);
+        if (!p->job_id) {
+                /* every worker stuck in another target's job: retried later, no samples
+                 * held back meanwhile */
+                p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+                proc_end_pending(t, p);
+        }
+}
+
+void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns)
+{
+        if (!t->jobs || !p->job_id || !target_jobs_wait(t->jobs, p->job_id, until_ns))
+                return;
+        target_jobs_collect(t->jobs, mono_ns(), procs_job_done, t);
+}
+
+void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing)
+{
+        int first = !p->otel.checked_ns;
+        struct proc_job *jb;
+
+        if (!p->alive || p->stuck || now < p->otel.next_ns)
+                return;
+        if (now - p->otel.checked_ns < PCTX_CHECK_NS && !keys_missing)
+                return;
+        if (first)
+                proc_locate_wait(t, p, now + PCTX_FIRST_WAIT_NS);
+        if (p->job_id || p->stuck)
+                return; /* one job per target: looked at again at a later sample */
+        jb = calloc(1, sizeof(*jb));
+        if (!jb)
+                return;
+        *jb = (struct proc_job){.kind = PROC_JOB_PCTX,
+                                .pid = p->pid,
+                                .image = p->image,
+                                .now = now,
+                                .pc = {.published_ns = p->otel.published_ns}};
+        if (!t->jobs) {
+                proc_job_run(jb);
+                if (t->pctx_stats)
+                        pctx_stats_add(t->pctx_stats, &jb->pst);
+                pctx_applied(p, &jb->pc, jb->ret, now);
+                proc_job_drop(jb);
+                return;
+        }
+        p->job_id =
+            target_jobs_submit(t->jobs, proc_job_run, proc_job_drop, jb, TLS_JOB_DEADLINE_NS);
+        p->otel.checked_ns = now; /* (every worker stuck: not again before PCTX_CHECK_NS) */
+        if (p->job_id && first)
+                proc_locate_wait(t, p, mono_ns() + PCTX_FIRST_WAIT_NS);
 }
 
 void procs_locate_due(struct procs *t, uint64_t now)
@@ -300,7 +517,9 @@ void procs_locate_due(struct procs *t, uint64_t now)
 
                 /* A located process is located again only when it changes: exec, or a file
                  * mapped (proc_location_pending). */
-                if (p->alive && p->tls_state == PROC_TLS_SEARCHING)
+                if (p->alive && p->stuck && p->pending_since_ns)
+                        proc_end_pending(t, p); /* no job will: samples go on without */
+                if (p->alive && p->tls_state == PROC_TLS_SEARCHING && !p->job_id)
                         proc_locate_tls(t, p, now);
         }
 }
@@ -313,7 +532,7 @@ int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms)
                 const struct proc *p = &t->v[i];
                 int64_t ms;
 
-                if (!p->alive || p->tls_state != PROC_TLS_SEARCHING)
+                if (!p->alive || p->tls_state != PROC_TLS_SEARCHING || p->job_id || p->stuck)
                         continue;
                 /* rounded up: a retry less than 1 ms away is no reason to spin */
                 ms = p->tls_next_ns > now

@@ -5,7 +5,12 @@
  * the location into the BPF `targets` map (retried while the loader runs or a dlopen may
  * come, redone after an exec). Owns nothing of BPF but two map fds it is given; never prints.
  *
- * Thread safety: driven by the sampler's thread only.
+ * Locating runs as a job (engine/target_jobs.h) on a worker, one job per process at a time,
+ * with a deadline (TLS_JOB_DEADLINE_NS); the result is applied when the sampler collects it
+ * (procs_job_done). A process whose job passed its deadline is *stuck*: it gets no more jobs,
+ * and its samples are recorded with what is known (no context from then on).
+ *
+ * Thread safety: driven by the sampler's thread only (the jobs own copies of what they need).
  */
 #ifndef CTXPROF_PROCS_H
 #define CTXPROF_PROCS_H
@@ -16,6 +21,7 @@
 #include "ctxprof/sample.h"
 #include "ctxprof/tls_target.h"
 #include "engine/otel_process_ctx.h"
+#include "engine/target_jobs.h"
 #include "stack/modules.h"
 #include "stack/proc_maps.h"
 
@@ -49,6 +55,10 @@ struct proc {
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
         uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
         int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
+        uint64_t job_id;        /* its locating job in flight (target_jobs id), 0 = none */
+        uint64_t image;         /* images seen (exec): a job for an older one is discarded */
+        int locate_again;       /* a file was mapped while its job ran: locate once more */
+        int stuck;              /* a job of it passed its deadline: no more jobs for it */
 };
 
 struct procs {
@@ -58,10 +68,13 @@ struct procs {
         int targets_fd;           /* BPF map `targets` (not owned) */
         int exec_gens_fd;         /* BPF map `exec_gens` (not owned) */
         uint64_t locate_delay_ns; /* tests only: CTXPROF_TEST_LOCATE_DELAY_MS */
+        struct target_jobs *jobs; /* where locating runs (not owned); NULL = in the caller */
+        struct otel_pctx_stats *pctx_stats; /* process-context counters (not owned), or NULL */
         /* counters (struct sampler_stats reports them) */
         uint64_t processes;         /* entries created */
         uint64_t tls_located;       /* locations published */
         uint64_t tls_errors;        /* locations that failed */
+        uint64_t stuck;             /* processes marked stuck (a job past its deadline) */
         struct target_stats target; /* the locator's refusals (maps lines, files) */
 };
 
@@ -84,8 +97,18 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now);
 /* The map entry of p was marked pending at now (attach, exec, or BPF saw a file mapped):
  * locate at the next chance, whatever the state. */
 void proc_location_pending(struct proc *p, uint64_t now);
-/* Locate p's TLS variables now if a retry is due, and publish them into `targets`. */
+/* Locate p's TLS variables if a retry is due (a job, when t->jobs is set: published when it
+ * ends, see procs_job_done), and publish them into `targets`. */
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now);
+/* p's job in flight, if any: wait for it until the monotonic time until_ns and apply it. */
+void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns);
+/* Read p's OpenTelemetry process context again when it may have changed: PCTX_CHECK_NS
+ * since the last look, or keys_missing (a sample names a key index the key map does not
+ * have yet: a key is published before a thread uses it). A job (when t->jobs is set):
+ * p->otel changes when it ends; a process's first look waits for it, briefly. */
+void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing);
+/* A target_job_done for t->jobs (ctx = t): a locating job ended (arg) or was abandoned. */
+void procs_job_done(void *ctx, uint64_t id, void *arg);
 /* Run every due retry. */
 void procs_locate_due(struct procs *t, uint64_t now);
 /* timeout_ms, shortened to the next pending retry (rounded up to whole ms). */

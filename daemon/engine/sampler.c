@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@
 #include "engine/record_view.h"
 #include "engine/sampler.h"
 #include "engine/sampler_counters.h"
+#include "engine/target_jobs.h"
 #include "sampler.skel.h"
 #include "tls/tls_locate.h"
 #include "stack/proc_maps.h"
@@ -56,7 +58,10 @@
  * by the next poll; what no longer fits there is counted as lost by BPF.
  */
 #define DRAIN_BUDGET_NS 20000000ull /* 20 ms */
-#define DRAIN_CUT       (-ECANCELED)
+/* sampler_add_target waits this long at most for the new target's location (a job on a
+ * worker, engine/procs.c): long enough for a real process, short beside a stalled one. */
+#define ADD_LOCATE_WAIT_NS 250000000ull /* 250 ms */
+#define DRAIN_CUT          (-ECANCELED)
 /* sampler_stop handles what the rings hold for at most this long; the rest (a full ring of
  * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
  * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
@@ -89,6 +94,7 @@ struct sampler {
         struct ktrace_text *ktrace; /* kernel stacks: the BPF machinery's text, dropped */
         struct load_hook *hook;     /* how a target's library loads are noticed */
         struct procs procs;
+        struct target_jobs *jobs; /* locating runs there, off this loop (engine/target_jobs.h) */
         struct tid_set tids;
         struct sampler_stats st;
         struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */
@@ -278,9 +284,11 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 return -ESRCH;
         }
         /* Located before sampler_add_target returns (before a started command runs), or
-         * retried from sampler_poll: context from the first sample where possible. */
+         * retried from sampler_poll: context from the first sample where possible. The job
+         * runs off this thread; it is waited for ADD_LOCATE_WAIT_NS at most. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
+        proc_locate_wait(&s->procs, p, now + ADD_LOCATE_WAIT_NS);
         /* Hooked once located: attaching takes milliseconds its samples would wait for. */
         hook_proc(s, p);
         ku_sync(s, p, 0);
@@ -395,33 +403,11 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
         return 0;
 }
 
-#define PCTX_CHECK_NS 1000000000ull /* a process context's timestamp is looked at this often */
-#define PCTX_RETRY_NS 50000000ull   /* ... and at most this often when keys are missing, */
-/* doubling up to PCTX_CHECK_NS while refreshes find nothing new (a process that never
- * publishes one, or names keys it never publishes, costs a maps scan a second at most) */
-/* ... and up to PCTX_ALONE_NS (50 ms doubled 7 times) for a process without an OTel thread
- * context that has published none yet (every sampled process is looked at: OTEP 4719) */
-#define PCTX_ALONE_NS 6400000000ull
-
-/* Read p's OpenTelemetry process context again when it may have changed: a second since the
- * last look, or the sample names a key index the key map does not have yet (a key is
- * published before a thread uses it, so the new map names it). */
+/* Read p's OpenTelemetry process context again when it may have changed (engine/procs.c
+ * says when; a job off this thread). */
 static void otel_refresh_due(struct sampler *s, struct proc *p, const struct otel_ctx *c)
 {
-        uint64_t now = mono_ns();
-
-        if (!p->alive || now < p->otel.next_ns)
-                return;
-        if (now - p->otel.checked_ns < PCTX_CHECK_NS &&
-            !(c && otel_has_unknown_key(c, p->otel.n_keys)))
-                return;
-        if (otel_pctx_refresh(p->pid, &p->otel, now, &s->st.pctx) == 1 || !p->otel.backoff_ns)
-                p->otel.backoff_ns = PCTX_RETRY_NS;
-        else if (p->otel.backoff_ns < PCTX_CHECK_NS ||
-                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns &&
-                  p->published.otel.mode == CTXPROF_TLS_NONE))
-                p->otel.backoff_ns *= 2;
-        p->otel.next_ns = now + p->otel.backoff_ns;
+        proc_pctx_refresh(&s->procs, p, mono_ns(), c && otel_has_unknown_key(c, p->otel.n_keys));
 }
 
 /*
@@ -831,6 +817,10 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         s->modules = modules_new();
         if (!s->modules || procs_init(&s->procs, s->modules))
                 return -ENOMEM;
+        if (target_jobs_init(&s->jobs))
+                return -ENOMEM;
+        s->procs.jobs = s->jobs;
+        s->procs.pctx_stats = &s->st.pctx;
         if (ms > 0)
                 s->procs.locate_delay_ns =
                     (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;
@@ -1065,7 +1055,27 @@ static void housekeeping(struct sampler *s)
                 s->last_sweep_ns = now;
                 sweep_dead(s);
         }
+        target_jobs_collect(s->jobs, now, procs_job_done, &s->procs);
         procs_locate_due(&s->procs, now);
+}
+
+/* Wait up to timeout_ms for the sample ring or a finished target job (whose result the
+ * housekeeping applies), or until the next job deadline; then consume the ring. */
+static int poll_rings_and_jobs(struct sampler *s, int timeout_ms)
+{
+        struct pollfd pf[2] = {{.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN},
+                               {.fd = target_jobs_fd(s->jobs), .events = POLLIN}};
+        uint64_t next = target_jobs_next_deadline(s->jobs), now = mono_ns();
+
+        if (next != UINT64_MAX) {
+                uint64_t ms = next > now ? (next - now + NS_PER_MS - 1) / NS_PER_MS : 0;
+
+                if (timeout_ms < 0 || ms < (uint64_t)timeout_ms)
+                        timeout_ms = (int)ms;
+        }
+        if (timeout_ms && poll(pf, 2, timeout_ms) < 0 && errno == EINTR)
+                return -EINTR;
+        return ring_buffer__poll(s->rb, 0);
 }
 
 static void release_dead(struct sampler *s)
@@ -1132,7 +1142,8 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .stacks_refused = p->stacks_refused,
                                             .labels_refused = p->labels_refused,
                                             .threads_refused = p->threads_refused,
-                                            .context_located = p->tls_state == PROC_TLS_LOCATED};
+                                            .context_located = p->tls_state == PROC_TLS_LOCATED,
+                                            .stuck = p->stuck};
                 fn(ctx, &t);
         }
 }
@@ -1176,7 +1187,7 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         if (s->drain_cut)
                 timeout_ms = 0;
         drain_begin(s, 0);
-        n = ring_buffer__poll(s->rb, timeout_ms);
+        n = poll_rings_and_jobs(s, timeout_ms);
         s->last_drain_ns = mono_ns();
         if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
@@ -1208,6 +1219,8 @@ unsigned sampler_fds(struct sampler *s, int *fds, unsigned max)
 
         if (n < max)
                 fds[n++] = ring_buffer__epoll_fd(s->rb);
+        if (n < max && s->jobs) /* a finished target job (engine/target_jobs.h) */
+                fds[n++] = target_jobs_fd(s->jobs);
         return n;
 }
 
@@ -1226,6 +1239,8 @@ uint64_t sampler_next_due(struct sampler *s)
         ms = procs_retry_timeout(&s->procs, now, INT_MAX);
         if (ms != INT_MAX && now + (uint64_t)ms * NS_PER_MS < due)
                 due = now + (uint64_t)ms * NS_PER_MS;
+        if (s->jobs && target_jobs_next_deadline(s->jobs) < due) /* a job to abandon */
+                due = target_jobs_next_deadline(s->jobs);
         return due;
 }
 
@@ -1278,6 +1293,15 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         out->processes = s->procs.processes;
         out->tls_located = s->procs.tls_located;
         out->tls_errors = s->procs.tls_errors;
+        out->targets_stuck = s->procs.stuck;
+        if (s->jobs) {
+                struct target_jobs_stats js;
+
+                target_jobs_get_stats(s->jobs, &js);
+                out->jobs_abandoned = js.abandoned;
+                out->jobs_refused = js.refused;
+                out->jobs_stuck_workers = js.stuck;
+        }
         out->target = (struct target_stats){0};
         target_stats_add(&out->target, modules_target_stats(s->modules));
         target_stats_add(&out->target, &s->procs.target);
@@ -1330,6 +1354,7 @@ void sampler_free(struct sampler *s)
         free(s->perf_fds);
         load_hook_free(s->hook);
         sampler_bpf__destroy(s->skel);
+        target_jobs_free(s->jobs); /* never waits for a worker stuck in a target */
         procs_free(&s->procs);
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);

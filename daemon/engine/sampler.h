@@ -118,6 +118,10 @@ struct sampler_stats {
         uint64_t processes;      /* targets known (added, forked) */
         uint64_t tls_located;    /* successful TLS locations (incl. redo after exec) */
         uint64_t tls_errors;     /* locations that failed for good */
+        /* target jobs (engine/target_jobs.h): jobs past their deadline (their worker left
+         * blocked), jobs not run (every worker stuck), workers stuck now, and targets marked
+         * stuck (no more jobs; sampled without context) */
+        uint64_t jobs_abandoned, jobs_refused, jobs_stuck_workers, targets_stuck;
         struct context_decode_stats ctx;
         struct sampler_ctx_missing ctx_missing;
         /* OpenTelemetry thread context (OTEP 4947) and process context (OTEP 4719) */
@@ -168,6 +172,7 @@ struct sampler_target {
         uint64_t samples, with_context; /* samples consumed for it; those with context */
         uint64_t stacks_refused, labels_refused, threads_refused; /* by a store's bound */
         int context_located; /* its Custom Labels / span variables are located */
+        int stuck;           /* a job on it passed its deadline: no more jobs, no context */
 };
 typedef void (*sampler_target_fn)(void *ctx, const struct sampler_target *t);
 void sampler_foreach_target(struct sampler *, sampler_target_fn fn, void *ctx);

@@ -552,6 +552,7 @@ static void status_target(void *ctx, const struct sampler_target *t)
             .threads_refused = t->threads_refused,
             .threads = proc_threads(t->pid),
             .context_located = t->context_located,
+            .stuck = t->stuck,
         };
         const char *f = NULL, *slash;
 
@@ -630,13 +631,16 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .refused_labels = st.refused_labels,
             .refused_threads = st.refused_threads,
             .refused_files = st.target.no_mapping + st.target.not_regular + st.target.mismatch +
-                             st.target.unresolved + st.target.open_failed + st.target.not_owner,
+                             st.target.unresolved + st.target.open_failed + st.target.not_owner +
+                             st.target.on_fuse,
             .refused_lines = st.target.lines_too_long,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
             .events_limited = st.events_limited,
             .exec_events_limited = st.exec_events_limited,
             .targets_full = st.targets_full,
+            .jobs_abandoned = st.jobs_abandoned,
+            .targets_stuck = st.targets_stuck,
         };
         snprintf(sd->load_hook, sizeof(sd->load_hook), "%s", st.hook.name ? st.hook.name : "none");
         snprintf(sd->state, sizeof(sd->state), "%s", state);

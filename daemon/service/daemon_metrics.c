@@ -96,7 +96,7 @@ struct labelled {
         struct {
                 const char *value;
                 size_t off;
-        } v[9];
+        } v[10];
 };
 
 #define V(val, f)                                                                                  \
@@ -135,6 +135,13 @@ static const struct labelled labelled[] = {
      "kind",
      {V("process", st.events_limited), V("exec", st.exec_events_limited),
       V("targets_full", st.targets_full)}},
+    {"ctxprof_target_jobs_total",
+     "Work on a target run off the sampling loop (engine/target_jobs.h), by outcome: abandoned "
+     "(past its deadline, its worker left blocked), refused (every worker stuck), "
+     "targets_stuck (targets marked: no more jobs, sampled without context).",
+     "outcome",
+     {V("abandoned", st.jobs_abandoned), V("refused", st.jobs_refused),
+      V("targets_stuck", st.targets_stuck)}},
     {"ctxprof_errors_total",
      "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
      "tls_locate (a process whose context variables could not be located), event_lost (a "
@@ -149,13 +156,14 @@ static const struct labelled labelled[] = {
      "device, socket or directory), mismatch (another file than the maps line's dev:inode), "
      "unresolved (the path does not resolve inside the target's root), open_failed, not_owner (a "
      "perf map owned by another user than the target's), perf_map_bad_line (a perf-map line "
-     "too long or not START SIZE name, skipped), perf_map_full (a perf map read up to its cap).",
+     "too long or not START SIZE name, skipped), perf_map_full (a perf map read up to its cap), "
+     "on_fuse (a file on a FUSE mount: its reads could block for good).",
      "reason",
      {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
       V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
       V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed),
       V("not_owner", st.target.not_owner), V("perf_map_bad_line", st.target.perf_map_bad_lines),
-      V("perf_map_full", st.target.perf_map_full)}},
+      V("perf_map_full", st.target.perf_map_full), V("on_fuse", st.target.on_fuse)}},
     {"ctxprof_modules_refused_total",
      "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
      "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",

@@ -88,6 +88,8 @@ static const struct field daemon_fields[] = {
     D("parser_pid", F_INT, parser_pid),
     D("parser_restarts", F_U64, parser_restarts),
     D("parser_timeouts", F_U64, parser_timeouts),
+    D("jobs_abandoned", F_U64, jobs_abandoned),
+    D("targets_stuck", F_U64, targets_stuck),
     D("cap_eff", F_HEX, cap_eff),
 };
 
@@ -101,6 +103,7 @@ static const struct field target_fields[] = {
     T("stacks_refused", F_U64, stacks_refused),
     T("labels_refused", F_U64, labels_refused),
     T("threads_refused", F_U64, threads_refused),
+    T("stuck", F_YESNO, stuck),
     T("file", F_STR, file), /* last, as before: readers match the file name at the line end */
 };
 

@@ -64,6 +64,9 @@ struct status_daemon {
          * started after the first, requests past their deadline */
         int parser_pid;
         uint64_t parser_restarts, parser_timeouts;
+        /* target jobs past their deadline (abandoned) and the targets they marked stuck
+         * (sampler_stats: jobs_abandoned, targets_stuck) */
+        uint64_t jobs_abandoned, targets_stuck;
 };
 
 /* One "target" line: a sampled process. */
@@ -76,6 +79,7 @@ struct status_target {
         char file[STATUS_FILE_LEN]; /* its samples' file (base name); "" = none */
         /* its samples that lost a new stack / label set / thread to its share of a store */
         uint64_t stacks_refused, labels_refused, threads_refused;
+        int stuck; /* "yes": a job on it passed its deadline (no more jobs, no context) */
 };
 
 /* One "upload" line: an upload target's state (service/uploader.h's names and counters). */

@@ -38,6 +38,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,6 +95,27 @@ int tls_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len)
                         if (errno == EINTR)
                                 continue;
                         return errno == ESRCH ? -ESRCH : -EFAULT;
+                }
+                if (r == 0)
+                        return -EFAULT;
+                done += (size_t)r;
+        }
+        return 0;
+}
+
+int tls_vm_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+        if (addr > USER_ADDR_MAX || len > USER_ADDR_MAX - addr)
+                return -EFAULT;
+        size_t done = 0;
+        while (done < len) {
+                struct iovec local = {(char *)buf + done, len - done};
+                struct iovec remote = {(void *)(uintptr_t)(addr + done), len - done};
+                ssize_t r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+                if (r < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errno == ESRCH ? -ESRCH : errno == EPERM ? -EPERM : -EFAULT;
                 }
                 if (r == 0)
                         return -EFAULT;

@@ -44,5 +44,10 @@ int tls_var_address(int mem_fd, const struct ctxprof_tls_target *t, const struct
 /* Exactly len bytes at addr of the process behind mem_fd: 0, -EFAULT (unmapped or short),
  * -ESRCH (address space gone). Shared by the locator and the user-space context reader. */
 int tls_mem_read(int mem_fd, uint64_t addr, void *buf, size_t len);
+/* The same through process_vm_readv: where the page is a file's and its read waits (a FUSE
+ * server that never answers), the wait does not hold the target's mmap lock, as a read of
+ * /proc/PID/mem does (which would stall every reader of its maps and every uprobe
+ * (un)registration on a file it maps). 0, -EFAULT, -ESRCH, -EPERM. */
+int tls_vm_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 #endif

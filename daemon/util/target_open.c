@@ -5,12 +5,14 @@
  * before the identity check, never print.
  */
 #include "util/target_open.h"
+#include "util/proc_lines.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -46,11 +48,43 @@ static int open_in_root(pid_t pid, const struct target_file *f, struct target_st
         return fd;
 }
 
-/* Step 3: 0 when fd is a regular file with f's dev:inode, else -errno (counted). */
-static int check_identity(int fd, const struct target_file *f, struct target_stats *st)
+/* 1 if mount mnt_id of pid's mount namespace is a FUSE file system ("fuse", "fuseblk",
+ * "fuse.NAME") or is not listed in /proc/PID/mountinfo (a mount detached since, or an
+ * internal one): 0 when listed with another type, -errno when unreadable. */
+static int mount_is_fuse(pid_t pid, uint64_t mnt_id, struct target_stats *st)
+{
+        char fn[64], *line;
+        struct proc_lines r;
+        size_t len;
+        int err, found = 1;
+
+        snprintf(fn, sizeof(fn), "/proc/%d/mountinfo", (int)pid);
+        err = proc_lines_open(&r, fn, PROC_LINE_MAX_MAPS, st);
+        if (err)
+                return err;
+        while ((err = proc_lines_next(&r, &line, &len)) == 1) {
+                char *sep, *end;
+                uint64_t id = strtoull(line, &end, 10);
+
+                if (end == line || *end != ' ' || id != mnt_id)
+                        continue;
+                /* "ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS...] - TYPE SOURCE SUPEROPTS" */
+                sep = strstr(line, " - ");
+                found = !sep || !strncmp(sep + 3, "fuse", 4); /* no type: not trusted */
+                break;
+        }
+        proc_lines_close(&r);
+        return err < 0 ? err : found;
+}
+
+/* Step 3: 0 when fd is a regular file with f's dev:inode, on no FUSE mount, else -errno
+ * (counted). Only anonymous-device mounts (major 0) are looked up: an unprivileged user can
+ * mount FUSE only there (fuseblk needs a block device and root). */
+static int check_identity(pid_t pid, int fd, const struct target_file *f, struct target_stats *st)
 {
         struct statx sx;
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx))
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_MNT_ID,
+                  &sx))
                 return -errno;
         if (!S_ISREG(sx.stx_mode)) {
                 target_stats_count(TARGET_STATS_FIELD(st, not_regular));
@@ -59,6 +93,11 @@ static int check_identity(int fd, const struct target_file *f, struct target_sta
         if (makedev(sx.stx_dev_major, sx.stx_dev_minor) != f->dev || sx.stx_ino != f->ino) {
                 target_stats_count(TARGET_STATS_FIELD(st, mismatch));
                 return -ESTALE;
+        }
+        if (sx.stx_dev_major == 0 &&
+            (!(sx.stx_mask & STATX_MNT_ID) || mount_is_fuse(pid, sx.stx_mnt_id, st) != 0)) {
+                target_stats_count(TARGET_STATS_FIELD(st, on_fuse));
+                return -EREMOTE;
         }
         return 0;
 }
@@ -86,7 +125,7 @@ int target_open_path(pid_t pid, const struct target_file *f, struct target_stats
                 if (fd < 0)
                         return fd;
         }
-        int r = check_identity(fd, f, st);
+        int r = check_identity(pid, fd, f, st);
         if (r) {
                 close(fd);
                 return r;

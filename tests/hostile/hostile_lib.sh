@@ -31,6 +31,20 @@
 #   spawn_forged_maps_line PATH  an attacker process mapping a file whose maps line is
 #                              longer than 4 KiB and ends in a forged line naming PATH
 #                              (SPAWNED)
+#   start_fuse_stall SRC [--good BYTES] [--opens N]
+#                              a FUSE mount the attacker owns (tests/hostile/fuse_stall.c,
+#                              run as root) serving FUSE_FILE, a copy of SRC whose reads from
+#                              BYTES on (or opens after the first N) are never answered;
+#                              FUSE_CONN is its /sys/fs/fuse/connections entry
+#   stop_fuse_stall            abort that connection (every blocked reader returns), unmount
+#                              it (MNT_DETACH) and stop the server; also done at exit
+#   spawn_fuse_mapper          an attacker process that opens FUSE_FILE and maps it
+#                              PROT_READ|PROT_EXEC without touching a page (SPAWNED)
+#   fuse_stalled               true when the FUSE server has left a request unanswered
+#   assert_sigterm_under_fuse  SIGTERM stops the daemon in its normal time while the server
+#                              stalls; the recording is readable (the server aborted after)
+#   spawn_fuse_pctx            an attacker process whose OpenTelemetry process context
+#                              (OTEL_CTX) points its payload into FUSE_FILE, mapped (SPAWNED)
 # Each test: attacker_user; start_control; start_default_daemon; rate_baseline; the attack;
 # then the asserts. A test picks targets by pid (CONTROL, SPAWNED), never by name.
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/daemon_lib.sh"
@@ -45,6 +59,7 @@ WATCH_LOG=$TMP/opens.log
 # stopped (blocked in an open that SIGTERM's handler restarts) is killed after 10 s.
 hostile_cleanup() {
 	[ -n "$WATCH_PID" ] && kill "$WATCH_PID" 2>/dev/null
+	stop_fuse_stall
 	if [ -n "$DPID" ] && kill -TERM "$DPID" 2>/dev/null; then
 		for _ in $(seq 100); do kill -0 "$DPID" 2>/dev/null || break; sleep 0.1; done
 		kill -0 "$DPID" 2>/dev/null && echo "the daemon ignored SIGTERM for 10 s: killed" &&
@@ -301,3 +316,112 @@ daemon_in_fifo_open() { # FIFO
 	done
 	return 1
 }
+# A FUSE server (as root) on a directory the attacker owns, serving a file the attacker owns.
+# Skips where FUSE cannot be mounted.
+FUSE_DIR=
+FUSE_FILE=
+FUSE_PID=
+FUSE_CONN=
+FUSE_LOG=$TMP/fuse_stall.log
+start_fuse_stall() { # SRC [--good BYTES] [--opens N]
+	local fx=${FUSE_STALL:-$B/tests/fixtures/fuse_stall} src=$1
+	shift
+	[ -x "$fx" ] || fail "no $fx (run make)"
+	[ -c /dev/fuse ] || skip "needs /dev/fuse"
+	[ -d /sys/fs/fuse/connections ] || skip "needs /sys/fs/fuse/connections"
+	# the control files of a connection (abort) live on fusectl
+	mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections ||
+		skip "cannot mount fusectl (no way to abort a stalled connection)"
+	FUSE_DIR=$ATK_HOME/fuse
+	mkdir -p "$FUSE_DIR" && chown "$ATK_UID" "$FUSE_DIR"
+	"$fx" "$FUSE_DIR" "$src" "$ATK_UID" "$(id -g "$ATK")" "$@" >"$FUSE_LOG" 2>&1 &
+	FUSE_PID=$!
+	wait_for 10 "the FUSE server" fuse_up
+	FUSE_CONN=$(mountpoint -d "$FUSE_DIR" | cut -d: -f2)
+	FUSE_FILE=$FUSE_DIR/lib.so
+	[ -d "/sys/fs/fuse/connections/$FUSE_CONN" ] || fail "no fusectl entry for $FUSE_DIR ($FUSE_CONN)"
+}
+fuse_up() {
+	grep -q '^ready' "$FUSE_LOG" 2>/dev/null && return 0
+	kill -0 "$FUSE_PID" 2>/dev/null || { cat "$FUSE_LOG"; skip "cannot mount a FUSE file system"; }
+	return 1
+}
+stop_fuse_stall() {
+	[ -n "$FUSE_PID" ] || return 0
+	[ -n "$FUSE_CONN" ] && echo 1 >"/sys/fs/fuse/connections/$FUSE_CONN/abort" 2>/dev/null
+	umount -l "$FUSE_DIR" 2>/dev/null
+	kill "$FUSE_PID" 2>/dev/null
+	wait "$FUSE_PID" 2>/dev/null
+	FUSE_PID=
+}
+fuse_stalled() { grep -q 'left unanswered' "$FUSE_LOG"; }
+spawn_fuse_mapper() {
+	local ready=$ATK_HOME/fuse_mapper.ready
+	rm -f "$ready"
+	cat >"$TMP/fuse_mapper.py" <<'EOF'
+import mmap, os, sys, time
+path, ready = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDONLY)
+m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_EXEC)
+open(ready, "w").close()
+while True:
+    time.sleep(60)
+EOF
+	chmod 0644 "$TMP/fuse_mapper.py"
+	spawn_attacker /usr/bin/python3 "$TMP/fuse_mapper.py" "$FUSE_FILE" "$ready"
+	wait_for 30 "the attacker mapping $FUSE_FILE" test -e "$ready"
+}
+# An attacker process that maps FUSE_FILE (untouched) and publishes an OpenTelemetry process
+# context (OTEP 4719: a memfd named OTEL_CTX, mapped) whose header points the payload
+# at that FUSE mapping, then spins (so that it is sampled and its context read) (SPAWNED).
+spawn_fuse_pctx() {
+	local ready=$ATK_HOME/fuse_pctx.ready
+	rm -f "$ready"
+	cat >"$TMP/fuse_pctx.py" <<'EOF'
+import ctypes, os, struct, sys
+path, ready = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+PROT_READ, PROT_WRITE, MAP_SHARED, MAP_PRIVATE, PAGE = 1, 2, 1, 2, 4096
+fd = os.open(path, os.O_RDONLY)
+fuse = libc.mmap(None, PAGE, PROT_READ, MAP_PRIVATE, fd, 0)
+# a memfd named OTEL_CTX: its mapping reads /memfd:OTEL_CTX (deleted) in the maps
+mfd = os.memfd_create("OTEL_CTX")
+os.ftruncate(mfd, PAGE)
+hdr = libc.mmap(None, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)
+assert fuse not in (None, ctypes.c_void_p(-1).value) and hdr not in (None, ctypes.c_void_p(-1).value)
+# signature, version 2, payload_size, published_at_ns (not 0: published), payload address
+ctypes.memmove(hdr, struct.pack("<8sIIQQ", b"OTEL_CTX", 2, 64, 1, fuse), 32)
+open(ready, "w").close()
+while True:
+    pass
+EOF
+	chmod 0644 "$TMP/fuse_pctx.py"
+	spawn_attacker /usr/bin/python3 "$TMP/fuse_pctx.py" "$FUSE_FILE" "$ready"
+	local pid=$SPAWNED
+	pctx_up() { [ -e "$ready" ] && return 0; kill -0 "$pid" 2>/dev/null || fail "the attacker's OTEL_CTX script failed"; return 1; }
+	wait_for 30 "the attacker publishing its OTEL_CTX mapping" pctx_up
+}
+# SIGTERM while the FUSE server still stalls: the daemon stops (last chunk written,
+# state=stopped) within its normal time, and what it recorded is readable. Its process is
+# reaped only once a worker's FUSE wait ends: a request the server has read can no longer be
+# killed (the kernel waits uninterruptibly), so the connection is aborted first - the daemon's
+# own code waits for nothing.
+assert_sigterm_under_fuse() {
+	kill -TERM "$DPID"
+	wait_for 20 "the daemon stopping on SIGTERM (the FUSE server still stalling)" daemon_stopped
+	grep -q 'ctxprof: stopped' "$DLOG" || fail "the daemon did not finish its shutdown"
+	kill -0 "$DPID" 2>/dev/null && [ "$(proc_state "$DPID")" != Z ] &&
+		echo "note: daemon $DPID stopped, its process not reaped yet (a worker in a FUSE wait is let go by aborting the connection)"
+	stop_fuse_stall
+	wait_for 10 "the daemon process gone once the FUSE connection is aborted" daemon_gone
+	wait "$DPID"
+	local rc=$?
+	DPID=
+	[ "$rc" = 0 ] || fail "daemon exited $rc after SIGTERM"
+	for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+}
+proc_state() { awk '/^State/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+daemon_gone() { ! kill -0 "$DPID" 2>/dev/null || [ "$(proc_state "$DPID")" = Z ]; }
+daemon_stopped() { daemon_gone || grep -q '^daemon .* state=stopped ' "$ST"; }

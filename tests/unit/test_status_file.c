@@ -188,8 +188,9 @@ Test(status_file, truncated)
 Test(status_file, missing_field)
 {
         char line[] = "target pid=7 comm=a samples=1 context_samples=1 threads=1 file=x";
-        char line2[] = "target pid=7 comm=a samples=1 context_samples=1 threads=1 context=yes "
-                       "file=x stacks_refused=0 labels_refused=0 threads_refused=0 extra=1";
+        char line2[] =
+            "target pid=7 comm=a samples=1 context_samples=1 threads=1 context=yes "
+            "file=x stacks_refused=0 labels_refused=0 threads_refused=0 stuck=no extra=1";
         struct status_target t;
         struct status_record r;
 

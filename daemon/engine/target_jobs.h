@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine/target_jobs.h — work on a target process that can block (reading its files, its
+ * /proc text and its memory, any of which a FUSE server the target's user runs can leave
+ * unanswered forever) run off the sampling loop, on worker threads, each job with a deadline.
+ *
+ * The loop submits a job (a function and its argument, one job per target at a time: the
+ * caller keeps that rule), goes on sampling, and learns of the end through an eventfd
+ * (target_jobs_fd: poll it with the rings) and target_jobs_collect, which hands back every
+ * finished job and every job past its deadline. A job past its deadline is *abandoned*: its
+ * worker is left blocked where it is (nothing can wake a thread out of a FUSE request but
+ * the server or SIGKILL), counted, and replaced by a new worker, up to TARGET_JOBS_MAX_THREADS
+ * threads in all; the caller marks the job's target so that it gets no more jobs. A worker
+ * that comes back from an abandoned job frees the job's argument itself and serves again.
+ *
+ * Workers are detached: target_jobs_free never waits for one, so neither does process exit
+ * or SIGTERM. A job's argument must own everything the job writes (never a pointer into the
+ * caller's state: an abandoned worker may return after the caller is gone). Never prints.
+ *
+ * Thread safety: submit, collect, wait and free are for one thread (the sampling loop).
+ */
+#ifndef CTXPROF_ENGINE_TARGET_JOBS_H
+#define CTXPROF_ENGINE_TARGET_JOBS_H
+
+#include <stdint.h>
+
+#define TARGET_JOBS_WORKERS     2 /* workers not stuck that the pool keeps at most */
+#define TARGET_JOBS_MAX_THREADS 8 /* workers in all, stuck ones included */
+
+struct target_jobs;
+
+/* A job's work, run on a worker: reads the target, writes only into arg. */
+typedef void (*target_job_run)(void *arg);
+/* Frees arg (the job is over, delivered or abandoned). */
+typedef void (*target_job_drop)(void *arg);
+/* A job ended: arg is its argument (still owned by the pool: freed after this returns), or
+ * NULL when the job was abandoned past its deadline (its worker still holds arg). */
+typedef void (*target_job_done)(void *ctx, uint64_t id, void *arg);
+
+struct target_jobs_stats {
+        uint64_t submitted; /* jobs started or queued */
+        uint64_t completed; /* jobs whose result was delivered */
+        uint64_t abandoned; /* jobs past their deadline: their worker left blocked */
+        uint64_t refused;   /* jobs not taken: every worker stuck and no thread left */
+        uint64_t stuck;     /* workers blocked in an abandoned job now */
+        uint64_t threads;   /* worker threads now, stuck ones included */
+};
+
+/* A pool with no thread yet (workers start on demand). 0 or -errno. */
+int target_jobs_init(struct target_jobs **out);
+/* Stops idle workers; never waits for a busy or stuck one (it frees what is left when it
+ * returns, if it ever does). */
+void target_jobs_free(struct target_jobs *j);
+/* Readable when target_jobs_collect has a finished job to hand back. */
+int target_jobs_fd(const struct target_jobs *j);
+
+/* Run run(arg) on a worker, abandoned if it has not returned deadline_ns after it started.
+ * A job id (> 0), or 0 when refused (counted): then arg was dropped already. */
+uint64_t target_jobs_submit(struct target_jobs *j, target_job_run run, target_job_drop drop,
+                            void *arg, uint64_t deadline_ns);
+/* done() for every finished job and every job past its deadline at now; the count. */
+unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_done done, void *ctx);
+/* Wait until job id has finished, or until the monotonic time until_ns: 1 finished (collect
+ * hands it back), 0 not yet. */
+int target_jobs_wait(struct target_jobs *j, uint64_t id, uint64_t until_ns);
+/* The earliest deadline of a running job (monotonic ns), or UINT64_MAX. */
+uint64_t target_jobs_next_deadline(struct target_jobs *j);
+void target_jobs_get_stats(struct target_jobs *j, struct target_jobs_stats *out);
+
+#endif

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_target_jobs.c — engine/target_jobs.c with real threads and a real blocking read: a
+ * job that never returns (a read of a pipe nobody writes yet) is abandoned at its deadline,
+ * counted, its worker replaced so that the next job still runs; the worker freed when the
+ * read returns; and the pool freed while a worker is stuck, without waiting for it.
+ */
+#include <criterion/criterion.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "engine/target_jobs.h"
+#include "util/clock.h"
+
+#define DEADLINE_NS 50000000ull /* 50 ms */
+#define WAIT_NS     5000000000ull
+
+struct job_arg {
+        int fd; /* >= 0: read one byte from it first (blocks until written) */
+        int value;
+};
+
+static void run(void *arg)
+{
+        struct job_arg *a = arg;
+        char c;
+
+        if (a->fd >= 0 && read(a->fd, &c, 1) != 1)
+                a->value = -1;
+        a->value++;
+}
+
+struct seen {
+        uint64_t done_id, abandoned_id;
+        int value;
+};
+
+static void done(void *ctx, uint64_t id, void *arg)
+{
+        struct seen *s = ctx;
+
+        if (arg) {
+                s->done_id = id;
+                s->value = ((struct job_arg *)arg)->value;
+        } else {
+                s->abandoned_id = id;
+        }
+}
+
+static struct job_arg *job(int fd, int value)
+{
+        struct job_arg *a = malloc(sizeof(*a));
+
+        cr_assert_not_null(a);
+        a->fd = fd;
+        a->value = value;
+        return a;
+}
+
+/* collect until cond holds or WAIT_NS passed */
+#define COLLECT_UNTIL(j, s, cond)                                                                  \
+        do {                                                                                       \
+                uint64_t until = mono_ns() + WAIT_NS;                                              \
+                while (!(cond) && mono_ns() < until) {                                             \
+                        struct pollfd pf = {.fd = target_jobs_fd(j), .events = POLLIN};            \
+                        poll(&pf, 1, 10);                                                          \
+                        target_jobs_collect(j, mono_ns(), done, s);                                \
+                }                                                                                  \
+        } while (0)
+
+Test(target_jobs, quick_job_delivered)
+{
+        struct target_jobs *j;
+        struct seen s = {0};
+        uint64_t id;
+
+        cr_assert_eq(target_jobs_init(&j), 0);
+        id = target_jobs_submit(j, run, free, job(-1, 41), DEADLINE_NS);
+        cr_assert_gt(id, 0);
+        cr_assert_eq(target_jobs_wait(j, id, mono_ns() + WAIT_NS), 1);
+        COLLECT_UNTIL(j, &s, s.done_id == id);
+        cr_assert_eq(s.done_id, id);
+        cr_assert_eq(s.value, 42);
+        target_jobs_free(j);
+}
+
+Test(target_jobs, stuck_job_abandoned_and_replaced)
+{
+        struct target_jobs_stats st;
+        struct target_jobs *j;
+        struct seen s = {0};
+        uint64_t stuck, next;
+        int p[2];
+        char c = 'x';
+
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(target_jobs_init(&j), 0);
+        stuck = target_jobs_submit(j, run, free, job(p[0], 0), DEADLINE_NS);
+        cr_assert_gt(stuck, 0);
+        cr_assert_eq(target_jobs_wait(j, stuck, mono_ns() + 2 * DEADLINE_NS), 0);
+        COLLECT_UNTIL(j, &s, s.abandoned_id == stuck);
+        cr_assert_eq(s.abandoned_id, stuck, "the blocked job was not abandoned");
+        target_jobs_get_stats(j, &st);
+        cr_assert_eq(st.abandoned, 1);
+        cr_assert_eq(st.stuck, 1);
+        /* another target's job still runs */
+        next = target_jobs_submit(j, run, free, job(-1, 6), DEADLINE_NS);
+        cr_assert_gt(next, 0);
+        COLLECT_UNTIL(j, &s, s.done_id == next);
+        cr_assert_eq(s.value, 7);
+        /* the blocked read returns: its worker drops the job and is no longer stuck */
+        cr_assert_eq(write(p[1], &c, 1), 1);
+        {
+                uint64_t until = mono_ns() + WAIT_NS;
+
+                do {
+                        usleep(1000);
+                        target_jobs_get_stats(j, &st);
+                } while (st.stuck && mono_ns() < until);
+        }
+        cr_assert_eq(st.stuck, 0);
+        cr_assert_eq(st.completed, 1); /* the abandoned one is never delivered */
+        target_jobs_free(j);
+        close(p[0]);
+        close(p[1]);
+}
+
+Test(target_jobs, free_never_waits_for_a_stuck_worker)
+{
+        struct target_jobs *j;
+        struct seen s = {0};
+        uint64_t id, t0;
+        int p[2];
+
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(target_jobs_init(&j), 0);
+        id = target_jobs_submit(j, run, free, job(p[0], 0), DEADLINE_NS);
+        COLLECT_UNTIL(j, &s, s.abandoned_id == id);
+        t0 = mono_ns();
+        target_jobs_free(j);
+        cr_assert_lt(mono_ns() - t0, DEADLINE_NS, "target_jobs_free waited for a worker");
+        /* the worker still reads p[0] (it would free the pool if the read returned): left
+         * blocked until the test process exits, which does not wait for it either */
+}
