@@ -62,38 +62,63 @@ int ctxi_mirroring_on(void)
         return __atomic_load_n(&mirroring, __ATOMIC_RELAXED);
 }
 
-static const char digits2[201] = "00010203040506070809101112131415161718192021222324252627282930"
-                                 "31323334353637383940414243444546474849505152535455565758596061"
-                                 "62636465666768697071727374757677787980818283848586878889909192"
-                                 "93949596979899";
+/*
+ * Decimal mirrors. A tracer's span ids are random 64-bit numbers (19-20 digits); the old
+ * conversion divided by 100 in a loop, a chain of 10 dependent multiplies (~50 cycles), and
+ * counted the digits with another chain. Here a number is cut into 8-digit chunks (one
+ * multiply each cut) and each chunk becomes 8 ASCII digits in one 64-bit word with three
+ * multiply-and-mask steps that work on all its digits at once (SWAR: 4-digit halves, then
+ * 2-digit quarters, then digits), so the chunks' chains run side by side. The digit count of
+ * the leading chunk is 7 independent compares, and its leading zeros are shifted out of the
+ * word. Every chunk is one 8-byte store; the first may write up to 7 bytes past its digits,
+ * which the next chunk overwrites or which lie past value.len in the (hidden, 256-byte)
+ * buffer.
+ */
+#define DEC_CHUNK 100000000u /* 10^8: eight digits */
+#define DEC_MAX   20u        /* digits of UINT64_MAX */
+_Static_assert(CTX_MAX_VALUE_LEN >= DEC_MAX + 8, "u64_decimal stores 8 bytes at its last digits");
 
-/* Number of decimal digits of v (1..20). */
-static inline size_t decimal_digits(uint64_t v)
+/* v < 10^8 as 8 ASCII digits, zero-padded, the most significant in the lowest byte. */
+static inline uint64_t ascii8(uint32_t v)
 {
-        size_t n = 1;
-        while (v >= 10000) {
-                v /= 10000;
-                n += 4;
-        }
-        return n + (v >= 10) + (v >= 100) + (v >= 1000);
+        /* high 32 bits: v / 10^4, low: v % 10^4 (the quotient by a multiply-shift, exact
+         * below 10^8) */
+        uint64_t x = v + ((1ull << 32) - 10000) * (((uint64_t)v * 109951163) >> 40);
+        /* each 32-bit half: its / 100 in the upper, % 100 in the lower 16 bits */
+        x += ((1ull << 16) - 100) * (((x * 10486) >> 20) & 0x0000007F0000007Full);
+        /* each 16-bit quarter: / 10 in the upper, % 10 in the lower byte */
+        x += ((1ull << 8) - 10) * (((x * 103) >> 10) & 0x000F000F000F000Full);
+        return __builtin_bswap64(x) | 0x3030303030303030ull; /* first digit first, ASCII */
 }
 
-/* v in decimal at out, written from its last digit backwards two at a time (no temporary
- * buffer and no copy loop: a third of a mirrored set-span went into the old conversion). */
+/* v < 10^8 without leading zeros at out (one 8-byte store): its length, 1..8. */
+static inline size_t lead8(unsigned char *out, uint32_t v)
+{
+        size_t n = 1u + (v >= 10) + (v >= 100) + (v >= 1000) + (v >= 10000) + (v >= 100000) +
+                   (v >= 1000000) + (v >= 10000000);
+        uint64_t w = ascii8(v) >> (8 * (8 - n));
+        __builtin_memcpy(out, &w, 8);
+        return n;
+}
+
+/* v in decimal at out (up to 20 digits; writes at most 20 bytes): its length. */
 static size_t u64_decimal(unsigned char *out, uint64_t v)
 {
-        size_t n = decimal_digits(v), p = n;
-        while (v >= 100) {
-                unsigned r = (unsigned)(v % 100);
-                v /= 100;
-                p -= 2;
-                __builtin_memcpy(&out[p], &digits2[2 * r], 2);
+        if (v < DEC_CHUNK)
+                return lead8(out, (uint32_t)v);
+        uint64_t hi = v / DEC_CHUNK;
+        uint64_t lo = ascii8((uint32_t)(v % DEC_CHUNK));
+        size_t n;
+        if (hi < DEC_CHUNK) {
+                n = lead8(out, (uint32_t)hi);
+        } else {
+                n = lead8(out, (uint32_t)(hi / DEC_CHUNK));
+                uint64_t mid = ascii8((uint32_t)(hi % DEC_CHUNK));
+                __builtin_memcpy(out + n, &mid, 8);
+                n += 8;
         }
-        if (v >= 10)
-                __builtin_memcpy(&out[0], &digits2[2 * v], 2);
-        else
-                out[0] = (unsigned char)('0' + v);
-        return n;
+        __builtin_memcpy(out + n, &lo, 8);
+        return n + 8;
 }
 
 /* Rewrite mirror entry i (0 or 1) to show v: hide, rewrite, show (see labelset.c). */
