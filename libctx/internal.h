@@ -229,7 +229,7 @@ static inline void ctxi_publish_set(struct ctxi_tls *t, struct ctxi_slot *s)
  * update between valid = 0 and valid = 1. A trace write from a handler that interrupted
  * another record write on this thread is deferred to the interrupted writer's leave. */
 CTXI_HIDDEN void ctxi_otel_attach(struct ctxi_slot *home);
-CTXI_HIDDEN int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr);
+CTXI_HIDDEN int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr);
 CTXI_HIDDEN void ctxi_otel_leave_slow(void); /* guard held: apply deferred traces, release */
 /* Take the record-write guard: 0 or -EBUSY (counted). */
 static inline int ctxi_otel_enter(struct ctxi_tls *t)
@@ -266,6 +266,31 @@ static inline void ctxi_otel_end(struct otel_thread_ctx_record *r) /* valid = 1 
 {
         CTXI_ORDER();
         CTXI_ST(r->valid, OTEL_THREAD_CTX_VALID);
+}
+static inline void ctxi_otel_write_trace(struct otel_thread_ctx_record *r,
+                                         const struct ctxi_trace *t)
+{
+        ctxi_otel_begin(r);
+        __builtin_memcpy(r->trace_id, t->trace_id, sizeof(r->trace_id));
+        __builtin_memcpy(r->span_id, t->span_id, sizeof(r->span_id));
+        r->trace_flags = t->flags;
+        ctxi_otel_end(r);
+}
+/* Write the trace header of the thread's record (inline: the record exists and no record
+ * write is in progress on this thread; anything else takes the slow path). */
+static inline __attribute__((always_inline)) int ctxi_otel_set_trace(struct ctxi_tls *t,
+                                                                     const struct ctxi_trace *tr)
+{
+        struct ctxi_slot *h = t->self.home;
+        if (__builtin_expect(!h || !CTXI_LD(t->otel_ptr) || CTXI_LD(t->self.otel_busy), 0))
+                return ctxi_otel_set_trace_slow(t, tr);
+        CTXI_ST(t->self.otel_busy, 1);
+        CTXI_ORDER();
+        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
+        CTXI_ORDER();
+        ctxi_otel_write_trace(&h->otel, tr);
+        ctxi_otel_leave(t);
+        return 0;
 }
 CTXI_HIDDEN int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vlen);
 /* Byte offset of key k's entry in r's attributes, or -1. Entries are well formed (ours). */

@@ -42,15 +42,6 @@ void ctxi_otel_attach(struct ctxi_slot *home)
         CTXI_ORDER();
 }
 
-static inline void write_trace(struct otel_thread_ctx_record *r, const struct ctxi_trace *t)
-{
-        ctxi_otel_begin(r);
-        memcpy(r->trace_id, t->trace_id, sizeof(r->trace_id));
-        memcpy(r->span_id, t->span_id, sizeof(r->span_id));
-        r->trace_flags = t->flags;
-        ctxi_otel_end(r);
-}
-
 /* Apply deferred traces, then release; re-take if a handler deferred one after the check. */
 void ctxi_otel_leave_slow(void)
 {
@@ -67,7 +58,7 @@ void ctxi_otel_leave_slow(void)
                         CTXI_ORDER();
                         if (CTXI_LD(ctxi_self.otel_pending))
                                 continue;
-                        write_trace(r, &t);
+                        ctxi_otel_write_trace(r, &t);
                 }
                 CTXI_ORDER();
                 CTXI_ST(ctxi_self.otel_busy, 0);
@@ -109,7 +100,9 @@ static struct ctxi_slot *home_slot(struct ctxi_tls *t, int *err)
         return t->self.home;
 }
 
-int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr)
+/* ctxi_otel_set_trace's every case: the thread's first write, the ABI switched on late, a
+ * handler that interrupted a record write. */
+int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr)
 {
         int err = 0;
         struct ctxi_slot *h = home_slot(t, &err);
@@ -123,7 +116,7 @@ int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr)
         CTXI_ORDER();
         CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
         CTXI_ORDER();
-        write_trace(&h->otel, tr);
+        ctxi_otel_write_trace(&h->otel, tr);
         ctxi_otel_leave(t);
         return 0;
 }

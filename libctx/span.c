@@ -102,7 +102,7 @@ static inline size_t lead8(unsigned char *out, uint32_t v)
 }
 
 /* v in decimal at out (up to 20 digits; writes at most 20 bytes): its length. */
-static size_t u64_decimal(unsigned char *out, uint64_t v)
+static inline __attribute__((always_inline)) size_t u64_decimal(unsigned char *out, uint64_t v)
 {
         if (v < DEC_CHUNK)
                 return lead8(out, (uint32_t)v);
@@ -121,8 +121,10 @@ static size_t u64_decimal(unsigned char *out, uint64_t v)
         return n + 8;
 }
 
-/* Rewrite mirror entry i (0 or 1) to show v: hide, rewrite, show (see labelset.c). */
-static void mirror_write(struct ctxi_slot *s, unsigned i, uint64_t v)
+/* Rewrite mirror entry i (0 or 1) to show v: hide, rewrite, show (see labelset.c). Inline in
+ * the span paths: a set-trace went through five calls, each with its frame. */
+static inline __attribute__((always_inline)) void mirror_write(struct ctxi_slot *s, unsigned i,
+                                                               uint64_t v)
 {
         custom_labels_label_t *l = &s->labels[i];
         CTXI_ST(l->key.buf, NULL);
@@ -133,13 +135,19 @@ static void mirror_write(struct ctxi_slot *s, unsigned i, uint64_t v)
         CTXI_ST(l->key.buf, (const unsigned char *)s->buf[i].key);
 }
 
+static __attribute__((noinline)) void mirror_write_root(struct ctxi_slot *s, uint64_t v)
+{
+        mirror_write(s, 1, v);
+}
+
 /* Called with ctxi_self.busy held. mirror_shown is raised before the record is read: a
  * ctx_set_span/ctx_clear_span from a handler that interrupts us takes its "no mirrors
  * shown, nothing to do" shortcut only when mirror_shown is 0, and otherwise tells us to
  * re-sync as we leave (mirror_update -> mirror_pending). Were the flag raised only after the
  * writes, a handler's clear landing between our record read and the flag would be skipped,
  * and we would go on to show the span it had just cleared. */
-void ctxi_mirror_sync(struct ctxi_tls *t, struct ctxi_slot *s)
+static inline __attribute__((always_inline)) void mirror_sync(struct ctxi_tls *t,
+                                                              struct ctxi_slot *s)
 {
         const struct ctx_span_context *r = &t->span;
         uint32_t was_shown = s->mirror_shown;
@@ -162,13 +170,18 @@ void ctxi_mirror_sync(struct ctxi_tls *t, struct ctxi_slot *s)
         }
         if (!was_shown || s->mirror_span != sp)
                 mirror_write(s, 0, sp);
-        if (!was_shown || s->mirror_root != rt)
-                mirror_write(s, 1, rt);
+        if (!was_shown || s->mirror_root != rt) /* the root changes once per trace */
+                mirror_write_root(s, rt);
         s->mirror_span = sp;
         s->mirror_root = rt;
 }
 
-static int mirror_update(struct ctxi_tls *t)
+void ctxi_mirror_sync(struct ctxi_tls *t, struct ctxi_slot *s)
+{
+        mirror_sync(t, s);
+}
+
+static __attribute__((noinline)) int mirror_update(struct ctxi_tls *t)
 {
         if (CTXI_LD(t->self.busy)) {
                 /* we interrupted a label write on this thread: it re-syncs when it leaves */
@@ -185,7 +198,7 @@ static int mirror_update(struct ctxi_tls *t)
                 s = t->self.cur;
         }
         if (s)
-                ctxi_mirror_sync(t, s);
+                mirror_sync(t, s);
         ctxi_leave(t);
         return err;
 }
