@@ -80,6 +80,9 @@ struct ctxi_thread {
         uint32_t otel_pending;   /* a handler deferred a trace write: apply `pend` at leave */
         uint32_t pend_busy;      /* a handler is writing `pend` */
         uint32_t reg_owner;      /* this thread holds the key registry lock */
+        uint32_t otel_trace;     /* the OTel record's header shows a trace (set with it, while
+                                  * otel_busy is held): set-span's "no trace to clear" test
+                                  * without following otel_ptr into the record */
         struct ctxi_trace pend;  /* the deferred trace write */
 };
 
@@ -267,13 +270,19 @@ static inline void ctxi_otel_end(struct otel_thread_ctx_record *r) /* valid = 1 
         CTXI_ORDER();
         CTXI_ST(r->valid, OTEL_THREAD_CTX_VALID);
 }
-static inline void ctxi_otel_write_trace(struct otel_thread_ctx_record *r,
-                                         const struct ctxi_trace *t)
+/* The header of the thread's own record r (otel_busy held). */
+static inline void ctxi_otel_write_trace(struct ctxi_tls *t, struct otel_thread_ctx_record *r,
+                                         const struct ctxi_trace *tr)
 {
+        uint64_t a, b, c;
+        __builtin_memcpy(&a, tr->trace_id, 8);
+        __builtin_memcpy(&b, tr->trace_id + 8, 8);
+        __builtin_memcpy(&c, tr->span_id, 8);
+        t->self.otel_trace = (a | b | c | tr->flags) != 0;
         ctxi_otel_begin(r);
-        __builtin_memcpy(r->trace_id, t->trace_id, sizeof(r->trace_id));
-        __builtin_memcpy(r->span_id, t->span_id, sizeof(r->span_id));
-        r->trace_flags = t->flags;
+        __builtin_memcpy(r->trace_id, tr->trace_id, sizeof(r->trace_id));
+        __builtin_memcpy(r->span_id, tr->span_id, sizeof(r->span_id));
+        r->trace_flags = tr->flags;
         ctxi_otel_end(r);
 }
 /* Write the trace header of the thread's record (inline: the record exists and no record
@@ -288,7 +297,7 @@ static inline __attribute__((always_inline)) int ctxi_otel_set_trace(struct ctxi
         CTXI_ORDER();
         CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
         CTXI_ORDER();
-        ctxi_otel_write_trace(&h->otel, tr);
+        ctxi_otel_write_trace(t, &h->otel, tr);
         ctxi_otel_leave(t);
         return 0;
 }

@@ -35,6 +35,7 @@ void ctxi_otel_attach(struct ctxi_slot *home)
         struct otel_thread_ctx_record *r = &home->otel;
         memset(r, 0, OTEL_THREAD_CTX_HEADER);
         r->valid = OTEL_THREAD_CTX_VALID;
+        ctxi_self.otel_trace = 0;
         if (!ctxi_on(CTX_ABI_OTEL_THREAD))
                 return;
         CTXI_ORDER();
@@ -58,7 +59,7 @@ void ctxi_otel_leave_slow(void)
                         CTXI_ORDER();
                         if (CTXI_LD(ctxi_self.otel_pending))
                                 continue;
-                        ctxi_otel_write_trace(r, &t);
+                        ctxi_otel_write_trace(&ctxi_tls, r, &t);
                 }
                 CTXI_ORDER();
                 CTXI_ST(ctxi_self.otel_busy, 0);
@@ -116,7 +117,7 @@ int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr)
         CTXI_ORDER();
         CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
         CTXI_ORDER();
-        ctxi_otel_write_trace(&h->otel, tr);
+        ctxi_otel_write_trace(t, &h->otel, tr);
         ctxi_otel_leave(t);
         return 0;
 }

@@ -246,17 +246,12 @@ static int is_zero16(const uint8_t *p)
 }
 
 /* The record already says "no trace" and no record write is in progress on this thread (a
- * handler must go through the deferral): the span-only ctx_set_span skips the OTel write. */
+ * handler must go through the deferral): the span-only ctx_set_span skips the OTel write.
+ * Three loads from the TLS block, none through otel_ptr: following the pointer into the
+ * record was the longest dependent chain of a set-span (TLS address, pointer, record). */
 static inline int otel_shows_no_trace(struct ctxi_tls *t)
 {
-        const struct otel_thread_ctx_record *r = CTXI_LD(t->otel_ptr);
-        if (!r || CTXI_LD(t->self.otel_busy))
-                return 0;
-        uint64_t a, b, c;
-        memcpy(&a, r->trace_id, 8);
-        memcpy(&b, r->trace_id + 8, 8);
-        memcpy(&c, r->span_id, 8);
-        return (a | b | c | r->trace_flags) == 0;
+        return CTXI_LD(t->otel_ptr) && !(CTXI_LD(t->self.otel_busy) | t->self.otel_trace);
 }
 
 /* ctx_set_trace, inlined into both entry points (ctx_set_span: trace_id NULL, a constant
