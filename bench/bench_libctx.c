@@ -27,6 +27,9 @@
 #include <unistd.h>
 
 #include "ctx/ctx.h"
+#ifdef BENCH_LIBCTX_STATIC /* libctx.a: the inline API links only against the archive */
+#include "ctx/ctx_inline.h"
+#endif
 
 #define RUNS  9
 #define ITERS 2000000
@@ -158,6 +161,17 @@ static inline __attribute__((always_inline)) void run_once(int which, uint64_t i
         case 10: /* as 1, with 64-bit ids */
                 ctx_set_span(ids[i % NIDS], ids[(i >> 4) % NIDS]);
                 break;
+#ifdef BENCH_LIBCTX_STATIC
+        case 11: /* as 0, the executable's inline path */
+                ctx_inline_set_span(i + 1, (i >> 4) + 1);
+                break;
+        case 12:
+                ctx_inline_clear_span();
+                break;
+#endif
+        case 13:
+                ctx_clear_span();
+                break;
         }
 }
 
@@ -263,7 +277,11 @@ static void subsets(void)
 int main(int argc, char **argv)
 {
         (void)argc;
-        int is_static = strstr(argv[0], "static") != NULL;
+#ifdef BENCH_LIBCTX_STATIC
+        const int is_static = 1;
+#else
+        const int is_static = 0;
+#endif
         if (ctx_thread_init() != 0)
                 return 1;
         ctx_set_label_str("warm", "up");
@@ -287,6 +305,14 @@ int main(int argc, char **argv)
         double span_nomirror = median(0);
         ctx_set_span_mirroring(1);
         row_abs("set-span, mirroring off", span_nomirror, is_static ? 3 : 5);
+#ifdef BENCH_LIBCTX_STATIC
+        ctx_set_span_mirroring(0);
+        double inline_span = median(11), inline_clear = median(12), lib_clear = median(13);
+        ctx_set_span_mirroring(1);
+        row_abs("set-span, mirroring off, ctx_inline.h", inline_span, 3);
+        printf("  %-44s %7.1f   (library call: %.1f)\n", "clear-span, mirroring off, ctx_inline.h",
+               inline_clear, lib_clear);
+#endif
         row_rel("set-label 16 B key, 32 B value (replace)", median(2), 0.8, baseline);
         row_rel("set-trace+span (mirrors on)", median(7), 0.65, baseline);
         row_rel("set-attr 32 B (registered key)", median(8), 0.65, baseline);

@@ -27,21 +27,20 @@
  * its own; the interrupted call then performs only the rest of its stores. If the handler
  * came after one of the id stores, the result would mix the handler's id with this call's
  * other id and checksum — {B, Ar, h(A,Ar)}: never valid, so "no span" (and hidden mirrors)
- * until the next write. Hence span_write() ends with ORDER and reloads both ids: if either
- * is not this call's, a handler wrote the record after our id store, and the whole sequence
- * is redone. At the reload the record is consistent in every case: if both ids read back as
- * ours, any id a handler left behind equals ours (so the checksum, ours or the handler's, is
- * the right one), or the handler ran after our last store and its record is complete; and a
- * handler that lands between or after the reloads leaves its own complete record behind, as
- * if it had run after this call. So when ctx_set_span/ctx_clear_span returns, the record is
- * consistent: this call's, or that of a handler that ran after it.
- * Termination: a redo needs a handler on this thread to have written the record within the
- * same iteration (a window of a few instructions); each redo consumes one such handler run,
- * and handlers do not resume the loop they interrupted, so the loop ends as soon as one
- * iteration is not hit — like a CAS retry loop, it only spins while others make progress.
- * Ordering: the ORDER after the final checksum store keeps the compiler from hoisting the
- * reloads above it (a handler between early reloads and that store would go unnoticed) and,
- * as a signal fence, from assuming the loads return the values just stored. Within each
+ * until the next write. Hence ctxi_span_write() (ctx/ctx_inline.h) ends with ORDER and reloads both
+ * ids: if either is not this call's, a handler wrote the record after our id store, and the whole
+ * sequence is redone. At the reload the record is consistent in every case: if both ids read back
+ * as ours, any id a handler left behind equals ours (so the checksum, ours or the handler's, is the
+ * right one), or the handler ran after our last store and its record is complete; and a handler
+ * that lands between or after the reloads leaves its own complete record behind, as if it had run
+ * after this call. So when ctx_set_span/ctx_clear_span returns, the record is consistent: this
+ * call's, or that of a handler that ran after it. Termination: a redo needs a handler on this
+ * thread to have written the record within the same iteration (a window of a few instructions);
+ * each redo consumes one such handler run, and handlers do not resume the loop they interrupted, so
+ * the loop ends as soon as one iteration is not hit — like a CAS retry loop, it only spins while
+ * others make progress. Ordering: the ORDER after the final checksum store keeps the compiler from
+ * hoisting the reloads above it (a handler between early reloads and that store would go unnoticed)
+ * and, as a signal fence, from assuming the loads return the values just stored. Within each
  * iteration the stores keep the order argued above, so a reader still sees only prefixes;
  * the window while an interrupted call repairs a mixed record reads as a mismatch (torn),
  * never as a wrong span (short of a 64-bit checksum collision).
@@ -50,16 +49,16 @@
 
 #include "internal.h"
 
-static int mirroring = 1;
+int ctxi_mirroring = 1; /* global for ctx_inline.h (libctx.a only; libctx.map) */
 
 void ctx_set_span_mirroring(int on)
 {
-        __atomic_store_n(&mirroring, on ? 1 : 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&ctxi_mirroring, on ? 1 : 0, __ATOMIC_RELAXED);
 }
 
 int ctxi_mirroring_on(void)
 {
-        return __atomic_load_n(&mirroring, __ATOMIC_RELAXED);
+        return __atomic_load_n(&ctxi_mirroring, __ATOMIC_RELAXED);
 }
 
 /*
@@ -203,37 +202,16 @@ static __attribute__((noinline)) int mirror_update(struct ctxi_tls *t)
         return err;
 }
 
-/* Write {span, root, ck} with the order and the reentrancy repair argued at the top. */
-static inline void span_write(struct ctxi_tls *t, uint64_t span, uint64_t root, uint64_t ck)
-{
-        struct ctx_span_context *r = &t->span;
-        do {
-                CTXI_ST(r->checksum, 0);
-                CTXI_ORDER();
-                CTXI_ST(r->span_id, span);
-                CTXI_ST(r->root_span_id, root);
-                CTXI_ORDER();
-                CTXI_ST(r->checksum, ck);
-                CTXI_ORDER();
-        } while (__builtin_expect(
-            ((CTXI_LD(r->span_id) ^ span) | (CTXI_LD(r->root_span_id) ^ root)) != 0, 0));
-}
-
 /* The span record and its mirrors (the part of ctx_set_trace that existed before OTel). */
 static inline int span_and_mirrors(struct ctxi_tls *t, unsigned abis, uint64_t span_id,
                                    uint64_t root_span_id)
 {
         if (abis & CTX_ABI_SPAN_RECORD)
-                span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
-        if (!(abis & CTX_ABI_CUSTOM_LABELS))
+                ctxi_span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
+        /* mirroring off: nothing to do unless this thread's set still shows mirrors from
+         * before, or a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
+        if (!ctxi_mirrors_needed(t, abis))
                 return 0;
-        if (!ctxi_mirroring_on()) {
-                /* nothing to do unless this thread's set still shows mirrors from before, or
-                 * a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
-                struct ctxi_slot *cur = t->self.cur;
-                if (!cur || !CTXI_LD(cur->mirror_shown))
-                        return 0;
-        }
         return mirror_update(t);
 }
 
@@ -243,15 +221,6 @@ static int is_zero16(const uint8_t *p)
         memcpy(&a, p, 8);
         memcpy(&b, p + 8, 8);
         return (a | b) == 0;
-}
-
-/* The record already says "no trace" and no record write is in progress on this thread (a
- * handler must go through the deferral): the span-only ctx_set_span skips the OTel write.
- * Three loads from the TLS block, none through otel_ptr: following the pointer into the
- * record was the longest dependent chain of a set-span (TLS address, pointer, record). */
-static inline int otel_shows_no_trace(struct ctxi_tls *t)
-{
-        return CTXI_LD(t->otel_ptr) && !(CTXI_LD(t->self.otel_busy) | t->self.otel_trace);
 }
 
 /* ctx_set_trace, inlined into both entry points (ctx_set_span: trace_id NULL, a constant
@@ -270,7 +239,7 @@ set_trace(const uint8_t *trace_id, uint64_t span_id, uint64_t root_span_id, uint
                         memcpy(tr.span_id, &be, sizeof(tr.span_id));
                         tr.flags = trace_flags;
                         err = ctxi_otel_set_trace(t, &tr);
-                } else if (!otel_shows_no_trace(t)) {
+                } else if (!ctxi_otel_shows_no_trace(t)) {
                         err = ctxi_otel_set_trace(t, &tr);
                 }
         }
@@ -296,7 +265,7 @@ int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 {
         struct ctxi_tls *t = ctxi_tls_addr();
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
-        if ((abis & CTX_ABI_OTEL_THREAD) && !otel_shows_no_trace(t))
+        if ((abis & CTX_ABI_OTEL_THREAD) && !ctxi_otel_shows_no_trace(t))
                 return set_span_slow(span_id, root_span_id);
         return span_and_mirrors(t, abis, span_id, root_span_id); /* mirrors: a tail call */
 }
@@ -305,7 +274,7 @@ int ctx_clear_span(void)
 {
         struct ctxi_tls *t = ctxi_tls_addr();
         int err = 0;
-        if (ctxi_on(CTX_ABI_OTEL_THREAD) && CTXI_LD(t->otel_ptr)) {
+        if (ctxi_on(CTX_ABI_OTEL_THREAD) && CTXI_LD(t->otel_ptr) && !ctxi_otel_shows_no_trace(t)) {
                 static const struct ctxi_trace none;
                 err = ctxi_otel_set_trace(t, &none);
         }
@@ -313,10 +282,9 @@ int ctx_clear_span(void)
          * first one: the ids read back as 0, yet without it the record would end as
          * {0, 0, h(B,Br)} (torn to a reader) instead of "no span" */
         if (ctxi_on(CTX_ABI_SPAN_RECORD))
-                span_write(t, 0, 0, 0);
+                ctxi_span_write(t, 0, 0, 0);
         /* no mirrors shown and no mirror sync in progress (ctxi_mirror_sync): nothing to hide */
-        struct ctxi_slot *cur = t->self.cur;
-        if (!cur || !CTXI_LD(cur->mirror_shown))
+        if (!ctxi_mirrors_shown(t))
                 return err;
         int e2 = mirror_update(t);
         return err ? err : e2;
