@@ -346,7 +346,7 @@ static inline void ctxi_leave(struct ctxi_tls *t)
         CTXI_ORDER();
         CTXI_ST(t->self.busy, 0);
         CTXI_ORDER();
-        if (__builtin_expect(CTXI_LD(t->self.mirror_pending), 0))
+        if (__builtin_expect(CTXI_LD(t->self.mirror_pending) | CTXI_LD(t->self.otel_pending), 0))
                 ctxi_leave_slow();
 }
 

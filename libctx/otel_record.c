@@ -19,7 +19,10 @@
  * that sets the trace while it is held must not write (it would leave the interrupted
  * writer's remaining stores on top of its own, with valid = 1: a mixed record). It stores its
  * trace in ctxi_self.pend instead; the interrupted writer applies it before it releases the
- * record (ctxi_otel_leave), so the handler's trace, the later one, is what stays. A handler
+ * record (ctxi_otel_leave), so the handler's trace, the later one, is what stays. The same
+ * holds for a handler that interrupts the thread's first write while it attaches the slot
+ * (there is no record yet): the interrupted write applies the deferred trace when it releases
+ * the label-write guard (ctxi_leave_slow). A handler
  * that interrupts another handler's write of pend (signal nesting) gets -EBUSY (counted).
  * Attribute writes from a handler that interrupted a record write get -EBUSY (labels.c) and
  * change nothing, like nested label writes.
@@ -106,6 +109,12 @@ static struct ctxi_slot *home_slot(struct ctxi_tls *t, int *err)
 int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr)
 {
         int err = 0;
+        /* a handler that interrupted the thread's first write while it takes the slot (busy
+         * held, no record yet): -EBUSY would lose a trace write, so it is deferred like one
+         * that lands in a record write; the interrupted code applies it as it leaves
+         * (ctxi_leave_slow), or overrides it with its own, later, trace */
+        if (!t->self.home && CTXI_LD(t->self.busy))
+                return defer(tr);
         struct ctxi_slot *h = home_slot(t, &err);
         if (!h)
                 return err;
