@@ -244,6 +244,18 @@ static inline void ctxi_otel_write_trace(struct ctxi_tls *t, struct otel_thread_
         r->trace_flags = tr->flags;
         ctxi_otel_end(r);
 }
+/* Take the record-write guard (free: checked by the caller), write the header of home's
+ * record, release the guard. */
+static inline __attribute__((always_inline)) void
+ctxi_otel_trace_guarded(struct ctxi_tls *t, struct ctxi_slot *home, const struct ctxi_trace *tr)
+{
+        CTXI_ST(t->self.otel_busy, 1);
+        CTXI_ORDER();
+        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
+        CTXI_ORDER();
+        ctxi_otel_write_trace(t, &home->otel, tr);
+        ctxi_otel_leave(t);
+}
 /* Write the trace header of the thread's record (inline: the record exists and no record
  * write is in progress on this thread; anything else takes the slow path). */
 static inline __attribute__((always_inline)) int ctxi_otel_set_trace(struct ctxi_tls *t,
@@ -252,12 +264,7 @@ static inline __attribute__((always_inline)) int ctxi_otel_set_trace(struct ctxi
         struct ctxi_slot *h = t->self.home;
         if (__builtin_expect(!h || !CTXI_LD(t->otel_ptr) || CTXI_LD(t->self.otel_busy), 0))
                 return ctxi_otel_set_trace_slow(t, tr);
-        CTXI_ST(t->self.otel_busy, 1);
-        CTXI_ORDER();
-        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
-        CTXI_ORDER();
-        ctxi_otel_write_trace(t, &h->otel, tr);
-        ctxi_otel_leave(t);
+        ctxi_otel_trace_guarded(t, h, tr);
         return 0;
 }
 CTXI_HIDDEN int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vlen);

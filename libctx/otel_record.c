@@ -122,12 +122,7 @@ int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr)
                 ctxi_otel_attach(h);
         if (CTXI_LD(t->self.otel_busy))
                 return defer(tr);
-        CTXI_ST(t->self.otel_busy, 1);
-        CTXI_ORDER();
-        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
-        CTXI_ORDER();
-        ctxi_otel_write_trace(t, &h->otel, tr);
-        ctxi_otel_leave(t);
+        ctxi_otel_trace_guarded(t, h, tr);
         return 0;
 }
 

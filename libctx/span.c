@@ -180,7 +180,7 @@ void ctxi_mirror_sync(struct ctxi_tls *t, struct ctxi_slot *s)
         mirror_sync(t, s);
 }
 
-static __attribute__((noinline)) int mirror_update(struct ctxi_tls *t)
+static inline __attribute__((always_inline)) int mirror_update_inline(struct ctxi_tls *t)
 {
         if (CTXI_LD(t->self.busy)) {
                 /* we interrupted a label write on this thread: it re-syncs when it leaves */
@@ -202,9 +202,18 @@ static __attribute__((noinline)) int mirror_update(struct ctxi_tls *t)
         return err;
 }
 
+/* Out of line for the paths that reach the mirrors through a tail call (ctx_set_span keeps
+ * its common path a leaf) or rarely (clear-span); set-trace inlines it. */
+static __attribute__((noinline)) int mirror_update(struct ctxi_tls *t)
+{
+        return mirror_update_inline(t);
+}
+
 /* The span record and its mirrors (the part of ctx_set_trace that existed before OTel). */
-static inline int span_and_mirrors(struct ctxi_tls *t, unsigned abis, uint64_t span_id,
-                                   uint64_t root_span_id)
+static inline __attribute__((always_inline)) int span_and_mirrors(struct ctxi_tls *t, unsigned abis,
+                                                                  uint64_t span_id,
+                                                                  uint64_t root_span_id,
+                                                                  int inline_mirrors)
 {
         if (abis & CTX_ABI_SPAN_RECORD)
                 ctxi_span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
@@ -212,7 +221,7 @@ static inline int span_and_mirrors(struct ctxi_tls *t, unsigned abis, uint64_t s
          * before, or a mirror sync this call interrupted is in progress (ctxi_mirror_sync) */
         if (!ctxi_mirrors_needed(t, abis))
                 return 0;
-        return mirror_update(t);
+        return inline_mirrors ? mirror_update_inline(t) : mirror_update(t);
 }
 
 static int is_zero16(const uint8_t *p)
@@ -224,9 +233,11 @@ static int is_zero16(const uint8_t *p)
 }
 
 /* ctx_set_trace, inlined into both entry points (ctx_set_span: trace_id NULL, a constant
- * that removes the trace branch). */
-static inline __attribute__((always_inline)) int
-set_trace(const uint8_t *trace_id, uint64_t span_id, uint64_t root_span_id, uint8_t trace_flags)
+ * that removes the trace branch). inline_mirrors: the mirror update inline (ctx_set_trace,
+ * where it is the common case) or called (set-span's slow path). */
+static inline __attribute__((always_inline)) int set_trace(const uint8_t *trace_id,
+                                                           uint64_t span_id, uint64_t root_span_id,
+                                                           uint8_t trace_flags, int inline_mirrors)
 {
         struct ctxi_tls *t = ctxi_tls_addr(); /* the one TLS address of the whole call */
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
@@ -243,19 +254,19 @@ set_trace(const uint8_t *trace_id, uint64_t span_id, uint64_t root_span_id, uint
                         err = ctxi_otel_set_trace(t, &tr);
                 }
         }
-        int e2 = span_and_mirrors(t, abis, span_id, root_span_id);
+        int e2 = span_and_mirrors(t, abis, span_id, root_span_id, inline_mirrors);
         return err ? err : e2;
 }
 
 int ctx_set_trace(const uint8_t trace_id[16], uint64_t span_id, uint64_t root_span_id,
                   uint8_t trace_flags)
 {
-        return set_trace(trace_id, span_id, root_span_id, trace_flags);
+        return set_trace(trace_id, span_id, root_span_id, trace_flags, 1);
 }
 
 static __attribute__((noinline)) int set_span_slow(uint64_t span_id, uint64_t root_span_id)
 {
-        return set_trace(NULL, span_id, root_span_id, 0);
+        return set_trace(NULL, span_id, root_span_id, 0, 0);
 }
 
 /* set_trace(NULL, ...) shaped as a leaf: every case that needs more than the span record's
@@ -267,7 +278,7 @@ int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
         if ((abis & CTX_ABI_OTEL_THREAD) && !ctxi_otel_shows_no_trace(t))
                 return set_span_slow(span_id, root_span_id);
-        return span_and_mirrors(t, abis, span_id, root_span_id); /* mirrors: a tail call */
+        return span_and_mirrors(t, abis, span_id, root_span_id, 0); /* mirrors: a tail call */
 }
 
 int ctx_clear_span(void)
