@@ -276,7 +276,7 @@ int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 {
         struct ctxi_tls *t = ctxi_tls_addr();
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
-        if ((abis & CTX_ABI_OTEL_THREAD) && !ctxi_otel_shows_no_trace(t))
+        if (__builtin_expect((abis & CTX_ABI_OTEL_THREAD) && !ctxi_otel_shows_no_trace(t), 0))
                 return set_span_slow(span_id, root_span_id);
         return span_and_mirrors(t, abis, span_id, root_span_id, 0); /* mirrors: a tail call */
 }
