@@ -15,19 +15,12 @@
 
 #include "ctx/abi.h"
 #include "ctx/ctx.h"
+#define CTXI_LIBCTX_BUILD 1 /* ctx_inline.h: the shared definitions, not the inline API */
+#include "ctx/ctx_inline.h"
 
 #define CTXI_HIDDEN __attribute__((visibility("hidden")))
 /* libctx's own TLS: in the shared object one TLSDESC call for the module base per function */
 #define CTXI_TLS __attribute__((visibility("hidden"), tls_model("local-dynamic")))
-
-/*
- * Stores a reader may observe are single aligned 8/4-byte stores (__atomic relaxed: the
- * compiler may neither split nor merge nor drop them). CTXI_ORDER() is a compiler-only barrier
- * (atomic_signal_fence): the argument for why that is enough is in labelset.c and span.c.
- */
-#define CTXI_ST(lv, v) __atomic_store_n(&(lv), (v), __ATOMIC_RELAXED)
-#define CTXI_LD(lv)    __atomic_load_n(&(lv), __ATOMIC_RELAXED)
-#define CTXI_ORDER()   __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
 /* One pool slot. The first 4184 bytes are the seed layout that readers follow. */
 struct ctxi_slot {
@@ -64,41 +57,10 @@ static inline struct ctxi_slot *ctxi_slot_of(custom_labels_labelset_t *set)
         return (struct ctxi_slot *)set; /* set is the first member */
 }
 
-/* Per-thread writer state (hidden TLS, a few bytes: keeps libctx's TLS block small enough
- * for glibc's static TLS surplus when libctx is dlopen'ed). */
-struct ctxi_trace {
-        uint8_t trace_id[16], span_id[8], flags;
-};
-struct ctxi_thread {
-        struct ctxi_slot *home;  /* this thread's own slot, NULL until the first write */
-        struct ctxi_slot *cur;   /* the current label set (home or a scoped slot), published
-                                  * as custom_labels_current_set when that ABI is on */
-        uint32_t busy;           /* a label-set write is in progress on this thread */
-        uint32_t mirror_pending; /* set_span ran inside a label write: re-sync mirrors at exit */
-        uint32_t hook;           /* exit hook registered (pthread_setspecific) */
-        uint32_t otel_busy;      /* an OTel record write is in progress on this thread */
-        uint32_t otel_pending;   /* a handler deferred a trace write: apply `pend` at leave */
-        uint32_t pend_busy;      /* a handler is writing `pend` */
-        uint32_t reg_owner;      /* this thread holds the key registry lock */
-        struct ctxi_trace pend;  /* the deferred trace write */
-};
-
-/*
- * All of libctx's TLS is this one hidden block (abi_symbols.c): the exported ABI variables
- * are symbols defined *at offsets inside it* (custom_labels_current_set = ctxi_tls + 64, ...),
- * so their layout, names, sizes and symbol-named TLSDESC relocations are unchanged, while
- * code in the shared object reaches everything from one address: one TLSDESC call per
- * function (gcc gave each variable its own descriptor and call before, 3-4 per write), and
- * in an executable one %fs-relative address.
- */
-struct ctxi_tls {
-        struct ctx_span_context span;            /* 0: ctx_span_context_v1 (64-aligned) */
-        custom_labels_labelset_t *current_set;   /* 64: custom_labels_current_set */
-        struct otel_thread_ctx_record *otel_ptr; /* 72: otel_thread_ctx_v1 */
-        struct ctxi_thread self;                 /* 80: writer-private */
-} __attribute__((aligned(64)));
-#define CTXI_TLS_CURRENT_SET_OFF 64
-#define CTXI_TLS_OTEL_PTR_OFF    72
+/* The TLS block's layout, CTXI_ST/CTXI_LD/CTXI_ORDER and the span record's write sequence
+ * are in <ctx/ctx_inline.h>, shared with the inline paths of executables. */
+_Static_assert(offsetof(struct ctxi_slot, mirror_shown) == CTXI_SLOT_MIRROR_SHOWN_OFF,
+               "ctx_inline.h reads mirror_shown at this offset");
 _Static_assert(offsetof(struct ctxi_tls, span) == 0, "span record at 0");
 _Static_assert(offsetof(struct ctxi_tls, current_set) == CTXI_TLS_CURRENT_SET_OFF, "layout");
 _Static_assert(offsetof(struct ctxi_tls, otel_ptr) == CTXI_TLS_OTEL_PTR_OFF, "layout");
@@ -118,8 +80,8 @@ static inline struct ctxi_tls *ctxi_tls_addr(void)
 #define ctxi_current_set (ctxi_tls.current_set)
 #define ctxi_otel_ptr    (ctxi_tls.otel_ptr)
 
-/* abi_switch.c — which ABIs writes update (CTX_ABI_* bits; CTX_ABIS env, ctx_set_abis). */
-extern unsigned ctxi_abis CTXI_HIDDEN;
+/* abi_switch.c — which ABIs writes update (CTX_ABI_* bits; CTX_ABIS env, ctx_set_abis):
+ * ctxi_abis, declared in ctx_inline.h. */
 static inline int ctxi_on(unsigned abi)
 {
         return (__atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED) & abi) != 0;
@@ -229,7 +191,7 @@ static inline void ctxi_publish_set(struct ctxi_tls *t, struct ctxi_slot *s)
  * update between valid = 0 and valid = 1. A trace write from a handler that interrupted
  * another record write on this thread is deferred to the interrupted writer's leave. */
 CTXI_HIDDEN void ctxi_otel_attach(struct ctxi_slot *home);
-CTXI_HIDDEN int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr);
+CTXI_HIDDEN int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr);
 CTXI_HIDDEN void ctxi_otel_leave_slow(void); /* guard held: apply deferred traces, release */
 /* Take the record-write guard: 0 or -EBUSY (counted). */
 static inline int ctxi_otel_enter(struct ctxi_tls *t)
@@ -266,6 +228,44 @@ static inline void ctxi_otel_end(struct otel_thread_ctx_record *r) /* valid = 1 
 {
         CTXI_ORDER();
         CTXI_ST(r->valid, OTEL_THREAD_CTX_VALID);
+}
+/* The header of the thread's own record r (otel_busy held). */
+static inline void ctxi_otel_write_trace(struct ctxi_tls *t, struct otel_thread_ctx_record *r,
+                                         const struct ctxi_trace *tr)
+{
+        uint64_t a, b, c;
+        __builtin_memcpy(&a, tr->trace_id, 8);
+        __builtin_memcpy(&b, tr->trace_id + 8, 8);
+        __builtin_memcpy(&c, tr->span_id, 8);
+        t->self.otel_trace = (a | b | c | tr->flags) != 0;
+        ctxi_otel_begin(r);
+        __builtin_memcpy(r->trace_id, tr->trace_id, sizeof(r->trace_id));
+        __builtin_memcpy(r->span_id, tr->span_id, sizeof(r->span_id));
+        r->trace_flags = tr->flags;
+        ctxi_otel_end(r);
+}
+/* Take the record-write guard (free: checked by the caller), write the header of home's
+ * record, release the guard. */
+static inline __attribute__((always_inline)) void
+ctxi_otel_trace_guarded(struct ctxi_tls *t, struct ctxi_slot *home, const struct ctxi_trace *tr)
+{
+        CTXI_ST(t->self.otel_busy, 1);
+        CTXI_ORDER();
+        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
+        CTXI_ORDER();
+        ctxi_otel_write_trace(t, &home->otel, tr);
+        ctxi_otel_leave(t);
+}
+/* Write the trace header of the thread's record (inline: the record exists and no record
+ * write is in progress on this thread; anything else takes the slow path). */
+static inline __attribute__((always_inline)) int ctxi_otel_set_trace(struct ctxi_tls *t,
+                                                                     const struct ctxi_trace *tr)
+{
+        struct ctxi_slot *h = t->self.home;
+        if (__builtin_expect(!h || !CTXI_LD(t->otel_ptr) || CTXI_LD(t->self.otel_busy), 0))
+                return ctxi_otel_set_trace_slow(t, tr);
+        ctxi_otel_trace_guarded(t, h, tr);
+        return 0;
 }
 CTXI_HIDDEN int ctxi_otel_fits(const struct otel_thread_ctx_record *r, unsigned k, size_t vlen);
 /* Byte offset of key k's entry in r's attributes, or -1. Entries are well formed (ours). */
@@ -353,7 +353,7 @@ static inline void ctxi_leave(struct ctxi_tls *t)
         CTXI_ORDER();
         CTXI_ST(t->self.busy, 0);
         CTXI_ORDER();
-        if (__builtin_expect(CTXI_LD(t->self.mirror_pending), 0))
+        if (__builtin_expect(CTXI_LD(t->self.mirror_pending) | CTXI_LD(t->self.otel_pending), 0))
                 ctxi_leave_slow();
 }
 

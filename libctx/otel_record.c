@@ -19,7 +19,10 @@
  * that sets the trace while it is held must not write (it would leave the interrupted
  * writer's remaining stores on top of its own, with valid = 1: a mixed record). It stores its
  * trace in ctxi_self.pend instead; the interrupted writer applies it before it releases the
- * record (ctxi_otel_leave), so the handler's trace, the later one, is what stays. A handler
+ * record (ctxi_otel_leave), so the handler's trace, the later one, is what stays. The same
+ * holds for a handler that interrupts the thread's first write while it attaches the slot
+ * (there is no record yet): the interrupted write applies the deferred trace when it releases
+ * the label-write guard (ctxi_leave_slow). A handler
  * that interrupts another handler's write of pend (signal nesting) gets -EBUSY (counted).
  * Attribute writes from a handler that interrupted a record write get -EBUSY (labels.c) and
  * change nothing, like nested label writes.
@@ -35,20 +38,12 @@ void ctxi_otel_attach(struct ctxi_slot *home)
         struct otel_thread_ctx_record *r = &home->otel;
         memset(r, 0, OTEL_THREAD_CTX_HEADER);
         r->valid = OTEL_THREAD_CTX_VALID;
+        ctxi_self.otel_trace = 0;
         if (!ctxi_on(CTX_ABI_OTEL_THREAD))
                 return;
         CTXI_ORDER();
         CTXI_ST(ctxi_otel_ptr, r);
         CTXI_ORDER();
-}
-
-static inline void write_trace(struct otel_thread_ctx_record *r, const struct ctxi_trace *t)
-{
-        ctxi_otel_begin(r);
-        memcpy(r->trace_id, t->trace_id, sizeof(r->trace_id));
-        memcpy(r->span_id, t->span_id, sizeof(r->span_id));
-        r->trace_flags = t->flags;
-        ctxi_otel_end(r);
 }
 
 /* Apply deferred traces, then release; re-take if a handler deferred one after the check. */
@@ -67,7 +62,7 @@ void ctxi_otel_leave_slow(void)
                         CTXI_ORDER();
                         if (CTXI_LD(ctxi_self.otel_pending))
                                 continue;
-                        write_trace(r, &t);
+                        ctxi_otel_write_trace(&ctxi_tls, r, &t);
                 }
                 CTXI_ORDER();
                 CTXI_ST(ctxi_self.otel_busy, 0);
@@ -109,9 +104,17 @@ static struct ctxi_slot *home_slot(struct ctxi_tls *t, int *err)
         return t->self.home;
 }
 
-int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr)
+/* ctxi_otel_set_trace's every case: the thread's first write, the ABI switched on late, a
+ * handler that interrupted a record write. */
+int ctxi_otel_set_trace_slow(struct ctxi_tls *t, const struct ctxi_trace *tr)
 {
         int err = 0;
+        /* a handler that interrupted the thread's first write while it takes the slot (busy
+         * held, no record yet): -EBUSY would lose a trace write, so it is deferred like one
+         * that lands in a record write; the interrupted code applies it as it leaves
+         * (ctxi_leave_slow), or overrides it with its own, later, trace */
+        if (!t->self.home && CTXI_LD(t->self.busy))
+                return defer(tr);
         struct ctxi_slot *h = home_slot(t, &err);
         if (!h)
                 return err;
@@ -119,12 +122,7 @@ int ctxi_otel_set_trace(struct ctxi_tls *t, const struct ctxi_trace *tr)
                 ctxi_otel_attach(h);
         if (CTXI_LD(t->self.otel_busy))
                 return defer(tr);
-        CTXI_ST(t->self.otel_busy, 1);
-        CTXI_ORDER();
-        CTXI_ST(t->self.otel_pending, 0); /* this write is later than any deferred one */
-        CTXI_ORDER();
-        write_trace(&h->otel, tr);
-        ctxi_otel_leave(t);
+        ctxi_otel_trace_guarded(t, h, tr);
         return 0;
 }
 

@@ -94,6 +94,15 @@ void ctxi_leave_slow(void)
                 CTXI_ST(ctxi_self.busy, 0);
                 CTXI_ORDER();
         }
+        /* a trace deferred by a handler that found no record (it interrupted this thread's
+         * first write, ctxi_otel_set_trace_slow): apply it now that the record exists, unless
+         * a record write is in progress (that one applies it as it leaves) */
+        if (CTXI_LD(ctxi_self.otel_pending) && !CTXI_LD(ctxi_self.otel_busy) && ctxi_self.home &&
+            CTXI_LD(ctxi_otel_ptr)) {
+                CTXI_ST(ctxi_self.otel_busy, 1);
+                CTXI_ORDER();
+                ctxi_otel_leave_slow();
+        }
 }
 
 int ctx_thread_init(void)

@@ -100,8 +100,8 @@ $(B)/bench/bench_libctx: bench/bench_libctx.c $(B)/libctx.so
 $(B)/bench/bench_libctx_static: bench/bench_libctx.c $(LIBCTX_A)
 	@echo "  LD      $@"
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBCTX_A) -Wl,--dynamic-list=libctx/libctx.dynlist \
-		$(LIBCTX_LIBS) $(ALL_LDFLAGS)
+	$(Q)$(CC) $(ALL_CFLAGS) -DBENCH_LIBCTX_STATIC -o $@ $< $(LIBCTX_A) \
+		-Wl,--dynamic-list=libctx/libctx.dynlist $(LIBCTX_LIBS) $(ALL_LDFLAGS)
 
 # make install-libctx PREFIX=/usr/local DESTDIR= [LIBDIR=$(PREFIX)/lib]
 # (Debian passes its multiarch LIBDIR). libcustomlabels-ctx.so is not a public library (no
@@ -112,7 +112,7 @@ LIBDIR ?= $(PREFIX)/lib
 install-libctx: $(LIBCTX_SO) $(B)/libctx.so $(LIBCTX_CL) $(LIBCTX_A) $(LIBCTX_PC)
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR)/libctx \
 		$(DESTDIR)$(PREFIX)/include/ctx $(DESTDIR)$(PREFIX)/share/libctx
-	install -m 644 include/ctx/ctx.h include/ctx/abi.h $(DESTDIR)$(PREFIX)/include/ctx/
+	install -m 644 include/ctx/ctx.h include/ctx/abi.h include/ctx/ctx_inline.h $(DESTDIR)$(PREFIX)/include/ctx/
 	install -m 644 $(LIBCTX_SO) $(DESTDIR)$(LIBDIR)/
 	install -m 644 $(LIBCTX_CL) $(DESTDIR)$(LIBDIR)/libctx/
 	ln -sf libctx.so.$(LIBCTX_VERSION) $(DESTDIR)$(LIBDIR)/libctx.so.$(LIBCTX_SOVER)

@@ -7,7 +7,8 @@
  * (header, packed entries, one entry per key); the same context in the span record and the
  * mirror labels; the ABI switches; a SIGPROF handler reading the record while the thread
  * rewrites it as fast as it can (never a valid record mixing two writes); a forked child
- * without the parent's mapping (MADV_DONTFORK).
+ * without the parent's mapping (MADV_DONTFORK); a handler that sets the trace while the
+ * thread's first write is taking its slot (single-stepped to that window, then signalled).
  */
 /* The seqlock read below is an outside reader's, with full fences; this file is built in the
  * TSan variant too (where only tsan_* tests run), and GCC refuses fences under TSan. */
@@ -18,10 +19,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ctx/ctx.h"
+#include "ctx/ctx_inline.h" /* the TLS block's layout: where the child's busy flag is */
 #include "libctx_reader.h"
 #include "otel/processcontext.pb-c.h"
 
@@ -478,4 +482,81 @@ Test(libctx_otel, handler_sets_trace_inside_set_trace, .timeout = 60)
         cr_assert_eq(n_herr, 0);
         cr_assert_eq(n_mixed, 0);
         cr_assert_eq(bad_after, 0);
+}
+
+/* --- a handler that sets the trace inside the thread's first write (the slot attach) --- */
+static volatile int first_h_ret = 1;
+static void on_first(int sig)
+{
+        (void)sig;
+        uint8_t t[16];
+        trace_of(99, t);
+        first_h_ret = ctx_set_trace(t, 99, 98, 1);
+}
+
+/* The child, forked before this thread ever wrote: its first write attaches the slot with
+ * the label-write guard held. The parent steps it to the window where the guard is held and
+ * no slot is taken yet and delivers SIGUSR1 there. Exit status: 0 ok, 3 the handler's call
+ * failed, 4 its trace is not in the record, 5 not in the span record. */
+static void first_write_child(void)
+{
+        if (ptrace(PTRACE_TRACEME, 0, 0, 0) != 0)
+                _exit(2);
+        signal(SIGUSR1, on_first);
+        raise(SIGSTOP);
+        ctx_set_label_str("first", "write");
+        if (first_h_ret != 0)
+                _exit(3);
+        const struct otel_thread_ctx_record *r = otel_thread_ctx_v1;
+        uint8_t t[16];
+        trace_of(99, t);
+        uint64_t be = __builtin_bswap64(99);
+        if (!r || r->valid != 1 || memcmp(r->trace_id, t, 16) || memcmp(r->span_id, &be, 8))
+                _exit(4);
+        uint64_t sp = 0, rt = 0;
+        if (rd_read_span(&ctx_span_context_v1, &sp, &rt) != 1 || sp != 99 || rt != 98)
+                _exit(5);
+        _exit(0);
+}
+
+static int child_word(pid_t c, const void *addr, size_t n, void *out)
+{
+        struct iovec l = {out, n}, r = {(void *)(uintptr_t)addr, n};
+        return process_vm_readv(c, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+Test(libctx_otel, handler_sets_trace_inside_first_write, .timeout = 60)
+{
+        /* this thread's block, at the same address in the child (a fork of this thread) */
+        struct ctxi_tls *blk = (struct ctxi_tls *)(void *)&ctx_span_context_v1;
+        fflush(NULL);
+        pid_t c = fork();
+        cr_assert_geq(c, 0);
+        if (c == 0)
+                first_write_child();
+        int st;
+        cr_assert_eq(waitpid(c, &st, 0), c);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 2)
+                cr_skip_test("SKIPPED: ptrace(PTRACE_TRACEME) is not permitted here");
+        cr_assert(WIFSTOPPED(st), "child state %#x", st);
+        long steps = 0;
+        for (;; steps++) {
+                uint32_t busy = 1;
+                struct ctxi_slot *home = (struct ctxi_slot *)1;
+                cr_assert_eq(child_word(c, &blk->self.busy, sizeof(busy), &busy), 0);
+                cr_assert_eq(child_word(c, &blk->self.home, sizeof(home), &home), 0);
+                if (busy && !home)
+                        break;
+                cr_assert_lt(steps, 1000000, "the first write never held the guard");
+                cr_assert_eq(ptrace(PTRACE_SINGLESTEP, c, 0, 0), 0);
+                cr_assert_eq(waitpid(c, &st, 0), c);
+                cr_assert(WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP, "child state %#x", st);
+        }
+        cr_assert_eq(ptrace(PTRACE_CONT, c, 0, SIGUSR1), 0); /* the handler runs here */
+        cr_assert_eq(waitpid(c, &st, 0), c);
+        cr_assert(WIFEXITED(st), "child state %#x", st);
+        cr_assert_eq(WEXITSTATUS(st), 0,
+                     "exit %d: 3 = the handler's ctx_set_trace failed (-EBUSY), 4 = its trace "
+                     "is not in the OTel record, 5 = not in the span record",
+                     WEXITSTATUS(st));
 }
