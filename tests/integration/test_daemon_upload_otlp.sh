@@ -4,7 +4,8 @@
 # ExportProfilesServiceRequest and POSTs it to URL/v1development/profiles through the same
 # spool and backoff as Pyroscope uploads. Every body decodes with protoc against the
 # UPSTREAM opentelemetry-proto files and keeps the dictionary's rules, its resource is named
-# by the application, and the samples of all requests add up to those of all finished files
+# by the application (group-by = none; per service: test_daemon_upload_series_host.sh), and
+# the samples of all requests add up to those of all finished files
 # (`ctxprof report --format collapsed`); a 500 is retried (nothing lost); a partial success
 # (rejected profiles in a 2xx answer) is counted (ctxprof_upload_rejected_total), logged,
 # and not retried.
@@ -29,6 +30,7 @@ listen = 127.0.0.1:0
 url = http://127.0.0.1:$PORT
 format = otlp
 application = otlp-test-service-with-a-long-name
+group-by = none
 timeout = 2s
 retry-min = 100ms
 retry-max = 400ms
