@@ -66,6 +66,7 @@ struct host_procs {
         uint8_t otel[RECORDING_HOST_SERIES_MAX]; /* its service is its service.name */
         unsigned n, last;                        /* last: the last hit */
         uint64_t grouped;                        /* samples of processes past the bound */
+        pid_t refused;                           /* the last process past it */
 };
 
 struct recording_set {
@@ -362,6 +363,7 @@ static int open_host(struct recording_set *rs)
 
         rs->host_procs.n = rs->host_procs.last = 0;
         rs->host_procs.grouped = 0;
+        rs->host_procs.refused = 0;
 
         rs->have_host = !err;
         return err;
@@ -505,6 +507,11 @@ static void host_process(struct recording_set *rs, const struct decoded_sample *
 
         if (!ds->pid)
                 return;
+        if (ds->pid == h->refused) {
+                rs->c.samples_grouped++;
+                h->grouped++;
+                return;
+        }
         if (i >= h->n || h->id[i].pid != ds->pid)
                 for (i = 0; i < h->n && h->id[i].pid != ds->pid; i++)
                         ;
@@ -512,6 +519,7 @@ static void host_process(struct recording_set *rs, const struct decoded_sample *
                 if (h->n == RECORDING_HOST_SERIES_MAX) {
                         rs->c.samples_grouped++;
                         h->grouped++;
+                        h->refused = ds->pid;
                         return;
                 }
                 workload_identity_read(ds->pid, ds->service, ds->process, rs->host, &h->id[i],

@@ -138,6 +138,14 @@ static void qjob_free(struct qjob *q)
 
 /* ---- main thread ---- */
 
+/* j's processes name u's series: an OTLP upload by service of a host file (a Pyroscope
+ * upload sends the file as written, one series). */
+static int wants_procs(const struct uploader *u, const struct upload_job *j)
+{
+        return j->n_procs && j->procs && u->t.format == UPLOAD_FORMAT_OTLP &&
+               u->t.group_by == UPLOAD_GROUP_SERVICE;
+}
+
 int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_job *j)
 {
         struct job_files *f = calloc(1, sizeof(*f));
@@ -151,14 +159,14 @@ int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_jo
                 atomic_init(&f->refs, n);
         }
         for (i = 0; i < n && i < UPLOAD_TARGETS_MAX; i++)
-                if ((q[i] = calloc(1, sizeof(*q[i]))) && j->n_procs && j->procs &&
+                if ((q[i] = calloc(1, sizeof(*q[i]))) && wants_procs(ups[i], j) &&
                     (q[i]->procs = malloc(j->n_procs * sizeof(*j->procs)))) {
                         memcpy(q[i]->procs, j->procs, j->n_procs * sizeof(*j->procs));
                         q[i]->n_procs = j->n_procs;
                 }
         for (i = 0; i < n; i++)
                 if (!q[i] || !f || !f->profile || (j->labels_path && !f->labels) ||
-                    (j->n_procs && j->procs && !q[i]->procs))
+                    (wants_procs(ups[i], j) && !q[i]->procs))
                         break;
         if (i < n) {
                 for (i = 0; i < n; i++) {
