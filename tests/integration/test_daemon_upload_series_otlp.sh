@@ -51,16 +51,8 @@ while read -r d res; do
 done <"$TMP/res"
 [ "$n" -ge 2 ] || fail "$n resources"
 if [ "${SERIES_SPLIT:-process}" = host ]; then
-	: >"$TMP/all.stacks"
-	for d in "$RECV"/req-[0-9]*; do
-		[ -f "$d/otlp.txt" ] && $CHECK stacks "$d/otlp.txt" >>"$TMP/all.stacks"
-	done
-	sent=$(awk '{ n += $NF } END { print n + 0 }' "$TMP/all.stacks")
-	wrote=0
-	for f in "$OUT"/ctxprof-*.jfr; do
-		c=$("$CTXPROF" report --format collapsed "$f" 2>/dev/null | awk '{ n += $NF } END { print n + 0 }')
-		wrote=$((wrote + c))
-	done
+	sent=$(otlp_sent_samples)
+	wrote=$(written_samples)
 	echo "split = host: $(ls "$OUT"/ctxprof-*.jfr | wc -l) files, $wrote samples; the requests carry $sent"
 	[ "$sent" -gt 0 ] && [ "$sent" = "$wrote" ] || fail "the requests carry $sent samples, the files $wrote"
 fi
