@@ -4,8 +4,9 @@
 # one core). Printed side by side, not asserted.
 #  1. A host profile: `ctxprof daemon` (mode all, 99 Hz) with demo_app running, one file of
 #     BENCH_SECONDS (default 60), uploaded to a local receiver (tests/integration/
-#     upload_receiver.py); then bench_upload sends that file (+ labels) 20 more times and
-#     prints the uploader thread's CPU per profile and the bytes on the wire.
+#     upload_receiver.py); then bench_upload sends that file (+ labels) 20 more times per
+#     protocol (Pyroscope jfr; OTLP: converted and gzip'd each time, as the uploader does)
+#     and prints the uploader thread's CPU per profile and the bytes on the wire.
 #  2. The daemon sampling demo_app for BENCH_UPLOAD_SECONDS (default 60), rotating every 10 s,
 #     with and without an [upload] target: its CPU (utime + stime, % of one core) and the
 #     uploader thread's (10 ms ticks: 0 means under one tick).
@@ -64,7 +65,8 @@ req=$(ls -d "$tmp"/recv/req-[0-9]* 2>/dev/null | sort -t- -k2 -n | while read -r
 	[ "$(stat -c %s "$d/jfr")" -gt 0 ] && echo "$d"; done | head -1)
 if [ -n "$req" ]; then
 	echo "host profile of ${secs}s (daemon mode all, 99 Hz, demo_app running):"
-	"$B/bench/bench_upload" "$url" "$req/jfr" "$req/labels" 20
+	"$B/bench/bench_upload" "$url" "$req/jfr" "$req/labels" 20 jfr
+	"$B/bench/bench_upload" "$url" "$req/jfr" "$req/labels" 20 otlp
 else
 	echo "bench_upload: no profile reached the receiver"; tail -5 "$tmp/daemon.log"
 fi

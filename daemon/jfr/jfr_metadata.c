@@ -52,6 +52,9 @@ static const struct fdesc f_thread[] = {
     {"osThreadId", JFR_T_LONG, 0, 0, NULL, "OS Thread Id"},
     {"javaName", JFR_T_STRING, 0, 0, NULL, "Java Thread Name"},
     {"javaThreadId", JFR_T_LONG, 0, 0, NULL, "Java Thread Id"},
+    /* ours, after the JDK's four (positional readers skip what follows them): the
+     * thread's process, so that a host file's samples can be split by process */
+    {"pid", JFR_T_LONG, 0, 0, NULL, "Process Id"},
 };
 static const struct fdesc f_class[] = {
     {"classLoader", JFR_T_CLASSLOADER, F_CP, 0, NULL, "Class Loader"},

@@ -332,17 +332,21 @@ static int thread_key(struct jfr_writer *w, uint32_t tid, uint32_t idx, uint32_t
         return err ? err : jfr_u64map_put(&w->thread_idx_of, *key, idx);
 }
 
-/* Identity bytes: 4-byte tid, os name, NUL, java name (names sanitized: no NUL inside). */
-int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
-                          const char *java_name)
+/* Identity bytes: 4-byte tid, 4-byte pid, os name, NUL, java name (names sanitized: no NUL
+ * inside). */
+#define THREAD_ID_HEAD 8
+int jfr_writer_add_thread_of(struct jfr_writer *w, pid_t tid, pid_t pid, const char *os_name,
+                             const char *java_name)
 {
         if (!w->in_chunk)
                 return -EINVAL;
-        char id[4 + 2 * 256];
-        uint32_t t = (uint32_t)tid;
+        char id[THREAD_ID_HEAD + 2 * 256];
+        uint32_t t = (uint32_t)tid, p = (uint32_t)pid;
         memcpy(id, &t, 4);
-        size_t n = 4 + jfr_utf8_sanitize(os_name ? os_name : "", os_name ? strlen(os_name) : 0,
-                                         id + 4, 256);
+        memcpy(id + 4, &p, 4);
+        size_t n = THREAD_ID_HEAD + jfr_utf8_sanitize(os_name ? os_name : "",
+                                                      os_name ? strlen(os_name) : 0,
+                                                      id + THREAD_ID_HEAD, 256);
         id[n++] = 0;
         const char *jn = java_name ? java_name : os_name;
         n += jfr_utf8_sanitize(jn ? jn : "", jn ? strlen(jn) : 0, id + n, 256);
@@ -350,10 +354,11 @@ int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
         if (w->thread_ids.n >= JFR_THREAD_IDENTITIES_MAX - 1 &&
             !jfr_strtab_find(&w->thread_ids, id, n, &idx)) {
                 static const char full[] = "[thread identities full]";
-                memset(id, 0, 4); /* tid 0: the placeholder's key is above every tid */
-                memcpy(id + 4, full, sizeof(full));
-                memcpy(id + 4 + sizeof(full), full, sizeof(full) - 1);
-                n = 4 + 2 * sizeof(full) - 1;
+                /* tid 0: the placeholder's key is above every tid; pid 0: no process */
+                memset(id, 0, THREAD_ID_HEAD);
+                memcpy(id + THREAD_ID_HEAD, full, sizeof(full));
+                memcpy(id + THREAD_ID_HEAD + sizeof(full), full, sizeof(full) - 1);
+                n = THREAD_ID_HEAD + 2 * sizeof(full) - 1;
                 w->c.thread_identities_refused++;
                 w->chunk_threads_refused++;
         }
@@ -365,6 +370,12 @@ int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
         if (!err)
                 err = mark_thread(w, key);
         return err;
+}
+
+int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
+                          const char *java_name)
+{
+        return jfr_writer_add_thread_of(w, tid, 0, os_name, java_name);
 }
 
 static int class_key(struct jfr_writer *w, const char *module, uint32_t *key)
@@ -833,17 +844,19 @@ static void put_checkpoint(struct jfr_writer *w, uint64_t t0)
         if (w->nthreads) {
                 pool_head(o, JFR_T_THREAD, w->nthreads);
                 for (uint32_t i = 0; i < w->nthreads; i++) {
-                        uint32_t k = w->thread_list[i], tid;
+                        uint32_t k = w->thread_list[i], tid, pid;
                         uint32_t idx = 0;
                         jfr_u64map_get(&w->thread_idx_of, k, &idx);
                         const char *id = jfr_strtab_str(&w->thread_ids, idx);
                         memcpy(&tid, id, 4);
-                        const char *os = id + 4, *jn = os + strlen(os) + 1;
+                        memcpy(&pid, id + 4, 4);
+                        const char *os = id + THREAD_ID_HEAD, *jn = os + strlen(os) + 1;
                         jfr_buf_varint(o, k);
                         jfr_buf_cstring(o, os);
                         jfr_buf_varint(o, tid);
                         jfr_buf_cstring(o, jn);
-                        jfr_buf_varint(o, 0); /* javaThreadId: 0 = not a Java thread */
+                        jfr_buf_varint(o, 0);   /* javaThreadId: 0 = not a Java thread */
+                        jfr_buf_varint(o, pid); /* 0 = not known */
                 }
         }
         if (w->nstacks) {

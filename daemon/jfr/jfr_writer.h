@@ -171,6 +171,10 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
  * java_name NULL = os_name. */
 int jfr_writer_add_thread(struct jfr_writer *w, pid_t tid, const char *os_name,
                           const char *java_name);
+/* The same for a thread of process pid (the thread's `pid` field, docs/jfr.md; 0 = not known,
+ * as jfr_writer_add_thread writes it). The same tid with another pid is a new identity. */
+int jfr_writer_add_thread_of(struct jfr_writer *w, pid_t tid, pid_t pid, const char *os_name,
+                             const char *java_name);
 /* One ctxprof.ProcessContext event in this chunk: process pid's OpenTelemetry resource
  * (service.name and every attribute as "key=value" lines). 0, -EINVAL (no chunk), -ENOMEM. */
 int jfr_writer_add_process(struct jfr_writer *w, pid_t pid, const char *service,

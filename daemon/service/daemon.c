@@ -154,6 +154,8 @@ static void rs_finished(void *ctx, const struct recording_finished *f)
             .from_s = f->start_wall_s,
             .until_s = f->end_wall_s > f->start_wall_s ? f->end_wall_s : f->start_wall_s + 1,
             .id = f->id,
+            .procs = f->procs, /* the host file's processes: OTLP per service */
+            .n_procs = f->n_procs,
         };
 
         if (!d->nup)

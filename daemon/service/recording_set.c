@@ -62,6 +62,15 @@ struct recording {
         uint64_t written_at_failure;          /* chunks_written then (to log the recovery) */
 };
 
+/* The processes of the host file open now, for its uploads (recording_finished). */
+struct host_procs {
+        struct workload_identity id[RECORDING_HOST_SERIES_MAX];
+        uint8_t otel[RECORDING_HOST_SERIES_MAX]; /* its service is its service.name */
+        unsigned n, last;                        /* last: the last hit */
+        uint64_t grouped;                        /* samples of processes past the bound */
+        pid_t refused;                           /* the last process past it */
+};
+
 struct recording_set {
         struct recording_set_opts o;
         struct daemon_config cfg;
@@ -92,6 +101,7 @@ struct recording_set {
                 struct workload_identity id;
         } closed[IDENTITY_CACHE];
         unsigned closed_next;
+        struct host_procs host_procs;
 };
 
 __attribute__((format(printf, 3, 4))) static void logr(struct recording_set *rs, int level,
@@ -299,12 +309,20 @@ static void report_finished(struct recording_set *rs, const struct recording *r)
             .pid = r->pid,
             .comm = r->pid ? r->comm : "",
             .id = &r->id,
+            .procs = r->pid ? NULL : rs->host_procs.id,
+            .n_procs = r->pid ? 0 : rs->host_procs.n,
             .start_wall_s = r->start_wall_s,
             .end_wall_s = (uint64_t)time(NULL),
         };
 
         if (!rs->o.finished)
                 return;
+        if (!r->pid && rs->host_procs.grouped)
+                logr(rs, LOG_WARNING,
+                     "%s: %llu samples of processes past the first %d of the file are uploaded "
+                     "under the application, not their service",
+                     r->file.final, (unsigned long long)rs->host_procs.grouped,
+                     RECORDING_HOST_SERIES_MAX);
         snapshot_path(r, labels, sizeof(labels));
         f.labels_path = labels;
         rs->o.finished(rs->o.ctx, &f);
@@ -360,6 +378,10 @@ static int close_rec(struct recording_set *rs, struct recording *r,
 static int open_host(struct recording_set *rs)
 {
         int err = open_rec(rs, &rs->host_rec, 0, NULL, NULL);
+
+        rs->host_procs.n = rs->host_procs.last = 0;
+        rs->host_procs.grouped = 0;
+        rs->host_procs.refused = 0;
 
         rs->have_host = !err;
         return err;
@@ -494,6 +516,41 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
         return r;
 }
 
+/* The host file's identity of the sample's process: read at its first sample in the file
+ * (its service updated when it publishes a service.name later), bounded. */
+static void host_process(struct recording_set *rs, const struct decoded_sample *ds)
+{
+        struct host_procs *h = &rs->host_procs;
+        unsigned i = h->last;
+
+        if (!ds->pid)
+                return;
+        if (ds->pid == h->refused) {
+                rs->c.samples_grouped++;
+                h->grouped++;
+                return;
+        }
+        if (i >= h->n || h->id[i].pid != ds->pid)
+                for (i = 0; i < h->n && h->id[i].pid != ds->pid; i++)
+                        ;
+        if (i == h->n) {
+                if (h->n == RECORDING_HOST_SERIES_MAX) {
+                        rs->c.samples_grouped++;
+                        h->grouped++;
+                        h->refused = ds->pid;
+                        return;
+                }
+                workload_identity_read(ds->pid, ds->service, ds->process, rs->host, &h->id[i],
+                                       rs->o.target);
+                h->otel[i] = ds->service && *ds->service;
+                h->n++;
+        } else if (!h->otel[i] && ds->service && *ds->service) {
+                workload_identity_set_service(&h->id[i], ds->service);
+                h->otel[i] = 1;
+        }
+        h->last = i;
+}
+
 static int route(void *ctx, const struct decoded_sample *ds)
 {
         struct recording_set *rs = ctx;
@@ -523,6 +580,8 @@ static int route(void *ctx, const struct decoded_sample *ds)
                 return 0;
         }
         rs->host_rec.samples++;
+        if (rs->o.finished)
+                host_process(rs, ds);
         return rs->host_rec.sink.sample(rs->host_rec.sink.ctx, ds);
 }
 

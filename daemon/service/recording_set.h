@@ -42,8 +42,15 @@ struct recording_finished {
         /* split=process: the process's service, executable, container and pod; the host file:
          * the host name only */
         const struct workload_identity *id;
+        /* the host file: the processes its samples came from (the JFR thread's pid names
+         * them), each with its identity as first seen in the file; at most
+         * RECORDING_HOST_SERIES_MAX, the samples of the rest counted (samples_grouped) */
+        const struct workload_identity *procs;
+        unsigned n_procs;
         uint64_t start_wall_s, end_wall_s;
 };
+
+#define RECORDING_HOST_SERIES_MAX 64 /* processes of one host file named for its uploads */
 
 struct recording_set_opts {
         const struct daemon_config *cfg; /* [output] and [sampling] settings, copied */
@@ -69,6 +76,9 @@ struct recording_set_counters {
         uint64_t samples_no_file;    /* no recording could take them (dropped) */
         uint64_t samples_overflow;   /* split=process: went to the shared host file */
         unsigned open_process_files; /* split=process: per-process recordings open now */
+        /* host file: samples of processes past RECORDING_HOST_SERIES_MAX in it (uploaded
+         * under the application, not their service) */
+        uint64_t samples_grouped;
 };
 
 struct recording_set;

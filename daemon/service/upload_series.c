@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "service/upload_series.h"
@@ -143,4 +144,37 @@ void upload_series_otlp(const struct upload_target_config *t, const struct workl
                 add_attr(&out->attrs, k, eq + 1);
                 p = comma ? comma + 1 : eq + 1 + strlen(eq + 1);
         }
+        out->resource = (struct otlp_resource){out->service, out->pid, &out->attrs};
+}
+
+int upload_series_set_new(const struct upload_target_config *t,
+                          const struct workload_identity *procs, unsigned n,
+                          struct upload_series_set *set)
+{
+        *set = (struct upload_series_set){0};
+        if (t->group_by != UPLOAD_GROUP_SERVICE || !procs || !n)
+                return 0;
+        set->res = calloc(n, sizeof(*set->res));
+        if (!set->res)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++)
+                upload_series_otlp(t, &procs[i], &set->res[i]);
+        set->n = n;
+        return 0;
+}
+
+void upload_series_set_free(struct upload_series_set *set)
+{
+        free(set->res);
+        *set = (struct upload_series_set){0};
+}
+
+const struct otlp_resource *upload_series_resource_of(void *ctx, uint32_t pid)
+{
+        const struct upload_series_set *set = ctx;
+
+        for (unsigned i = 0; i < set->n; i++)
+                if (set->res[i].pid == (int64_t)pid)
+                        return &set->res[i].resource;
+        return NULL;
 }

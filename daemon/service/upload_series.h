@@ -9,7 +9,8 @@
  * `__name__=NAME` (Pyroscope's own label for the application), which upload_series_name takes
  * out again when the request is built. OTLP gets one resource with `service.name`,
  * `process.pid`, `host.name`, `process.executable.name`, `container.id`, `k8s.pod.uid` and
- * the target's tags as string attributes. Never prints, never allocates.
+ * the target's tags as string attributes; a host file's samples go into one resource per
+ * process they came from (upload_series_set). Never prints; allocates only the set.
  */
 #ifndef CTXPROF_UPLOAD_SERIES_H
 #define CTXPROF_UPLOAD_SERIES_H
@@ -39,9 +40,25 @@ struct upload_series_otlp {
         const char *service;
         int64_t pid;
         struct otlp_resource_attrs attrs;
+        struct otlp_resource resource; /* the three above, for sink/otlp.h */
         char tag_buf[UPLOAD_TAGS_LEN];
 };
 void upload_series_otlp(const struct upload_target_config *t, const struct workload_identity *id,
                         struct upload_series_otlp *out);
+
+/* The resources of an OTLP upload of a host file to t, one per process it names
+ * (upload_job.procs), for jfr_convert_resources.resource_of. */
+struct upload_series_set {
+        unsigned n;
+        struct upload_series_otlp *res; /* n of them, by process */
+};
+/* Fills *set for procs[0..n) when t groups by service (else set->n = 0: the file is one
+ * series). 0 or -ENOMEM. */
+int upload_series_set_new(const struct upload_target_config *t,
+                          const struct workload_identity *procs, unsigned n,
+                          struct upload_series_set *set);
+void upload_series_set_free(struct upload_series_set *set);
+/* The resource of process pid (ctx: a struct upload_series_set), NULL: not one of them. */
+const struct otlp_resource *upload_series_resource_of(void *ctx, uint32_t pid);
 
 #endif

@@ -41,7 +41,9 @@ struct qjob {
         uint64_t from_s, until_s;
         char extra[UPLOAD_SPOOL_EXTRA];
         int have_id;
-        struct workload_identity id; /* the process (or host) the profile is of */
+        struct workload_identity id;     /* the process (or host) the profile is of */
+        struct workload_identity *procs; /* the host file's processes, or NULL */
+        unsigned n_procs;
 };
 
 _Static_assert(UPLOAD_SERIES_EXTRA_LEN <= UPLOAD_SPOOL_EXTRA, "a spool entry holds the tags");
@@ -127,7 +129,22 @@ const char *upload_state_name(int state)
         return state >= 0 && state < UPLOAD_STATE_N ? names[state] : "?";
 }
 
+static void qjob_free(struct qjob *q)
+{
+        if (q)
+                free(q->procs);
+        free(q);
+}
+
 /* ---- main thread ---- */
+
+/* j's processes name u's series: an OTLP upload by service of a host file (a Pyroscope
+ * upload sends the file as written, one series). */
+static int wants_procs(const struct uploader *u, const struct upload_job *j)
+{
+        return j->n_procs && j->procs && u->t.format == UPLOAD_FORMAT_OTLP &&
+               u->t.group_by == UPLOAD_GROUP_SERVICE;
+}
 
 int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_job *j)
 {
@@ -142,9 +159,14 @@ int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_jo
                 atomic_init(&f->refs, n);
         }
         for (i = 0; i < n && i < UPLOAD_TARGETS_MAX; i++)
-                q[i] = calloc(1, sizeof(*q[i]));
+                if ((q[i] = calloc(1, sizeof(*q[i]))) && wants_procs(ups[i], j) &&
+                    (q[i]->procs = malloc(j->n_procs * sizeof(*j->procs)))) {
+                        memcpy(q[i]->procs, j->procs, j->n_procs * sizeof(*j->procs));
+                        q[i]->n_procs = j->n_procs;
+                }
         for (i = 0; i < n; i++)
-                if (!q[i] || !f || !f->profile || (j->labels_path && !f->labels))
+                if (!q[i] || !f || !f->profile || (j->labels_path && !f->labels) ||
+                    (wants_procs(ups[i], j) && !q[i]->procs))
                         break;
         if (i < n) {
                 for (i = 0; i < n; i++) {
@@ -152,7 +174,7 @@ int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_jo
                         ups[i]->c.dropped[UPLOAD_DROP_SPOOL_ERROR]++;
                         pthread_mutex_unlock(&ups[i]->mu);
                         logu(ups[i], LOG_ERROR, "%s not delivered: out of memory", j->profile_path);
-                        free(q[i]);
+                        qjob_free(q[i]);
                 }
                 if (f) {
                         free(f->profile);
@@ -248,14 +270,19 @@ static void trim(struct uploader *u)
 static int otlp_body(struct uploader *u, const struct qjob *q)
 {
         struct upload_series_otlp res;
+        struct upload_series_set set;
+        struct jfr_convert_resources cr;
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
-        int err;
+        int err = upload_series_set_new(&u->t, q->procs, q->n_procs, &set);
 
         upload_series_otlp(&u->t, q->have_id ? &q->id : NULL, &res);
-        err = m ? jfr_convert_file(q->f->profile, "otlp", res.service, res.pid, &res.attrs, m)
-                : -ENOMEM;
+        cr = (struct jfr_convert_resources){res.pid, &res.attrs,
+                                            set.n ? upload_series_resource_of : NULL, &set};
+        if (!err)
+                err = m ? jfr_convert_file(q->f->profile, "otlp", res.service, &cr, m) : -ENOMEM;
+        upload_series_set_free(&set);
 
         if (m && fclose(m) && !err)
                 err = -ENOMEM;
@@ -308,7 +335,7 @@ static void spool_job(struct uploader *u, struct qjob *q)
         else
                 logu(u, LOG_DEBUG, "spooled %s", q->f->profile);
         files_put(q->f);
-        free(q);
+        qjob_free(q);
 }
 
 /* Take the queue and spool it; 1 when stopping was asked. */

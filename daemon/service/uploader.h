@@ -90,6 +90,10 @@ struct upload_job {
         /* the process (split = process) or host the profile is of, copied; NULL = unknown (a
          * recovered file). Names its series and tags it: service/upload_series.h */
         const struct workload_identity *id;
+        /* the host file: the processes its samples came from (copied; NULL: none known).
+         * An OTLP upload grouped by service names each one's samples as its own resource */
+        const struct workload_identity *procs;
+        unsigned n_procs;
 };
 
 struct uploader_opts {

@@ -143,3 +143,8 @@ void workload_identity_read(pid_t pid, const char *service, const char *fallback
                            "unknown");
         read_cgroup(pid, id, st);
 }
+
+void workload_identity_set_service(struct workload_identity *id, const char *service)
+{
+        name_clean(id->service, sizeof(id->service), service, "unknown");
+}

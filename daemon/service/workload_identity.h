@@ -45,4 +45,7 @@ void workload_cgroup_parse(const char *path, char container_id[WORKLOAD_CONTAINE
 void workload_identity_read(pid_t pid, const char *service, const char *fallback, const char *host,
                             struct workload_identity *id, struct target_stats *st);
 
+/* The service of id set to service (a service.name the process published later). */
+void workload_identity_set_service(struct workload_identity *id, const char *service);
+
 #endif

@@ -7,6 +7,7 @@
  * the sinks. Never reads the file or prints (cmd_report.c does).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,10 @@ struct jfr_convert {
         char *process; /* the samples' process; OTLP: the resources' service.name, whole */
         int64_t pid;   /* OTLP: the resources' process.pid (0: none) */
         const struct otlp_resource_attrs *attrs; /* OTLP: more resource attributes, or NULL */
+        /* split by process (jfr_convert_file's res->resource_of), NULL: one process */
+        const struct otlp_resource *(*resource_of)(void *ctx, uint32_t pid);
+        void *resource_ctx;
+        uint32_t last_pid, last_kept; /* resource_of's last answer (samples come in runs) */
         struct collapsed *c;
         struct jfr_strtab names;   /* method and module names */
         struct jfr_strtab modules; /* module names, by module id - MODULE_FIRST */
@@ -182,6 +187,24 @@ unsigned jfr_context_labels(const struct jfr_reader *r, const struct jfr_value *
         return n;
 }
 
+/* The process a sample of thread th is counted under: its pid when resource_of names the
+ * pid's resource, else 0 (the rest, under the caller's process). */
+static pid_t sample_pid(struct jfr_convert *rc, const struct jfr_reader *r,
+                        const struct jfr_value *th)
+{
+        uint64_t pid = 0;
+
+        if (!rc->resource_of)
+                return 0;
+        if (jfr_value_u64(r, jfr_value_field(r, th, "pid"), &pid) || !pid || pid > INT32_MAX)
+                return 0;
+        if (pid != rc->last_pid) {
+                rc->last_pid = (uint32_t)pid;
+                rc->last_kept = rc->resource_of(rc->resource_ctx, (uint32_t)pid) != NULL;
+        }
+        return rc->last_kept ? (pid_t)pid : 0;
+}
+
 /* The sample's labels, as the sampler decodes them. */
 static unsigned context_labels(const struct jfr_reader *r, const struct jfr_value *v,
                                struct decoded_label *l)
@@ -216,6 +239,7 @@ int jfr_convert_event(struct jfr_convert *rc, const struct jfr_reader *r,
                 jfr_value_u64(r, jfr_value_field(r, th, "osThreadId"), &tid);
                 jfr_value_u64(r, jfr_value_field(r, st, "truncated"), &trunc);
                 s.tid = (pid_t)tid;
+                s.pid = sample_pid(rc, r, th);
                 s.truncated = trunc || n > CTXPROF_MAX_FRAMES;
                 s.has_span = !jfr_value_u64(r, jfr_value_field(r, v, "spanId"), &span) && span;
                 s.span_id = span;
@@ -239,8 +263,8 @@ int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uin
                 return pprof_write_named(rc->c, out, &rc->fn, &m);
         }
         if (rc->format == FMT_OTLP) {
-                struct otlp_meta m = {period_ns,   start_ns, duration,
-                                      rc->process, rc->pid,  rc->attrs};
+                struct otlp_meta m = {period_ns, start_ns,  duration,        rc->process,
+                                      rc->pid,   rc->attrs, rc->resource_of, rc->resource_ctx};
 
                 return otlp_write(rc->c, out, &rc->fn, &m);
         }
@@ -257,8 +281,8 @@ void jfr_setting_period(const struct jfr_reader *r, const struct jfr_event *ev, 
                 *period_ns = NS_PER_SEC / hz;
 }
 
-int jfr_convert_file(const char *path, const char *format, const char *process, int64_t pid,
-                     const struct otlp_resource_attrs *attrs, FILE *out)
+int jfr_convert_file(const char *path, const char *format, const char *process,
+                     const struct jfr_convert_resources *res, FILE *out)
 {
         struct jfr_convert *rc = jfr_convert_new(format, process);
         uint64_t first = UINT64_MAX, last = 0, period = 0;
@@ -266,9 +290,11 @@ int jfr_convert_file(const char *path, const char *format, const char *process, 
         struct jfr_event ev;
         int err = rc ? jfr_reader_open(path, &r) : -ENOMEM, more;
 
-        if (rc) {
-                rc->pid = pid;
-                rc->attrs = attrs;
+        if (rc && res) {
+                rc->pid = res->pid;
+                rc->attrs = res->attrs;
+                rc->resource_of = res->resource_of;
+                rc->resource_ctx = res->ctx;
         }
         while (!err && (more = jfr_reader_next_chunk(r)) != 0) {
                 const struct jfr_chunk_info *ci = jfr_reader_chunk(r);

@@ -5,12 +5,13 @@
  * (sink/collapsed.h) and writes it with the same sinks `record` writes directly, so labels,
  * spans and frames come out the same way. A JFR frame keeps what the file says: its method
  * name, its module (the frame's class) and line; a frame of type Kernel is a kernel frame.
- * JFR carries no process per sample: every sample is of the one process the caller names
- * ("?" for report; the upload's series name for an OTLP upload), pid 0 unless the caller
- * names one. At most CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end
- * and marked truncated). cmd_report.c reads the file itself and prints errors (one event at a
- * time); the uploader converts a whole file (jfr_convert_file). Never prints except to the FILE
- * given.
+ * Every sample is of the one process the caller names ("?" for report; the upload's series
+ * name for an OTLP upload), pid 0 unless the caller names one; or, for an OTLP upload of a
+ * host file, of the process its thread names (the thread's `pid` field) when the caller knows
+ * that process (jfr_convert_resources.resource_of). At most CTXPROF_MAX_FRAMES frames per stack (a
+ * deeper one is cut at the root end and marked truncated). cmd_report.c reads the file itself and
+ * prints errors (one event at a time); the uploader converts a whole file (jfr_convert_file). Never
+ * prints except to the FILE given.
  */
 #ifndef CTXPROF_JFR_CONVERT_H
 #define CTXPROF_JFR_CONVERT_H
@@ -43,11 +44,22 @@ int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uin
  * *period_ns = the sampling period; else nothing. */
 void jfr_setting_period(const struct jfr_reader *r, const struct jfr_event *ev,
                         uint64_t *period_ns);
+/* OTLP: what jfr_convert_file says of the resources. */
+struct jfr_convert_resources {
+        int64_t pid;                             /* process.pid of every resource (0: none) */
+        const struct otlp_resource_attrs *attrs; /* NULL: none */
+        /* Optional: split by process. A sample's thread names its process (the JFR thread's
+         * `pid`, docs/jfr.md); when resource_of gives that pid a resource, the sample goes
+         * into it, else (NULL; a file without pids) into the one resource of process, pid
+         * and attrs above. The caller bounds how many pids it names. */
+        const struct otlp_resource *(*resource_of)(void *ctx, uint32_t pid);
+        void *ctx;
+};
+
 /* The complete chunks of the JFR file at path, converted as jfr_convert_new(format,
- * process) says, to out; OTLP: every resource has process.pid = pid (0: none) and the
- * attributes attrs (NULL: none; sink/otlp.h). 0 or -errno (-EBADMSG: a corrupt chunk, or no
- * chunk at all). */
-int jfr_convert_file(const char *path, const char *format, const char *process, int64_t pid,
-                     const struct otlp_resource_attrs *attrs, FILE *out);
+ * process) says, to out; OTLP: resources as res says (NULL: process alone). 0 or -errno
+ * (-EBADMSG: a corrupt chunk, or no chunk at all). */
+int jfr_convert_file(const char *path, const char *format, const char *process,
+                     const struct jfr_convert_resources *res, FILE *out);
 
 #endif

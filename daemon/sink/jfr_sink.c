@@ -64,6 +64,7 @@
 
 struct thread_ent {
         pid_t tid; /* 0 = empty bucket (tid 0 is the idle task, never a target) */
+        pid_t pid; /* its process (the JFR thread's pid: a host file is split by it) */
         char comm[CTXPROF_COMM_LEN];
 };
 
@@ -221,6 +222,7 @@ static int batch_thread(struct batch *b, struct target_share *sh, pid_t pid, pid
                 b->threads[h].tid = tid;
                 b->thr_n++;
         }
+        b->threads[h].pid = pid;
         snprintf(b->threads[h].comm, sizeof(b->threads[h].comm), "%s", comm ? comm : "");
         return 0;
 }
@@ -609,8 +611,8 @@ static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_
 
         for (uint32_t i = 0; !err && i < b->thr_cap; i++)
                 if (b->threads[i].tid)
-                        err = jfr_writer_add_thread(s->w, b->threads[i].tid, b->threads[i].comm,
-                                                    b->threads[i].comm);
+                        err = jfr_writer_add_thread_of(s->w, b->threads[i].tid, b->threads[i].pid,
+                                                       b->threads[i].comm, b->threads[i].comm);
         for (size_t i = 0; !err && i < b->res_n; i++)
                 err = jfr_writer_add_process(s->w, b->res[i].pid, b->res[i].service,
                                              b->res[i].attributes);

@@ -661,8 +661,13 @@ static void envelope_fill(struct envelope *env, struct proc *p, Scope *scope,
                           ValueType *sample_type, ValueType *period_type,
                           const struct otlp_meta *meta)
 {
-        const struct otlp_resource_attrs *a = meta->attrs;
+        const struct otlp_resource *r =
+            meta->resource_of ? meta->resource_of(meta->resource_ctx, p->pid) : NULL;
+        const struct otlp_resource_attrs *a = r ? r->attrs : meta->attrs;
+        const char *service = r ? r->service : meta->service;
+        int64_t pid = r ? r->pid : meta->pid ? meta->pid : p->pid;
         unsigned na = a ? (a->n < OTLP_RESOURCE_ATTRS_MAX ? a->n : OTLP_RESOURCE_ATTRS_MAX) : 0;
+        unsigned at;
 
         opentelemetry__proto__profiles__v1development__resource_profiles__init(&env->rp);
         opentelemetry__proto__resource__v1__resource__init(&env->res);
@@ -676,17 +681,22 @@ static void envelope_fill(struct envelope *env, struct proc *p, Scope *scope,
         }
         env->kv[0].key = KEY_SERVICE;
         env->av[0].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-        env->av[0].string_value = meta->service ? (char *)meta->service : p->name;
-        env->kv[1].key = KEY_PID;
-        env->av[1].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-        env->av[1].int_value = meta->pid ? meta->pid : p->pid;
-        for (unsigned i = 0; i < na; i++) {
-                env->kv[2 + i].key = (char *)a->key[i];
-                env->av[2 + i].value_case =
-                    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-                env->av[2 + i].string_value = (char *)a->value[i];
+        env->av[0].string_value = service ? (char *)service : p->name;
+        at = 1;
+        if (pid) {
+                env->kv[1].key = KEY_PID;
+                env->av[1].value_case =
+                    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
+                env->av[1].int_value = pid;
+                at++;
         }
-        env->res.n_attributes = 2 + na;
+        for (unsigned i = 0; i < na; i++, at++) {
+                env->kv[at].key = (char *)a->key[i];
+                env->av[at].value_case =
+                    OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+                env->av[at].string_value = (char *)a->value[i];
+        }
+        env->res.n_attributes = at;
         env->res.attributes = env->kvp;
         env->prof.sample_type = sample_type;
         env->prof.period_type = period_type;

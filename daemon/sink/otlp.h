@@ -7,8 +7,9 @@
  * part of the key), the body an OTLP/HTTP receiver takes at /v1development/profiles.
  *
  * Layout: one ResourceProfiles per process (resource attributes `service.name` = the
- * process name — its OpenTelemetry service.name when it publishes one — and `process.pid`,
- * or what otlp_meta says for every resource, then otlp_meta's string attributes),
+ * process name — its OpenTelemetry service.name when it publishes one — and `process.pid`
+ * (left out when 0: samples of no one process), or what otlp_meta says for every resource
+ * or for this process, then otlp_meta's string attributes),
  * each with one ScopeProfiles (scope `ctxprof`) holding one Profile: sample type
  * samples/count, period type cpu/nanoseconds, `period` = ns per sample, the recording's time
  * range. One Sample per distinct (thread, labels, span, stack) with values [count]; its
@@ -38,6 +39,13 @@ struct otlp_resource_attrs {
         const char *key[OTLP_RESOURCE_ATTRS_MAX], *value[OTLP_RESOURCE_ATTRS_MAX];
 };
 
+/* What one resource says: service.name, process.pid (0: not written) and more attributes. */
+struct otlp_resource {
+        const char *service;
+        int64_t pid;
+        const struct otlp_resource_attrs *attrs; /* NULL: none */
+};
+
 struct otlp_meta {
         uint64_t period_ns;   /* nanoseconds of CPU one sample stands for (1e9 / freq) */
         uint64_t start_ns;    /* wall clock (CLOCK_REALTIME) when recording started */
@@ -45,6 +53,10 @@ struct otlp_meta {
         const char *service;  /* service.name of every resource; NULL: the process's name */
         int64_t pid;          /* process.pid of every resource; 0: the process's own */
         const struct otlp_resource_attrs *attrs; /* NULL: none */
+        /* Optional: the resource of the samples of process pid (a host recording split by
+         * process); NULL from it, or no function: service, pid and attrs above */
+        const struct otlp_resource *(*resource_of)(void *ctx, uint32_t pid);
+        void *resource_ctx;
 };
 
 struct frame_names;

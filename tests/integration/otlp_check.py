@@ -13,9 +13,16 @@ and checks or summarizes it. Python's standard library only.
   samples FILE   one line per sample: "key=value,... | root;...;leaf COUNT" (resource
                  attributes, then the sample's attributes, then link=TRACE/SPAN when linked)
   resources FILE one line per resource: its attributes "key=value,..." in order
+  content FILE   what a conversion of a JFR file says whatever the resources it was given:
+                 each profile's period and time range, each sample as `samples` prints it
+                 without the resource's attributes, sorted
+  content-sha X...  for each X (the request), X.txt decoded: the sha256 of its content into
+                 X.sha (one run for many: the upload tests hash every body they receive)
   names FILE     "mapping PATH BUILD_ID" per mapping, "function NAME FILE" per function,
                  "line NAME LINE" per location line
 """
+import hashlib
+import os
 import re
 import sys
 
@@ -169,8 +176,31 @@ def hexb(v):
     return raw(v).hex()
 
 
+def content(req, d):
+    links, lines = d.get("link_table", []), []
+    for rp in req.get("resource_profiles", []):
+        for sp in rp.get("scope_profiles", []):
+            for p in sp.get("profiles", []):
+                lines.append("profile period=%s time=%s duration=%s" % (
+                    one(p, "period"), one(p, "time_unix_nano"), one(p, "duration_nano")))
+    for _, s, n in samples(req, d):
+        kv = ["%s=%s" % a for a in sample_attrs(d, s)]
+        li = one(s, "link_index")
+        if li:
+            kv.append("link=%s/%s" % (hexb(one(links[li], "trace_id", "")),
+                                      hexb(one(links[li], "span_id", ""))))
+        lines.append("%s | %s %d" % (",".join(kv), ";".join(frames(d, one(s, "stack_index"))), n))
+    return "\n".join(sorted(lines)) + "\n"
+
+
 def main():
     mode, path = sys.argv[1], sys.argv[2]
+    if mode == "content-sha":
+        for p in sys.argv[2:]:
+            with open(p + ".sha.tmp", "w") as f:
+                f.write(hashlib.sha256(content(*load(p + ".txt")).encode()).hexdigest() + "\n")
+            os.rename(p + ".sha.tmp", p + ".sha")
+        return
     req, d = load(path)
     if mode == "check":
         errs = check(req, d)
@@ -198,6 +228,8 @@ def main():
             res = one(rp, "resource", {})
             print(",".join("%s=%s" % (a["key"][0], anyvalue(one(a, "value", {})))
                            for a in res.get("attributes", [])))
+    elif mode == "content":
+        sys.stdout.write(content(req, d))
     elif mode == "names":
         strs, attrs = d["string_table"], d.get("attribute_table", [])
         for m in d.get("mapping_table", [])[1:]:

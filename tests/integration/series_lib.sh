@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # series_lib.sh — the setting of the one-series-per-service tests (sourced after daemon_lib.sh
-# and upload_lib.sh): two services under a daemon with split = process uploading to a real
-# receiver, each in its own cgroup of this run: checkout-svc (wl_otel, service.name from its
-# OTEP 4719 process context) in $CG, cart-svc (wl_otel_ctx_a, libctx's context, service.name
+# and upload_lib.sh): two services under a daemon with split = $SERIES_SPLIT (default process;
+# host: one file for both, split by process at upload) uploading to a real receiver, each in
+# its own cgroup of this run: checkout-svc (wl_otel, service.name from its OTEP 4719 process
+# context) in $CG, cart-svc (wl_otel_ctx_a, libctx's context, service.name
 # from OTEL_SERVICE_NAME) in a cgroup shaped like a kubelet's,
 # $CG/kubepods-burstable-pod<uid with _>.slice/cri-containerd-<64 hex>.scope. Sets POD_UID,
 # CONTAINER_ID, HOST, and the pids O (checkout) and C (cart).
@@ -18,7 +19,7 @@ mode = selectors
 cgroup = $CGSEL
 [output]
 directory = $OUT
-split = process
+split = ${SERIES_SPLIT:-process}
 chunk-period = 500ms
 rotate-period = 2s
 [daemon]

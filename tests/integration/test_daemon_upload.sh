@@ -4,7 +4,9 @@
 # shape: multipart jfr + labels) and loses none through faults: the receiver down at start,
 # answering 500 for a while, 429 with Retry-After, hanging past the timeout, closing the
 # connection mid-body. After each fault every finished file has arrived byte for byte, and
-# sampling went on meanwhile (the status file's sample count grew during the fault).
+# sampling went on meanwhile (the status file's sample count grew during the fault); none
+# arrived twice. test_daemon_upload_otlp_faults.sh runs it with UPLOAD_FORMAT=otlp (the OTLP
+# protocol, upload_lib.sh: each body the file converted, compared decoded).
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 trap 'stop_receiver; cleanup' EXIT
@@ -30,6 +32,7 @@ timeout = 2s
 retry-min = 200ms
 retry-max = 1s
 stop-grace = 15s
+$(upload_format_conf)
 CONF
 spawn "$WL/wl_attrib" long 0 2 >/dev/null
 start_daemon --config "$TMP/ctxprof.conf"
@@ -63,9 +66,15 @@ start_receiver "$PORT"
 wait_for 90 "every finished file delivered once the receiver is up" caught_up
 echo "receiver down at start: ok ($(received) delivered)"
 # what arrived is what Pyroscope takes: the newest request with samples decodes with
-# Grafana's parser and its labels snapshot names every sample's context
+# Grafana's parser and its labels snapshot names every sample's context (OTLP: it keeps the
+# dictionary's rules)
 last=$(ls -d "$RECV"/req-[0-9]* | sort -t- -k2 -n | tail -1)
-check_jfr_request "$last" 50
+if [ "$UPLOAD_FORMAT" = otlp ]; then
+	[ -f "$last/otlp.txt" ] || otlp_decode "$last/otlp" "$last/otlp.txt"
+	$CHECK check "$last/otlp.txt" || fail "$last/otlp breaks the dictionary's rules"
+else
+	check_jfr_request "$last" 50
+fi
 # 2.-5. faults while running
 fault 500 '^500$' "HTTP 500"
 # 429 with Retry-After 2: the next attempt waits 2 s although retry-min is 200 ms
@@ -102,6 +111,7 @@ echo "metrics: $(mget 'ctxprof_upload_success_total{target="default"}') uploads 
 stop_daemon
 refresh_hashes
 all_finished_received || fail "a finished file was not delivered at SIGTERM"
+no_duplicates
 grep "upload default: spooled" "$DLOG" | tail -1
 grep "upload default: spooled" "$DLOG" | tail -1 | grep -q "dropped: 0, left in the spool 0 " ||
 	fail "the final counters show drops or a spool left"
@@ -111,4 +121,4 @@ for f in "$OUT"/ctxprof-*.jfr; do
 	[ -e "$f.labels.pb" ] || fail "no labels snapshot beside $f" # empty: a file without labelled samples
 done
 oracle_verdict
-echo "PASS: $(finished) files, all delivered through every fault"
+echo "PASS: $(finished) files, all delivered once through every fault ($UPLOAD_FORMAT)"

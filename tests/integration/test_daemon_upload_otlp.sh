@@ -4,7 +4,8 @@
 # ExportProfilesServiceRequest and POSTs it to URL/v1development/profiles through the same
 # spool and backoff as Pyroscope uploads. Every body decodes with protoc against the
 # UPSTREAM opentelemetry-proto files and keeps the dictionary's rules, its resource is named
-# by the application, and the samples of all requests add up to those of all finished files
+# by the application (group-by = none; per service: test_daemon_upload_series_host.sh), and
+# the samples of all requests add up to those of all finished files
 # (`ctxprof report --format collapsed`); a 500 is retried (nothing lost); a partial success
 # (rejected profiles in a 2xx answer) is counted (ctxprof_upload_rejected_total), logged,
 # and not retried.
@@ -29,6 +30,7 @@ listen = 127.0.0.1:0
 url = http://127.0.0.1:$PORT
 format = otlp
 application = otlp-test-service-with-a-long-name
+group-by = none
 timeout = 2s
 retry-min = 100ms
 retry-max = 400ms
@@ -60,21 +62,15 @@ echo "$line"
 echo "$line" | grep -q "dropped: 0, left in the spool 0 " || fail "drops or a spool left at exit"
 # every request decodes against the upstream schema; their samples are the files'
 n=0
-: >"$TMP/all.stacks"
 for d in "$RECV"/req-[0-9]*; do
 	[ -f "$d/otlp" ] || continue
 	n=$((n + 1))
 	otlp_decode "$d/otlp" "$d/otlp.txt"
 	$CHECK check "$d/otlp.txt" || fail "$d/otlp breaks the dictionary's rules"
 	grep -q 'string_value: "otlp-test-service-with-a-long-name"' "$d/otlp.txt" || fail "$d: the resource is not named by the application"
-	$CHECK stacks "$d/otlp.txt" >>"$TMP/all.stacks"
 done
-sent=$(awk '{ n += $NF } END { print n + 0 }' "$TMP/all.stacks")
-wrote=0
-for f in "$OUT"/ctxprof-*.jfr; do
-	c=$("$CTXPROF" report --format collapsed "$f" 2>/dev/null | awk '{ n += $NF } END { print n + 0 }')
-	wrote=$((wrote + c))
-done
+sent=$(otlp_sent_samples)
+wrote=$(written_samples)
 echo "$n OTLP requests, $sent samples; $(finished) files, $wrote samples"
 [ "$sent" -gt 0 ] && [ "$sent" = "$wrote" ] || fail "the requests carry $sent samples, the files $wrote"
 echo "PASS: the daemon uploads OTLP (upstream-decodable, every sample once, 500 retried, partial success counted)"

@@ -1,10 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # One series per service, OTLP (format = otlp): two services under one daemon (split =
-# process; series_lib.sh) arrive as resources whose service.name is theirs (checkout-svc,
+# process, or $SERIES_SPLIT: test_daemon_upload_series_host.sh runs this with the default
+# split = host; series_lib.sh) arrive as resources whose service.name is theirs (checkout-svc,
 # cart-svc), not the one `application` of [upload], each with host.name, process.pid,
 # process.executable.name, the user's tags and, for the one in a kubelet-shaped cgroup,
-# container.id and k8s.pod.uid; decoded against the upstream schema.
+# container.id and k8s.pod.uid; decoded against the upstream schema. With split = host the
+# samples of all requests are those of all finished files (`ctxprof report`): splitting the
+# host file by process loses none.
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 . "$(dirname "$0")/otlp_lib.sh"
@@ -28,6 +31,8 @@ stop_daemon
 resources | tee "$TMP/res"
 want_o="service.name=checkout-svc,process.pid=$O,host.name=$HOST,process.executable.name=wl_otel,env=test"
 want_c="service.name=cart-svc,process.pid=$C,host.name=$HOST,process.executable.name=wl_otel_ctx_a,container.id=$CONTAINER_ID,k8s.pod.uid=$POD_UID,env=test"
+# split = host: samples no process was named for (a thread past the thread table's share)
+want_rest="service.name=fleet-default,host.name=$HOST,env=test"
 n=0
 checked=
 while read -r d res; do
@@ -39,9 +44,16 @@ while read -r d res; do
 	case "$res" in
 	service.name=checkout-svc,*) [ "$res" = "$want_o" ] || fail "$d: $res, expected $want_o" ;;
 	service.name=cart-svc,*) [ "$res" = "$want_c" ] || fail "$d: $res, expected $want_c" ;;
+	"$want_rest") [ "${SERIES_SPLIT:-process}" = host ] || fail "$d: a resource of neither service: $res" ;;
 	*) fail "$d: a resource of neither service: $res" ;;
 	esac
 	n=$((n + 1))
 done <"$TMP/res"
 [ "$n" -ge 2 ] || fail "$n resources"
-echo "PASS: two services, two OTLP series (checkout-svc, cart-svc), with host, pid, executable, container and pod"
+if [ "${SERIES_SPLIT:-process}" = host ]; then
+	sent=$(otlp_sent_samples)
+	wrote=$(written_samples)
+	echo "split = host: $(ls "$OUT"/ctxprof-*.jfr | wc -l) files, $wrote samples; the requests carry $sent"
+	[ "$sent" -gt 0 ] && [ "$sent" = "$wrote" ] || fail "the requests carry $sent samples, the files $wrote"
+fi
+echo "PASS: two services, two OTLP series (checkout-svc, cart-svc), with host, pid, executable, container and pod (split = ${SERIES_SPLIT:-process})"

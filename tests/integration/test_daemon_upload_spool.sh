@@ -4,7 +4,9 @@
 # daemon (every one is delivered by the next daemon, and so is the recording that was in
 # progress, once recovered), also when the daemon is killed while a request hangs (what
 # finished meanwhile was spooled during the request); and a spool over spool-size drops the
-# oldest first, counted and logged, while the newest are delivered once the backend heals.
+# oldest first, counted and logged, while the newest are delivered once the backend heals;
+# none arrives twice. test_daemon_upload_otlp_spool.sh runs it with UPLOAD_FORMAT=otlp (the
+# OTLP protocol, upload_lib.sh: each body the file converted, compared decoded).
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 trap 'stop_receiver; cleanup' EXIT
@@ -29,9 +31,13 @@ retry-min = 100ms
 retry-max = 300ms
 spool-size = $1
 stop-grace = 10s
+$(upload_format_conf)
 CONF
 }
 SPOOL=$OUT/spool/default
+# phase 3's spool-size in bytes: about three JFR profiles, or five OTLP ones (gzip'd: ~800 B)
+SMALL=102400
+[ "$UPLOAD_FORMAT" != otlp ] || SMALL=4096
 entries() { ls "$SPOOL"/*.entry 2>/dev/null | wc -l; }
 finished() { ls "$OUT"/ctxprof-*.jfr 2>/dev/null | wc -l; }
 caught_up() { refresh_hashes; all_finished_received; }
@@ -56,7 +62,7 @@ grep -q "profiles (.* bytes) in the spool from before: sending" "$DLOG" || fail 
 grep "left in progress" "$DLOG" || true
 before_kill_received() {
 	refresh_hashes
-	while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || return 1; done <"$TMP/before-kill"
+	while read -r f; do grep -qx "$(file_hash "$f")" "$TMP/rh" || return 1; done <"$TMP/before-kill"
 }
 wait_for 60 "every profile finished before the SIGKILL delivered" before_kill_received
 # the recording in progress at the SIGKILL, recovered by the new daemon, is delivered too
@@ -73,16 +79,16 @@ while read -r f; do
 done <"$TMP/before-kill"
 stop_daemon
 echo "restart: all $(wc -l <"$TMP/before-kill") profiles finished before the kill delivered"
-# 3. a spool of 100 KiB (about three profiles), backend failing: the oldest are dropped
+# 3. a spool of $SMALL bytes (a few profiles), backend failing: the oldest are dropped
 recv_mode 500
-conf 100K
+conf "$SMALL"
 ls "$OUT"/ctxprof-*.jfr >"$TMP/phase2-old"
 r0=$(received)
 start_daemon --config "$TMP/ctxprof.conf"
 wait_for 60 "the spool over its limit" eval 'grep -q "spool over spool-size" "$DLOG"'
 wait_for 60 "eight files finished" eval '[ "$(($(finished) - $(wc -l <"$TMP/phase2-old")))" -ge 8 ]'
 kept=$(entries)
-[ "$(du -cb "$SPOOL"/*.entry | tail -1 | cut -f1)" -le 102400 ] || [ "$kept" = 1 ] ||
+[ "$(du -cb "$SPOOL"/*.entry | tail -1 | cut -f1)" -le "$SMALL" ] || [ "$kept" = 1 ] ||
 	fail "the spool holds more than spool-size"
 recv_mode ok
 wait_for 60 "the spool drained" eval '[ "$(entries)" = 0 ]'
@@ -98,7 +104,7 @@ ls "$OUT"/ctxprof-*.jfr | grep -vxF -f "$TMP/phase2-old" | sort >"$TMP/phase2"
 state=old
 bad=0
 while read -r f; do
-	if grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh"; then
+	if grep -qx "$(file_hash "$f")" "$TMP/rh"; then
 		state=new
 	elif [ $state = new ]; then
 		bad=$((bad + 1))
@@ -106,7 +112,7 @@ while read -r f; do
 	fi
 done <"$TMP/phase2"
 [ $bad = 0 ] || fail "a newer profile was dropped while an older one was delivered"
-missing=$(while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || echo x; done <"$TMP/phase2" | wc -l)
+missing=$(while read -r f; do grep -qx "$(file_hash "$f")" "$TMP/rh" || echo x; done <"$TMP/phase2" | wc -l)
 [ "$missing" -le "$dropped" ] || fail "$missing profiles missing, only $dropped drops counted"
 echo "spool survives SIGKILL; over spool-size the $dropped oldest were dropped (counted), $(($(received) - r0)) newest delivered"
 # 4. a backend that hangs for the whole (long) timeout: the files finished meanwhile are
@@ -129,8 +135,9 @@ recv_mode ok
 start_daemon --config "$TMP/ctxprof.conf"
 phase4_received() {
 	refresh_hashes
-	while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || return 1; done <"$TMP/phase4-kill"
+	while read -r f; do grep -qx "$(file_hash "$f")" "$TMP/rh" || return 1; done <"$TMP/phase4-kill"
 }
 wait_for 60 "every profile finished during the hang delivered after the restart" phase4_received
 stop_daemon
-echo "PASS: spool survives SIGKILL (also during a hanging request); over spool-size the oldest are dropped first, counted"
+no_duplicates
+echo "PASS: spool survives SIGKILL (also during a hanging request); over spool-size the oldest are dropped first, counted; none twice ($UPLOAD_FORMAT)"

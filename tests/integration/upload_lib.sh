@@ -22,19 +22,78 @@ recv_mode() { echo "$*" >"$RECV/mode.tmp" && mv "$RECV/mode.tmp" "$RECV/mode"; }
 received() { ls -d "$RECV"/req-[0-9]* 2>/dev/null | wc -l; }
 # requests the receiver saw whose mode (3rd field of its log) matches the regex $1
 seen() { awk -v m="$1" '$3 ~ m' "$RECV/log" 2>/dev/null | wc -l; }
-# the sha256 of every JFR body received, one per line, sorted
-received_hashes() { cat "$RECV"/req-[0-9]*/jfr 2>/dev/null >/dev/null; for d in "$RECV"/req-[0-9]*; do [ -f "$d/jfr" ] && sha256sum <"$d/jfr" | cut -d' ' -f1; done | sort; }
-# every finished recording in $OUT arrived (byte for byte): "nothing finished is lost"
-all_finished_received() {
-	local missing=0 h
-	for f in "$OUT"/ctxprof-*.jfr; do
-		[ -f "$f" ] || continue
-		h=$(sha256sum <"$f" | cut -d' ' -f1)
-		grep -qx "$h" "$TMP/rh" || missing=$((missing + 1))
+# The protocol of the tests run for both (test_daemon_upload.sh, test_daemon_upload_spool.sh;
+# their *_otlp.sh run them with UPLOAD_FORMAT=otlp, after sourcing otlp_lib.sh): jfr
+# (Pyroscope's /ingest: a JFR body is the finished file, compared byte for byte) or otlp (a
+# body is the file converted: compared as decoded against the upstream schema, but for its
+# resource, with `ctxprof report --format otlp` of the file; the tests set group-by = none).
+UPLOAD_FORMAT=${UPLOAD_FORMAT:-jfr}
+[ "$UPLOAD_FORMAT" != otlp ] || . "$(dirname "${BASH_SOURCE[0]}")/otlp_lib.sh"
+# the [upload] lines of that protocol (in a configuration's heredoc: $(upload_format_conf))
+upload_format_conf() { [ "$UPLOAD_FORMAT" != otlp ] || printf 'format = otlp\ngroup-by = none\n'; }
+# UPLOAD_FORMAT=otlp: every OTLP request received and every finished file in $OUT not hashed
+# yet gets its content hash (otlp_check.py content) in X.sha beside X (the request; the file
+# converted by `ctxprof report --format otlp` into $TMP/fh/NAME.otlp), one python run for all
+otlp_hash_new() {
+	local d f c todo=()
+	[ "$UPLOAD_FORMAT" = otlp ] || return 0
+	mkdir -p "$TMP/fh"
+	for d in "$RECV"/req-[0-9]*; do
+		[ -f "$d/otlp" ] && [ ! -s "$d/otlp.sha" ] || continue
+		otlp_decode "$d/otlp" "$d/otlp.txt"
+		todo+=("$d/otlp")
 	done
+	for f in "$OUT"/ctxprof-*.jfr; do
+		c=$TMP/fh/$(basename "$f").otlp
+		[ -f "$f" ] && [ ! -s "$c.sha" ] || continue
+		"$CTXPROF" report --format otlp -o "$c" "$f" 2>/dev/null || fail "ctxprof report --format otlp $f"
+		otlp_decode "$c" "$c.txt"
+		todo+=("$c")
+	done
+	[ ${#todo[@]} = 0 ] || $CHECK content-sha "${todo[@]}" || fail "otlp_check.py content-sha"
+}
+# the hash of every body received (see UPLOAD_FORMAT), one per line, sorted
+received_hashes() {
+	local d
+	otlp_hash_new
+	for d in "$RECV"/req-[0-9]*; do
+		if [ -f "$d/jfr" ]; then
+			sha256sum <"$d/jfr" | cut -d' ' -f1
+		elif [ -s "$d/otlp.sha" ]; then
+			cat "$d/otlp.sha"
+		fi
+	done | sort
+}
+# the hash a delivery of the finished recording $1 has (otlp: after otlp_hash_new)
+file_hash() {
+	if [ "$UPLOAD_FORMAT" = otlp ]; then
+		cat "$TMP/fh/$(basename "$1").otlp.sha"
+	else
+		sha256sum <"$1" | cut -d' ' -f1
+	fi
+}
+# every finished recording in $OUT arrived (byte for byte): "nothing finished is lost". The
+# files are listed and hashed first, what arrived is looked at after (hashing an OTLP
+# delivery takes longer than a rotation: a file finished meanwhile is for the next call)
+all_finished_received() {
+	local missing=0 f h
+	ls "$OUT"/ctxprof-*.jfr 2>/dev/null >"$TMP/finished.list"
+	otlp_hash_new
+	while read -r f; do file_hash "$f"; done <"$TMP/finished.list" >"$TMP/finished.hashes"
+	refresh_hashes
+	while read -r h; do
+		grep -qx "$h" "$TMP/rh" || missing=$((missing + 1))
+	done <"$TMP/finished.hashes"
 	[ "$missing" = 0 ]
 }
 refresh_hashes() { received_hashes >"$TMP/rh"; }
+# no profile arrived twice ("delivered once")
+no_duplicates() {
+	local dup
+	refresh_hashes
+	dup=$(uniq -d "$TMP/rh" | wc -l)
+	[ "$dup" = 0 ] || fail "$dup profiles delivered more than once"
+}
 # the request in directory $1 is a Pyroscope JFR ingest: query, parts jfr + labels that
 # grafana's parser (pyrojfr) reads, and labels that name every sample's context (PyroCheck)
 check_jfr_request() { # DIR MIN_CONTEXT_SAMPLES

@@ -6,14 +6,18 @@
  * context) with [count], stacks leaf first with the pseudo frame at the root end, context
  * labels as attributes, an OpenTelemetry trace context (trace_id + span_id labels) as a Link
  * (and not repeated as attributes), a span without trace id as a span_id attribute, named
- * frames with their lines and functions, and a mapping's build id.
+ * frames with their lines and functions, and a mapping's build id; a JFR file converted for
+ * an upload split by process (the JFR thread's pid) gives one resource per process named.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "jfr/jfr_writer.h"
 #include "sink/frame_names.h"
+#include "sink/jfr_convert.h"
 #include "sink/otlp.h"
 
 #define MAX_OUT (1 << 20)
@@ -194,4 +198,87 @@ Test(otlp, request_layout_links_and_attributes)
         opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
             rq, NULL);
         collapsed_free(c);
+}
+
+/* resource_of for split_by_thread_pid: process 500 is svc-a (with one attribute), the rest
+ * unknown */
+static const struct otlp_resource *known_500(void *ctx, uint32_t pid)
+{
+        static const struct otlp_resource_attrs a = {1, {"container.id"}, {"c0ffee"}};
+        static const struct otlp_resource r = {"svc-a", 500, &a};
+
+        (void)ctx;
+        return pid == 500 ? &r : NULL;
+}
+
+/* A JFR whose threads name their process (jfr_writer_add_thread_of), converted for an upload
+ * split by process: the samples of process 500 are its resource's, those of process 600 (not
+ * known to resource_of) and of a thread without a pid go into the one resource of the
+ * caller's process, without process.pid. */
+Test(otlp, split_by_thread_pid)
+{
+        static const struct jfr_frame fr = {"work", "app", 3, JFR_FRAME_NATIVE};
+        struct jfr_recording_info info = {"split", "cpu-clock", 99, "fp", 1000, NULL, NULL};
+        struct jfr_convert_resources res = {.resource_of = known_500};
+        static unsigned char buf[MAX_OUT];
+        char path[] = "/tmp/ctxprof-otlp-split.XXXXXX";
+        int fd = mkstemp(path);
+        struct jfr_writer *w;
+        Request *rq;
+        FILE *f = tmpfile();
+        size_t n;
+        uint64_t counts[2] = {0};
+
+        cr_assert(fd >= 0 && f);
+        close(fd);
+        cr_assert_eq(jfr_writer_open(&w, path, JFR_WRITER_NO_FSYNC, &info), 0);
+        cr_assert_eq(jfr_writer_begin_chunk(w, 1000, 5000), 0);
+        cr_assert_eq(jfr_writer_add_thread_of(w, 501, 500, "a-worker", NULL), 0);
+        cr_assert_eq(jfr_writer_add_thread_of(w, 601, 600, "b-worker", NULL), 0);
+        cr_assert_eq(jfr_writer_add_thread(w, 700, "no-pid", NULL), 0);
+        cr_assert_eq(jfr_writer_add_stack(w, 1, &fr, 1, 0), 0);
+        for (int i = 0; i < 12; i++) {
+                struct jfr_sample s = {.ticks = 5000 + (uint64_t)i,
+                                       .trace_id = 1,
+                                       .tid = i < 7    ? 501
+                                              : i < 10 ? 601
+                                                       : 700};
+                cr_assert_eq(jfr_writer_add_sample(w, &s), 0);
+        }
+        cr_assert_eq(jfr_writer_finish_chunk(w, 6000, NULL), 0);
+        jfr_writer_close(w);
+        cr_assert_eq(jfr_convert_file(path, "otlp", "host-app", &res, f), 0);
+        unlink(path);
+        rewind(f);
+        n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        rq =
+            opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
+                NULL, n, buf);
+        cr_assert(rq);
+        cr_assert_eq(rq->n_resource_profiles, 2, "process 500, and the rest");
+        for (size_t r = 0; r < 2; r++) {
+                const Opentelemetry__Proto__Profiles__V1development__ResourceProfiles *rp =
+                    rq->resource_profiles[r];
+                const Opentelemetry__Proto__Profiles__V1development__Profile *p =
+                    rp->scope_profiles[0]->profiles[0];
+                int named = !strcmp(rp->resource->attributes[0]->value->string_value, "svc-a");
+
+                if (named) {
+                        cr_assert_eq(rp->resource->n_attributes, 3);
+                        cr_assert_str_eq(rp->resource->attributes[1]->key, "process.pid");
+                        cr_assert_eq(rp->resource->attributes[1]->value->int_value, 500);
+                        cr_assert_str_eq(rp->resource->attributes[2]->key, "container.id");
+                } else {
+                        cr_assert_str_eq(rp->resource->attributes[0]->value->string_value,
+                                         "host-app");
+                        cr_assert_eq(rp->resource->n_attributes, 1, "no process.pid");
+                }
+                for (size_t i = 0; i < p->n_samples; i++)
+                        counts[named] += (uint64_t)p->samples[i]->values[0];
+        }
+        cr_assert_eq(counts[1], 7);
+        cr_assert_eq(counts[0], 5);
+        opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__free_unpacked(
+            rq, NULL);
 }
