@@ -152,14 +152,21 @@ static int upload(struct kunwind *k, uint32_t start, const struct cfi_table *t)
 /* Build and load module id's table. The state says what happened (NONE: frame pointers). */
 static void table_load(struct kunwind *k, uint32_t id, struct table *tb)
 {
-        struct module_info mi;
+        struct module_info mi = {0};
         struct cfi_table t;
         int64_t start;
         int err, fd = -1;
 
         tb->state = TABLE_NONE;
-        if (!modules_info(k->mods, id, &mi) && !strcmp(mi.path, "[vdso]")) {
+        if (modules_info(k->mods, id, &mi))
+                mi.path = NULL;
+        if (mi.path && !strcmp(mi.path, "[vdso]")) {
                 err = cfi_table_build_vdso(&t); /* the same image in every process */
+        } else if (mi.path && mi.path[0] == '[') {
+                /* Another kernel-made mapping with no file and no .eh_frame, e.g. [uprobes]
+                 * (the page where a uprobe runs the instruction it displaced: every process
+                 * that met a uprobe has it): frame pointers, and no build error. */
+                return;
         } else {
                 fd = modules_open(k->mods, id);
                 err = fd < 0 ? fd : cfi_table_build(fd, &t);
