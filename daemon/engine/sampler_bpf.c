@@ -27,6 +27,7 @@
 
 #define DEFAULT_RING_BYTES (8u << 20)
 #define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
+
 /* Modes: which of the two unwinders run (sampling_names.h). */
 static int cg_copies(int cg)
 {
