@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * context_filter.h — which decoded samples a recording keeps, by their context (the seed
- * JEP's hasContext / hasNoContext / hasKey / hasEntry). Applied by engine/sampler.c right
- * after a sample's context is decoded, before its stack is built or a sink sees it, so a
- * sample filtered out costs no unwinding and no storage (it is counted instead).
+ * JEP's hasContext / hasNoContext / hasKey / hasEntry). Applied by engine/sampler_ingest.c
+ * right after a sample's context is decoded, before its stack is built or a sink sees it, so
+ * a sample filtered out costs no unwinding and no storage (it is counted instead).
  *
  * Syntax: a filter is one or more terms separated by ',' (all must match: AND); adding
  * more filters to the same struct ANDs them too. A term is

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sample_sink.h — the seam between ingestion (engine/sampler.c: ring record -> decoded
+ * sample_sink.h — the seam between ingestion (engine/sampler_ingest.c: ring record -> decoded
  * sample with (module, offset) frames, tid, span, labels) and output (sink/collapsed.c, and
  * sink/jfr_sink.c through the trace table, alone or per file in service/recording_set.c). A
  * sink only sees decoded, validated data; it never sees raw BPF records and never touches the

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctxprof/sample.h — wire format between the BPF sampler (bpf/sampler.bpf.c) and the daemon
- * (daemon/engine/sampler.c): the ring-buffer sample record, the lifecycle event record and the
- * per-CPU counters. Shared by both sides: only __u/__s types, fixed heads followed by
+ * (daemon/engine/sampler_ingest.c): the ring-buffer sample record, the lifecycle event record
+ * and the per-CPU counters. Shared by both sides: only __u/__s types, fixed heads followed by
  * variable-length parts whose lengths the head states, no pointers. Must never contain logic
  * beyond constants.
  *

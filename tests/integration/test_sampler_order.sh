@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Samples queued in the ring when their process execs or exits are resolved against the
 # image that took them: lifecycle events are handled only after every sample taken before
-# them (sampler.c, ordering).
+# them (engine/sampler_ingest.c, ordering).
 #  1. exit: --call-graph dwarf of fx_qsort, which exits on its own after 1 s (3 runs); its
 #     last samples are still in the ring when the exit event comes. A sample handled after
 #     the exit would lose DWARF unwinding and fall back to frame pointers, which fx_qsort has
