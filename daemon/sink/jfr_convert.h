@@ -56,6 +56,17 @@ struct jfr_convert_resources {
         void *ctx;
 };
 
+/* Reads the complete chunks of the JFR file at path into rc, its samples split by process
+ * as res says (NULL: one process), and notes its sampling period and time range. 0 or -errno
+ * (-EBADMSG: a corrupt chunk, or no chunk at all). */
+int jfr_convert_read_file(struct jfr_convert *rc, const char *path,
+                          const struct jfr_convert_resources *res);
+/* After jfr_convert_read_file with res->resource_of (format "pprof"): the samples counted
+ * under process pid (0: of no process resource_of named), and those alone written as a
+ * gzip'd pprof (a Pyroscope upload of a host file, one request per process). */
+uint64_t jfr_convert_samples_of(const struct jfr_convert *rc, uint32_t pid);
+int jfr_convert_write_pid(struct jfr_convert *rc, FILE *out, uint32_t pid);
+
 /* The complete chunks of the JFR file at path, converted as jfr_convert_new(format,
  * process) says, to out; OTLP: resources as res says (NULL: process alone). 0 or -errno
  * (-EBADMSG: a corrupt chunk, or no chunk at all). */
