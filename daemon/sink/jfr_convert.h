@@ -6,12 +6,12 @@
  * spans and frames come out the same way. A JFR frame keeps what the file says: its method
  * name, its module (the frame's class) and line; a frame of type Kernel is a kernel frame.
  * Every sample is of the one process the caller names ("?" for report; the upload's series
- * name for an OTLP upload), pid 0 unless the caller names one; or, for an OTLP upload of a
- * host file, of the process its thread names (the thread's `pid` field) when the caller knows
- * that process (jfr_convert_resources.resource_of). At most CTXPROF_MAX_FRAMES frames per stack (a
- * deeper one is cut at the root end and marked truncated). cmd_report.c reads the file itself and
- * prints errors (one event at a time); the uploader converts a whole file (jfr_convert_file). Never
- * prints except to the FILE given.
+ * name for an OTLP upload), pid 0 unless the caller names one; or, for an upload of a host
+ * file (OTLP resources, or Pyroscope's one pprof per process), of the process its thread names (the
+ * thread's `pid` field) when the caller knows that process (jfr_convert_resources.resource_of). At
+ * most CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end and marked
+ * truncated). cmd_report.c reads the file itself and prints errors (one event at a time); the
+ * uploader converts a whole file (jfr_convert_file). Never prints except to the FILE given.
  */
 #ifndef CTXPROF_JFR_CONVERT_H
 #define CTXPROF_JFR_CONVERT_H
