@@ -6,7 +6,8 @@
 # with its host, pid, executable, container and pod tags and the user's, plus one under
 # `application` for samples of no known process. Go's pprof reads every body; each request of
 # a service carries only that process's samples (their pid label); the samples of all requests
-# are those of all finished files (`ctxprof report`): splitting loses none and sends none twice.
+# are those of all finished files (`ctxprof report`): splitting loses none and sends none twice,
+# also when Pyroscope answers 500 for a while (each series is a spool entry of its own).
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 . "$(dirname "$0")/series_lib.sh"
@@ -28,6 +29,14 @@ wait_for_context() { echo "--- received (count, name):"; names 2>/dev/null | sed
 has_name() { names 2>/dev/null | grep " $1{" >/dev/null; }
 wait_for 60 "a profile named checkout-svc" has_name checkout-svc
 wait_for 60 "a profile named cart-svc" has_name cart-svc
+# Pyroscope down for a while (500): the series of a file are spool entries of their own, and
+# each one accepted is not sent again when the rest are retried (the totals below)
+recv_mode 500
+wait_for 60 "two requests answered 500" eval '[ "$(seen "^500$")" -ge 2 ]'
+recv_mode ok
+wait_for 60 "delivering again after the 500s" eval 'grep -q "delivering again" "$DLOG"'
+n0=$(received)
+wait_for 60 "two more requests after the 500s" eval '[ "$(received)" -ge $((n0 + 2)) ]'
 stop_daemon
 names | tee "$TMP/names"
 want_o="checkout-svc{env=test,host_name=$HOST,process_pid=$O,process_executable_name=wl_otel}"
@@ -83,6 +92,8 @@ while read -r d name; do
 	esac
 	sent=$((sent + n))
 done <"$TMP/names"
+dup=$(for d in "$RECV"/req-[0-9]*; do cat "$d/profile" "$d/jfr" 2>/dev/null | sha256sum; done | sort | uniq -d | wc -l)
+[ "$dup" = 0 ] || fail "$dup request bodies arrived twice"
 [ "$n_o" -gt 0 ] && [ "$n_c" -gt 0 ] || fail "checkout-svc $n_o requests, cart-svc $n_c"
 wrote=$(for f in "$OUT"/ctxprof-*.jfr; do "$CTXPROF" report --format collapsed "$f" 2>/dev/null; done |
 	awk '{ n += $NF } END { print n + 0 }')
