@@ -317,7 +317,7 @@ static int spool_pid(struct uploader *u, struct qjob *q, struct jfr_convert *rc,
                                           .extra = tags,
                                           .labels_fd = -1};
         FILE *f;
-        int err;
+        int err, dupfd;
 
         if (!jfr_convert_samples_of(rc, pid))
                 return 0;
@@ -327,8 +327,11 @@ static int spool_pid(struct uploader *u, struct qjob *q, struct jfr_convert *rc,
         src.profile_fd = memfd_create("ctxprof-pprof", MFD_CLOEXEC);
         if (src.profile_fd < 0)
                 return -errno;
-        f = fdopen(dup(src.profile_fd), "w");
+        dupfd = dup(src.profile_fd);
+        f = dupfd >= 0 ? fdopen(dupfd, "w") : NULL;
         err = f ? jfr_convert_write_pid(rc, f, pid) : -errno;
+        if (!f && dupfd >= 0)
+                close(dupfd);
         if (f && fclose(f) && !err)
                 err = -EIO;
         if (!err && lseek(src.profile_fd, 0, SEEK_SET) < 0)
