@@ -17,17 +17,6 @@ export HOME=$TMP GOCACHE=$TMP/gocache
 trap 'stop_receiver; cleanup' EXIT
 SERIES_SPLIT=host
 series_start jfr
-# the decoded name= of every request received: "DIR NAME{TAGS}"
-names() {
-	for d in "$RECV"/req-[0-9]*; do
-		[ -f "$d/query" ] || continue
-		python3 -c 'import sys, urllib.parse as u; print(sys.argv[1], u.parse_qs(sys.argv[2])["name"][0])' \
-			"$d" "$(cat "$d/query")"
-	done
-}
-# printed when a wait_for times out: the series that did arrive
-wait_for_context() { echo "--- received (count, name):"; names 2>/dev/null | sed 's/^[^ ]* //' | sort | uniq -c; }
-has_name() { names 2>/dev/null | grep " $1{" >/dev/null; }
 wait_for 60 "a profile named checkout-svc" has_name checkout-svc
 wait_for 60 "a profile named cart-svc" has_name cart-svc
 # Pyroscope down for a while (500): the series of a file are spool entries of their own, and
