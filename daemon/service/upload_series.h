@@ -10,7 +10,9 @@
  * out again when the request is built. OTLP gets one resource with `service.name`,
  * `process.pid`, `host.name`, `process.executable.name`, `container.id`, `k8s.pod.uid` and
  * the target's tags as string attributes; a host file's samples go into one resource per
- * process they came from (upload_series_set). Never prints; allocates only the set.
+ * process they came from (upload_series_set); a Pyroscope upload of a host file of several
+ * services is one request per process, tagged as a process's own profile (service/uploader.c).
+ * Never prints; allocates only the set.
  */
 #ifndef CTXPROF_UPLOAD_SERIES_H
 #define CTXPROF_UPLOAD_SERIES_H

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,12 +139,11 @@ static void qjob_free(struct qjob *q)
 
 /* ---- main thread ---- */
 
-/* j's processes name u's series: an OTLP upload by service of a host file (a Pyroscope
- * upload sends the file as written, one series). */
+/* j's processes name u's series: an upload by service of a host file (OTLP: one resource
+ * each; Pyroscope: one request each when they are of more than one service, split_pyroscope). */
 static int wants_procs(const struct uploader *u, const struct upload_job *j)
 {
-        return j->n_procs && j->procs && u->t.format == UPLOAD_FORMAT_OTLP &&
-               u->t.group_by == UPLOAD_GROUP_SERVICE;
+        return j->n_procs && j->procs && u->t.group_by == UPLOAD_GROUP_SERVICE;
 }
 
 int uploader_add(struct uploader *const *ups, unsigned n, const struct upload_job *j)
@@ -292,6 +292,82 @@ static int otlp_body(struct uploader *u, const struct qjob *q)
         return err;
 }
 
+/* A Pyroscope upload of a host file whose known processes are of more than one service: one
+ * request per process (else the file goes whole, as written, under the application). */
+static int split_pyroscope(const struct uploader *u, const struct qjob *q)
+{
+        if (u->t.format != UPLOAD_FORMAT_JFR || u->t.group_by != UPLOAD_GROUP_SERVICE)
+                return 0;
+        for (unsigned i = 1; i < q->n_procs; i++)
+                if (strcmp(q->procs[i].service, q->procs[0].service))
+                        return 1;
+        return 0;
+}
+
+/* One series of a split host file: pid's samples (0: those of no known process) as a gzip'd
+ * pprof in a memfd, spooled with the tags of id (the process's; the host's for pid 0).
+ * Nothing is spooled for a process without samples. 0 or -errno. */
+static int spool_pid(struct uploader *u, struct qjob *q, struct jfr_convert *rc, uint32_t pid,
+                     const struct workload_identity *id)
+{
+        char tags[UPLOAD_SERIES_EXTRA_LEN];
+        struct upload_spool_source src = {.format = UPLOAD_FORMAT_PPROF,
+                                          .from_s = q->from_s,
+                                          .until_s = q->until_s,
+                                          .extra = tags,
+                                          .labels_fd = -1};
+        FILE *f;
+        int err, dupfd;
+
+        if (!jfr_convert_samples_of(rc, pid))
+                return 0;
+        if (upload_series_tags(&u->t, id, q->extra, tags, sizeof(tags)))
+                logu(u, LOG_WARNING, "tags of %s (pid %u) cut to %zu bytes: %s", q->f->profile, pid,
+                     sizeof(tags) - 1, tags);
+        src.profile_fd = memfd_create("ctxprof-pprof", MFD_CLOEXEC);
+        if (src.profile_fd < 0)
+                return -errno;
+        dupfd = dup(src.profile_fd);
+        f = dupfd >= 0 ? fdopen(dupfd, "w") : NULL;
+        err = f ? jfr_convert_write_pid(rc, f, pid) : -errno;
+        if (!f && dupfd >= 0)
+                close(dupfd);
+        if (f && fclose(f) && !err)
+                err = -EIO;
+        if (!err && lseek(src.profile_fd, 0, SEEK_SET) < 0)
+                err = -errno;
+        if (!err)
+                err = upload_spool_add(u->sp, &src, (uint64_t)wall_ns() / 1000000ull);
+        close(src.profile_fd);
+        if (!err) {
+                pthread_mutex_lock(&u->mu);
+                u->c.spooled++;
+                pthread_mutex_unlock(&u->mu);
+        }
+        return err;
+}
+
+/* A host file split for Pyroscope: read once, then one spool entry per process with samples
+ * and one for the rest. Each entry is delivered (and removed) on its own: a retry resends
+ * only the series not yet accepted. 0 or -errno (the entries spooled before stay). */
+static int spool_split(struct uploader *u, struct qjob *q)
+{
+        struct upload_series_set set;
+        struct jfr_convert *rc = jfr_convert_new("pprof", u->t.application);
+        int err = upload_series_set_new(&u->t, q->procs, q->n_procs, &set);
+        struct jfr_convert_resources cr = {0, NULL, upload_series_resource_of, &set};
+
+        if (!err)
+                err = rc ? jfr_convert_read_file(rc, q->f->profile, &cr) : -ENOMEM;
+        for (unsigned i = 0; !err && i < q->n_procs; i++)
+                err = spool_pid(u, q, rc, (uint32_t)q->procs[i].pid, &q->procs[i]);
+        if (!err)
+                err = spool_pid(u, q, rc, 0, q->have_id ? &q->id : NULL);
+        jfr_convert_free(rc);
+        upload_series_set_free(&set);
+        return err;
+}
+
 /* Copy one finished profile into the spool, with the tags of its series. */
 static void spool_job(struct uploader *u, struct qjob *q)
 {
@@ -303,6 +379,10 @@ static void spool_job(struct uploader *u, struct qjob *q)
                                           .labels_fd = -1};
         int err;
 
+        if (split_pyroscope(u, q)) {
+                err = spool_split(u, q);
+                goto done;
+        }
         if (upload_series_tags(&u->t, q->have_id ? &q->id : NULL, q->extra, tags, sizeof(tags)))
                 logu(u, LOG_WARNING, "tags of %s cut to %zu bytes: %s", q->f->profile,
                      sizeof(tags) - 1, tags);
@@ -322,11 +402,15 @@ static void spool_job(struct uploader *u, struct qjob *q)
                 close(src.profile_fd);
         if (src.labels_fd >= 0)
                 close(src.labels_fd);
+        if (!err) {
+                pthread_mutex_lock(&u->mu);
+                u->c.spooled++;
+                pthread_mutex_unlock(&u->mu);
+        }
+done:
         pthread_mutex_lock(&u->mu);
         if (err)
                 u->c.dropped[UPLOAD_DROP_SPOOL_ERROR]++;
-        else
-                u->c.spooled++;
         u->c.queue--;
         pthread_mutex_unlock(&u->mu);
         if (err)

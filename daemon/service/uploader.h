@@ -91,7 +91,9 @@ struct upload_job {
          * recovered file). Names its series and tags it: service/upload_series.h */
         const struct workload_identity *id;
         /* the host file: the processes its samples came from (copied; NULL: none known).
-         * An OTLP upload grouped by service names each one's samples as its own resource */
+         * An OTLP upload grouped by service names each one's samples as its own resource; a
+         * Pyroscope one, when they are of several services, spools each one's samples as its
+         * own entry (a pprof request of its series; the rest under application) */
         const struct workload_identity *procs;
         unsigned n_procs;
 };

@@ -43,7 +43,8 @@ struct jfr_convert {
         /* split by process (jfr_convert_file's res->resource_of), NULL: one process */
         const struct otlp_resource *(*resource_of)(void *ctx, uint32_t pid);
         void *resource_ctx;
-        uint32_t last_pid, last_kept; /* resource_of's last answer (samples come in runs) */
+        uint32_t last_pid, last_kept;         /* resource_of's last answer (samples come in runs) */
+        uint64_t period_ns, start_ns, end_ns; /* of the file jfr_convert_read_file read */
         struct collapsed *c;
         struct jfr_strtab names;   /* method and module names */
         struct jfr_strtab modules; /* module names, by module id - MODULE_FIRST */
@@ -258,7 +259,8 @@ int jfr_convert_write(struct jfr_convert *rc, FILE *out, uint64_t period_ns, uin
         uint64_t duration = end_ns > start_ns ? end_ns - start_ns : 0;
 
         if (rc->format == FMT_PPROF) {
-                struct pprof_meta m = {period_ns, start_ns, duration};
+                struct pprof_meta m = {
+                    .period_ns = period_ns, .start_ns = start_ns, .duration_ns = duration};
 
                 return pprof_write_named(rc->c, out, &rc->fn, &m);
         }
@@ -281,16 +283,15 @@ void jfr_setting_period(const struct jfr_reader *r, const struct jfr_event *ev, 
                 *period_ns = NS_PER_SEC / hz;
 }
 
-int jfr_convert_file(const char *path, const char *format, const char *process,
-                     const struct jfr_convert_resources *res, FILE *out)
+int jfr_convert_read_file(struct jfr_convert *rc, const char *path,
+                          const struct jfr_convert_resources *res)
 {
-        struct jfr_convert *rc = jfr_convert_new(format, process);
-        uint64_t first = UINT64_MAX, last = 0, period = 0;
+        uint64_t first = UINT64_MAX, last = 0;
         struct jfr_reader *r = NULL;
         struct jfr_event ev;
-        int err = rc ? jfr_reader_open(path, &r) : -ENOMEM, more;
+        int err = jfr_reader_open(path, &r), more;
 
-        if (rc && res) {
+        if (res) {
                 rc->pid = res->pid;
                 rc->attrs = res->attrs;
                 rc->resource_of = res->resource_of;
@@ -311,15 +312,58 @@ int jfr_convert_file(const char *path, const char *format, const char *process,
                         if (!strcmp(ev.type->name, "jdk.ExecutionSample"))
                                 err = jfr_convert_event(rc, r, &ev);
                         else if (!strcmp(ev.type->name, "jdk.ActiveSetting"))
-                                jfr_setting_period(r, &ev, &period);
+                                jfr_setting_period(r, &ev, &rc->period_ns);
                 }
         }
         if (!err && first == UINT64_MAX)
                 err = -EBADMSG;
-        if (!err)
-                err = jfr_convert_write(rc, out, period, first, last);
+        if (!err) {
+                rc->start_ns = first;
+                rc->end_ns = last;
+        }
         if (r)
                 jfr_reader_close(r);
+        return err;
+}
+
+struct pid_count {
+        uint32_t pid;
+        uint64_t n;
+};
+
+static int count_pid(void *arg, const struct collapsed_entry *e)
+{
+        struct pid_count *pc = arg;
+
+        if (e->pid == pc->pid)
+                pc->n += e->count;
+        return 0;
+}
+
+uint64_t jfr_convert_samples_of(const struct jfr_convert *rc, uint32_t pid)
+{
+        struct pid_count pc = {pid, 0};
+
+        collapsed_foreach(rc->c, count_pid, &pc);
+        return pc.n;
+}
+
+int jfr_convert_write_pid(struct jfr_convert *rc, FILE *out, uint32_t pid)
+{
+        uint64_t duration = rc->end_ns > rc->start_ns ? rc->end_ns - rc->start_ns : 0;
+        struct pprof_meta m = {rc->period_ns, rc->start_ns, duration, 1, pid};
+
+        return pprof_write_named(rc->c, out, &rc->fn, &m);
+}
+
+int jfr_convert_file(const char *path, const char *format, const char *process,
+                     const struct jfr_convert_resources *res, FILE *out)
+{
+        struct jfr_convert *rc = jfr_convert_new(format, process);
+        int err = rc ? jfr_convert_read_file(rc, path, res) : -ENOMEM;
+
+        if (!err)
+                err = jfr_convert_write(rc, out, rc->period_ns, rc->start_ns, rc->end_ns);
         jfr_convert_free(rc);
         return err;
 }

@@ -6,12 +6,12 @@
  * spans and frames come out the same way. A JFR frame keeps what the file says: its method
  * name, its module (the frame's class) and line; a frame of type Kernel is a kernel frame.
  * Every sample is of the one process the caller names ("?" for report; the upload's series
- * name for an OTLP upload), pid 0 unless the caller names one; or, for an OTLP upload of a
- * host file, of the process its thread names (the thread's `pid` field) when the caller knows
- * that process (jfr_convert_resources.resource_of). At most CTXPROF_MAX_FRAMES frames per stack (a
- * deeper one is cut at the root end and marked truncated). cmd_report.c reads the file itself and
- * prints errors (one event at a time); the uploader converts a whole file (jfr_convert_file). Never
- * prints except to the FILE given.
+ * name for an OTLP upload), pid 0 unless the caller names one; or, for an upload of a host
+ * file (OTLP resources, or Pyroscope's one pprof per process), of the process its thread names (the
+ * thread's `pid` field) when the caller knows that process (jfr_convert_resources.resource_of). At
+ * most CTXPROF_MAX_FRAMES frames per stack (a deeper one is cut at the root end and marked
+ * truncated). cmd_report.c reads the file itself and prints errors (one event at a time); the
+ * uploader converts a whole file (jfr_convert_file). Never prints except to the FILE given.
  */
 #ifndef CTXPROF_JFR_CONVERT_H
 #define CTXPROF_JFR_CONVERT_H
@@ -55,6 +55,17 @@ struct jfr_convert_resources {
         const struct otlp_resource *(*resource_of)(void *ctx, uint32_t pid);
         void *ctx;
 };
+
+/* Reads the complete chunks of the JFR file at path into rc, its samples split by process
+ * as res says (NULL: one process), and notes its sampling period and time range. 0 or -errno
+ * (-EBADMSG: a corrupt chunk, or no chunk at all). */
+int jfr_convert_read_file(struct jfr_convert *rc, const char *path,
+                          const struct jfr_convert_resources *res);
+/* After jfr_convert_read_file with res->resource_of (format "pprof"): the samples counted
+ * under process pid (0: of no process resource_of named), and those alone written as a
+ * gzip'd pprof (a Pyroscope upload of a host file, one request per process). */
+uint64_t jfr_convert_samples_of(const struct jfr_convert *rc, uint32_t pid);
+int jfr_convert_write_pid(struct jfr_convert *rc, FILE *out, uint32_t pid);
 
 /* The complete chunks of the JFR file at path, converted as jfr_convert_new(format,
  * process) says, to out; OTLP: resources as res says (NULL: process alone). 0 or -errno

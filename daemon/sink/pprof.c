@@ -32,6 +32,7 @@ typedef Perftools__Profiles__Function Function;
 struct builder {
         const struct frame_names *names;
         uint64_t period;
+        const struct pprof_meta *meta;
         struct ptrvec strs, maps, funcs, locs, samples;
         struct idmap strmap, mapmap, funcmap, locmap;
         int64_t k_process, k_thread, k_pid, k_span;
@@ -226,10 +227,13 @@ static int sample_labels(struct builder *b, Sample *s, const struct collapsed_en
 static int add_sample(void *arg, const struct collapsed_entry *e)
 {
         struct builder *b = arg;
-        Sample *s = malloc(sizeof(*s));
+        Sample *s;
         struct ctxprof_frame pseudo = {.module_id = PSEUDO_MODULE};
         size_t n = e->n_frames + 1;
 
+        if (b->meta->by_pid && e->pid != b->meta->pid)
+                return 0;
+        s = malloc(sizeof(*s));
         if (ptrvec_push(&b->samples, s))
                 return -ENOMEM;
         perftools__profiles__sample__init(s);
@@ -352,7 +356,7 @@ int pprof_write(const struct collapsed *c, FILE *out, struct modules *mods,
 int pprof_write_named(const struct collapsed *c, FILE *out, const struct frame_names *names,
                       const struct pprof_meta *meta)
 {
-        struct builder b = {.names = names, .period = meta->period_ns};
+        struct builder b = {.names = names, .period = meta->period_ns, .meta = meta};
         Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
         ValueType vt[2], *vtp[2], period_type;
         uint8_t *buf = NULL;

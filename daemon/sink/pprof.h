@@ -24,6 +24,10 @@ struct pprof_meta {
         uint64_t period_ns;   /* nanoseconds of CPU one sample stands for (1e9 / freq) */
         uint64_t start_ns;    /* wall clock (CLOCK_REALTIME) when recording started */
         uint64_t duration_ns; /* length of the recording */
+        /* 1: only the samples whose pid is pid (0: those counted under no process); a
+         * Pyroscope upload of a host file sends one profile per process (service/uploader.c) */
+        int by_pid;
+        uint32_t pid;
 };
 
 /* Writes the whole profile, gzip'd. mods may be NULL (nothing symbolized).

@@ -6,7 +6,8 @@
 # context) in $CG, cart-svc (wl_otel_ctx_a, libctx's context, service.name
 # from OTEL_SERVICE_NAME) in a cgroup shaped like a kubelet's,
 # $CG/kubepods-burstable-pod<uid with _>.slice/cri-containerd-<64 hex>.scope. Sets POD_UID,
-# CONTAINER_ID, HOST, and the pids O (checkout) and C (cart).
+# CONTAINER_ID, HOST, and the pids O (checkout) and C (cart). Pyroscope (jfr): names lists the
+# series of the requests received, has_name waits for one.
 POD_UID=8f4a1b2c-3d4e-5f60-7182-93a4b5c6d7e8
 CONTAINER_ID=$(echo "ctxprof fleet test" | sha256sum | cut -c1-64)
 HOST=$(hostname)
@@ -42,3 +43,15 @@ CONF
 	wait_for 10 "both services ready" eval 'grep -q ready "$TMP/o.out" && grep -q ready "$TMP/c.out"'
 	start_daemon --config "$TMP/ctxprof.conf"
 }
+
+# the decoded name= of every request received: "DIR NAME{TAGS}"
+names() {
+	for d in "$RECV"/req-[0-9]*; do
+		[ -f "$d/query" ] || continue
+		python3 -c 'import sys, urllib.parse as u; print(sys.argv[1], u.parse_qs(sys.argv[2])["name"][0])' \
+			"$d" "$(cat "$d/query")"
+	done
+}
+# printed when a wait_for times out: the series that did arrive (an OTLP test sets its own)
+wait_for_context() { echo "--- received (count, name):"; names 2>/dev/null | sed 's/^[^ ]* //' | sort | uniq -c; }
+has_name() { names 2>/dev/null | grep " $1{" >/dev/null; }

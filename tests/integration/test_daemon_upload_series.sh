@@ -17,17 +17,6 @@ series_start jfr
 OTEL_SERVICE_NAME=$'evil},k=v{x\ny' spawn -g "kubepods-burstable-pod${POD_UID//-/_}x.slice/docker-${CONTAINER_ID:1}.scope" \
 	"$WL/wl_otel_ctx_a" 0 1 >"$TMP/e.out"
 E=$SPAWNED
-# the decoded name= of every request received: "DIR NAME{TAGS}"
-names() {
-	for d in "$RECV"/req-[0-9]*; do
-		[ -f "$d/query" ] || continue
-		python3 -c 'import sys, urllib.parse as u; print(sys.argv[1], u.parse_qs(sys.argv[2])["name"][0])' \
-			"$d" "$(cat "$d/query")"
-	done
-}
-# printed when a wait_for times out: the series that did arrive
-wait_for_context() { echo "--- received (count, name):"; names 2>/dev/null | sed 's/^[^ ]* //' | sort | uniq -c; }
-has_name() { names 2>/dev/null | grep " $1{" >/dev/null; }
 wait_for 60 "a profile named checkout-svc" has_name checkout-svc
 wait_for 60 "a profile named cart-svc" has_name cart-svc
 wait_for 60 "a profile named evil__k_v_x_y" has_name evil__k_v_x_y

@@ -3,7 +3,8 @@
  * test_pprof.c — the pprof encoder: the gzip'd output decodes (zlib + protobuf-c) to one
  * sample per distinct (stack, context) with [count, count * period], the string table
  * starting with "", labels as sample labels (span_id in hex, each label key), locations
- * leaf first and shared between samples, period and duration set.
+ * leaf first and shared between samples, period and duration set; by_pid keeps one
+ * process's samples (a Pyroscope upload of a host file, one request per process).
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -15,9 +16,10 @@
 
 #define MAX_RAW (1 << 20)
 
-static Perftools__Profiles__Profile *encode_decode(struct collapsed *c)
+static Perftools__Profiles__Profile *encode_decode_meta(struct collapsed *c,
+                                                        const struct pprof_meta *mp)
 {
-        struct pprof_meta m = {.period_ns = 10000000, .start_ns = 1, .duration_ns = 5};
+        struct pprof_meta m = *mp;
         static unsigned char gz[MAX_RAW], raw[MAX_RAW];
         FILE *f = tmpfile();
         size_t n;
@@ -38,6 +40,13 @@ static Perftools__Profiles__Profile *encode_decode(struct collapsed *c)
         n = sizeof(raw) - z.avail_out;
         inflateEnd(&z);
         return perftools__profiles__profile__unpack(NULL, n, raw);
+}
+
+static Perftools__Profiles__Profile *encode_decode(struct collapsed *c)
+{
+        struct pprof_meta m = {.period_ns = 10000000, .start_ns = 1, .duration_ns = 5};
+
+        return encode_decode_meta(c, &m);
 }
 
 static const char *label(const Perftools__Profiles__Profile *p,
@@ -101,5 +110,47 @@ Test(pprof, one_sample_per_stack_and_context)
         }
         cr_assert(seen_a && seen_b);
         perftools__profiles__profile__free_unpacked(p, NULL);
+        collapsed_free(c);
+}
+
+/* The samples of process pid in p (their `samples` values), checking each one's pid label. */
+static int64_t samples_of(const Perftools__Profiles__Profile *p, int64_t pid)
+{
+        int64_t n = 0;
+
+        for (size_t i = 0; i < p->n_sample; i++) {
+                const Perftools__Profiles__Sample *sm = p->sample[i];
+
+                for (size_t j = 0; j < sm->n_label; j++)
+                        if (!strcmp(p->string_table[sm->label[j]->key], "pid"))
+                                cr_assert_eq(sm->label[j]->num, pid, "a sample of another process");
+                n += sm->value[0];
+        }
+        return n;
+}
+
+Test(pprof, by_pid_keeps_one_process)
+{
+        struct ctxprof_frame fr = {0x1234, CTXPROF_MODULE_UNKNOWN, CTXPROF_FRAME_RETADDR};
+        struct decoded_sample s = {.comm = "t", .process = "app", .frames = &fr, .n_frames = 1};
+        struct collapsed *c = collapsed_new(1);
+        const uint32_t pids[] = {0, 7, 9, 11};
+        const int64_t counts[] = {1, 2, 3, 0};
+
+        cr_assert(c);
+        for (unsigned i = 0; i < 3; i++)
+                for (int64_t k = 0; k < counts[i]; k++) {
+                        s.pid = (pid_t)pids[i];
+                        s.tid = s.pid;
+                        cr_assert_eq(collapsed_add(c, &s), 0);
+                }
+        for (unsigned i = 0; i < 4; i++) {
+                struct pprof_meta m = {.period_ns = 1000, .by_pid = 1, .pid = pids[i]};
+                Perftools__Profiles__Profile *p = encode_decode_meta(c, &m);
+
+                cr_assert(p);
+                cr_assert_eq(samples_of(p, pids[i]), counts[i], "pid %u", pids[i]);
+                perftools__profiles__profile__free_unpacked(p, NULL);
+        }
         collapsed_free(c);
 }
