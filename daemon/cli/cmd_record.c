@@ -773,6 +773,7 @@ struct record_loop {
         int drain, cut, status, end; /* deadline ids */
         int done;                    /* stop: duration over, targets gone, a ring error */
         uint64_t last_n, last_ms;    /* the status line's last count and time */
+        uint64_t cut_tried;          /* the last loop_cut (a cut it left for later) */
 };
 
 #define STATUS_LINE_PERIOD_NS NS_PER_SEC
@@ -803,6 +804,7 @@ static void loop_cut(void *ctx, uint64_t now)
         struct record_loop *rl = ctx;
         struct jfr_sink_engine_counters ec;
 
+        rl->cut_tried = now;
         engine_stats_get(rl->r->s, &ec);
         jfr_sink_tick(rl->r->js, now, &ec);
 }
@@ -830,12 +832,18 @@ static void loop_after(void *ctx, uint64_t now)
         struct recording *r = rl->r;
         uint64_t cut;
 
+        (void)now;
         if (r->ro->cmd ? launch_ended(&r->cmd) : !sampler_live_targets(r->s))
                 rl->done = 1;
         event_loop_set(rl->l, rl->drain, sampler_next_due(r->s));
         if (r->js) {
+                /* Due but not cut by the last try (the writer behind): again CUT_RETRY_NS after
+                 * that try. Not after `now`: this runs at every wake, and would push an
+                 * overdue cut forward for as long as the ring wakes the loop more often. */
                 cut = jfr_sink_next_cut(r->js);
-                event_loop_set(rl->l, rl->cut, cut > now ? cut : now + CUT_RETRY_NS);
+                if (cut <= rl->cut_tried)
+                        cut = rl->cut_tried + CUT_RETRY_NS;
+                event_loop_set(rl->l, rl->cut, cut);
         }
 }
 

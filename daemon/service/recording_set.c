@@ -90,6 +90,7 @@ struct recording_set {
          * process file cannot be opened still goes there) */
         uint64_t proc_fail_ms, host_fail_ms;
         uint64_t overflow_logged_ms, alive_checked_ms;
+        uint64_t last_tick_ms; /* the last recording_set_tick (a cut it left for later) */
         struct recording_set_counters c; /* files finished so far (+ sample counters) */
         int dfd; /* the output directory (output_dir_open), -1 until opened */
         /* split=process: the identities of the last per-process files finished. A process's
@@ -670,6 +671,7 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
         unsigned finished = 0, i = 0;
         int check = now - rs->alive_checked_ms >= ALIVE_CHECK_MS;
 
+        rs->last_tick_ms = now;
         if (rs->have_host && tick_rec(rs, &rs->host_rec, now, &eng)) {
                 close_host(rs, engine_now(&eng));
                 finished++;
@@ -725,11 +727,16 @@ static uint64_t rec_due(const struct recording_set *rs, const struct recording *
 {
         uint64_t due = (jfr_sink_next_cut(r->js) + NS_PER_MS - 1) / NS_PER_MS;
 
-        if (due <= now)
-                due = now + CUT_RETRY_MS;
+        /* Due but not cut by the last tick (its writer behind): look again CUT_RETRY_MS after
+         * that tick; the size, SIZE_CHECK_MS after it. Not after `now`: asked at every wake,
+         * that would push an overdue tick forward for as long as something else (the ring)
+         * wakes the loop more often. */
+        (void)now;
+        if (due <= rs->last_tick_ms)
+                due = rs->last_tick_ms + CUT_RETRY_MS;
         if (rs->cfg.rotate == ROTATE_PERIOD)
                 return min_u64(due, r->start_ms + rs->cfg.rotate_period_ms);
-        return min_u64(due, now + SIZE_CHECK_MS);
+        return min_u64(due, rs->last_tick_ms + SIZE_CHECK_MS);
 }
 
 uint64_t recording_set_next_tick(const struct recording_set *rs, uint64_t now)
