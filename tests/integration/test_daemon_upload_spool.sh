@@ -124,13 +124,20 @@ ls "$OUT"/ctxprof-*.jfr >"$TMP/phase4-old"
 start_daemon --config "$TMP/ctxprof.conf"
 wait_for 30 "a request hanging" eval '[ "$(seen hang)" -gt 0 ]'
 h0=$(seen hang)
-wait_for 30 "three profiles spooled during one hanging request" eval '[ "$(entries)" -ge 3 ]'
+# Killed at an instant when every file finished since the start is in the spool (the list
+# taken then is what must arrive). A file that finishes while a request hangs is spooled at
+# the request's next progress tick (about 1 s): a SIGKILL inside that window loses its upload
+# (the file stays in the output directory), a known gap (docs/daemon.md, Uploads).
+all_spooled() {
+	ls "$OUT"/ctxprof-*.jfr | grep -vxF -f "$TMP/phase4-old" >"$TMP/phase4-kill"
+	[ "$(entries)" -ge 3 ] && [ "$(entries)" -ge "$(wc -l <"$TMP/phase4-kill")" ]
+}
+wait_for 30 "three profiles, all those finished since the start, spooled during one hanging request" all_spooled
 [ "$(seen hang)" = "$h0" ] || fail "the hanging request ended (timeout 60s): not the case under test"
 kill -KILL "$DPID"
 wait "$DPID" 2>/dev/null
 DPID=
-ls "$OUT"/ctxprof-*.jfr | grep -vxF -f "$TMP/phase4-old" >"$TMP/phase4-kill"
-echo "SIGKILL during a hanging request: $(entries) profiles in the spool, $(wc -l <"$TMP/phase4-kill") finished since the start"
+echo "SIGKILL during a hanging request: $(entries) profiles in the spool, $(wc -l <"$TMP/phase4-kill") finished since the start when every one was spooled"
 recv_mode ok
 start_daemon --config "$TMP/ctxprof.conf"
 phase4_received() {
