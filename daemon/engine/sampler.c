@@ -167,7 +167,12 @@ int sampler_add_target(struct sampler *s, pid_t pid)
          * runs off this thread; it is waited for ADD_LOCATE_WAIT_NS at most. */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
-        proc_locate_wait(&s->procs, p, now + ADD_LOCATE_WAIT_NS);
+        /* Only record waits (its command starts after this returns). The daemon (targets
+         * chosen by exec_filter) never blocks its loop on one target: its samples wait for
+         * the location through the pending mark, and under churn a wait per new process
+         * left most of them unattached (test_daemon_split_churn). */
+        if (!s->opts.exec_filter)
+                proc_locate_wait(&s->procs, p, now + ADD_LOCATE_WAIT_NS);
         /* Hooked once located: attaching takes milliseconds its samples would wait for. */
         hook_proc(s, p);
         ku_sync(s, p, 0);

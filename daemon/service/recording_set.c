@@ -90,7 +90,7 @@ struct recording_set {
          * process file cannot be opened still goes there) */
         uint64_t proc_fail_ms, host_fail_ms;
         uint64_t overflow_logged_ms, alive_checked_ms;
-        uint64_t last_tick_ms; /* the last recording_set_tick (a cut it left for later) */
+        uint64_t last_tick_ms;           /* the last recording_set_tick (a cut it left for later) */
         struct recording_set_counters c; /* files finished so far (+ sample counters) */
         int dfd; /* the output directory (output_dir_open), -1 until opened */
         /* split=process: the identities of the last per-process files finished. A process's
