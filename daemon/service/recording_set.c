@@ -5,7 +5,10 @@
  * process come in runs), the shared host recording, the symbolizer every per-process sink
  * shares, the output directory's descriptor, and the counters of files already finished.
  * Must never print, delete a recording (only its own empty .part when the sink fails to
- * start or not one chunk could be written), or hold more than max_open per-process sinks.
+ * start or not one chunk could be written), hold more than max_open per-process sinks open
+ * and max_open being finished, or wait in a tick for a writer (writers symbolize through the
+ * parser helper, seconds for a hostile module): a file is finished in two steps, its last
+ * chunk cut at once and the rest done when its writer has ended (reap_closed).
  *
  * Why a process's file is finished a second after it stops being a target and not at its
  * exit event: the sampler hands over every sample a process took before its exit event when
@@ -42,6 +45,9 @@
  * no per-process file is open, and when they pass this size every per-process file is
  * finished (each reopens at its process's next sample) so that it can be. */
 #define SHARED_SYM_MAX_BYTES (64ull << 20)
+/* A per-process file being finished (its writer still writing and symbolizing, in the
+ * background: the loop never waits for it) is looked at again this often. */
+#define CLOSING_POLL_MS 20
 
 struct recording {
         pid_t pid;                          /* 0 = the host (shared) recording */
@@ -83,6 +89,10 @@ struct recording_set {
         int have_host;
         struct recording **procs; /* cfg.split_max_open slots */
         unsigned nprocs;
+        /* split=process: files whose last chunk is cut and whose writer has not finished
+         * yet (cfg.split_max_open slots: when full, one is waited for) */
+        struct recording **closing;
+        unsigned nclosing;
         struct recording *last; /* last hit */
         uint64_t last_open_ms;  /* split=host: last retry of the host file */
         /* split=process, 0 = none: the last failed open of a per-process file (no new one is
@@ -330,16 +340,23 @@ static void report_finished(struct recording_set *rs, const struct recording *r)
 }
 
 /* Last chunk, rename to .jfr. The sink is gone afterwards. */
-static int close_rec(struct recording_set *rs, struct recording *r,
-                     const struct jfr_sink_engine_counters *now)
+static void close_rec_begin(struct recording_set *rs, struct recording *r,
+                            const struct jfr_sink_engine_counters *now)
 {
         struct jfr_sink_engine_counters ec;
-        struct jfr_sink_counters jc;
-        int err, rc = 0;
 
         rec_counters(rs, r, now, &ec);
         r->sink = (struct sample_sink){0};
-        err = jfr_sink_finish(r->js, &ec);
+        jfr_sink_finish_begin(r->js, &ec);
+}
+
+/* The second half of close_rec: waits for r's writer (at once when jfr_sink_finish_done). */
+static int close_rec_end(struct recording_set *rs, struct recording *r)
+{
+        struct jfr_sink_counters jc;
+        int err, rc = 0;
+
+        err = jfr_sink_finish_end(r->js);
         jfr_sink_get_counters(r->js, &jc);
         if (err)
                 logr(rs, LOG_ERROR, "writing %s failed: %s (%llu chunks readable, %llu failed)",
@@ -376,6 +393,13 @@ static int close_rec(struct recording_set *rs, struct recording *r,
         return rc;
 }
 
+static int close_rec(struct recording_set *rs, struct recording *r,
+                     const struct jfr_sink_engine_counters *now)
+{
+        close_rec_begin(rs, r, now);
+        return close_rec_end(rs, r);
+}
+
 static int open_host(struct recording_set *rs)
 {
         int err = open_rec(rs, &rs->host_rec, 0, NULL, NULL);
@@ -396,19 +420,54 @@ static int close_host(struct recording_set *rs, const struct jfr_sink_engine_cou
         return close_rec(rs, &rs->host_rec, now);
 }
 
-static int close_proc(struct recording_set *rs, unsigned i,
-                      const struct jfr_sink_engine_counters *now)
+/* Finishes closing[i] (waiting for its writer unless it is done) and frees it. */
+static int reap_closing(struct recording_set *rs, unsigned i)
+{
+        struct recording *r = rs->closing[i];
+        int err = close_rec_end(rs, r);
+
+        rs->closing[i] = rs->closing[--rs->nclosing];
+        rs->closing[rs->nclosing] = NULL;
+        free(r);
+        return err;
+}
+
+/* The files whose writers are done (wait: all of them, waiting). How many were finished; the
+ * first error in *err when err is not NULL. */
+static unsigned reap_closed(struct recording_set *rs, int wait, int *err)
+{
+        unsigned i = 0, n = 0;
+        int e;
+
+        while (i < rs->nclosing) {
+                if (!wait && !jfr_sink_finish_done(rs->closing[i]->js)) {
+                        i++;
+                        continue;
+                }
+                e = reap_closing(rs, i); /* the last entry moved to i */
+                if (e && err && !*err)
+                        *err = e;
+                n++;
+        }
+        return n;
+}
+
+/* Starts finishing procs[i]: its last chunk is cut at once, its writer finishes in the
+ * background (reap_closed). With every closing slot taken, one of them is waited for. */
+static void close_proc(struct recording_set *rs, unsigned i,
+                       const struct jfr_sink_engine_counters *now)
 {
         struct recording *r = rs->procs[i];
-        int err = close_rec(rs, r, now);
 
+        close_rec_begin(rs, r, now);
         cache_identity(rs, r);
         rs->procs[i] = rs->procs[--rs->nprocs];
         rs->procs[rs->nprocs] = NULL;
         if (rs->last == r)
                 rs->last = NULL;
-        free(r);
-        return err;
+        if (rs->nclosing == rs->cfg.split_max_open)
+                reap_closing(rs, 0);
+        rs->closing[rs->nclosing++] = r;
 }
 
 struct recording_set *recording_set_new(const struct recording_set_opts *o)
@@ -427,7 +486,10 @@ struct recording_set *recording_set_new(const struct recording_set_opts *o)
                 if (!rs->cfg.split_max_open)
                         rs->cfg.split_max_open = 1;
                 rs->procs = calloc(rs->cfg.split_max_open, sizeof(*rs->procs));
-                if (!rs->procs) {
+                rs->closing = calloc(rs->cfg.split_max_open, sizeof(*rs->closing));
+                if (!rs->procs || !rs->closing) {
+                        free(rs->procs);
+                        free(rs->closing);
                         free(rs);
                         return NULL;
                 }
@@ -469,9 +531,10 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
         }
         if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
                 /* exec'ed into another command (or the pid was reused): a new file. The old
-                 * one is finished at the next tick: finishing joins its writer thread, which
-                 * should not stall the sample callback. It keeps its slot until then; with no
-                 * slot left for the new file it is finished here, as the new file needs it. */
+                 * one is finished at the next tick, not inside the sample callback. It keeps
+                 * its slot until then; with no slot left for the new file it is finished
+                 * here, as the new file needs it (close_proc: its writer ends in the
+                 * background). */
                 logr(rs, LOG_DEBUG, "process %d is now %s: finishing its %s file", (int)pid,
                      process, r->process);
                 if (rs->nprocs < rs->cfg.split_max_open) {
@@ -623,34 +686,31 @@ static int tick_rec(struct recording_set *rs, struct recording *r, uint64_t now,
 }
 
 /* Free the shared symbolizer's names once no sink can use them any more: when no
- * per-process file is open, or (finishing every per-process file first) when they have grown
- * past SHARED_SYM_MAX_BYTES. The sinks are finished, so their writer threads have been joined.
- * Returns how many files were finished. */
-static unsigned renew_symbolizer(struct recording_set *rs, struct engine_now *eng)
+ * per-process file is open or being finished (their writers use it), or (finishing every
+ * per-process file first, freed at a later tick) when they have grown past
+ * SHARED_SYM_MAX_BYTES. */
+static void renew_symbolizer(struct recording_set *rs, struct engine_now *eng)
 {
         struct symbolizer_stats st;
-        unsigned finished = 0;
 
         if (!rs->sym)
-                return 0;
+                return;
         symbolizer_stats(rs->sym, &st);
         if (rs->nprocs && st.string_bytes > SHARED_SYM_MAX_BYTES) {
                 logr(rs, LOG_INFO,
                      "symbol names of sampled processes take %llu MiB: finishing the %u "
                      "per-process files to free them (each reopens at its next sample)",
                      (unsigned long long)(st.string_bytes >> 20), rs->nprocs);
-                while (rs->nprocs) {
+                while (rs->nprocs)
                         close_proc(rs, rs->nprocs - 1, engine_now(eng));
-                        finished++;
-                }
         }
-        if (rs->nprocs || !st.lookups)
-                return finished;
+        /* the writers of files being finished still use it */
+        if (rs->nprocs || rs->nclosing || !st.lookups)
+                return;
         logr(rs, LOG_DEBUG, "no per-process file open: freeing %llu bytes of symbol names",
              (unsigned long long)st.string_bytes);
         symbolizer_free(rs->sym);
         rs->sym = symbolizer_new(rs->o.modules); /* NULL: each sink its own */
-        return finished;
 }
 
 uint64_t recording_set_written_before(struct recording_set *rs)
@@ -661,6 +721,9 @@ uint64_t recording_set_written_before(struct recording_set *rs)
                 t = w;
         for (unsigned i = 0; i < rs->nprocs; i++)
                 if (rs->procs[i]->js && (w = jfr_sink_written_before(rs->procs[i]->js)) < t)
+                        t = w;
+        for (unsigned i = 0; i < rs->nclosing; i++)
+                if ((w = jfr_sink_written_before(rs->closing[i]->js)) < t)
                         t = w;
         return t;
 }
@@ -692,7 +755,6 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
 
                 if (r->retired) {
                         close_proc(rs, i, engine_now(&eng)); /* the last entry moved to i */
-                        finished++;
                         continue;
                 }
                 if (check) {
@@ -706,13 +768,13 @@ unsigned recording_set_tick(struct recording_set *rs, uint64_t now)
                 if ((r->gone_ms && now - r->gone_ms >= GONE_GRACE_MS) ||
                     tick_rec(rs, r, now, &eng)) {
                         close_proc(rs, i, engine_now(&eng)); /* the last entry moved to i */
-                        finished++;
                         continue;
                 }
                 i++;
         }
+        finished += reap_closed(rs, 0, NULL);
         if (rs->split == SPLIT_PROCESS)
-                finished += renew_symbolizer(rs, &eng);
+                renew_symbolizer(rs, &eng);
         return finished;
 }
 
@@ -751,6 +813,8 @@ uint64_t recording_set_next_tick(const struct recording_set *rs, uint64_t now)
                 due = min_u64(due, rs->alive_checked_ms + ALIVE_CHECK_MS);
         for (unsigned i = 0; i < rs->nprocs; i++)
                 due = min_u64(due, rs->procs[i]->retired ? now : rec_due(rs, rs->procs[i], now));
+        if (rs->nclosing)
+                due = min_u64(due, rs->last_tick_ms + CLOSING_POLL_MS);
         return due;
 }
 
@@ -760,11 +824,9 @@ int recording_set_finish(struct recording_set *rs)
         int err, rc = 0;
 
         engine(rs, &eng);
-        while (rs->nprocs) {
-                err = close_proc(rs, rs->nprocs - 1, &eng);
-                if (err && !rc)
-                        rc = err;
-        }
+        while (rs->nprocs)
+                close_proc(rs, rs->nprocs - 1, &eng);
+        reap_closed(rs, 1, &rc);
         err = close_host(rs, &eng);
         return rc ? rc : err;
 }
@@ -780,12 +842,17 @@ void recording_set_free(struct recording_set *rs)
                 jfr_sink_free(rs->procs[i]->js);
                 free(rs->procs[i]);
         }
+        for (i = 0; i < rs->nclosing; i++) { /* their last chunk cut: the writers finish it */
+                jfr_sink_free(rs->closing[i]->js);
+                free(rs->closing[i]);
+        }
         if (rs->have_host)
                 jfr_sink_free(rs->host_rec.js);
         symbolizer_free(rs->sym); /* after the sinks: their writers used it */
         if (rs->dfd >= 0)
                 close(rs->dfd);
         free(rs->procs);
+        free(rs->closing);
         free(rs);
 }
 
@@ -806,6 +873,8 @@ void recording_set_get_counters(struct recording_set *rs, struct recording_set_c
         out->open_process_files = rs->nprocs; /* with the retired ones (until the tick) */
         for (i = 0; i < rs->nprocs; i++)
                 add_sink_counters(out, rs->procs[i]->js);
+        for (i = 0; i < rs->nclosing; i++)
+                add_sink_counters(out, rs->closing[i]->js);
         if (rs->have_host)
                 add_sink_counters(out, rs->host_rec.js);
 }

@@ -147,6 +147,8 @@ struct jfr_sink {
         struct jfr_sink_counters c;
         int first_error;
         uint64_t writing_start; /* start_mono of the batch the writer writes now, 0 = none */
+        int writer_done;        /* the writer thread has returned (joining it cannot wait) */
+        int finish_err;         /* jfr_sink_finish_begin's cut, for jfr_sink_finish_end */
 };
 
 static void batch_free(struct batch *b)
@@ -701,6 +703,9 @@ static void *writer_main(void *arg)
         free(sc.jf);
         free(sc.modname);
         free(sc.fallback);
+        pthread_mutex_lock(&s->mu);
+        s->writer_done = 1;
+        pthread_mutex_unlock(&s->mu);
         return NULL;
 }
 
@@ -890,23 +895,45 @@ uint64_t jfr_sink_next_cut(const struct jfr_sink *s)
         return s->cur.start_mono + s->o.chunk_period_ns;
 }
 
-int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)
+void jfr_sink_finish_begin(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)
 {
         int err = cut(s, mono_ns(), c);
 
         pthread_mutex_lock(&s->mu);
+        s->finish_err = err;
         s->stopping = 1;
         pthread_cond_broadcast(&s->cv);
         pthread_mutex_unlock(&s->mu);
+}
+
+int jfr_sink_finish_done(struct jfr_sink *s)
+{
+        int done;
+
+        pthread_mutex_lock(&s->mu);
+        done = !s->writer_started || s->writer_done;
+        pthread_mutex_unlock(&s->mu);
+        return done;
+}
+
+int jfr_sink_finish_end(struct jfr_sink *s)
+{
+        int err;
+
         if (s->writer_started) {
                 pthread_join(s->writer, NULL);
                 s->writer_started = 0;
         }
         pthread_mutex_lock(&s->mu);
-        if (!err)
-                err = s->first_error;
+        err = s->finish_err ? s->finish_err : s->first_error;
         pthread_mutex_unlock(&s->mu);
         return err;
+}
+
+int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)
+{
+        jfr_sink_finish_begin(s, c);
+        return jfr_sink_finish_end(s);
 }
 
 uint64_t jfr_sink_written_before(struct jfr_sink *s)

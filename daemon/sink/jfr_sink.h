@@ -93,6 +93,14 @@ uint64_t jfr_sink_next_cut(const struct jfr_sink *s);
 /* Cuts the last chunk and waits until the writer has written everything. Returns 0 or the
  * first write error (-errno); every chunk written before an error stays readable. */
 int jfr_sink_finish(struct jfr_sink *s, const struct jfr_sink_engine_counters *c);
+/* jfr_sink_finish in halves, for a consuming thread that must not wait for a writer (one may
+ * symbolize through the parser helper for seconds): _begin cuts the last chunk and lets the
+ * writer stop once everything is written; _done says, without waiting, whether it has; _end
+ * waits for it (at once after _done said 1) and returns what jfr_sink_finish returns. Between
+ * _begin and _end only _done, jfr_sink_written_before and jfr_sink_get_counters. */
+void jfr_sink_finish_begin(struct jfr_sink *s, const struct jfr_sink_engine_counters *c);
+int jfr_sink_finish_done(struct jfr_sink *s);
+int jfr_sink_finish_end(struct jfr_sink *s);
 void jfr_sink_get_counters(struct jfr_sink *s, struct jfr_sink_counters *out);
 /* A CLOCK_MONOTONIC time before which every sample this sink took has been written (the start
  * of the oldest batch its writer has not finished): module ids dead since before it are no

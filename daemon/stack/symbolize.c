@@ -94,6 +94,11 @@ struct symbolizer {
         uint64_t mods_gen; /* modules_generation when the caches below were filled */
 };
 
+/* Counters are written under s->lock and read without it (symbolizer_stats). */
+#define ST_ADD(s, field, n) __atomic_fetch_add(&(s)->st.field, (n), __ATOMIC_RELAXED)
+_Static_assert(sizeof(struct symbolizer_stats) % sizeof(uint64_t) == 0,
+               "symbolizer_stats holds uint64_t counters only (read one by one)");
+
 #define UTF8_MAX_CONT 3 /* continuation bytes of one UTF-8 character */
 
 /* Where to cut s (longer than max bytes) to at most max bytes: before the character that
@@ -120,7 +125,7 @@ static const char *intern(struct symbolizer *s, struct sym_module *m, const char
                 memcpy(cut, str, len);
                 cut[len] = 0;
                 str = cut;
-                s->st.names_cut++;
+                ST_ADD(s, names_cut, 1);
         }
         uint32_t h = (uint32_t)fnv1a64(str, len);
         struct str_ent **b = &s->strs[h % NSTR_BUCKETS];
@@ -130,7 +135,7 @@ static const char *intern(struct symbolizer *s, struct sym_module *m, const char
         size_t need = sizeof(struct str_ent) + len + 1;
         if (s->st.string_bytes + need > SYM_STRINGS_MAX ||
             (m && m->string_bytes + need > SYM_MODULE_STRINGS_MAX)) {
-                s->st.strings_refused++;
+                ST_ADD(s, strings_refused, 1);
                 return NULL;
         }
         struct str_ent *e = malloc(need);
@@ -138,7 +143,7 @@ static const char *intern(struct symbolizer *s, struct sym_module *m, const char
                 return NULL;
         e->hash = h;
         memcpy(e->s, str, len + 1);
-        s->st.string_bytes += need;
+        ST_ADD(s, string_bytes, need);
         if (m)
                 m->string_bytes += need;
         e->next = *b;
@@ -276,11 +281,17 @@ void symbolizer_free(struct symbolizer *s)
 
 void symbolizer_stats(struct symbolizer *s, struct symbolizer_stats *out)
 {
+        const uint64_t *in;
+        uint64_t *o = (uint64_t *)out;
+
         if (!s || !out)
                 return;
-        pthread_mutex_lock(&s->lock);
-        *out = s->st;
-        pthread_mutex_unlock(&s->lock);
+        in = (const uint64_t *)&s->st;
+        /* Not under s->lock: a writer holds it while the parser helper answers (up to its
+         * deadline), and the daemon's loop asks for these. Each counter is exact, the set
+         * is not one instant's. */
+        for (size_t i = 0; i < sizeof(*out) / sizeof(*o); i++)
+                o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
 }
 
 /* ---- kernel ---------------------------------------------------------------------------- */
@@ -426,7 +437,7 @@ static int smod_open(struct symbolizer *s, uint32_t id, struct sym_module *m)
         int refused = 0, err = 0;
         m->es = elf_syms_open(fd, info.path, &refused, &err);
         if (refused)
-                s->st.dwarf_refused++;
+                ST_ADD(s, dwarf_refused, 1);
         if (!m->es)
                 return err;
         s->nopen++;
@@ -462,7 +473,7 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                  * is not a broken file: try again next time instead of failing it for good. */
                 if (err < 0 && err != -ENOENT) {
                         m->failed = 1;
-                        s->st.module_errors++;
+                        ST_ADD(s, module_errors, 1);
                 }
         }
         return m->es || m->fd >= 0 || m->pmap ? m : NULL;
@@ -516,13 +527,13 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
         if (!err)
                 err = sym_wire_decode(resp.buf, got, &names);
         if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO) {
-                s->st.parser_refused++;
+                ST_ADD(s, parser_refused, 1);
                 m->failed = 1;
                 smod_close(s, m);
                 return 0;
         }
         if (err == -EINVAL) { /* not ELF: as in this process, failed for good */
-                s->st.module_errors++;
+                ST_ADD(s, module_errors, 1);
                 m->failed = 1;
                 smod_close(s, m);
         }
@@ -530,7 +541,7 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
                 return 0;
         if (names.dwarf_refused && !m->dwarf_counted) {
                 m->dwarf_counted = 1;
-                s->st.dwarf_refused++;
+                ST_ADD(s, dwarf_refused, 1);
         }
         return intern_entries(s, m, names.e, names.n < max ? names.n : max, out);
 }
@@ -582,10 +593,10 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
                 forget_modules(s);
                 s->mods_gen = gen;
         }
-        s->st.lookups++;
+        ST_ADD(s, lookups, 1);
         for (struct cache_ent *e = s->cache[h]; e; e = e->next) {
                 if (e->module_id == f->module_id && e->offset == off) {
-                        s->st.cache_hits++;
+                        ST_ADD(s, cache_hits, 1);
                         copy_out(e->f, e->n, out, max < e->n ? max : e->n);
                         int r = max < e->n ? max : e->n;
                         pthread_mutex_unlock(&s->lock);
@@ -606,7 +617,7 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         int cacheable = 1;
         if (n == 0) {
                 struct module_info mi;
-                s->st.unresolved++;
+                ST_ADD(s, unresolved, 1);
                 tmp[0] = (struct sym_frame){.function = NULL, .file = NULL, .line = -1};
                 n = 1;
                 /* Not yet registered: the answer may change, so do not remember it. */
@@ -622,11 +633,11 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
                 cacheable = 0; /* a JIT's address may name other code later */
         if (cacheable && m && m->cache_bytes + need > SYM_MODULE_CACHE_BYTES) {
                 cacheable = 0; /* one module (one target's file) cannot fill the cache */
-                s->st.cache_refused++;
+                ST_ADD(s, cache_refused, 1);
         }
         if (cacheable && s->cache_bytes + need > SYM_CACHE_BYTES) {
                 cache_clear(s);
-                s->st.cache_clears++;
+                ST_ADD(s, cache_clears, 1);
         }
         struct cache_ent *e = cacheable ? malloc(need) : NULL;
         if (e) {
