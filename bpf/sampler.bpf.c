@@ -634,6 +634,19 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
         return 0;
 }
 
+/* The last EXEC_OTHER wakeup (bpf_ktime_get_ns), host-wide. */
+__u64 exec_other_woke_ns;
+
+/* Whether this EXEC_OTHER event wakes the daemon (CTXPROF_EXEC_OTHER_WAKE_GAP_NS): racy across
+ * CPUs by a wakeup or two at a gap's edge, a bound, not an exact count. */
+static __always_inline int exec_other_wake(__u64 now)
+{
+        if (now - exec_other_woke_ns < CTXPROF_EXEC_OTHER_WAKE_GAP_NS)
+                return 0;
+        exec_other_woke_ns = now;
+        return 1;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(ctxprof_exec, struct task_struct *p)
 {
@@ -660,7 +673,7 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
                         count(bpf_map_lookup_elem(&counters, &zero), CTXPROF_CNT_EXEC_LIMITED);
                         return 0;
                 }
-                emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p, 0);
+                emit_event(CTXPROF_EV_EXEC_OTHER, tgid, tid, 0, p, exec_other_wake(now));
                 return 0;
         }
         /* The old image's TLS layout is gone: count the exec first, so that a location of

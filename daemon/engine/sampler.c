@@ -414,6 +414,10 @@ uint64_t sampler_next_due(struct sampler *s)
         if (s->drain_cut)
                 return now; /* records left by the last drain's budget */
         due = s->last_drain_ns + (sampler_live_targets(s) ? DRAIN_PERIOD_NS : DRAIN_IDLE_NS);
+        /* execs of other processes keep coming: the rest of a burst, without BPF's wakeup */
+        if (s->exec_other_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS > s->last_drain_ns &&
+            s->last_drain_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS < due)
+                due = s->last_drain_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS;
         if (s->procs.n && s->last_sweep_ns + SWEEP_PERIOD_NS < due)
                 due = s->last_sweep_ns + SWEEP_PERIOD_NS;
         ms = procs_retry_timeout(&s->procs, now, INT_MAX);

@@ -437,6 +437,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 break;
         case CTXPROF_EV_EXEC_OTHER:
                 /* Not a target (exec_filter mode): the filter decides. */
+                s->exec_other_ns = mono_ns();
                 if (s->opts.exec_filter &&
                     s->opts.exec_filter(s->opts.exec_filter_ctx, (pid_t)e->tgid, comm) > 0)
                         sampler_add_target(s, (pid_t)e->tgid);

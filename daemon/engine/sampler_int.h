@@ -53,6 +53,10 @@ struct sampler {
         uint64_t record_delay_ns;   /* CTXPROF_TEST_RECORD_DELAY_US, see on_record */
         uint64_t last_sweep_ns;
         uint64_t last_drain_ns; /* the last sampler_poll (see sampler_next_due) */
+        /* when the last EXEC_OTHER event was handled (mono ns): BPF wakes the consumer at
+         * most once per CTXPROF_EXEC_OTHER_WAKE_GAP_NS, so the rest of a burst waits for a
+         * drain the consumer schedules itself (sampler_next_due) */
+        uint64_t exec_other_ns;
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];

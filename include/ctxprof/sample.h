@@ -260,6 +260,10 @@ _Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, 
 #define CTXPROF_EV_WINDOW_NS          1000000000ull /* 1 s */
 #define CTXPROF_EV_PER_PROC           32
 #define CTXPROF_EXEC_OTHER_PER_WINDOW 1024
+/* An EXEC_OTHER event wakes the daemon when none has for this long (host-wide): the process
+ * it names may be gone by the daemon's next timed drain (a short job), while a burst of
+ * execs still costs at most one wakeup per gap. */
+#define CTXPROF_EXEC_OTHER_WAKE_GAP_NS 10000000ull /* 10 ms */
 
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
