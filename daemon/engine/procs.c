@@ -55,9 +55,10 @@
 #define PROC_KEEP_DEAD_NS    1000000000ull /* a dead entry's slot is reused after this */
 #define NS_PER_MS            1000000ull
 #define TLS_PENDING_MAX_NS   200000000ull /* 200 ms: a pending mark outlives no longer */
-/* A locating job (maps, ELF files, loader state in /proc/PID/mem) that has not returned after
- * this is abandoned and its process marked stuck: a real one takes milliseconds (a cold
- * process with hundreds of libraries, a few hundred), a FUSE server can take forever. */
+/* A locating job (maps, ELF files, the loader's slots by process_vm_readv) that has not
+ * returned after this is abandoned and its process marked stuck: a real one takes
+ * milliseconds (a cold process with hundreds of libraries, a few hundred), a FUSE server can
+ * take forever. */
 #define TLS_JOB_DEADLINE_NS 2000000000ull /* 2 s */
 
 /* The OpenTelemetry process context (engine/otel_process_ctx.h): looked at every

@@ -190,23 +190,20 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
         switch (t->mode) {
         case TARGET_MODE_ALL:
                 return 1;
-        case TARGET_MODE_CONTEXT: {
-                struct ctxprof_tls_target tt;
-
-                err = tls_locate(pid, &tt, t->target);
+        case TARGET_MODE_CONTEXT:
+                /* The ELF files only: this runs on the daemon's loop, and the process's
+                 * memory (its loader's data) may be a page that blocks its reader. The
+                 * sampler's location job, off the loop, reads it. */
+                err = tls_declares_context(pid, t->target);
                 if (err == -ESRCH)
                         return -ESRCH;
-                if (err == -EAGAIN)
-                        return 1; /* found, not relocated yet: it publishes */
-                if (!err && (tt.labels.mode != CTXPROF_TLS_NONE ||
-                             tt.span.mode != CTXPROF_TLS_NONE || tt.otel.mode != CTXPROF_TLS_NONE))
+                if (err == 1)
                         return 1;
                 /* an OpenTelemetry process context alone (OTEP 4719) names the service */
                 err = otel_pctx_present(pid, t->target);
                 if (err == -ESRCH)
                         return -ESRCH;
                 return err == 1 ? 1 : TARGET_SELECT_LATER;
-        }
         case TARGET_MODE_SELECTORS:
                 break;
         default:

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * target_select.h — which processes the daemon samples: all, those that publish context
- * (Custom Labels v1 / ctxprof span / OTel thread context variables found by tls_locate, or
- * an OTel process context mapping), or those matching
+ * (Custom Labels v1 / ctxprof span / OTel thread context variables defined by a module it
+ * maps, tls_declares_context, or an OTel process context mapping), or those matching
  * selectors (process name glob — /proc/PID/comm or the executable's base name cut to 15
  * characters —, executable path glob, cgroup v2 path prefix, container id
- * prefix; any selector matching selects). Reads /proc/PID/{comm,exe,cgroup,maps}; never prints
- * and never changes the process or the BPF maps (the caller adds the target).
+ * prefix; any selector matching selects). Reads /proc/PID/{comm,exe,cgroup,maps} and the ELF
+ * files the process maps (util/target_open.h), never its memory (the daemon's loop calls this);
+ * never prints and never changes the process or the BPF maps (the caller adds the target).
  */
 #ifndef CTXPROF_TARGET_SELECT_H
 #define CTXPROF_TARGET_SELECT_H

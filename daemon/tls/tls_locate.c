@@ -129,6 +129,13 @@ static int read_u64(int mem_fd, uint64_t addr, uint64_t *v)
         return tls_mem_read(mem_fd, addr, v, sizeof(*v));
 }
 
+/* The locator reads the target's memory (its loader's relocated slots, addresses the target
+ * chose) with process_vm_readv, never /proc/PID/mem: see tls_vm_read. */
+static int read_u64_vm(pid_t pid, uint64_t addr, uint64_t *v)
+{
+        return tls_vm_read(pid, addr, v, sizeof(*v));
+}
+
 static void free_objects(struct object *objs, int n)
 {
         for (int i = 0; i < n; i++)
@@ -211,7 +218,7 @@ static void set_dtv(struct ctxprof_tls_var *v, uint64_t module, uint64_t offset)
         v->offset = offset;
 }
 
-static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+static int resolve_reloc(pid_t pid, const struct elf_tls_info *info, const struct elf_tls_sym *s,
                          uint64_t bias, struct ctxprof_tls_var *v);
 
 /* The main executable's TLS block is the first below tp (glibc and musl alike), so its
@@ -232,11 +239,11 @@ static int exec_static(const struct elf_tls_info *info, const struct elf_tls_sym
 }
 
 /* One TLS variable defined in object o (file info, symbol s, load bias). */
-static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+static int resolve_var(pid_t pid, const struct elf_tls_info *info, const struct elf_tls_sym *s,
                        uint64_t bias, struct ctxprof_tls_var *v)
 {
         memset(v, 0, sizeof(*v));
-        int rc = resolve_reloc(mem_fd, info, s, bias, v);
+        int rc = resolve_reloc(pid, info, s, bias, v);
         if (rc == -EAGAIN && info->is_executable)
                 return exec_static(info, s, v);
         if (rc)
@@ -245,14 +252,14 @@ static int resolve_var(int mem_fd, const struct elf_tls_info *info, const struct
 }
 
 /* The variable through its relocation, from the live slot the loader filled in. */
-static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const struct elf_tls_sym *s,
+static int resolve_reloc(pid_t pid, const struct elf_tls_info *info, const struct elf_tls_sym *s,
                          uint64_t bias, struct ctxprof_tls_var *v)
 {
         uint64_t w[2];
         int rc;
         switch (s->reloc) {
         case ELF_TLS_RELOC_TLSDESC:
-                rc = tls_mem_read(mem_fd, bias + s->reloc_where, w, sizeof(w));
+                rc = tls_vm_read(pid, bias + s->reloc_where, w, sizeof(w));
                 if (rc)
                         return rc;
                 if (w[0] == 0 || w[1] == 0)
@@ -266,7 +273,7 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
                         return -EPROTO;
                 /* dynamic TLS: arg -> {module, offset, ...} (glibc tlsdesc_dynamic_arg, musl) */
                 uint64_t mo[2];
-                rc = tls_mem_read(mem_fd, w[1], mo, sizeof(mo));
+                rc = tls_vm_read(pid, w[1], mo, sizeof(mo));
                 if (rc)
                         return rc;
                 if (mo[0] == 0 || mo[0] > MAX_MODULE_ID)
@@ -274,7 +281,7 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
                 set_dtv(v, mo[0], mo[1]);
                 return 0;
         case ELF_TLS_RELOC_TPOFF64:
-                rc = read_u64(mem_fd, bias + s->reloc_where, &w[0]);
+                rc = read_u64_vm(pid, bias + s->reloc_where, &w[0]);
                 if (rc)
                         return rc;
                 if (w[0] == 0)
@@ -285,7 +292,7 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
                 v->tp_offset = (int64_t)w[0];
                 return 0;
         case ELF_TLS_RELOC_DTPMOD64:
-                rc = read_u64(mem_fd, bias + s->reloc_where, &w[0]);
+                rc = read_u64_vm(pid, bias + s->reloc_where, &w[0]);
                 if (rc)
                         return rc;
                 if (w[0] == 0)
@@ -294,7 +301,7 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
                         return -EPROTO;
                 w[1] = s->value + (uint64_t)s->reloc_addend;
                 if (s->dtpoff_where) {
-                        rc = read_u64(mem_fd, bias + s->dtpoff_where, &w[1]);
+                        rc = read_u64_vm(pid, bias + s->dtpoff_where, &w[1]);
                         if (rc)
                                 return rc;
                 }
@@ -307,12 +314,12 @@ static int resolve_reloc(int mem_fd, const struct elf_tls_info *info, const stru
 }
 
 /* 1 = version symbol absent or == 1 (or unreadable: not a reason to give up), 0 = other. */
-static int version_ok(int mem_fd, const struct elf_tls_sym *s, uint64_t bias)
+static int version_ok(pid_t pid, const struct elf_tls_sym *s, uint64_t bias)
 {
         if (!s->defined || s->type == STT_TLS || s->size != 4)
                 return 1;
         uint32_t ver;
-        if (tls_mem_read(mem_fd, bias + s->value, &ver, sizeof(ver)) != 0)
+        if (tls_vm_read(pid, bias + s->value, &ver, sizeof(ver)) != 0)
                 return 1;
         return ver == 1;
 }
@@ -435,7 +442,10 @@ static void use_musl_dtv(struct ctxprof_tls_target *t)
                         vars[i]->dtv_stride = MUSL_DTV_STRIDE;
 }
 
-int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st)
+/* tls_locate, or with symbols_only tls_declares_context: 1 at the first module that defines a
+ * context variable, the target's memory never read. */
+static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st,
+                  int symbols_only)
 {
         memset(out, 0, sizeof(*out));
         struct object *objs = NULL;
@@ -445,14 +455,6 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
         out->dtv.has_len = 1;
         if (n < 0)
                 return n;
-        char p[64];
-        snprintf(p, sizeof(p), "/proc/%d/mem", (int)pid);
-        int mem_fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (mem_fd < 0) {
-                int e = errno;
-                free_objects(objs, n);
-                return e == ENOENT ? -ESRCH : -e;
-        }
 
         int err = 0, found_labels = 0, found_span = 0, found_otel = 0;
         for (int i = 0; i < n && !(found_labels && found_span && found_otel); i++) {
@@ -494,6 +496,11 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
                                syms[SYM_OTEL].size == OTEL_THREAD_CTX_SIZE;
                 if (!has_labels && !has_span && !has_otel)
                         continue;
+                if (symbols_only) {
+                        found_labels = found_span = found_otel = 1;
+                        err = 1;
+                        break;
+                }
                 uint64_t bias;
                 if (elf_tls_load_bias(&info, o->tf.start, o->pgoff, &bias) != 0) {
                         err = merge_err(err, -ENOEXEC);
@@ -501,29 +508,40 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
                 }
                 if (has_labels) {
                         found_labels = 1;
-                        if (version_ok(mem_fd, &syms[SYM_LABELS_VERSION], bias))
-                                err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_LABELS],
+                        if (version_ok(pid, &syms[SYM_LABELS_VERSION], bias))
+                                err = merge_err(err, resolve_var(pid, &info, &syms[SYM_LABELS],
                                                                  bias, &out->labels));
                 }
                 if (has_span) {
                         found_span = 1;
-                        if (version_ok(mem_fd, &syms[SYM_SPAN_VERSION], bias))
-                                err = merge_err(err, resolve_var(mem_fd, &info, &syms[SYM_SPAN],
-                                                                 bias, &out->span));
+                        if (version_ok(pid, &syms[SYM_SPAN_VERSION], bias))
+                                err = merge_err(err, resolve_var(pid, &info, &syms[SYM_SPAN], bias,
+                                                                 &out->span));
                 }
                 if (has_otel) {
                         found_otel = 1;
-                        err = merge_err(
-                            err, resolve_var(mem_fd, &info, &syms[SYM_OTEL], bias, &out->otel));
+                        err = merge_err(err,
+                                        resolve_var(pid, &info, &syms[SYM_OTEL], bias, &out->otel));
                 }
         }
-        close(mem_fd);
-        if (uses_dtv(out) && is_musl(pid, objs, n, st))
+        if (!symbols_only && uses_dtv(out) && is_musl(pid, objs, n, st))
                 use_musl_dtv(out);
         free_objects(objs, n);
         if (err && err != -ESRCH && kill(pid, 0) != 0 && errno == ESRCH)
                 err = -ESRCH;
         return err;
+}
+
+int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st)
+{
+        return locate(pid, out, st, 0);
+}
+
+int tls_declares_context(pid_t pid, struct target_stats *st)
+{
+        struct ctxprof_tls_target unused;
+
+        return locate(pid, &unused, st, 1);
 }
 
 int tls_var_address(int mem_fd, const struct ctxprof_tls_target *t, const struct ctxprof_tls_var *v,

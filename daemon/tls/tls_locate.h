@@ -24,12 +24,25 @@
  * data for a variable makes no sense; -ENOTSUP: defined in a shared object without any TLS
  * relocation naming it). *out is always written; a variable that failed is CTXPROF_TLS_NONE, the
  * other one may still be usable. Files are opened only through util/target_open.h; what it
- * refuses, and maps lines too long to parse, are counted in st (may be NULL).
+ * refuses, and maps lines too long to parse, are counted in st (may be NULL). The process's
+ * memory (the loader's slots, and addresses found there) is read with tls_vm_read, never
+ * through /proc/PID/mem. It may still block on a page whose file never answers: run it where a
+ * deadline can abandon it (engine/target_jobs.h).
  * A labels variable whose object exports custom_labels_abi_version != 1 is NONE (not this
  * ABI); likewise the span record with ctx_span_context_abi_version != 1.
  * out->generation and out->exec_gen are left 0: the caller owns them.
  */
 int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st);
+
+/*
+ * Whether a module of live process pid defines one of those variables (as TLS, the OTel one
+ * of its size): the ELF files only, through util/target_open.h, never the process's memory,
+ * whose pages the process chooses (one of a FUSE file whose server never answers would block
+ * the reader). For a caller that must not block on a target (the daemon's loop choosing
+ * targets); tls_locate, run off that loop, then says whether the variables are usable.
+ * 1 = defined, 0 = not, -ESRCH = process gone, other -errno.
+ */
+int tls_declares_context(pid_t pid, struct target_stats *st);
 
 /*
  * The address of the variable for one thread, given its thread pointer, reading the target's
