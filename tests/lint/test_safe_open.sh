@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Files a target names are opened only through util/target_open.h (scripts/check-target-opens.sh
 # with scripts/target-opens.allow), and the check can fail: a by-path open planted in the
-# module registration, a second open in the TLS locator (one allowed: /proc/PID/mem) and
+# module registration, an open in the TLS locator (none allowed: it reads the target's memory
+# with process_vm_readv, its files through target_open) and
 # elfutils' debuglink finder planted in the unwinder, each in a copy of daemon/, are reported
 # with file and line; an open named in a comment or a string is not code.
 set -u
@@ -35,11 +36,12 @@ grep -q "stack/proc_maps.c:$ln: .*open(l->path" <<<"$out" ||
 	fail "the planted open was not named with its line:"$'\n'"$out"
 
 d=$(plant second)
-ln=$(insert_after "$d/tls/tls_locate.c" 'int mem_fd = open(p, O_RDONLY | O_CLOEXEC);' \
-	'        int fd2 = openat(AT_FDCWD, objs[0].path, O_RDONLY);')
-out=$("$check" "$d" 2>&1) && fail "a second open in tls/tls_locate.c passed the check"
+ln=$(insert_after "$d/tls/tls_locate.c" 'int opath = target_open_path(pid, &o->tf, st);' \
+	'                int fd2 = openat(AT_FDCWD, o->tf.path, O_RDONLY);')
+[ "$ln" -gt 1 ] 2>/dev/null || fail "no anchor for the planted open in tls/tls_locate.c: $ln"
+out=$("$check" "$d" 2>&1) && fail "an open in tls/tls_locate.c passed the check"
 grep -q "tls/tls_locate.c:$ln: .*openat(AT_FDCWD" <<<"$out" ||
-	fail "the second open was not named:"$'\n'"$out"
+	fail "the planted open was not named:"$'\n'"$out"
 
 d=$(plant debuglink)
 insert_after "$d/stack/unwind_dwarf.c" '.find_debuginfo = debuginfo_find_debuginfo,' \
@@ -53,4 +55,4 @@ insert_after "$d/stack/modules.c" '#include <unistd.h>' \
 	'/* never open(path) here */ static const char *why = "open(path) by name";' >/dev/null
 out=$("$check" "$d" 2>&1) || fail "an open in a comment or a string was taken for code:"$'\n'"$out"
 
-echo "target-open check: passes on daemon/, fails on a planted by-path open, a second open and a debuglink finder"
+echo "target-open check: passes on daemon/, fails on a planted by-path open, an open in the locator and a debuglink finder"
