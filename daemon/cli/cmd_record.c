@@ -947,6 +947,7 @@ static int finish(struct recording *r)
 {
         const struct record_opts *ro = r->ro;
         struct jfr_sink_counters jc = {0};
+        struct parser_stats ps = {0};
         int err;
 
         err = sampler_stop(r->s);
@@ -984,8 +985,10 @@ static int finish(struct recording *r)
         r->written = 1;
         if (!ro->quiet)
                 record_stats_print(r->s, r->c);
-        if (ro->stats_path &&
-            record_stats_write_json(ro->stats_path, r->s, r->c, r->js ? &jc : NULL))
+        if (r->parser)
+                parser_client_stats(r->parser, &ps);
+        if (ro->stats_path && record_stats_write_json(ro->stats_path, r->s, r->c,
+                                                      r->js ? &jc : NULL, r->parser ? &ps : NULL))
                 return 1;
         /* The command ended on its own (not stopped by us): its status is the result, as
          * with time(1) or perf stat. */

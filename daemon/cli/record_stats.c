@@ -10,6 +10,7 @@
 
 #include "cli/json_out.h"
 #include "cli/record_stats.h"
+#include "util/parser_client.h"
 #include "stack/sigbus_guard.h"
 
 #define UNWIND_STOPS_SHOWN 5 /* modules named in the "stopped early" line */
@@ -266,8 +267,10 @@ static void json_hooks(FILE *f, const struct sampler_stats *st)
                 st->events_limited, st->exec_events_limited, st->targets_full);
         fprintf(f,
                 ",\n  \"target_jobs\": {\"abandoned\": %" PRIu64 ", \"refused\": %" PRIu64
-                ", \"stuck_workers\": %" PRIu64 ", \"targets_stuck\": %" PRIu64 "}",
-                st->jobs_abandoned, st->jobs_refused, st->jobs_stuck_workers, st->targets_stuck);
+                ", \"refused_owner\": %" PRIu64 ", \"stuck_workers\": %" PRIu64
+                ", \"targets_stuck\": %" PRIu64 "}",
+                st->jobs_abandoned, st->jobs_refused, st->jobs_refused_owner,
+                st->jobs_stuck_workers, st->targets_stuck);
 }
 
 static void json_offcpu(FILE *f, const struct sampler_stats *st)
@@ -298,8 +301,19 @@ static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
                 jc->refused.processes);
 }
 
+/* The parser helper's counters (util/parser_client.h). */
+static void json_parser(FILE *f, const struct parser_stats *ps)
+{
+        fprintf(f,
+                ",\n  \"parser\": {\"calls\": %" PRIu64 ", \"restarts\": %" PRIu64
+                ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64 ", \"bad_answers\": %" PRIu64
+                ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64 "}",
+                ps->calls, ps->restarts, ps->timeouts, ps->deaths, ps->bad_answers, ps->refused,
+                ps->unreaped);
+}
+
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,
-                            const struct jfr_sink_counters *jc)
+                            const struct jfr_sink_counters *jc, const struct parser_stats *ps)
 {
         struct sampler_stats st;
         FILE *f = fopen(path, "we");
@@ -350,6 +364,8 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
                 num(f, "collapsed_lines", collapsed_lines(c));
         if (jc)
                 json_jfr(f, jc);
+        if (ps)
+                json_parser(f, ps);
         fputs("\n}\n", f);
         if (ferror(f) | fclose(f)) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", path, strerror(errno));

@@ -43,6 +43,7 @@
 #include "engine/procs.h"
 #include "tls/tls_locate.h"
 #include "util/clock.h"
+#include "util/proc_lines.h"
 
 #define TLS_RETRY_FAST_NS 20000000ull /* 20 ms: just started or exec'ed (loader running) */
 /* 2 ms: not relocated yet while the process's samples are held back (pending). Nothing says
@@ -136,6 +137,27 @@ struct proc *procs_find(struct procs *t, pid_t pid)
         return NULL;
 }
 
+/* The real uid of pid (its /proc/PID/status Uid: line, not the owner of /proc/PID: a process
+ * that is not dumpable shows root there), PROC_OWNER_UNKNOWN when it cannot be read. */
+static uint32_t read_owner(pid_t pid)
+{
+        struct proc_lines r;
+        char path[64], *line;
+        unsigned long uid;
+        uint32_t owner = PROC_OWNER_UNKNOWN;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        if (proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, NULL))
+                return owner;
+        while (proc_lines_next(&r, &line, NULL) > 0)
+                if (sscanf(line, "Uid: %lu", &uid) == 1) {
+                        owner = uid < PROC_OWNER_UNKNOWN ? (uint32_t)uid : PROC_OWNER_UNKNOWN;
+                        break;
+                }
+        proc_lines_close(&r);
+        return owner;
+}
+
 static void read_comm(pid_t pid, char *buf, size_t len)
 {
         char path[64];
@@ -178,6 +200,7 @@ struct proc *procs_new(struct procs *t, pid_t pid, const char *comm, uint64_t no
                 read_comm(pid, p->name, sizeof(p->name));
         if (!p->name[0])
                 snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
+        p->owner = read_owner(pid);
         proc_maps_open(t->modules, pid, &p->maps); /* may fail: retried on first sample */
         t->processes++;
         return p;
@@ -456,8 +479,8 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
         *lj = (struct proc_job){
             .kind = PROC_JOB_LOCATE, .pid = p->pid, .image = p->image, .exec_gen = exec_gen};
         p->locate_again = 0;
-        p->job_id =
-            target_jobs_submit(t->jobs, proc_job_run, proc_job_drop, lj, TLS_JOB_DEADLINE_NS);
+        p->job_id = target_jobs_submit(t->jobs, p->owner, proc_job_run, proc_job_drop, lj,
+                                       TLS_JOB_DEADLINE_NS);
         if (!p->job_id) {
                 /* every worker stuck in another target's job: retried later, no samples
                  * held back meanwhile */
@@ -502,8 +525,8 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
                 proc_job_drop(jb);
                 return;
         }
-        p->job_id =
-            target_jobs_submit(t->jobs, proc_job_run, proc_job_drop, jb, TLS_JOB_DEADLINE_NS);
+        p->job_id = target_jobs_submit(t->jobs, p->owner, proc_job_run, proc_job_drop, jb,
+                                       TLS_JOB_DEADLINE_NS);
         p->otel.checked_ns = now; /* (every worker stuck: not again before PCTX_CHECK_NS) */
         if (p->job_id && first)
                 proc_locate_wait(t, p, mono_ns() + PCTX_FIRST_WAIT_NS);
@@ -520,6 +543,11 @@ void procs_locate_due(struct procs *t, uint64_t now)
                  * mapped (proc_location_pending). */
                 if (p->alive && p->stuck && p->pending_since_ns)
                         proc_end_pending(t, p); /* no job will: samples go on without */
+                /* Its job still waits for a worker (every thread stuck in other targets'
+                 * jobs) after the time a job may take: samples go on without context. */
+                if (p->alive && p->job_id && p->pending_since_ns &&
+                    now - p->pending_since_ns > TLS_JOB_DEADLINE_NS)
+                        proc_end_pending(t, p);
                 if (p->alive && p->tls_state == PROC_TLS_SEARCHING && !p->job_id)
                         proc_locate_tls(t, p, now);
         }

@@ -34,8 +34,11 @@ enum proc_tls_state {
         PROC_TLS_GAVE_UP,       /* gone, not in the map, or too many errors */
 };
 
+#define PROC_OWNER_UNKNOWN UINT32_MAX /* struct proc.owner when /proc/PID/status said none */
+
 struct proc {
         pid_t pid;
+        uint32_t owner; /* real uid at procs_new: target_jobs_submit's owner */
         int alive;
         int forget_pending; /* exit seen: release unwinder state after the next drain */
         enum proc_tls_state tls_state;

@@ -484,6 +484,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
                 target_jobs_get_stats(s->jobs, &js);
                 out->jobs_abandoned = js.abandoned;
                 out->jobs_refused = js.refused;
+                out->jobs_refused_owner = js.refused_owner;
                 out->jobs_stuck_workers = js.stuck;
         }
         out->target = (struct target_stats){0};

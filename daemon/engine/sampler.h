@@ -119,9 +119,11 @@ struct sampler_stats {
         uint64_t tls_located;    /* successful TLS locations (incl. redo after exec) */
         uint64_t tls_errors;     /* locations that failed for good */
         /* target jobs (engine/target_jobs.h): jobs past their deadline (their worker left
-         * blocked), jobs not run (every worker stuck), workers stuck now, and targets marked
-         * stuck (no more jobs; sampled without context) */
-        uint64_t jobs_abandoned, jobs_refused, jobs_stuck_workers, targets_stuck;
+         * blocked), jobs not run (every worker stuck), jobs not run because their target's
+         * owner already holds TARGET_JOBS_STUCK_PER_OWNER workers stuck, workers stuck now,
+         * and targets marked stuck (no more jobs; sampled without context) */
+        uint64_t jobs_abandoned, jobs_refused, jobs_refused_owner, jobs_stuck_workers,
+            targets_stuck;
         struct context_decode_stats ctx;
         struct sampler_ctx_missing ctx_missing;
         /* OpenTelemetry thread context (OTEP 4947) and process context (OTEP 4719) */

@@ -30,6 +30,9 @@ struct job {
         uint64_t deadline_ns; /* how long it may run */
         uint64_t started_ns;  /* 0 = queued */
         int abandoned;        /* the loop gave up on it: the worker drops it */
+        int owner_refused;    /* not run: its owner's workers are stuck (handed back as
+                               * abandoned, dropped by collect) */
+        uint32_t owner;       /* who controls the target (target_jobs_submit) */
         struct job *next;
 };
 
@@ -90,6 +93,31 @@ static void unlink_running(struct target_jobs *j, struct job *jb)
                 }
 }
 
+/* Lock held: the workers the jobs of owner hold stuck now. */
+static unsigned owner_stuck_locked(const struct target_jobs *j, uint32_t owner)
+{
+        unsigned n = 0;
+
+        for (const struct job *jb = j->running; jb; jb = jb->next)
+                n += jb->abandoned && jb->owner == owner;
+        return n;
+}
+
+/* Lock held: a job not run is handed back (refused for its owner) through the finished list. */
+static void hand_back_locked(struct target_jobs *j, struct job *jb)
+{
+        uint64_t one = 1;
+
+        jb->owner_refused = 1;
+        j->st.refused_owner++;
+        jb->next = j->finished;
+        j->finished = jb;
+        pthread_cond_broadcast(&j->done);
+        if (write(j->efd, &one, sizeof(one)) < 0) {
+                /* the counter is far from overflowing; nothing else can fail here */
+        }
+}
+
 /* Lock held: the job the worker just finished goes back to the loop, or (abandoned) away. */
 static void finish_locked(struct target_jobs *j, struct job *jb)
 {
@@ -128,6 +156,11 @@ static void *worker(void *arg)
                 j->queue = jb->next;
                 if (!j->queue)
                         j->queue_tail = &j->queue;
+                /* queued before its owner's other jobs got stuck */
+                if (owner_stuck_locked(j, jb->owner) >= TARGET_JOBS_STUCK_PER_OWNER) {
+                        hand_back_locked(j, jb);
+                        continue;
+                }
                 jb->started_ns = mono_ns();
                 jb->next = j->running;
                 j->running = jb;
@@ -216,8 +249,8 @@ int target_jobs_fd(const struct target_jobs *j)
         return j->efd;
 }
 
-uint64_t target_jobs_submit(struct target_jobs *j, target_job_run run, target_job_drop drop,
-                            void *arg, uint64_t deadline_ns)
+uint64_t target_jobs_submit(struct target_jobs *j, uint32_t owner, target_job_run run,
+                            target_job_drop drop, void *arg, uint64_t deadline_ns)
 {
         struct job *jb = calloc(1, sizeof(*jb));
         uint64_t id;
@@ -227,8 +260,16 @@ uint64_t target_jobs_submit(struct target_jobs *j, target_job_run run, target_jo
                         drop(arg);
                 return 0;
         }
-        *jb = (struct job){.run = run, .drop = drop, .arg = arg, .deadline_ns = deadline_ns};
+        *jb = (struct job){
+            .run = run, .drop = drop, .arg = arg, .deadline_ns = deadline_ns, .owner = owner};
         pthread_mutex_lock(&j->lock);
+        if (owner_stuck_locked(j, owner) >= TARGET_JOBS_STUCK_PER_OWNER) {
+                id = jb->id = j->next_id++;
+                j->st.submitted++;
+                hand_back_locked(j, jb);
+                pthread_mutex_unlock(&j->lock);
+                return id;
+        }
         if (grow_locked(j)) {
                 j->st.refused++;
                 pthread_mutex_unlock(&j->lock);
@@ -268,7 +309,7 @@ unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_don
 {
         uint64_t ids[TARGET_JOBS_MAX_THREADS], v;
         struct job *fin;
-        unsigned n, count = 0;
+        unsigned n, count = 0, handed_back = 0;
 
         if (read(j->efd, &v, sizeof(v)) < 0) {
                 /* EAGAIN: nothing finished since the last read (a deadline may have passed) */
@@ -282,16 +323,19 @@ unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_don
                 struct job *jb = fin;
 
                 fin = jb->next;
-                done(ctx, jb->id, jb->arg);
+                done(ctx, jb->id, jb->owner_refused ? NULL : jb->arg);
+                if (jb->owner_refused)
+                        handed_back++;
+                else
+                        count++;
                 drop_job(jb);
-                count++;
         }
         for (unsigned i = 0; i < n; i++)
                 done(ctx, ids[i], NULL);
         pthread_mutex_lock(&j->lock);
         j->st.completed += count;
         pthread_mutex_unlock(&j->lock);
-        return count + n;
+        return count + handed_back + n;
 }
 
 static int finished_locked(const struct target_jobs *j, uint64_t id)

@@ -26,6 +26,10 @@
 
 #define TARGET_JOBS_WORKERS     2 /* workers not stuck that the pool keeps at most */
 #define TARGET_JOBS_MAX_THREADS 8 /* workers in all, stuck ones included */
+/* Workers one owner's targets may hold stuck: a job of an owner with that many is not run
+ * (refused, handed back like an abandoned one), so that one user's stalling targets cannot
+ * take every thread from the others' (TARGET_JOBS_MAX_THREADS / this owners it takes). */
+#define TARGET_JOBS_STUCK_PER_OWNER 2
 
 struct target_jobs;
 
@@ -38,12 +42,14 @@ typedef void (*target_job_drop)(void *arg);
 typedef void (*target_job_done)(void *ctx, uint64_t id, void *arg);
 
 struct target_jobs_stats {
-        uint64_t submitted; /* jobs started or queued */
-        uint64_t completed; /* jobs whose result was delivered */
-        uint64_t abandoned; /* jobs past their deadline: their worker left blocked */
-        uint64_t refused;   /* jobs not taken: every worker stuck and no thread left */
-        uint64_t stuck;     /* workers blocked in an abandoned job now */
-        uint64_t threads;   /* worker threads now, stuck ones included */
+        uint64_t submitted;     /* jobs started or queued */
+        uint64_t completed;     /* jobs whose result was delivered */
+        uint64_t abandoned;     /* jobs past their deadline: their worker left blocked */
+        uint64_t refused;       /* jobs not taken: every worker stuck and no thread left */
+        uint64_t refused_owner; /* jobs not run: their owner had TARGET_JOBS_STUCK_PER_OWNER
+                                 * workers stuck (handed back as abandoned) */
+        uint64_t stuck;         /* workers blocked in an abandoned job now */
+        uint64_t threads;       /* worker threads now, stuck ones included */
 };
 
 /* A pool with no thread yet (workers start on demand). 0 or -errno. */
@@ -55,10 +61,14 @@ void target_jobs_free(struct target_jobs *j);
 int target_jobs_fd(const struct target_jobs *j);
 
 /* Run run(arg) on a worker, abandoned if it has not returned deadline_ns after it started.
- * A job id (> 0), or 0 when refused (counted): then arg was dropped already. */
-uint64_t target_jobs_submit(struct target_jobs *j, target_job_run run, target_job_drop drop,
-                            void *arg, uint64_t deadline_ns);
-/* done() for every finished job and every job past its deadline at now; the count. */
+ * owner: who controls the target (its real uid): when the owner's targets hold
+ * TARGET_JOBS_STUCK_PER_OWNER workers stuck, the job is not run and collect hands it back
+ * as abandoned (done with arg NULL; counted in refused_owner). A job id (> 0), or 0 when
+ * refused (counted): then arg was dropped already. */
+uint64_t target_jobs_submit(struct target_jobs *j, uint32_t owner, target_job_run run,
+                            target_job_drop drop, void *arg, uint64_t deadline_ns);
+/* done() for every finished job, every job past its deadline at now and every job refused
+ * for its owner; the count. */
 unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_done done, void *ctx);
 /* Wait until job id has finished, or until the monotonic time until_ns: 1 finished (collect
  * hands it back), 0 not yet. */

@@ -138,10 +138,11 @@ static const struct labelled labelled[] = {
     {"ctxprof_target_jobs_total",
      "Work on a target run off the sampling loop (engine/target_jobs.h), by outcome: abandoned "
      "(past its deadline, its worker left blocked), refused (every worker stuck), "
+     "refused_owner (not run: the target's owner already holds 2 workers stuck), "
      "targets_stuck (targets marked: no more jobs, sampled without context).",
      "outcome",
      {V("abandoned", st.jobs_abandoned), V("refused", st.jobs_refused),
-      V("targets_stuck", st.targets_stuck)}},
+      V("refused_owner", st.jobs_refused_owner), V("targets_stuck", st.targets_stuck)}},
     {"ctxprof_errors_total",
      "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
      "tls_locate (a process whose context variables could not be located), event_lost (a "

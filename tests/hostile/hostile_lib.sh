@@ -45,6 +45,11 @@
 #                              stalls; the recording is readable (the server aborted after)
 #   spawn_fuse_pctx            an attacker process whose OpenTelemetry process context
 #                              (OTEL_CTX) points its payload into FUSE_FILE, mapped (SPAWNED)
+#   spawn_fuse_loader spin|sleep  an attacker process that loads its own copy of libctx (it
+#                              defines the context variables), then maps FUSE_FILE over every
+#                              data mapping of it after its code (the ABI version words and
+#                              the loader's TLS slots the locator reads); spins or sleeps
+#                              (SPAWNED)
 # Each test: attacker_user; start_control; start_default_daemon; rate_baseline; the attack;
 # then the asserts. A test picks targets by pid (CONTROL, SPAWNED), never by name.
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/daemon_lib.sh"
@@ -425,3 +430,49 @@ assert_sigterm_under_fuse() {
 proc_state() { awk '/^State/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 daemon_gone() { ! kill -0 "$DPID" 2>/dev/null || [ "$(proc_state "$DPID")" = Z ]; }
 daemon_stopped() { daemon_gone || grep -q '^daemon .* state=stopped ' "$ST"; }
+spawn_fuse_loader() { # spin|sleep
+	local ready=$ATK_HOME/loader.$RANDOM.ready
+	[ -e "$ATK_HOME/libctx.so" ] ||
+		{ cp "$B/libctx.so" "$ATK_HOME/libctx.so" && chmod 0644 "$ATK_HOME/libctx.so"; }
+	[ -e "$TMP/fuse_loader.py" ] || cat >"$TMP/fuse_loader.py" <<'EOF'
+import ctypes, os, sys, time
+lib, fuse, ready, mode = sys.argv[1:5]
+ctypes.CDLL(lib)  # loaded and relocated: its TLS slots are filled
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+PROT_READ, MAP_PRIVATE, MAP_FIXED = 1, 2, 0x10
+real = os.path.realpath(lib)
+fd = os.open(fuse, os.O_RDONLY)
+code_seen, n = False, 0
+for line in open("/proc/self/maps").read().splitlines():
+    f = line.split()
+    if len(f) < 6 or f[5] != real:
+        continue
+    if "x" in f[1]:
+        code_seen = True
+        continue
+    if not code_seen:
+        continue
+    lo, hi = (int(x, 16) for x in f[0].split("-"))
+    if libc.mmap(lo, hi - lo, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) != lo:
+        sys.exit("mmap over %x failed: errno %d" % (lo, ctypes.get_errno()))
+    n += 1
+if not n:
+    sys.exit("no data mapping of %s after its code" % real)
+open(ready, "w").close()
+while True:
+    if mode == "sleep":
+        time.sleep(60)
+EOF
+	chmod 0644 "$TMP/fuse_loader.py"
+	spawn_attacker /usr/bin/python3 "$TMP/fuse_loader.py" "$ATK_HOME/libctx.so" "$FUSE_FILE" \
+		"$ready" "$1"
+	local pid=$SPAWNED
+	loader_up() {
+		[ -e "$ready" ] && return 0
+		kill -0 "$pid" 2>/dev/null || fail "the attacker's loader script failed"
+		return 1
+	}
+	wait_for 30 "attacker $pid mapping $FUSE_FILE over its libctx's data" loader_up
+}

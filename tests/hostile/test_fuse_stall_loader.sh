@@ -17,44 +17,8 @@ attacker_user
 start_control
 start_fuse_stall "$B/libctx.so" --good 0
 
-# the attacker's own copy of the library (the build tree need not be readable to it)
-cp "$B/libctx.so" "$ATK_HOME/libctx.so" && chmod 0644 "$ATK_HOME/libctx.so"
-ready=$ATK_HOME/loader.ready
-cat >"$TMP/fuse_loader.py" <<'EOF'
-import ctypes, os, sys
-lib, fuse, ready = sys.argv[1:4]
-ctypes.CDLL(lib)  # loaded and relocated: its TLS slots are filled
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-PROT_READ, MAP_PRIVATE, MAP_FIXED = 1, 2, 0x10
-real = os.path.realpath(lib)
-fd = os.open(fuse, os.O_RDONLY)
-code_seen, n = False, 0
-for line in open("/proc/self/maps").read().splitlines():
-    f = line.split()
-    if len(f) < 6 or f[5] != real:
-        continue
-    if "x" in f[1]:
-        code_seen = True
-        continue
-    if not code_seen:
-        continue
-    lo, hi = (int(x, 16) for x in f[0].split("-"))
-    if libc.mmap(lo, hi - lo, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) != lo:
-        sys.exit("mmap over %x failed: errno %d" % (lo, ctypes.get_errno()))
-    n += 1
-if not n:
-    sys.exit("no data mapping of %s after its code" % real)
-open(ready, "w").close()
-while True:
-    pass
-EOF
-chmod 0644 "$TMP/fuse_loader.py"
-spawn_attacker /usr/bin/python3 "$TMP/fuse_loader.py" "$ATK_HOME/libctx.so" "$FUSE_FILE" "$ready"
+spawn_fuse_loader spin
 ATTACKER=$SPAWNED
-loader_up() { [ -e "$ready" ] && return 0; kill -0 "$ATTACKER" 2>/dev/null || fail "the attacker's script failed"; return 1; }
-wait_for 30 "the attacker mapping $FUSE_FILE over libctx's data" loader_up
 echo "attacker $ATTACKER: libctx's data pages are $FUSE_FILE (FUSE connection $FUSE_CONN: every read stalls)"
 
 start_default_daemon

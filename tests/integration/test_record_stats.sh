@@ -4,8 +4,8 @@
 # numbers agree with the recording itself: the JFR file holds exactly the samples it says
 # were written (counted by the JDK's `jfr summary`), nothing was received but not written,
 # dropped or held back (taken before the TLS location, ctx_missing.before_location); a
-# collapsed file has the lines and samples it says. Written with -q too; an
-# unwritable FILE is an error before anything starts.
+# collapsed file has the lines and samples it says; the parser helper's requests are
+# counted. Written with -q too; an unwritable FILE is an error before anything starts.
 . "$(dirname "$0")/sampler_lib.sh"
 
 # JFR: received = written + dropped + held back, and the file has `written` samples.
@@ -23,6 +23,13 @@ echo "stats: received ${received:-?}, written ${written:-?}, dropped ${dropped:-
 [ "$in_file" = "$written" ] || fail "the file has $in_file samples, the stats say $written"
 [ $((written + dropped + held)) = "$received" ] ||
 	fail "received $received != written + dropped + held back"
+# the frames were named by the unprivileged parser helper, and it never failed
+calls=$(stat_json .parser.calls)
+echo "parser helper: ${calls:-?} requests, $(stat_json .parser.timeouts) timed out," \
+	"$(stat_json .parser.deaths) died, $(stat_json .parser.restarts) restarts"
+[ "${calls:-0}" -gt 0 ] || fail "no parser helper request counted (.parser.calls ${calls:-missing})"
+[ "$(stat_json .parser.timeouts)" = 0 ] && [ "$(stat_json .parser.deaths)" = 0 ] ||
+	fail "the parser helper timed out or died"
 
 # Collapsed, with -q: the lines and the samples of the file.
 record_ok 60 -q -F 999 -o "$TMP/a.txt" -- "$WL/wl_attrib" long 2 1

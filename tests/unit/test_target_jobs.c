@@ -3,7 +3,8 @@
  * test_target_jobs.c — engine/target_jobs.c with real threads and a real blocking read: a
  * job that never returns (a read of a pipe nobody writes yet) is abandoned at its deadline,
  * counted, its worker replaced so that the next job still runs; the worker freed when the
- * read returns; and the pool freed while a worker is stuck, without waiting for it.
+ * read returns; the pool freed while a worker is stuck, without waiting for it; and one
+ * owner's stuck jobs never take more than TARGET_JOBS_STUCK_PER_OWNER workers from another's.
  */
 #include <criterion/criterion.h>
 #include <poll.h>
@@ -15,6 +16,8 @@
 #include "util/clock.h"
 
 #define DEADLINE_NS 50000000ull /* 50 ms */
+#define OWNER_A     1000        /* the targets' owners (uids) */
+#define OWNER_B     1001
 #define WAIT_NS     5000000000ull
 
 struct job_arg {
@@ -77,7 +80,7 @@ Test(target_jobs, quick_job_delivered)
         uint64_t id;
 
         cr_assert_eq(target_jobs_init(&j), 0);
-        id = target_jobs_submit(j, run, free, job(-1, 41), DEADLINE_NS);
+        id = target_jobs_submit(j, OWNER_A, run, free, job(-1, 41), DEADLINE_NS);
         cr_assert_gt(id, 0);
         cr_assert_eq(target_jobs_wait(j, id, mono_ns() + WAIT_NS), 1);
         COLLECT_UNTIL(j, &s, s.done_id == id);
@@ -97,7 +100,7 @@ Test(target_jobs, stuck_job_abandoned_and_replaced)
 
         cr_assert_eq(pipe(p), 0);
         cr_assert_eq(target_jobs_init(&j), 0);
-        stuck = target_jobs_submit(j, run, free, job(p[0], 0), DEADLINE_NS);
+        stuck = target_jobs_submit(j, OWNER_A, run, free, job(p[0], 0), DEADLINE_NS);
         cr_assert_gt(stuck, 0);
         cr_assert_eq(target_jobs_wait(j, stuck, mono_ns() + 2 * DEADLINE_NS), 0);
         COLLECT_UNTIL(j, &s, s.abandoned_id == stuck);
@@ -106,7 +109,7 @@ Test(target_jobs, stuck_job_abandoned_and_replaced)
         cr_assert_eq(st.abandoned, 1);
         cr_assert_eq(st.stuck, 1);
         /* another target's job still runs */
-        next = target_jobs_submit(j, run, free, job(-1, 6), DEADLINE_NS);
+        next = target_jobs_submit(j, OWNER_A, run, free, job(-1, 6), DEADLINE_NS);
         cr_assert_gt(next, 0);
         COLLECT_UNTIL(j, &s, s.done_id == next);
         cr_assert_eq(s.value, 7);
@@ -136,11 +139,60 @@ Test(target_jobs, free_never_waits_for_a_stuck_worker)
 
         cr_assert_eq(pipe(p), 0);
         cr_assert_eq(target_jobs_init(&j), 0);
-        id = target_jobs_submit(j, run, free, job(p[0], 0), DEADLINE_NS);
+        id = target_jobs_submit(j, OWNER_A, run, free, job(p[0], 0), DEADLINE_NS);
         COLLECT_UNTIL(j, &s, s.abandoned_id == id);
         t0 = mono_ns();
         target_jobs_free(j);
         cr_assert_lt(mono_ns() - t0, DEADLINE_NS, "target_jobs_free waited for a worker");
         /* the worker still reads p[0] (it would free the pool if the read returned): left
          * blocked until the test process exits, which does not wait for it either */
+}
+
+/* An owner whose targets hold TARGET_JOBS_STUCK_PER_OWNER workers stuck: its next jobs (queued
+ * before, or submitted after) are handed back as abandoned without running, while another
+ * owner's job runs. With more stuck owners than this, every thread would be taken. */
+Test(target_jobs, one_owner_cannot_take_every_worker)
+{
+        struct target_jobs_stats st;
+        struct target_jobs *j;
+        struct seen s = {0};
+        uint64_t ids[TARGET_JOBS_MAX_THREADS], other;
+        int p[2];
+        unsigned i, n = TARGET_JOBS_MAX_THREADS;
+
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(target_jobs_init(&j), 0);
+        for (i = 0; i < n; i++) {
+                ids[i] = target_jobs_submit(j, OWNER_A, run, free, job(p[0], 0), DEADLINE_NS);
+                cr_assert_gt(ids[i], 0);
+        }
+        /* every one of them ends: abandoned (stuck) or handed back for its owner */
+        {
+                uint64_t until = mono_ns() + WAIT_NS;
+
+                do {
+                        struct pollfd pf = {.fd = target_jobs_fd(j), .events = POLLIN};
+
+                        poll(&pf, 1, 10);
+                        target_jobs_collect(j, mono_ns(), done, &s);
+                        target_jobs_get_stats(j, &st);
+                } while (st.abandoned + st.refused_owner < n && mono_ns() < until);
+        }
+        cr_assert_eq(st.abandoned, TARGET_JOBS_STUCK_PER_OWNER, "abandoned %llu",
+                     (unsigned long long)st.abandoned);
+        cr_assert_eq(st.stuck, TARGET_JOBS_STUCK_PER_OWNER);
+        cr_assert_eq(st.refused_owner, n - TARGET_JOBS_STUCK_PER_OWNER);
+        cr_assert_eq(st.refused, 0);
+        /* owner A's next job is not run either; owner B's is */
+        target_jobs_submit(j, OWNER_A, run, free, job(p[0], 0), DEADLINE_NS);
+        other = target_jobs_submit(j, OWNER_B, run, free, job(-1, 1), DEADLINE_NS);
+        cr_assert_gt(other, 0);
+        COLLECT_UNTIL(j, &s, s.done_id == other);
+        cr_assert_eq(s.done_id, other, "another owner's job did not run");
+        cr_assert_eq(s.value, 2);
+        target_jobs_get_stats(j, &st);
+        cr_assert_eq(st.refused_owner, n - TARGET_JOBS_STUCK_PER_OWNER + 1);
+        cr_assert_eq(st.stuck, TARGET_JOBS_STUCK_PER_OWNER);
+        target_jobs_free(j);
+        /* the stuck workers still read p[0]: left blocked, as above */
 }
