@@ -25,6 +25,9 @@ ROOT_TESTS += $(patsubst tests/integration/%.c,$(B)/tests/integration/%,$(wildca
 ROOT_TESTS += $(wildcard tests/integration/test_*.sh)
 # Hostile targets (an unprivileged attacker against the default daemon; tests/hostile/hostile_lib.sh).
 ROOT_TESTS += $(wildcard tests/hostile/test_*.sh)
+# The control target's rate under each of those attacks against its rate before (issue 19's
+# budget, printed by `make bench`).
+BENCHES += bench/bench_hostile.sh
 # Churn (thousands of short processes: exec, exit, no mappings yet) also runs in the ASan/UBSan
 # variant: that is where a NULL/0 corner of the maps or ELF code aborts.
 ROOT_SAN_TESTS += $(wildcard tests/integration/test_*churn*.sh)
