@@ -93,14 +93,20 @@ static void unlink_running(struct target_jobs *j, struct job *jb)
                 }
 }
 
-/* Lock held: the workers the jobs of owner hold stuck now. */
-static unsigned owner_stuck_locked(const struct target_jobs *j, uint32_t owner)
+/* Lock held: whether owner's jobs may not take another worker: one of them is stuck, and
+ * they hold TARGET_JOBS_STUCK_PER_OWNER workers (stuck, or running and perhaps about to be:
+ * counting only the stuck ones let a third job start while the second had not yet passed
+ * its deadline). */
+static int owner_full_locked(const struct target_jobs *j, uint32_t owner)
 {
-        unsigned n = 0;
+        unsigned stuck = 0, held = 0;
 
         for (const struct job *jb = j->running; jb; jb = jb->next)
-                n += jb->abandoned && jb->owner == owner;
-        return n;
+                if (jb->owner == owner) {
+                        held++;
+                        stuck += jb->abandoned;
+                }
+        return stuck && held >= TARGET_JOBS_STUCK_PER_OWNER;
 }
 
 /* Lock held: a job not run is handed back (refused for its owner) through the finished list. */
@@ -157,7 +163,7 @@ static void *worker(void *arg)
                 if (!j->queue)
                         j->queue_tail = &j->queue;
                 /* queued before its owner's other jobs got stuck */
-                if (owner_stuck_locked(j, jb->owner) >= TARGET_JOBS_STUCK_PER_OWNER) {
+                if (owner_full_locked(j, jb->owner)) {
                         hand_back_locked(j, jb);
                         continue;
                 }
@@ -263,7 +269,7 @@ uint64_t target_jobs_submit(struct target_jobs *j, uint32_t owner, target_job_ru
         *jb = (struct job){
             .run = run, .drop = drop, .arg = arg, .deadline_ns = deadline_ns, .owner = owner};
         pthread_mutex_lock(&j->lock);
-        if (owner_stuck_locked(j, owner) >= TARGET_JOBS_STUCK_PER_OWNER) {
+        if (owner_full_locked(j, owner)) {
                 id = jb->id = j->next_id++;
                 j->st.submitted++;
                 hand_back_locked(j, jb);

@@ -26,9 +26,10 @@
 
 #define TARGET_JOBS_WORKERS     2 /* workers not stuck that the pool keeps at most */
 #define TARGET_JOBS_MAX_THREADS 8 /* workers in all, stuck ones included */
-/* Workers one owner's targets may hold stuck: a job of an owner with that many is not run
- * (refused, handed back like an abandoned one), so that one user's stalling targets cannot
- * take every thread from the others' (TARGET_JOBS_MAX_THREADS / this owners it takes). */
+/* Workers one owner's targets may hold stuck: once one of its jobs is stuck, a job of an
+ * owner whose jobs hold that many workers (stuck or running) is not run (refused, handed back
+ * like an abandoned one), so that one user's stalling targets cannot take every thread from
+ * the others' (TARGET_JOBS_MAX_THREADS / this owners it takes). */
 #define TARGET_JOBS_STUCK_PER_OWNER 2
 
 struct target_jobs;
@@ -62,9 +63,9 @@ int target_jobs_fd(const struct target_jobs *j);
 
 /* Run run(arg) on a worker, abandoned if it has not returned deadline_ns after it started.
  * owner: who controls the target (its real uid): when the owner's targets hold
- * TARGET_JOBS_STUCK_PER_OWNER workers stuck, the job is not run and collect hands it back
- * as abandoned (done with arg NULL; counted in refused_owner). A job id (> 0), or 0 when
- * refused (counted): then arg was dropped already. */
+ * TARGET_JOBS_STUCK_PER_OWNER workers, one of them stuck, the job is not run and collect
+ * hands it back as abandoned (done with arg NULL; counted in refused_owner). A job id
+ * (> 0), or 0 when refused (counted): then arg was dropped already. */
 uint64_t target_jobs_submit(struct target_jobs *j, uint32_t owner, target_job_run run,
                             target_job_drop drop, void *arg, uint64_t deadline_ns);
 /* done() for every finished job, every job past its deadline at now and every job refused
