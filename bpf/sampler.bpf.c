@@ -636,15 +636,12 @@ int BPF_PROG(ctxprof_fork, struct task_struct *parent, struct task_struct *child
 
 /* The last EXEC_OTHER wakeup (bpf_ktime_get_ns), host-wide. */
 __u64 exec_other_woke_ns;
-/* 1 (written by the daemon): no EXEC_OTHER wakes it, its selection does not need an exec
- * promptly (cgroup selectors only, all tested here at each sample: sampler_set_exec_quiet). */
-__u32 exec_other_quiet = 0;
 
 /* Whether this EXEC_OTHER event wakes the daemon (CTXPROF_EXEC_OTHER_WAKE_GAP_NS): racy across
  * CPUs by a wakeup or two at a gap's edge, a bound, not an exact count. */
 static __always_inline int exec_other_wake(__u64 now)
 {
-        if (exec_other_quiet || now - exec_other_woke_ns < CTXPROF_EXEC_OTHER_WAKE_GAP_NS)
+        if (now - exec_other_woke_ns < CTXPROF_EXEC_OTHER_WAKE_GAP_NS)
                 return 0;
         exec_other_woke_ns = now;
         return 1;

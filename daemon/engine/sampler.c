@@ -200,12 +200,6 @@ static int cgroup2_root(char *buf, size_t len)
         return err;
 }
 
-void sampler_set_exec_quiet(struct sampler *s, int quiet)
-{
-        s->exec_quiet = quiet ? 1 : 0;
-        s->skel->bss->exec_other_quiet = s->exec_quiet;
-}
-
 int sampler_set_cgroups(struct sampler *s, const char *const *paths, unsigned n)
 {
         int mfd = bpf_map__fd(s->skel->maps.cgroups);
@@ -421,8 +415,7 @@ uint64_t sampler_next_due(struct sampler *s)
                 return now; /* records left by the last drain's budget */
         due = s->last_drain_ns + (sampler_live_targets(s) ? DRAIN_PERIOD_NS : DRAIN_IDLE_NS);
         /* execs of other processes keep coming: the rest of a burst, without BPF's wakeup */
-        if (!s->exec_quiet &&
-            s->exec_other_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS > s->last_drain_ns &&
+        if (s->exec_other_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS > s->last_drain_ns &&
             s->last_drain_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS < due)
                 due = s->last_drain_ns + CTXPROF_EXEC_OTHER_WAKE_GAP_NS;
         if (s->procs.n && s->last_sweep_ns + SWEEP_PERIOD_NS < due)

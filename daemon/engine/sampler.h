@@ -159,11 +159,6 @@ int sampler_add_target(struct sampler *, pid_t pid);
  * CTXPROF_MAX_CGROUPS. Returns how many could be opened (a cgroup that does not exist yet is
  * skipped: the caller's exec-time selection still sees it later), or -errno. */
 int sampler_set_cgroups(struct sampler *, const char *const *paths, unsigned n);
-/* quiet: other processes' execs never wake the caller's loop (they wait for its timed drain),
- * for a selection that does not need them promptly: cgroup selectors only, every one in the
- * kernel's set. Otherwise (the default) the first exec after a quiet 10 ms wakes it
- * (CTXPROF_EXEC_OTHER_WAKE_GAP_NS), so that a short process is taken before it is gone. */
-void sampler_set_exec_quiet(struct sampler *, int quiet);
 /* Before dropping CAP_SYS_ADMIN (the daemon): per-target library-load uprobes cannot be
  * opened without it, so hook the loaders every process uses now instead (see
  * engine/load_hook.h). 0 or -errno (the hook is unchanged). */

@@ -57,7 +57,6 @@ struct sampler {
          * most once per CTXPROF_EXEC_OTHER_WAKE_GAP_NS, so the rest of a burst waits for a
          * drain the consumer schedules itself (sampler_next_due) */
         uint64_t exec_other_ns;
-        int exec_quiet; /* sampler_set_exec_quiet: neither BPF's wakeup nor the drain above */
         /* scratch for one decoded sample */
         struct ctxprof_frame frames[CTXPROF_MAX_FRAMES];
         uint64_t ips[CTXPROF_MAX_FRAMES];

@@ -481,8 +481,6 @@ static void cgroups_to_kernel(struct daemon *d)
         unsigned n = target_select_cgroups(d->sel, &paths);
         int got = sampler_set_cgroups(d->s, paths, n);
 
-        /* every selector tested at each sample in the kernel: execs need not wake the loop */
-        sampler_set_exec_quiet(d->s, target_select_cgroups_only(d->sel) && got == (int)n);
         if (got < 0)
                 logm(LOG_WARNING, "cgroup selectors are checked at exec only: %s", strerror(-got));
         else if ((unsigned)got < n)

@@ -86,12 +86,6 @@ int target_select_mode(const struct target_select *t)
         return t->mode;
 }
 
-int target_select_cgroups_only(const struct target_select *t)
-{
-        return t->mode == TARGET_MODE_SELECTORS && t->cgroup.n && !t->comm.n && !t->exe.n &&
-               !t->container.n;
-}
-
 unsigned target_select_cgroups(const struct target_select *t, const char *const **paths)
 {
         *paths = t->cgroup.item;

@@ -35,8 +35,6 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
 /* mode selectors: the cgroup path prefixes (the kernel can test them itself, see
  * sampler_set_cgroups); *paths stays valid while t lives. Other modes: 0. */
 unsigned target_select_cgroups(const struct target_select *t, const char *const **paths);
-/* 1 when mode selectors has cgroup selectors and no other kind (comm, exe, container). */
-int target_select_cgroups_only(const struct target_select *t);
 
 /* Exposed for tests: the container ids (runs of >= 12 hex digits) in a cgroup path that
  * start with prefix. 1 = match. */
