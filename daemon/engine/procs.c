@@ -141,21 +141,13 @@ struct proc *procs_find(struct procs *t, pid_t pid)
  * that is not dumpable shows root there), PROC_OWNER_UNKNOWN when it cannot be read. */
 static uint32_t read_owner(pid_t pid)
 {
-        struct proc_lines r;
-        char path[64], *line;
+        char v[64];
         unsigned long uid;
-        uint32_t owner = PROC_OWNER_UNKNOWN;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        if (proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, NULL))
-                return owner;
-        while (proc_lines_next(&r, &line, NULL) > 0)
-                if (sscanf(line, "Uid: %lu", &uid) == 1) {
-                        owner = uid < PROC_OWNER_UNKNOWN ? (uint32_t)uid : PROC_OWNER_UNKNOWN;
-                        break;
-                }
-        proc_lines_close(&r);
-        return owner;
+        if (proc_status_value(pid, "Uid", v, sizeof(v), NULL) || sscanf(v, "%lu", &uid) != 1 ||
+            uid >= PROC_OWNER_UNKNOWN)
+                return PROC_OWNER_UNKNOWN;
+        return (uint32_t)uid;
 }
 
 static void read_comm(pid_t pid, char *buf, size_t len)

@@ -523,17 +523,11 @@ static void scan_proc(struct daemon *d)
 /* Threads of pid, from /proc/PID/status (lines capped: util/proc_lines.h). */
 static unsigned proc_threads(pid_t pid)
 {
-        char path[64], *line;
+        char v[32];
         unsigned n = 0;
-        struct proc_lines r;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        if (proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, NULL))
+        if (proc_status_value(pid, "Threads", v, sizeof(v), NULL) || sscanf(v, "%u", &n) != 1)
                 return 0;
-        while (proc_lines_next(&r, &line, NULL) > 0)
-                if (sscanf(line, "Threads: %u", &n) == 1)
-                        break;
-        proc_lines_close(&r);
         return n;
 }
 

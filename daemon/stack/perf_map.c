@@ -46,24 +46,15 @@ struct perf_map {
 /* pid as its own pid namespace numbers it (the last NSpid field), else pid. */
 static pid_t ns_pid(pid_t pid, struct target_stats *st)
 {
-        char fn[32], *line;
-        size_t len;
-        struct proc_lines r;
-        pid_t ns = pid;
-        snprintf(fn, sizeof(fn), "/proc/%d/status", (int)pid);
-        if (proc_lines_open(&r, fn, PROC_LINE_MAX_SHORT, st))
+        char v[512]; /* at most 32 levels of up to 10 digits and a tab */
+        const char *last;
+        long n;
+
+        if (proc_status_value(pid, "NSpid", v, sizeof(v), st))
                 return pid;
-        while (proc_lines_next(&r, &line, &len) > 0) {
-                if (strncmp(line, "NSpid:", 6))
-                        continue;
-                const char *last = strrchr(line, '\t');
-                long v = last ? strtol(last + 1, NULL, 10) : 0;
-                if (v > 0)
-                        ns = (pid_t)v;
-                break;
-        }
-        proc_lines_close(&r);
-        return ns;
+        last = strrchr(v, '\t');
+        n = strtol(last ? last + 1 : v, NULL, 10);
+        return n > 0 ? (pid_t)n : pid;
 }
 
 int perf_map_open(pid_t pid, struct target_stats *st)

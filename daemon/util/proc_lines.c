@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,4 +105,30 @@ void proc_lines_close(struct proc_lines *r)
         close(r->fd);
         free(r->buf);
         r->buf = NULL;
+}
+
+int proc_status_value(pid_t pid, const char *key, char *out, size_t len, struct target_stats *st)
+{
+        size_t klen = strlen(key);
+        struct proc_lines r;
+        char path[64], *line;
+        int err, n;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        err = proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, st);
+        if (err)
+                return err;
+        err = -ENOENT;
+        while ((n = proc_lines_next(&r, &line, NULL)) > 0) {
+                if (strncmp(line, key, klen) || line[klen] != ':')
+                        continue;
+                line += klen + 1;
+                snprintf(out, len, "%s", line + strspn(line, " \t"));
+                err = 0;
+                break;
+        }
+        if (n < 0)
+                err = n;
+        proc_lines_close(&r);
+        return err;
 }

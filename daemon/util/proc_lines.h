@@ -37,5 +37,9 @@ int proc_lines_open(struct proc_lines *r, const char *path, size_t cap, struct t
  * 1, 0 at the end, -errno on a read error. A last line without a newline counts as a line. */
 int proc_lines_next(struct proc_lines *r, char **line, size_t *len);
 void proc_lines_close(struct proc_lines *r);
+/* The value of field key in /proc/PID/status (the text after "key:" and its blanks, up to the
+ * line's end, cut to len - 1 bytes) into out. 0, -ENOENT (no such line), or proc_lines_open's
+ * and proc_lines_next's errors. */
+int proc_status_value(pid_t pid, const char *key, char *out, size_t len, struct target_stats *st);
 
 #endif
