@@ -109,13 +109,11 @@ static int owner_full_locked(const struct target_jobs *j, uint32_t owner)
         return stuck && held >= TARGET_JOBS_STUCK_PER_OWNER;
 }
 
-/* Lock held: a job not run is handed back (refused for its owner) through the finished list. */
-static void hand_back_locked(struct target_jobs *j, struct job *jb)
+/* Lock held: jb goes back to the loop (target_jobs_collect, target_jobs_wait). */
+static void deliver_locked(struct target_jobs *j, struct job *jb)
 {
         uint64_t one = 1;
 
-        jb->owner_refused = 1;
-        j->st.refused_owner++;
         jb->next = j->finished;
         j->finished = jb;
         pthread_cond_broadcast(&j->done);
@@ -124,23 +122,24 @@ static void hand_back_locked(struct target_jobs *j, struct job *jb)
         }
 }
 
+/* Lock held: a job not run is handed back (refused for its owner). */
+static void hand_back_locked(struct target_jobs *j, struct job *jb)
+{
+        jb->owner_refused = 1;
+        j->st.refused_owner++;
+        deliver_locked(j, jb);
+}
+
 /* Lock held: the job the worker just finished goes back to the loop, or (abandoned) away. */
 static void finish_locked(struct target_jobs *j, struct job *jb)
 {
-        uint64_t one = 1;
-
         unlink_running(j, jb);
         if (jb->abandoned) {
                 j->st.stuck--;
                 drop_job(jb);
                 return;
         }
-        jb->next = j->finished;
-        j->finished = jb;
-        pthread_cond_broadcast(&j->done);
-        if (write(j->efd, &one, sizeof(one)) < 0) {
-                /* the counter is far from overflowing; nothing else can fail here */
-        }
+        deliver_locked(j, jb);
 }
 
 static void *worker(void *arg)
