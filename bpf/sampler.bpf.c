@@ -664,8 +664,9 @@ int BPF_PROG(ctxprof_exec, struct task_struct *p)
                 if (!notify_exec_all || tgid == self_tgid)
                         return 0;
                 /* The daemon decides whether the new image is to be sampled: within the
-                 * process's and the host's budgets, and without a wakeup (it reads the ring
-                 * on its timer). */
+                 * process's and the host's budgets, waking it at most once per
+                 * CTXPROF_EXEC_OTHER_WAKE_GAP_NS (the rest of a burst waits for the drain it
+                 * schedules itself), so that a short process is taken before it exits. */
                 now = bpf_ktime_get_ns();
                 host = bpf_map_lookup_elem(&exec_budget, &zero);
                 if (!host || !budget_take(host, now, CTXPROF_EXEC_OTHER_PER_WINDOW) ||
