@@ -34,6 +34,7 @@
 #include "util/parser_client.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
+#include "engine/otel_process_ctx.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "sink/flame_html.h"
@@ -666,6 +667,7 @@ static int confine(struct recording *r, int debuginfod)
                         return -1;
                 }
                 symbolize_use_parser(r->parser);
+                otel_pctx_use_parser(r->parser);
         }
         err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
         if (err) {
@@ -1010,6 +1012,7 @@ static int cleanup(struct recording *r, int rc)
         jfr_sink_free(r->js);
         collapsed_free(r->c);
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
+        otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
         parser_client_stop(r->parser);
         if (r->out && fclose(r->out) && !rc) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,

@@ -174,9 +174,9 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"torn\": %" PRIu64
                 ", \"decode_errors\": %" PRIu64 ", \"too_deep\": %" PRIu64
                 ", \"bad_schema\": %" PRIu64 ", \"bad_keys\": %" PRIu64
-                ", \"read_faults\": %" PRIu64 "}}",
+                ", \"read_faults\": %" PRIu64 ", \"parser_failed\": %" PRIu64 "}}",
                 p->decoded, p->absent, p->bad_header, p->too_large, p->torn, p->decode_errors,
-                p->too_deep, p->bad_schema, p->bad_keys, p->read_faults);
+                p->too_deep, p->bad_schema, p->bad_keys, p->read_faults, p->parser_failed);
 }
 
 /* "target_files": hostile target input the daemon refused, by reason (util/target_stats.h),
@@ -305,11 +305,12 @@ static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
 static void json_parser(FILE *f, const struct parser_stats *ps)
 {
         fprintf(f,
-                ",\n  \"parser\": {\"calls\": %" PRIu64 ", \"restarts\": %" PRIu64
-                ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64 ", \"bad_answers\": %" PRIu64
-                ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64 "}",
-                ps->calls, ps->restarts, ps->timeouts, ps->deaths, ps->bad_answers, ps->refused,
-                ps->unreaped);
+                ",\n  \"parser\": {\"calls\": %" PRIu64 ", \"pctx_calls\": %" PRIu64
+                ", \"restarts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64
+                ", \"bad_answers\": %" PRIu64 ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64
+                "}",
+                ps->calls, ps->pctx_calls, ps->restarts, ps->timeouts, ps->deaths, ps->bad_answers,
+                ps->refused, ps->unreaped);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,

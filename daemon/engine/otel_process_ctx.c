@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ctxprof/sample.h"
@@ -19,9 +20,13 @@
 #include "engine/otel_decode.h"
 #include "engine/otel_process_ctx.h"
 #include "engine/pb_nesting.h"
+#include "engine/pctx_wire.h"
 #include "processcontext.pb-c.h"
 #include "tls/tls_locate.h"
+#include "util/fs.h"
 #include "util/maps_line.h"
+#include "util/parser_client.h"
+#include "util/parser_wire.h"
 
 #define PCTX_SIGNATURE     "OTEL_CTX"
 #define PCTX_SIGNATURE_LEN 8
@@ -31,7 +36,6 @@
 #define SCHEMA_ATTR        "threadlocal.schema_version"
 #define SERVICE_NAME_ATTR  "service.name"
 #define UNKNOWN_SERVICE    "unknown_service" /* OTel SDKs' default service.name prefix */
-#define VALUE_TEXT_MAX     256 /* resource values kept as text up to this many bytes */
 
 typedef Opentelemetry__Proto__Processcontext__V1development__ProcessContext ProcessContext;
 typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
@@ -146,7 +150,7 @@ static char *value_text(const AnyValue *v)
                 return NULL;
         switch (v->value_case) {
         case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE:
-                return strndup(v->string_value, VALUE_TEXT_MAX);
+                return strndup(v->string_value, OTEL_PCTX_VALUE_MAX);
         case OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE:
                 snprintf(num, sizeof(num), "%" PRId64, v->int_value);
                 return strdup(num);
@@ -157,8 +161,15 @@ static char *value_text(const AnyValue *v)
         }
 }
 
-/* A key name usable as a label key (the label-bytes rule of docs/jfr.md). */
-static int key_ok(const char *k)
+/* The parser helper that decodes payloads (NULL: this process does). */
+static struct parser_client *parser;
+
+void otel_pctx_use_parser(struct parser_client *pc)
+{
+        parser = pc;
+}
+
+int otel_pctx_key_ok(const char *k)
 {
         size_t n = strlen(k);
 
@@ -202,7 +213,7 @@ static int take_keys(const AnyValue *v, struct otel_pctx *next, struct otel_pctx
                 if (!k ||
                     k->value_case !=
                         OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE ||
-                    !key_ok(k->string_value)) {
+                    !otel_pctx_key_ok(k->string_value)) {
                         st->bad_keys++;
                         continue; /* NULL slot: attributes with this index are dropped */
                 }
@@ -269,18 +280,23 @@ static int take_resource(const ProcessContext *m, struct otel_pctx *next)
                         free(v);
                         return -ENOMEM;
                 }
-                /* the SDKs' default "unknown_service[:exe]" names nothing: the executable
-                 * names the process then, as for a process without a context */
-                if (!strcmp(kv->key, SERVICE_NAME_ATTR) && *v &&
-                    strncmp(v, UNKNOWN_SERVICE, strlen(UNKNOWN_SERVICE)))
+                if (otel_pctx_names_service(kv->key, v))
                         next->service_name = v;
                 next->n_res++;
         }
         return 0;
 }
 
-static int decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
-                  struct otel_pctx_stats *st)
+int otel_pctx_names_service(const char *key, const char *value)
+{
+        /* the SDKs' default "unknown_service[:exe]" names nothing: the executable names the
+         * process then, as for a process without a context */
+        return !strcmp(key, SERVICE_NAME_ATTR) && *value &&
+               strncmp(value, UNKNOWN_SERVICE, strlen(UNKNOWN_SERVICE));
+}
+
+int otel_pctx_decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
+                     struct otel_pctx_stats *st)
 {
         ProcessContext *m;
         int err = pb_nesting_check(buf, len, PB_NESTING_MAX);
@@ -303,6 +319,38 @@ static int decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
                 err = take_attributes(m, next, st);
         opentelemetry__proto__processcontext__v1development__process_context__free_unpacked(m,
                                                                                             NULL);
+        return err;
+}
+
+/* The payload decoded by the parser helper: it goes in a memfd (up to OTEL_PCTX_MAX_PAYLOAD,
+ * more than one message holds), the answer is checked by pctx_wire_decode. The decode's
+ * result, or -EPROTO with parser_failed counted when the helper timed out, died or answered
+ * out of form. */
+static int decode_remote(const uint8_t *buf, uint32_t len, struct otel_pctx *next,
+                         struct otel_pctx_stats *st)
+{
+        static _Thread_local union {
+                char buf[PCTX_RESP_MAX];
+                uint64_t align;
+        } resp;
+        struct pctx_req req = {.payload_size = len};
+        uint32_t got = 0;
+        int fd = memfd_create("ctxprof-otel-ctx", MFD_CLOEXEC);
+        int err;
+
+        if (fd < 0)
+                return -errno;
+        err = write_all(fd, buf, len);
+        if (!err)
+                err = parser_client_call(parser, PARSER_PCTX, &req, sizeof(req), fd, resp.buf,
+                                         sizeof(resp.buf), &got);
+        close(fd);
+        if (!err)
+                err = pctx_wire_decode(resp.buf, got, next, st);
+        if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO) {
+                st->parser_failed++;
+                return -EPROTO;
+        }
         return err;
 }
 
@@ -341,11 +389,13 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
                         st->read_faults++;
                 return err;
         }
-        err = decode(buf, h.payload_size, &next, st);
+        err = parser ? decode_remote(buf, h.payload_size, &next, st)
+                     : otel_pctx_decode(buf, h.payload_size, &next, st);
         free(buf);
         if (err) {
                 otel_pctx_clear(&next);
-                /* a payload that does not decode is not tried again until it changes */
+                /* a payload that does not decode (or stalled, killed or confused the helper)
+                 * is not tried again until it changes */
                 pc->published_ns = h.published_at_ns;
                 return err;
         }

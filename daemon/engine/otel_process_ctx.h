@@ -2,9 +2,11 @@
 /*
  * otel_process_ctx.h — one target's OpenTelemetry process context (OTEP 4719): found in
  * /proc/PID/maps (a mapping named [anon_shmem:OTEL_CTX], [anon:OTEL_CTX] or
- * /memfd:OTEL_CTX), read consistently through the header's seqlock from /proc/PID/mem, and
+ * /memfd:OTEL_CTX), read consistently through the header's seqlock by process_vm_readv, and
  * decoded with protobuf-c: the resource attributes (service.name, ...) and
- * threadlocal.attribute_key_map, the names of the thread context's key indexes.
+ * threadlocal.attribute_key_map, the names of the thread context's key indexes. The decode
+ * runs in the parser helper (util/parser_client.h, engine/pctx_wire.h) once
+ * otel_pctx_use_parser named one: this process only reads the bytes and checks the answer.
  *
  * Hostile input is bounded: a payload over OTEL_PCTX_MAX_PAYLOAD is refused, a key name that
  * is not a label key (empty, over CTXPROF_LABEL_KEY_MAX, not UTF-8) is kept as a NULL slot
@@ -20,8 +22,11 @@
 
 #include "util/target_stats.h"
 
+struct parser_client;
+
 #define OTEL_PCTX_MAX_PAYLOAD  (1u << 20) /* 1 MiB: bigger is refused */
 #define OTEL_PCTX_MAX_RESOURCE 64
+#define OTEL_PCTX_VALUE_MAX    256 /* resource values kept as text up to this many bytes */
 
 struct otel_pctx {
         uint64_t published_ns; /* header timestamp of the payload decoded; 0 = none yet */
@@ -46,6 +51,8 @@ struct otel_pctx_stats {
         uint64_t bad_schema;    /* threadlocal.schema_version not one we read: keys ignored */
         uint64_t bad_keys;      /* key names that are not label keys */
         uint64_t read_faults;   /* header or payload unreadable */
+        uint64_t parser_failed; /* the parser helper timed out, died or answered out of form:
+                                 * the payload is not tried again until republished */
         struct target_stats target; /* maps lines refused for their length */
 };
 
@@ -60,5 +67,20 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
 int otel_pctx_present(pid_t pid, struct target_stats *st);
 /* Release what pc holds (pc itself is the caller's) and zero it. */
 void otel_pctx_clear(struct otel_pctx *pc);
+/* Payloads are decoded by the parser helper pc from now on (NULL: in this process again).
+ * Set before any refresh runs and cleared after the last; pc outlives its use here. */
+void otel_pctx_use_parser(struct parser_client *pc);
+
+/* For the parser helper (service/parser_server.c) and the answer's check (pctx_wire.c): */
+/* Decode len bytes of a ProcessContext protobuf into *next (zeroed by the caller; freed with
+ * otel_pctx_clear), counting in st: 0, -EBADMSG (not one, or nested past PB_NESTING_MAX),
+ * -ENOMEM. */
+int otel_pctx_decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
+                     struct otel_pctx_stats *st);
+/* 1 if k is usable as a label key (the label-bytes rule of docs/jfr.md). */
+int otel_pctx_key_ok(const char *k);
+/* 1 if a resource attribute key = value names the service (service.name, not the SDKs'
+ * default unknown_service[:exe]). */
+int otel_pctx_names_service(const char *key, const char *value);
 
 #endif

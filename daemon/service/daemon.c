@@ -33,6 +33,7 @@
 #include "stack/symbolize.h"
 #include "util/parser_client.h"
 #include "service/recording_set.h"
+#include "engine/otel_process_ctx.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
@@ -942,6 +943,7 @@ static int start_sampling(struct daemon *d)
                 return -1;
         }
         symbolize_use_parser(d->parser);
+        otel_pctx_use_parser(d->parser);
         logm(LOG_INFO, "parser helper: pid %d", (int)parser_client_pid(d->parser));
         /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
          * this is the only thread, so that every thread created later (the JFR writers, the
@@ -1126,6 +1128,7 @@ void daemon_free(struct daemon *d)
         stop_uploads(d, 0);
         sampler_free(d->s);
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
+        otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
         parser_client_stop(d->parser);
         target_select_free(d->sel);
         if (d->dir_lock >= 0)

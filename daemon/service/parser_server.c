@@ -4,6 +4,8 @@
  * serve before parser_confine succeeded, or keep a descriptor past PARSER_MAX_MODULES.
  */
 #include "service/parser_server.h"
+#include "engine/otel_process_ctx.h"
+#include "engine/pctx_wire.h"
 #include "service/parser_confine.h"
 #include "stack/elf_syms.h"
 #include "stack/sym_wire.h"
@@ -15,10 +17,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #define REQ_MAX 64 /* bytes of the largest request payload (sym_req) */
+/* bytes of the largest answer */
+#define RESP_MAX (SYM_RESP_MAX > PCTX_RESP_MAX ? SYM_RESP_MAX : PCTX_RESP_MAX)
+_Static_assert(RESP_MAX <= PARSER_PAYLOAD_MAX, "an answer fits one message");
 
 struct open_module {
         uint64_t token; /* 0: free slot */
@@ -31,7 +37,7 @@ struct server {
         struct open_module mods[PARSER_MAX_MODULES];
         uint64_t tick;
         union {
-                char buf[SYM_RESP_MAX];
+                char buf[RESP_MAX];
                 uint64_t align;
         } resp;
 };
@@ -84,6 +90,54 @@ static int serve_sym(struct server *sv, const struct parser_head *h, const void 
         return 0;
 }
 
+/* The payload in fd, size bytes as the request says and fstat confirms: 0 and *out
+ * (malloc'ed), or -errno. */
+static int read_payload(int fd, uint32_t size, uint8_t **out)
+{
+        struct stat st;
+        if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size ||
+            size > OTEL_PCTX_MAX_PAYLOAD)
+                return -EINVAL;
+        uint8_t *b = malloc(size ? size : 1);
+        if (!b)
+                return -ENOMEM;
+        for (uint32_t got = 0; got < size;) {
+                ssize_t n = pread(fd, b + got, size - got, got);
+                if (n <= 0) {
+                        free(b);
+                        return n < 0 ? -errno : -EIO;
+                }
+                got += (uint32_t)n;
+        }
+        *out = b;
+        return 0;
+}
+
+/* Decodes the process context in fd (taken): its answer, whatever the decode found. */
+static int serve_pctx(struct server *sv, const struct parser_head *h, const void *req, int fd,
+                      uint32_t *len)
+{
+        struct pctx_req r;
+        if (h->len != sizeof(r) || fd < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return -EINVAL;
+        }
+        memcpy(&r, req, sizeof(r));
+        uint8_t *buf = NULL;
+        int err = read_payload(fd, r.payload_size, &buf);
+        close(fd);
+        if (err)
+                return err;
+        struct otel_pctx pc = {0};
+        struct otel_pctx_stats st = {0};
+        err = otel_pctx_decode(buf, r.payload_size, &pc, &st);
+        free(buf);
+        *len = pctx_wire_encode(err, &pc, &st, sv->resp.buf, sizeof(sv->resp.buf));
+        otel_pctx_clear(&pc);
+        return 0;
+}
+
 static int serve(struct server *sv)
 {
         for (;;) {
@@ -104,6 +158,8 @@ static int serve(struct server *sv)
                 setitimer(ITIMER_REAL, &self_deadline, NULL); /* SIGALRM ends us */
                 if (h.type == PARSER_SYM) {
                         status = serve_sym(sv, &h, req, fd, &len);
+                } else if (h.type == PARSER_PCTX) {
+                        status = serve_pctx(sv, &h, req, fd, &len);
                 } else {
                         if (fd >= 0)
                                 close(fd);

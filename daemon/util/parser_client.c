@@ -7,6 +7,7 @@
 #include "util/parser_client.h"
 #include "util/clock.h"
 #include "util/parser_chan.h"
+#include "util/parser_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -272,6 +273,7 @@ int parser_client_call(struct parser_client *pc, uint16_t type, const void *req,
         uint64_t deadline = mono_ns() + PARSER_DEADLINE_MS * NS_PER_MS;
         struct parser_head h = {.type = type, .seq = ++pc->seq};
         pc->st.calls++;
+        pc->st.pctx_calls += type == PARSER_PCTX;
         err = parser_chan_send(pc->sock, &h, req, len, fd);
         if (err) { /* it died before this request (killed, or by the last one): once more */
                 pc->st.deaths++;

@@ -35,6 +35,7 @@
 struct parser_client;
 struct parser_stats {
         uint64_t calls;       /* requests sent */
+        uint64_t pctx_calls;  /* ... of which process contexts to decode (PARSER_PCTX) */
         uint64_t restarts;    /* helpers started after the first */
         uint64_t timeouts;    /* requests past PARSER_DEADLINE_MS (helper killed) */
         uint64_t deaths;      /* helpers found dead or closed mid-request */

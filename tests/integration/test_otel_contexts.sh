@@ -15,7 +15,7 @@
 #            sample has exactly its phase's context, the process is named checkout-svc;
 #   pctx alone  wl_otel_pctxonly publishes the process context (memfd; anonymous memory named
 #            OTEL_CTX too where the kernel can name it, CONFIG_ANON_VMA_NAME) and has no
-#            otel_thread_ctx_v1: every sample is named checkout-svc.
+#            otel_thread_ctx_v1: every sample is named checkout-svc, decoded by the parser helper.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/otel_lib.sh"
 
@@ -61,8 +61,13 @@ for kind in $kinds; do
 	WL_OTEL_OFF=1 WL_OTEL_PCTX=$kind otel_record "alone_$kind" 3 "$WL/wl_otel_pctxonly"
 	all=$(awk '{ n += $NF } END { print n + 0 }' "$TMP/alone_$kind.folded")
 	named=$(grep "^checkout-svc-$WPID;" "$TMP/alone_$kind.folded" | awk '{ n += $NF } END { print n + 0 }')
+	decoded=$(jq .otel.process_context.decoded "$TMP/alone_$kind.json")
+	calls=$(jq .parser.pctx_calls "$TMP/alone_$kind.json")
 	echo "alone_$kind: $all samples, $named named checkout-svc-$WPID;" \
-		"process_context $(jq -c '.otel.process_context | {decoded, absent}' "$TMP/alone_$kind.json")"
+		"process_context $(jq -c '.otel.process_context | {decoded, absent}' "$TMP/alone_$kind.json")," \
+		"$calls decoded by the parser helper"
+	[ "$decoded" -ge 1 ] && [ "$calls" -ge "$decoded" ] ||
+		fail "alone_$kind: process contexts not decoded by the parser helper ($calls of $decoded)"
 	[ "$all" -ge 300 ] || fail "alone_$kind: too few samples ($all)"
 	[ "$named" = "$all" ] || fail "alone_$kind: $((all - named)) samples not named by service.name"
 done

@@ -5,7 +5,9 @@
 # process context is absent, late, republished with a new key, corrupt, claims a 2 GiB
 # payload, or nests 30 000 levels deep. In every case: ctxprof exits 0, work_A/work_B samples
 # carry no wrong label, work_H samples carry nothing but trace H, span H, http.route=/h and
-# tier=ok, and the case is counted under its own counter in --stats-json .otel.
+# tier=ok, and the case is counted under its own counter in --stats-json .otel. A process
+# context is decoded by the parser helper (issue 19): the corrupt and deep payloads went to it
+# (.parser.pctx_calls) and its counters came back in its answer.
 . "$(dirname "$0")/sampler_lib.sh"
 . "$(dirname "$0")/otel_lib.sh"
 
@@ -43,6 +45,13 @@ check pctx_corrupt .otel.process_context.decode_errors "" corrupt
 check pctx_huge .otel.process_context.too_large "" huge
 # nested 30 000 deep: protobuf-c would recurse off the end of the daemon's stack
 check pctx_deep .otel.process_context.too_deep "" deep
+for n in pctx_corrupt pctx_deep; do
+	calls=$(jq .parser.pctx_calls "$TMP/$n.json")
+	echo "$n: $calls process contexts sent to the parser helper;" \
+		"$(jq -c '.otel.process_context | {decode_errors, too_deep, parser_failed}' "$TMP/$n.json")"
+	[ "$calls" -ge 1 ] || fail "$n: the payload was not decoded by the parser helper"
+	[ "$(jq .otel.process_context.parser_failed "$TMP/$n.json")" = 0 ] || fail "$n: the helper failed"
+done
 check pctx_late .otel.process_context.decoded "" late
 # late: once published, the attributes are there
 [ "$(count "$TMP/pctx_late.folded" ";$CTX_A;(.*;)?work_A(;| )")" -gt 0 ] || fail "pctx_late: attributes never appeared"

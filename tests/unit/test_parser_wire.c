@@ -5,7 +5,11 @@
  * answer (too many entries, lengths past the payload or short of it, a length without its
  * flag) is refused; a framed message (util/parser_chan.h) with its descriptor round-trips
  * over a real SOCK_SEQPACKET socketpair, and one with a bad magic, a head whose len is not
- * the datagram's, or two descriptors is refused with its descriptors closed.
+ * the datagram's, or two descriptors is refused with its descriptors closed. A process-context
+ * answer (engine/pctx_wire.h) round-trips with its NULL key slots, service and counters, and
+ * one the in-process decode could not have produced (too many keys, a key that is not a label
+ * key, a NUL inside a string, a service index that is not service.name, bytes left over) is
+ * refused with nothing kept.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "engine/pctx_wire.h"
 #include "stack/sym_wire.h"
 #include "util/parser_chan.h"
 
@@ -162,4 +167,126 @@ Test(parser_chan, malformed_frames_refused_descriptors_closed)
         close(sv[0]);
         close(sv[1]);
         close(devnull);
+}
+
+static union {
+        char buf[PCTX_RESP_MAX];
+        uint64_t align;
+} presp;
+
+/* A decoded context with keys {"http.route", NULL, "tier"} and resource service.name=svc,
+ * zone=eu: its answer's length. */
+static uint32_t pctx_answer(void)
+{
+        char *keys[] = {"http.route", NULL, "tier"};
+        char *rk[] = {"zone", "service.name"}, *rv[] = {"eu", "svc"};
+        struct otel_pctx pc = {.keys = keys,
+                               .n_keys = 3,
+                               .res_keys = rk,
+                               .res_values = rv,
+                               .n_res = 2,
+                               .service_name = rv[1]};
+        struct otel_pctx_stats st = {.bad_keys = 1, .bad_schema = 0, .too_deep = 0};
+        return pctx_wire_encode(0, &pc, &st, presp.buf, sizeof(presp.buf));
+}
+
+Test(pctx_wire, round_trip)
+{
+        struct otel_pctx pc;
+        struct otel_pctx_stats st = {0};
+        uint32_t len = pctx_answer();
+        cr_assert_gt(len, sizeof(struct pctx_resp_head));
+        cr_assert_eq(pctx_wire_decode(presp.buf, len, &pc, &st), 0);
+        cr_assert_eq(pc.n_keys, 3);
+        cr_assert_str_eq(pc.keys[0], "http.route");
+        cr_assert_null(pc.keys[1]);
+        cr_assert_str_eq(pc.keys[2], "tier");
+        cr_assert_eq(pc.n_res, 2);
+        cr_assert_str_eq(pc.res_keys[0], "zone");
+        cr_assert_str_eq(pc.res_values[0], "eu");
+        cr_assert_str_eq(pc.service_name, "svc");
+        cr_assert_eq(pc.service_name, pc.res_values[1]);
+        cr_assert_eq(st.bad_keys, 1);
+        otel_pctx_clear(&pc);
+
+        struct otel_pctx none = {0};
+        struct otel_pctx_stats deep = {.too_deep = 1, .decode_errors = 1};
+        len = pctx_wire_encode(-EBADMSG, &none, &deep, presp.buf, sizeof(presp.buf));
+        memset(&st, 0, sizeof(st));
+        cr_assert_eq(pctx_wire_decode(presp.buf, len, &pc, &st), -EBADMSG);
+        cr_assert_eq(st.too_deep, 1);
+        cr_assert_eq(st.decode_errors, 1);
+        cr_assert_eq(pc.n_keys + pc.n_res, 0);
+}
+
+/* The answer with its head changed by f, or a byte at off set to b (off < 0: none). */
+static int pctx_altered(void (*f)(struct pctx_resp_head *), long off, char b, uint32_t len)
+{
+        struct pctx_resp_head h;
+        struct otel_pctx pc;
+        struct otel_pctx_stats st = {0};
+        pctx_answer();
+        memcpy(&h, presp.buf, sizeof(h));
+        if (f)
+                f(&h);
+        memcpy(presp.buf, &h, sizeof(h));
+        if (off >= 0)
+                presp.buf[off] = b;
+        int err = pctx_wire_decode(presp.buf, len, &pc, &st);
+        cr_assert(err || pc.n_keys, "decoded");
+        cr_assert(!err || (!pc.keys && !pc.res_keys && !pc.n_keys && !pc.n_res),
+                  "a refused answer keeps nothing");
+        if (!err)
+                otel_pctx_clear(&pc);
+        return err;
+}
+
+static void many_keys(struct pctx_resp_head *h)
+{
+        h->n_keys = OTEL_MAX_KEYS + 1;
+}
+static void one_key_less(struct pctx_resp_head *h)
+{
+        h->n_keys = 2;
+}
+static void service_zone(struct pctx_resp_head *h)
+{
+        h->service = 0;
+}
+static void service_past(struct pctx_resp_head *h)
+{
+        h->service = 2;
+}
+static void err_with_keys(struct pctx_resp_head *h)
+{
+        h->err = -EBADMSG;
+}
+static void odd_err(struct pctx_resp_head *h)
+{
+        h->err = -EPERM;
+}
+static void deep_2(struct pctx_resp_head *h)
+{
+        h->too_deep = 2;
+}
+
+Test(pctx_wire, malformed_answers_refused)
+{
+        uint32_t len = pctx_answer();
+        size_t key0 = sizeof(struct pctx_resp_head) + 2; /* first byte of "http.route" */
+        cr_assert_eq(pctx_altered(NULL, -1, 0, len), 0);
+        cr_assert_eq(pctx_altered(NULL, -1, 0, len - 1), -EPROTO, "short");
+        cr_assert_eq(pctx_altered(NULL, -1, 0, sizeof(struct pctx_resp_head) - 1), -EPROTO);
+        cr_assert_eq(pctx_altered(many_keys, -1, 0, len), -EPROTO, "too many keys");
+        cr_assert_eq(pctx_altered(one_key_less, -1, 0, len), -EPROTO, "bytes left over");
+        cr_assert_eq(pctx_altered(service_zone, -1, 0, len), -EPROTO, "service not service.name");
+        cr_assert_eq(pctx_altered(service_past, -1, 0, len), -EPROTO, "service index past");
+        cr_assert_eq(pctx_altered(err_with_keys, -1, 0, len), -EPROTO, "error with strings");
+        cr_assert_eq(pctx_altered(odd_err, -1, 0, len), -EPROTO, "an error decode cannot give");
+        cr_assert_eq(pctx_altered(deep_2, -1, 0, len), -EPROTO, "a flag not 0 or 1");
+        cr_assert_eq(pctx_altered(NULL, (long)key0 + 4, 0, len), -EPROTO, "NUL inside a key");
+        cr_assert_eq(pctx_altered(NULL, (long)key0, (char)0xff, len), -EPROTO,
+                     "a key that is not UTF-8");
+        cr_assert_eq(pctx_altered(NULL, (long)key0 - 2, (char)0xfe, len), -EPROTO,
+                     "a key length past its cap");
 }
