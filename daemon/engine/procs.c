@@ -259,6 +259,32 @@ void proc_location_pending(struct proc *p, uint64_t now)
         p->tls_next_ns = 0;
 }
 
+/* 1 if p's entry in BPF says a location is pending. */
+static int bpf_pending(const struct procs *t, const struct proc *p)
+{
+        struct ctxprof_tls_target cur;
+        __u32 key = (__u32)p->pid;
+
+        return !bpf_map_lookup_elem(t->targets_fd, &key, &cur) &&
+               (cur.flags & CTXPROF_TLS_F_PENDING);
+}
+
+void proc_mapped(struct procs *t, struct proc *p, uint64_t now)
+{
+        struct ctxprof_tls_target cur;
+        __u32 key = (__u32)p->pid;
+
+        if (p->alive && !p->pending_since_ns && !p->stuck &&
+            !bpf_map_lookup_elem(t->targets_fd, &key, &cur) &&
+            !(cur.flags & CTXPROF_TLS_F_PENDING)) {
+                /* BPF only ever ORs the flag in, or resets the entry at an exec: an update
+                 * landing after such a reset carries the old exec count, which BPF refuses */
+                cur.flags |= CTXPROF_TLS_F_PENDING;
+                bpf_map_update_elem(t->targets_fd, &key, &cur, BPF_EXIST);
+        }
+        proc_location_pending(p, now);
+}
+
 /* Write loc into the map (clearing the pending mark). 0, or -errno (the entry is gone). */
 static int proc_publish(struct procs *t, struct proc *p, struct ctxprof_tls_target *loc)
 {
@@ -437,12 +463,16 @@ void procs_job_done(void *ctx, uint64_t id, void *arg)
                 pctx_applied(p, &lj->pc, lj->ret, lj->now);
                 return;
         }
+        /* A file was mapped after the job read the maps: the event was read meanwhile
+         * (locate_again), or BPF marked the entry and the event is still in the ring. The
+         * location publishes what the job found and clears the mark; the samples of the new
+         * file's code would go unlabelled until the next location, so the mark is set again
+         * and the process located again at once. */
+        int again = p->locate_again || (!p->pending_since_ns && bpf_pending(t, p));
+        p->locate_again = 0;
         proc_located(t, p, now, lj->exec_gen, lj->err, &lj->loc);
-        if (p->locate_again && p->alive && p->tls_state != PROC_TLS_GAVE_UP) {
-                p->locate_again = 0;
-                p->tls_state = PROC_TLS_SEARCHING;
-                p->tls_next_ns = 0;
-        }
+        if (again && p->alive && p->tls_state != PROC_TLS_GAVE_UP)
+                proc_mapped(t, p, now);
 }
 
 /* Locate the TLS variables of a target already in the map and publish the result (at the

@@ -100,6 +100,11 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now);
 /* The map entry of p was marked pending at now (attach, exec, or BPF saw a file mapped):
  * locate at the next chance, whatever the state. */
 void proc_location_pending(struct proc *p, uint64_t now);
+/* BPF saw p map a file at some point before now and marked its entry pending then. A location
+ * published since (made from maps read before the file was there, or finding nothing) cleared
+ * that mark, and the samples of code in the new file would go unlabelled until the next
+ * location: the mark is set again, then as proc_location_pending. */
+void proc_mapped(struct procs *t, struct proc *p, uint64_t now);
 /* Locate p's TLS variables if a retry is due (a job, when t->jobs is set: published when it
  * ends, see procs_job_done), and publish them into `targets`. */
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now);

@@ -459,7 +459,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         case CTXPROF_EV_MAP:
                 /* BPF marked the location pending: locate again at the end of this poll. */
                 if (p && p->alive)
-                        proc_location_pending(p, mono_ns());
+                        proc_mapped(&s->procs, p, mono_ns());
                 ku_sync(s, p, 1); /* a library: its table, before its first sample if we can */
                 break;
         case CTXPROF_EV_EXIT:
