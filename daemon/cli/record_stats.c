@@ -306,11 +306,11 @@ static void json_parser(FILE *f, const struct parser_stats *ps)
 {
         fprintf(f,
                 ",\n  \"parser\": {\"calls\": %" PRIu64 ", \"pctx_calls\": %" PRIu64
-                ", \"restarts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64
-                ", \"bad_answers\": %" PRIu64 ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64
-                "}",
-                ps->calls, ps->pctx_calls, ps->restarts, ps->timeouts, ps->deaths, ps->bad_answers,
-                ps->refused, ps->unreaped);
+                ", \"tls_calls\": %" PRIu64 ", \"busy\": %" PRIu64 ", \"restarts\": %" PRIu64
+                ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64 ", \"bad_answers\": %" PRIu64
+                ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64 "}",
+                ps->calls, ps->pctx_calls, ps->tls_calls, ps->busy, ps->restarts, ps->timeouts,
+                ps->deaths, ps->bad_answers, ps->refused, ps->unreaped);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,

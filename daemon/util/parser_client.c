@@ -37,7 +37,29 @@ struct parser_client {
         int starts;
         pid_t late[LATE_MAX]; /* ended helpers not reaped yet (0: free) */
         struct parser_stats st;
+        /* What parser_client_stats and _pid read: a copy made after each request under its
+         * own lock, so that the loop never waits for a request another thread holds. */
+        pthread_mutex_t snap_lock;
+        struct parser_stats snap;
+        pid_t snap_pid;
+        uint64_t busy; /* atomic: try_call refusals */
 };
+
+/* Publish st and pid for the readers (pc->lock held). */
+static void publish(struct parser_client *pc)
+{
+        pthread_mutex_lock(&pc->snap_lock);
+        pc->snap = pc->st;
+        pc->snap_pid = pc->pid;
+        pthread_mutex_unlock(&pc->snap_lock);
+}
+
+/* Publish and release pc->lock: the end of every locked section that may change st or pid. */
+static void unlock(struct parser_client *pc)
+{
+        publish(pc);
+        pthread_mutex_unlock(&pc->lock);
+}
 
 static const char *const step_names[] = {
     [PARSER_EXIT_ARGS - PARSER_EXIT_ARGS] = "bad command line",
@@ -196,12 +218,15 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
         pc->sock = -1;
         snprintf(pc->user, sizeof(pc->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
         pthread_mutex_init(&pc->lock, NULL);
+        pthread_mutex_init(&pc->snap_lock, NULL);
         int err = spawn(pc, why, whylen);
         if (err) {
                 pthread_mutex_destroy(&pc->lock);
+                pthread_mutex_destroy(&pc->snap_lock);
                 free(pc);
                 return err;
         }
+        publish(pc);
         *out = pc;
         return 0;
 }
@@ -212,6 +237,7 @@ void parser_client_stop(struct parser_client *pc)
                 return;
         kill_reap(pc);
         pthread_mutex_destroy(&pc->lock);
+        pthread_mutex_destroy(&pc->snap_lock);
         free(pc);
 }
 
@@ -259,21 +285,21 @@ static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uin
         return h.status;
 }
 
-int parser_client_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
+/* One request, pc->lock held (and released here). */
+static int call_locked(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
                        int fd, void *resp, uint32_t cap, uint32_t *got)
 {
-        *got = 0;
-        pthread_mutex_lock(&pc->lock);
         int err = ensure_running(pc);
         if (err) {
                 pc->st.refused++;
-                pthread_mutex_unlock(&pc->lock);
+                unlock(pc);
                 return err;
         }
         uint64_t deadline = mono_ns() + PARSER_DEADLINE_MS * NS_PER_MS;
         struct parser_head h = {.type = type, .seq = ++pc->seq};
         pc->st.calls++;
         pc->st.pctx_calls += type == PARSER_PCTX;
+        pc->st.tls_calls += type == PARSER_TLS;
         err = parser_chan_send(pc->sock, &h, req, len, fd);
         if (err) { /* it died before this request (killed, or by the last one): once more */
                 pc->st.deaths++;
@@ -288,8 +314,27 @@ int parser_client_call(struct parser_client *pc, uint16_t type, const void *req,
                 err = await_answer(pc, type, resp, cap, got, deadline);
         if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO)
                 kill_reap(pc);
-        pthread_mutex_unlock(&pc->lock);
+        unlock(pc);
         return err;
+}
+
+int parser_client_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
+                       int fd, void *resp, uint32_t cap, uint32_t *got)
+{
+        *got = 0;
+        pthread_mutex_lock(&pc->lock);
+        return call_locked(pc, type, req, len, fd, resp, cap, got);
+}
+
+int parser_client_try_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
+                           int fd, void *resp, uint32_t cap, uint32_t *got)
+{
+        *got = 0;
+        if (pthread_mutex_trylock(&pc->lock)) {
+                __atomic_fetch_add(&pc->busy, 1, __ATOMIC_RELAXED);
+                return -EBUSY;
+        }
+        return call_locked(pc, type, req, len, fd, resp, cap, got);
 }
 
 void parser_client_stats(struct parser_client *pc, struct parser_stats *out)
@@ -297,17 +342,18 @@ void parser_client_stats(struct parser_client *pc, struct parser_stats *out)
         memset(out, 0, sizeof(*out));
         if (!pc)
                 return;
-        pthread_mutex_lock(&pc->lock);
-        *out = pc->st;
-        pthread_mutex_unlock(&pc->lock);
+        pthread_mutex_lock(&pc->snap_lock);
+        *out = pc->snap;
+        pthread_mutex_unlock(&pc->snap_lock);
+        out->busy = __atomic_load_n(&pc->busy, __ATOMIC_RELAXED);
 }
 
 pid_t parser_client_pid(struct parser_client *pc)
 {
         if (!pc)
                 return 0;
-        pthread_mutex_lock(&pc->lock);
-        pid_t p = pc->pid;
-        pthread_mutex_unlock(&pc->lock);
+        pthread_mutex_lock(&pc->snap_lock);
+        pid_t p = pc->snap_pid;
+        pthread_mutex_unlock(&pc->snap_lock);
         return p;
 }

@@ -36,6 +36,9 @@ struct parser_client;
 struct parser_stats {
         uint64_t calls;       /* requests sent */
         uint64_t pctx_calls;  /* ... of which process contexts to decode (PARSER_PCTX) */
+        uint64_t tls_calls;   /* ... of which ELF files' thread-local variables (PARSER_TLS) */
+        uint64_t busy;        /* requests from the sampling loop not sent: the helper was busy
+                               * with another thread's (the caller tries again later) */
         uint64_t restarts;    /* helpers started after the first */
         uint64_t timeouts;    /* requests past PARSER_DEADLINE_MS (helper killed) */
         uint64_t deaths;      /* helpers found dead or closed mid-request */
@@ -54,8 +57,14 @@ void parser_client_stop(struct parser_client *);
  * -errno), or -ETIMEDOUT, -EPIPE (the helper died or is not running), -EPROTO. */
 int parser_client_call(struct parser_client *, uint16_t type, const void *req, uint32_t len, int fd,
                        void *resp, uint32_t cap, uint32_t *got);
+/* The same for a caller on the sampling loop: -EBUSY at once (counted in busy) when another
+ * thread's request holds the helper, never waiting for it. */
+int parser_client_try_call(struct parser_client *, uint16_t type, const void *req, uint32_t len,
+                           int fd, void *resp, uint32_t cap, uint32_t *got);
+/* The counters and the running helper (0 when none) as of the last request's end: never
+ * waits for a request in progress (the sampling loop reads them). */
 void parser_client_stats(struct parser_client *, struct parser_stats *out);
-pid_t parser_client_pid(struct parser_client *); /* the running helper, 0 when none */
+pid_t parser_client_pid(struct parser_client *);
 /* What the helper's wait status says: which confinement step failed, or how it ended. */
 void parser_exit_reason(int wstatus, char *buf, size_t len);
 
