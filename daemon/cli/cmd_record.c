@@ -35,6 +35,7 @@
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
 #include "engine/otel_process_ctx.h"
+#include "tls/elf_tls.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "sink/flame_html.h"
@@ -668,6 +669,7 @@ static int confine(struct recording *r, int debuginfod)
                 }
                 symbolize_use_parser(r->parser);
                 otel_pctx_use_parser(r->parser);
+                elf_tls_use_parser(r->parser);
         }
         err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
         if (err) {
@@ -1013,6 +1015,7 @@ static int cleanup(struct recording *r, int rc)
         collapsed_free(r->c);
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
         otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
+        elf_tls_use_parser(NULL);
         parser_client_stop(r->parser);
         if (r->out && fclose(r->out) && !rc) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,

@@ -170,7 +170,9 @@ static int64_t loader_sym_offset(struct load_hook *h, int pathfd, const struct s
         fd = target_reopen(pathfd, NULL);
         if (fd < 0)
                 return fd;
-        err = elf_tls_scan(fd, names, 1, 0, &info, &sym);
+        /* on the sampling loop: never waits for the parser helper (-EBUSY: tried again at the
+         * process's next sample, hook_proc) */
+        err = elf_tls_scan_nowait(fd, names, 1, 0, &info, &sym);
         close(fd);
         if (err)
                 return err;
@@ -276,7 +278,7 @@ static int attach_uprobe(struct load_hook *h, pid_t pid, pid_t probe_pid, struct
          * never an error that would switch every target to the fallback (systemic). */
         err = find_loader(h, pid, &fd, &offset, NULL);
         if (err)
-                return err < 0 ? -ENOENT : err;
+                return err == -EBUSY ? err : err < 0 ? -ENOENT : err;
         /* The kernel resolves the path itself: our descriptor, so the file checked. */
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         *out = bpf_program__attach_uprobe_opts(h->uprobe, probe_pid, path, (size_t)offset, &opts);
@@ -362,6 +364,8 @@ int load_hook_attach(struct load_hook *h, pid_t pid)
                 h->st.no_loader++;
                 return 0;
         }
+        if (err == -EBUSY)
+                return err; /* the parser helper was busy: not an error of the target's */
         if (err) {
                 if (systemic(err) && !fall_back(h, "a uprobe could not be attached", err))
                         return 0;

@@ -47,7 +47,8 @@ struct load_hook *load_hook_new(struct bpf_program *uprobe, struct bpf_program *
 /* Hook process pid (a new target, or one that exec'ed: its old probe is replaced).
  * 0 (hooked, or nothing to hook: static, or the sys_exit fallback), or -errno (counted). A
  * failure of the kernel itself (no permission, no uprobe) switches every target to the
- * sys_exit fallback. */
+ * sys_exit fallback. -EBUSY (not counted): the parser helper, which reads the loader's
+ * symbols, was busy with another thread's request; this never waits for it: try again. */
 int load_hook_attach(struct load_hook *, pid_t pid);
 /*
  * Before the process gives up CAP_SYS_ADMIN, which opening a uprobe perf event needs (this

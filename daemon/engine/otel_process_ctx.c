@@ -166,7 +166,7 @@ static struct parser_client *parser;
 
 void otel_pctx_use_parser(struct parser_client *pc)
 {
-        parser = pc;
+        __atomic_store_n(&parser, pc, __ATOMIC_RELEASE); /* jobs may be refreshing already */
 }
 
 int otel_pctx_key_ok(const char *k)
@@ -326,8 +326,8 @@ int otel_pctx_decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
  * more than one message holds), the answer is checked by pctx_wire_decode. The decode's
  * result, or -EPROTO with parser_failed counted when the helper timed out, died or answered
  * out of form. */
-static int decode_remote(const uint8_t *buf, uint32_t len, struct otel_pctx *next,
-                         struct otel_pctx_stats *st)
+static int decode_remote(struct parser_client *pc, const uint8_t *buf, uint32_t len,
+                         struct otel_pctx *next, struct otel_pctx_stats *st)
 {
         static _Thread_local union {
                 char buf[PCTX_RESP_MAX];
@@ -342,7 +342,7 @@ static int decode_remote(const uint8_t *buf, uint32_t len, struct otel_pctx *nex
                 return -errno;
         err = write_all(fd, buf, len);
         if (!err)
-                err = parser_client_call(parser, PARSER_PCTX, &req, sizeof(req), fd, resp.buf,
+                err = parser_client_call(pc, PARSER_PCTX, &req, sizeof(req), fd, resp.buf,
                                          sizeof(resp.buf), &got);
         close(fd);
         if (!err)
@@ -389,7 +389,8 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
                         st->read_faults++;
                 return err;
         }
-        err = parser ? decode_remote(buf, h.payload_size, &next, st)
+        struct parser_client *helper = __atomic_load_n(&parser, __ATOMIC_ACQUIRE);
+        err = helper ? decode_remote(helper, buf, h.payload_size, &next, st)
                      : otel_pctx_decode(buf, h.payload_size, &next, st);
         free(buf);
         if (err) {

@@ -40,7 +40,7 @@ uint32_t pctx_wire_encode(int err, const struct otel_pctx *pc, const struct otel
 {
         struct writer w = {.p = buf, .cap = cap};
         unsigned nk = err ? 0 : pc->n_keys < OTEL_MAX_KEYS ? pc->n_keys : OTEL_MAX_KEYS;
-        unsigned nr = err                               ? 0
+        unsigned nr = err                                  ? 0
                       : pc->n_res < OTEL_PCTX_MAX_RESOURCE ? pc->n_res
                                                            : OTEL_PCTX_MAX_RESOURCE;
         struct pctx_resp_head h = {.err = err,
@@ -135,8 +135,8 @@ static int take_service(const struct pctx_resp_head *h, struct otel_pctx *pc)
 {
         if (h->service == PCTX_WIRE_NO_SVC)
                 return 0;
-        if (h->service >= pc->n_res || !otel_pctx_names_service(pc->res_keys[h->service],
-                                                                 pc->res_values[h->service]))
+        if (h->service >= pc->n_res ||
+            !otel_pctx_names_service(pc->res_keys[h->service], pc->res_values[h->service]))
                 return -EPROTO;
         pc->service_name = pc->res_values[h->service];
         return 0;

@@ -40,7 +40,7 @@ _Static_assert(sizeof(struct pctx_resp_head) == 16, "pctx_resp_head is a wire st
 
 /* The largest answer: every key and resource attribute at its cap, each with a 2-byte length. */
 #define PCTX_RESP_MAX                                                                              \
-        (sizeof(struct pctx_resp_head) + OTEL_MAX_KEYS * (2 + CTXPROF_LABEL_KEY_MAX) +              \
+        (sizeof(struct pctx_resp_head) + OTEL_MAX_KEYS * (2 + CTXPROF_LABEL_KEY_MAX) +             \
          OTEL_PCTX_MAX_RESOURCE * (4 + CTXPROF_LABEL_KEY_MAX + OTEL_PCTX_VALUE_MAX))
 
 /* The answer for a decode that returned err, with pc's strings and st's counters, into buf

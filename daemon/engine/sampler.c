@@ -76,8 +76,8 @@ void hook_proc(struct sampler *s, struct proc *p)
 {
         if (!s->hook || p->load_hooked || !p->alive)
                 return;
-        p->load_hooked = 1;
-        load_hook_attach(s->hook, p->pid);
+        /* the parser helper busy with another thread's request: again at the next sample */
+        p->load_hooked = load_hook_attach(s->hook, p->pid) != -EBUSY;
         if (p->tls_state == PROC_TLS_SEARCHING)
                 p->tls_next_ns = 0;
 }

@@ -34,6 +34,7 @@
 #include "util/parser_client.h"
 #include "service/recording_set.h"
 #include "engine/otel_process_ctx.h"
+#include "tls/elf_tls.h"
 #include "engine/sample_rate.h"
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
@@ -426,7 +427,7 @@ static int exec_filter(void *ctx, pid_t pid, const char *comm)
         struct daemon *d = ctx;
         int m = target_select_match(d->sel, pid, comm);
 
-        if (m == TARGET_SELECT_LATER) {
+        if (m == TARGET_SELECT_LATER || m == TARGET_SELECT_BUSY) {
                 pend_add(d, pid);
                 return 0;
         }
@@ -453,7 +454,8 @@ static void pend_poll(struct daemon *d)
                 m = target_select_match(d->sel, p->pid, NULL);
                 if (m == 1 && !sampler_is_target(d->s, p->pid))
                         add_target(d, p->pid, "publishes context");
-                if (m != TARGET_SELECT_LATER || now - p->first_ns > PEND_WINDOW_NS) {
+                if ((m != TARGET_SELECT_LATER && m != TARGET_SELECT_BUSY) ||
+                    now - p->first_ns > PEND_WINDOW_NS) {
                         d->pend[i] = d->pend[--d->npend];
                         continue;
                 }
@@ -513,6 +515,10 @@ static void scan_proc(struct daemon *d)
                 if (m == 1 && !sampler_is_target(d->s, (pid_t)pid)) {
                         add_target(d, (pid_t)pid, "running");
                         n++;
+                } else if (m == TARGET_SELECT_BUSY) {
+                        /* not known yet (a target stays one): asked again soon */
+                        if (!sampler_is_target(d->s, (pid_t)pid))
+                                pend_add(d, (pid_t)pid);
                 } else if (m != 1 && sampler_is_target(d->s, (pid_t)pid)) {
                         sampler_remove_target(d->s, (pid_t)pid);
                 }
@@ -944,6 +950,7 @@ static int start_sampling(struct daemon *d)
         }
         symbolize_use_parser(d->parser);
         otel_pctx_use_parser(d->parser);
+        elf_tls_use_parser(d->parser);
         logm(LOG_INFO, "parser helper: pid %d", (int)parser_client_pid(d->parser));
         /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
          * this is the only thread, so that every thread created later (the JFR writers, the
@@ -1129,6 +1136,7 @@ void daemon_free(struct daemon *d)
         sampler_free(d->s);
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
         otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
+        elf_tls_use_parser(NULL);
         parser_client_stop(d->parser);
         target_select_free(d->sel);
         if (d->dir_lock >= 0)

@@ -9,6 +9,8 @@
 #include "service/parser_confine.h"
 #include "stack/elf_syms.h"
 #include "stack/sym_wire.h"
+#include "tls/elf_tls.h"
+#include "tls/tls_wire.h"
 #include "util/parser_chan.h"
 #include "util/parser_client.h"
 #include "util/parser_wire.h"
@@ -21,7 +23,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define REQ_MAX 64 /* bytes of the largest request payload (sym_req) */
+#define REQ_MAX sizeof(struct tls_req) /* bytes of the largest request payload */
+_Static_assert(sizeof(struct tls_req) >= sizeof(struct sym_req) &&
+                   sizeof(struct tls_req) >= sizeof(struct pctx_req),
+               "REQ_MAX holds every request");
 /* bytes of the largest answer */
 #define RESP_MAX (SYM_RESP_MAX > PCTX_RESP_MAX ? SYM_RESP_MAX : PCTX_RESP_MAX)
 _Static_assert(RESP_MAX <= PARSER_PAYLOAD_MAX, "an answer fits one message");
@@ -87,6 +92,32 @@ static int serve_sym(struct server *sv, const struct parser_head *h, const void 
         struct elf_sym_entry e[SYM_WIRE_MAX_ENTRIES];
         int n = elf_syms_resolve(es, r.offset, e, SYM_WIRE_MAX_ENTRIES);
         *len = sym_wire_encode(e, n, refused, sv->resp.buf, sizeof(sv->resp.buf));
+        return 0;
+}
+
+/* What the ELF file in fd (taken) says about the request's thread-local variable names. */
+static int serve_tls(struct server *sv, const struct parser_head *h, const void *req, int fd,
+                     uint32_t *len)
+{
+        struct tls_req r;
+        const char *names[ELF_TLS_MAX_NAMES];
+        int err = -EINVAL;
+        if (h->len == sizeof(r) && fd >= 0) {
+                memcpy(&r, req, sizeof(r));
+                err = tls_wire_names(&r, names);
+        }
+        if (err) {
+                if (fd >= 0)
+                        close(fd);
+                return err;
+        }
+        struct elf_tls_info info;
+        struct elf_tls_sym syms[ELF_TLS_MAX_NAMES];
+        int ret = elf_tls_scan_local(fd, names, r.n, r.need_tls, &info, syms);
+        close(fd);
+        _Static_assert(sizeof(struct tls_resp) <= RESP_MAX, "a TLS answer fits");
+        tls_wire_encode(ret, &info, syms, r.n, (struct tls_resp *)(void *)sv->resp.buf);
+        *len = sizeof(struct tls_resp);
         return 0;
 }
 
@@ -160,6 +191,8 @@ static int serve(struct server *sv)
                         status = serve_sym(sv, &h, req, fd, &len);
                 } else if (h.type == PARSER_PCTX) {
                         status = serve_pctx(sv, &h, req, fd, &len);
+                } else if (h.type == PARSER_TLS) {
+                        status = serve_tls(sv, &h, req, fd, &len);
                 } else {
                         if (fd >= 0)
                                 close(fd);

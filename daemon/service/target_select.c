@@ -176,7 +176,7 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
 {
         char buf[4096], exe[4096], path[64];
         ssize_t n;
-        int err;
+        int err, busy;
 
         if (pid <= 0 || pid == getpid())
                 return 0;
@@ -199,11 +199,12 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
                         return -ESRCH;
                 if (err == 1)
                         return 1;
+                busy = err == -EBUSY;
                 /* an OpenTelemetry process context alone (OTEP 4719) names the service */
                 err = otel_pctx_present(pid, t->target);
                 if (err == -ESRCH)
                         return -ESRCH;
-                return err == 1 ? 1 : TARGET_SELECT_LATER;
+                return err == 1 ? 1 : busy ? TARGET_SELECT_BUSY : TARGET_SELECT_LATER;
         case TARGET_MODE_SELECTORS:
                 break;
         default:

@@ -27,9 +27,12 @@ int target_select_mode(const struct target_select *t);
 void target_select_target_stats(const struct target_select *t, struct target_stats *sum);
 
 /* 1 = sample pid, 0 = do not, TARGET_SELECT_LATER = mode context and nothing published yet
- * (libraries may still be loading: ask again a little later), -ESRCH gone, other -errno.
+ * (libraries may still be loading: ask again a little later), TARGET_SELECT_BUSY = mode
+ * context and the parser helper was busy with another thread's request (this runs on the
+ * sampling loop, which never waits for it: ask again soon), -ESRCH gone, other -errno.
  * comm may be NULL (read from /proc). Kernel threads never match. */
 #define TARGET_SELECT_LATER 2
+#define TARGET_SELECT_BUSY  3
 int target_select_match(const struct target_select *t, pid_t pid, const char *comm);
 
 /* mode selectors: the cgroup path prefixes (the kernel can test them itself, see

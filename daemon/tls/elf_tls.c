@@ -189,8 +189,8 @@ static int scan_relocs(Elf_Scn *scn, const GElf_Shdr *sh, size_t n, struct elf_t
         return 0;
 }
 
-int elf_tls_scan(int fd, const char *const *names, size_t n, int need_tls,
-                 struct elf_tls_info *info, struct elf_tls_sym *syms)
+int elf_tls_scan_local(int fd, const char *const *names, size_t n, int need_tls,
+                       struct elf_tls_info *info, struct elf_tls_sym *syms)
 {
         int rc = libelf_ready();
         if (rc)

@@ -5,12 +5,16 @@
  * each one (TLSDESC, TPOFF64, DTPMOD64/DTPOFF64 or none), and the PT_LOAD segments needed to
  * turn a file address into a process address. Pure file reading via libelf (read, never
  * mmap, so a file truncated under us cannot SIGBUS). Never prints, never touches a process.
+ * Once elf_tls_use_parser named the parser helper (util/parser_client.h), elf_tls_scan sends
+ * the file there (tls/tls_wire.h: tls/elf_tls_remote.c) and this process parses nothing.
  */
 #ifndef CTXPROF_ELF_TLS_H
 #define CTXPROF_ELF_TLS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+struct parser_client;
 
 enum elf_tls_reloc {
         ELF_TLS_RELOC_NONE = 0,     /* no dynamic relocation names the variable */
@@ -58,6 +62,18 @@ struct elf_tls_info {
  */
 int elf_tls_scan(int fd, const char *const *names, size_t n, int need_tls,
                  struct elf_tls_info *info, struct elf_tls_sym *syms);
+/* The same for a caller on the sampling loop: -EBUSY at once when the parser helper is busy
+ * with another thread's request (the caller tries again later), never waiting for it. */
+int elf_tls_scan_nowait(int fd, const char *const *names, size_t n, int need_tls,
+                        struct elf_tls_info *info, struct elf_tls_sym *syms);
+/* The scan in this process (the parser helper's server; the others when no helper is named). */
+int elf_tls_scan_local(int fd, const char *const *names, size_t n, int need_tls,
+                       struct elf_tls_info *info, struct elf_tls_sym *syms);
+/* Scans go to the parser helper pc from now on (NULL: this process again). Set before any
+ * scan runs on another thread and cleared after the last; pc outlives its use here. A scan
+ * the helper times out, dies on or answers out of form for fails (-EPROTO): the file is
+ * treated as not ELF. */
+void elf_tls_use_parser(struct parser_client *pc);
 
 /* The static TLS offset from the thread pointer of the main executable's block (x86-64,
  * variant II, glibc's _dl_determine_tlsoffset for the first module):

@@ -477,8 +477,14 @@ static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats
                         continue;
                 struct elf_tls_info info;
                 struct elf_tls_sym syms[NSYMS];
-                int rc = elf_tls_scan(fd, sym_names, NSYMS, 1, &info, syms);
+                /* symbols_only runs on the sampling loop: it never waits for the helper */
+                int rc = symbols_only ? elf_tls_scan_nowait(fd, sym_names, NSYMS, 1, &info, syms)
+                                      : elf_tls_scan(fd, sym_names, NSYMS, 1, &info, syms);
                 close(fd);
+                if (rc == -EBUSY) {
+                        err = -EBUSY;
+                        break;
+                }
                 if (rc)
                         continue; /* not ELF, corrupt: not a context source */
                 if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined &&

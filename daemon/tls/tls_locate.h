@@ -40,7 +40,8 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
  * whose pages the process chooses (one of a FUSE file whose server never answers would block
  * the reader). For a caller that must not block on a target (the daemon's loop choosing
  * targets); tls_locate, run off that loop, then says whether the variables are usable.
- * 1 = defined, 0 = not, -ESRCH = process gone, other -errno.
+ * Never waits for the parser helper (elf_tls_scan_nowait): -EBUSY when it is busy with
+ * another thread's request. 1 = defined, 0 = not, -ESRCH = process gone, other -errno.
  */
 int tls_declares_context(pid_t pid, struct target_stats *st);
 

@@ -12,7 +12,8 @@
 #            123456789 (0 for A and B, whose key-0 values are not hex: .otel.root_span_bad);
 #   ld       wl_otel_ld: otel_thread_ctx_v1 hidden in libotelw_ld.so (.symtab only), reached
 #            with -ftls-model=local-dynamic (module-relative DTPMOD64): every work_A/work_B
-#            sample has exactly its phase's context, the process is named checkout-svc;
+#            sample has exactly its phase's context, the process is named checkout-svc, its
+#            ELF files read by the parser helper (.parser.tls_calls);
 #   pctx alone  wl_otel_pctxonly publishes the process context (memfd; anonymous memory named
 #            OTEL_CTX too where the kernel can name it, CONFIG_ANON_VMA_NAME) and has no
 #            otel_thread_ctx_v1: every sample is named checkout-svc, decoded by the parser helper.
@@ -49,6 +50,10 @@ check datadog .otel.root_span_bad \
 	WL_OTEL_PCTX=datadog
 
 otel_exact ld "$WL/wl_otel_ld"
+# the ELF files were read by the parser helper, not as root (issue 19)
+n=$(jq .parser.tls_calls "$TMP/ld.json")
+echo "ld: $n ELF files' thread-local variables read by the parser helper"
+[ "$n" -ge 1 ] || fail "ld: the ELF files were not read by the parser helper"
 
 # the process context alone: every sample's process is checkout-svc-PID
 kinds=memfd

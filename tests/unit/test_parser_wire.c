@@ -9,7 +9,10 @@
  * answer (engine/pctx_wire.h) round-trips with its NULL key slots, service and counters, and
  * one the in-process decode could not have produced (too many keys, a key that is not a label
  * key, a NUL inside a string, a service index that is not service.name, bytes left over) is
- * refused with nothing kept.
+ * refused with nothing kept. A thread-local-variable request (tls/tls_wire.h) carries its
+ * names (one too long is refused before sending; one without its NUL is refused by the
+ * helper), and its answer round-trips; one with a count, flag or relocation kind out of
+ * range, a size not the struct's, or an error the scan cannot give is refused.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,6 +24,7 @@
 
 #include "engine/pctx_wire.h"
 #include "stack/sym_wire.h"
+#include "tls/tls_wire.h"
 #include "util/parser_chan.h"
 
 static union {
@@ -289,4 +293,98 @@ Test(pctx_wire, malformed_answers_refused)
                      "a key that is not UTF-8");
         cr_assert_eq(pctx_altered(NULL, (long)key0 - 2, (char)0xfe, len), -EPROTO,
                      "a key length past its cap");
+}
+
+Test(tls_wire, request_names)
+{
+        static struct tls_req r;
+        const char *names[] = {"custom_labels_current_set", "otel_thread_ctx_v1"};
+        const char *got[ELF_TLS_MAX_NAMES];
+        cr_assert_eq(tls_wire_request(names, 2, 1, &r), 0);
+        cr_assert_eq(tls_wire_names(&r, got), 0);
+        cr_assert_eq(r.n, 2);
+        cr_assert_eq(r.need_tls, 1);
+        cr_assert_str_eq(got[1], "otel_thread_ctx_v1");
+
+        static char longname[TLS_WIRE_NAME_MAX + 1];
+        memset(longname, 'x', TLS_WIRE_NAME_MAX);
+        const char *too_long[] = {longname};
+        cr_assert_eq(tls_wire_request(too_long, 1, 0, &r), -ENAMETOOLONG);
+        cr_assert_eq(tls_wire_request(names, ELF_TLS_MAX_NAMES + 1, 0, &r), -EINVAL);
+
+        cr_assert_eq(tls_wire_request(names, 2, 0, &r), 0);
+        memset(r.names[1], 'y', TLS_WIRE_NAME_MAX); /* no NUL */
+        cr_assert_eq(tls_wire_names(&r, got), -EINVAL);
+        cr_assert_eq(tls_wire_request(names, 2, 0, &r), 0);
+        r.n = ELF_TLS_MAX_NAMES + 1;
+        cr_assert_eq(tls_wire_names(&r, got), -EINVAL);
+}
+
+static struct tls_resp tresp;
+
+static void tls_answer(void)
+{
+        struct elf_tls_info info = {.e_type = 3,
+                                    .is_executable = 1,
+                                    .has_tls = 1,
+                                    .tls_vaddr = 0x3000,
+                                    .tls_memsz = 0x40,
+                                    .tls_align = 8,
+                                    .nloads = 2};
+        info.loads[1] = (struct elf_tls_load){.vaddr = 0x1000, .offset = 0x1000, .filesz = 9};
+        struct elf_tls_sym syms[2] = {{.defined = 1,
+                                       .in_dynsym = 1,
+                                       .type = 6,
+                                       .value = 0x10,
+                                       .size = 16,
+                                       .reloc = ELF_TLS_RELOC_TLSDESC,
+                                       .reloc_where = 0x4000,
+                                       .reloc_addend = -8},
+                                      {0}};
+        tls_wire_encode(0, &info, syms, 2, &tresp);
+}
+
+Test(tls_wire, answer_round_trip)
+{
+        struct elf_tls_info info;
+        struct elf_tls_sym syms[2];
+        tls_answer();
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), 0);
+        cr_assert_eq(info.nloads, 2);
+        cr_assert_eq(info.loads[1].filesz, 9);
+        cr_assert_eq(info.tls_vaddr, 0x3000);
+        cr_assert_eq(info.is_executable, 1);
+        cr_assert_eq(syms[0].reloc, ELF_TLS_RELOC_TLSDESC);
+        cr_assert_eq(syms[0].reloc_addend, -8);
+        cr_assert_eq(syms[0].size, 16);
+        cr_assert_eq(syms[1].defined, 0);
+
+        struct elf_tls_info none = {0};
+        tls_wire_encode(-EINVAL, &none, syms, 2, &tresp);
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -ENOEXEC,
+                     "a failure of the file's is sent as -ENOEXEC");
+}
+
+Test(tls_wire, malformed_answers_refused)
+{
+        struct elf_tls_info info;
+        struct elf_tls_sym syms[2];
+        tls_answer();
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp) - 1, 2, &info, syms), -EPROTO);
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 1, &info, syms), -EPROTO,
+                     "a count not the request's");
+        tresp.nloads = ELF_TLS_MAX_LOADS + 1;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
+        tls_answer();
+        tresp.syms[1].reloc = ELF_TLS_RELOC_DTPMOD64 + 1;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
+        tls_answer();
+        tresp.syms[0].defined = 2;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
+        tls_answer();
+        tresp.has_tls = 7;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
+        tls_answer();
+        tresp.ret = -EPERM;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
 }
