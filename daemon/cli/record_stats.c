@@ -174,9 +174,11 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"torn\": %" PRIu64
                 ", \"decode_errors\": %" PRIu64 ", \"too_deep\": %" PRIu64
                 ", \"bad_schema\": %" PRIu64 ", \"bad_keys\": %" PRIu64
-                ", \"read_faults\": %" PRIu64 ", \"parser_failed\": %" PRIu64 "}}",
+                ", \"read_faults\": %" PRIu64 ", \"parser_failed\": %" PRIu64
+                ", \"parser_busy\": %" PRIu64 "}}",
                 p->decoded, p->absent, p->bad_header, p->too_large, p->torn, p->decode_errors,
-                p->too_deep, p->bad_schema, p->bad_keys, p->read_faults, p->parser_failed);
+                p->too_deep, p->bad_schema, p->bad_keys, p->read_faults, p->parser_failed,
+                p->parser_busy);
 }
 
 /* "target_files": hostile target input the daemon refused, by reason (util/target_stats.h),
@@ -268,9 +270,10 @@ static void json_hooks(FILE *f, const struct sampler_stats *st)
         fprintf(f,
                 ",\n  \"target_jobs\": {\"abandoned\": %" PRIu64 ", \"refused\": %" PRIu64
                 ", \"refused_owner\": %" PRIu64 ", \"stuck_workers\": %" PRIu64
-                ", \"targets_stuck\": %" PRIu64 "}",
+                ", \"targets_stuck\": %" PRIu64 ", \"tls_located\": %" PRIu64
+                ", \"tls_errors\": %" PRIu64 "}",
                 st->jobs_abandoned, st->jobs_refused, st->jobs_refused_owner,
-                st->jobs_stuck_workers, st->targets_stuck);
+                st->jobs_stuck_workers, st->targets_stuck, st->tls_located, st->tls_errors);
 }
 
 static void json_offcpu(FILE *f, const struct sampler_stats *st)

@@ -342,8 +342,8 @@ static int decode_remote(struct parser_client *pc, const uint8_t *buf, uint32_t 
                 return -errno;
         err = write_all(fd, buf, len);
         if (!err)
-                err = parser_client_call(pc, PARSER_PCTX, &req, sizeof(req), fd, resp.buf,
-                                         sizeof(resp.buf), &got);
+                err = parser_client_try_call(pc, PARSER_JOB_WAIT_MS, PARSER_PCTX, &req, sizeof(req),
+                                             fd, resp.buf, sizeof(resp.buf), &got);
         close(fd);
         if (!err)
                 err = pctx_wire_decode(resp.buf, got, next, st);
@@ -396,8 +396,12 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
         if (err) {
                 otel_pctx_clear(&next);
                 /* a payload that does not decode (or stalled, killed or confused the helper)
-                 * is not tried again until it changes */
-                pc->published_ns = h.published_at_ns;
+                 * is not tried again until it changes; one the helper was not asked about
+                 * (busy, or restarting) is, at the next check */
+                if (err != -EBUSY && err != -EAGAIN)
+                        pc->published_ns = h.published_at_ns;
+                else
+                        st->parser_busy++;
                 return err;
         }
         next.published_ns = h.published_at_ns;

@@ -53,6 +53,8 @@ struct otel_pctx_stats {
         uint64_t read_faults;   /* header or payload unreadable */
         uint64_t parser_failed; /* the parser helper timed out, died or answered out of form:
                                  * the payload is not tried again until republished */
+        uint64_t parser_busy;   /* the helper could not be asked (busy past PARSER_JOB_WAIT_MS,
+                                 * or restarting): tried again at the next check */
         struct target_stats target; /* maps lines refused for their length */
 };
 

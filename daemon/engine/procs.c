@@ -334,8 +334,10 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                 p->tls_state = PROC_TLS_GAVE_UP;
                 return;
         }
-        if (err == -EAGAIN) {
-                /* ld.so has not relocated yet: look again soon, sooner while samples wait */
+        if (err == -EAGAIN || err == -EBUSY) {
+                /* ld.so has not relocated yet, or the parser helper could not be asked (busy
+                 * with another thread's request, or restarting): look again soon, sooner
+                 * while samples wait; nothing is published, nothing counted against p */
                 p->tls_next_ns =
                     now + (p->pending_since_ns ? TLS_RETRY_PENDING_NS : TLS_RETRY_FAST_NS);
                 if (p->pending_since_ns && now - p->pending_since_ns > TLS_PENDING_MAX_NS)

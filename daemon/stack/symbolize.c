@@ -511,7 +511,9 @@ static int intern_entries(struct symbolizer *s, struct sym_module *m, const stru
 }
 
 /* An ELF frame through the parser helper. A module whose request times out, kills the
- * helper or gets a malformed answer is refused from then on (module_errors). */
+ * helper or gets a malformed answer is refused from then on (module_errors); a request not
+ * sent (no helper running: another module's request killed the last one, and the next start
+ * is rate-limited) leaves the frame unnamed this once, the module is asked again later. */
 static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t off,
                           struct sym_frame *out, int max)
 {

@@ -58,7 +58,10 @@ struct elf_tls_info {
  * (all zero if absent). The symbol lookup is skipped when the file has no PT_TLS and
  * need_tls is set (cheap filter when scanning every mapped file).
  * 0 = read (possibly nothing found), -ENOEXEC = not ELF / not x86-64 ELF64 / corrupt,
- * -EINVAL (n > ELF_TLS_MAX_NAMES), other -errno.
+ * -EINVAL (n > ELF_TLS_MAX_NAMES), -EBUSY = the parser helper was not asked (another
+ * thread's request held it past PARSER_JOB_WAIT_MS, or none is running now: try again
+ * later, the file is not to blame), other -errno (-EPROTO: the file stalled, killed or
+ * confused the helper).
  */
 int elf_tls_scan(int fd, const char *const *names, size_t n, int need_tls,
                  struct elf_tls_info *info, struct elf_tls_sym *syms);

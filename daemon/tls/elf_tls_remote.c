@@ -2,7 +2,8 @@
 /*
  * elf_tls_remote.c — elf_tls_scan through the parser helper (elf_tls.h, tls_wire.h), or in
  * this process when none is named. Must never parse the file here once a helper is named,
- * wait for the helper in the _nowait form, or print.
+ * wait for the helper in the _nowait form (or longer than PARSER_JOB_WAIT_MS in the other),
+ * blame a file for a request it never got (-EBUSY), or print.
  */
 #include "tls/elf_tls.h"
 #include "tls/tls_wire.h"
@@ -18,8 +19,8 @@ void elf_tls_use_parser(struct parser_client *pc)
         __atomic_store_n(&parser, pc, __ATOMIC_RELEASE); /* jobs may be scanning already */
 }
 
-static int scan(int fd, const char *const *names, size_t n, int need_tls,
-                struct elf_tls_info *info, struct elf_tls_sym *syms, int nowait)
+static int scan(int fd, const char *const *names, size_t n, int need_tls, struct elf_tls_info *info,
+                struct elf_tls_sym *syms, int nowait)
 {
         static _Thread_local struct tls_req req;
         static _Thread_local union {
@@ -35,14 +36,14 @@ static int scan(int fd, const char *const *names, size_t n, int need_tls,
         err = tls_wire_request(names, n, need_tls, &req);
         if (err)
                 return err;
-        err = nowait ? parser_client_try_call(pc, PARSER_TLS, &req, sizeof(req), fd, resp.buf,
-                                              sizeof(resp.buf), &got)
-                     : parser_client_call(pc, PARSER_TLS, &req, sizeof(req), fd, resp.buf,
-                                          sizeof(resp.buf), &got);
+        err = parser_client_try_call(pc, nowait ? 0 : PARSER_JOB_WAIT_MS, PARSER_TLS, &req,
+                                     sizeof(req), fd, resp.buf, sizeof(resp.buf), &got);
         if (!err)
                 err = tls_wire_decode(resp.buf, got, n, info, syms);
         if (err == -ETIMEDOUT || err == -EPIPE)
-                err = -EPROTO;
+                err = -EPROTO; /* this file stalled or killed the helper */
+        if (err == -EAGAIN)
+                err = -EBUSY; /* no helper to ask now (another request killed it) */
         return err;
 }
 

@@ -407,7 +407,8 @@ static int uses_dtv(const struct ctxprof_tls_target *t)
                t->otel.mode == CTXPROF_TLS_DTV;
 }
 
-/* 1 if one of the mapped objects is musl's libc, by its ELF (MUSL_LOADER_SYM in .dynsym). */
+/* 1 if one of the mapped objects is musl's libc, by its ELF (MUSL_LOADER_SYM in .dynsym), 0
+ * if none is, -EBUSY when the parser helper could not be asked (the answer is unknown). */
 static int is_musl(pid_t pid, const struct object *objs, int n, struct target_stats *st)
 {
         static const char *const marker[] = {MUSL_LOADER_SYM};
@@ -425,6 +426,8 @@ static int is_musl(pid_t pid, const struct object *objs, int n, struct target_st
                         continue;
                 rc = elf_tls_scan(fd, marker, 1, 0, &info, &sym);
                 close(fd);
+                if (rc == -EBUSY)
+                        return rc;
                 if (!rc && sym.defined && sym.in_dynsym && sym.type == STT_FUNC)
                         return 1;
         }
@@ -530,8 +533,13 @@ static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats
                                         resolve_var(pid, &info, &syms[SYM_OTEL], bias, &out->otel));
                 }
         }
-        if (!symbols_only && uses_dtv(out) && is_musl(pid, objs, n, st))
-                use_musl_dtv(out);
+        if (!symbols_only && err != -EBUSY && uses_dtv(out)) {
+                int musl = is_musl(pid, objs, n, st);
+                if (musl < 0) /* a wrong guess would read the DTV with the wrong layout */
+                        err = musl;
+                else if (musl)
+                        use_musl_dtv(out);
+        }
         free_objects(objs, n);
         if (err && err != -ESRCH && kill(pid, 0) != 0 && errno == ESRCH)
                 err = -ESRCH;

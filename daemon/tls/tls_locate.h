@@ -20,17 +20,18 @@
  * executable, DT_NEEDED library, dlopen'ed library). 0 = *out filled (a variable not found
  * has mode CTXPROF_TLS_NONE; all NONE is still 0), -EAGAIN = found in a shared object the
  * loader has not relocated yet (retry later; an executable's variables are located from
- * the file even before the loader ran), -ESRCH = process gone, other -errno (-EPROTO: the loader's
- * data for a variable makes no sense; -ENOTSUP: defined in a shared object without any TLS
- * relocation naming it). *out is always written; a variable that failed is CTXPROF_TLS_NONE, the
- * other one may still be usable. Files are opened only through util/target_open.h; what it
- * refuses, and maps lines too long to parse, are counted in st (may be NULL). The process's
- * memory (the loader's slots, and addresses found there) is read with tls_vm_read, never
- * through /proc/PID/mem. It may still block on a page whose file never answers: run it where a
- * deadline can abandon it (engine/target_jobs.h).
- * A labels variable whose object exports custom_labels_abi_version != 1 is NONE (not this
- * ABI); likewise the span record with ctx_span_context_abi_version != 1.
- * out->generation and out->exec_gen are left 0: the caller owns them.
+ * the file even before the loader ran), -EBUSY = the parser helper could not be asked now
+ * (elf_tls.h: retry soon, nothing is wrong with the target), -ESRCH = process gone, other -errno
+ * (-EPROTO: the loader's data for a variable makes no sense; -ENOTSUP: defined in a shared object
+ * without any TLS relocation naming it). *out is always written; a variable that failed is
+ * CTXPROF_TLS_NONE, the other one may still be usable. Files are opened only through
+ * util/target_open.h; what it refuses, and maps lines too long to parse, are counted in st (may be
+ * NULL). The process's memory (the loader's slots, and addresses found there) is read with
+ * tls_vm_read, never through /proc/PID/mem. It may still block on a page whose file never answers:
+ * run it where a deadline can abandon it (engine/target_jobs.h). A labels variable whose object
+ * exports custom_labels_abi_version != 1 is NONE (not this ABI); likewise the span record with
+ * ctx_span_context_abi_version != 1. out->generation and out->exec_gen are left 0: the caller owns
+ * them.
  */
 int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st);
 

@@ -47,8 +47,8 @@ void tls_wire_encode(int ret, const struct elf_tls_info *info, const struct elf_
         out->e_type = info->e_type;
         out->is_executable = info->is_executable != 0;
         out->has_tls = info->has_tls != 0;
-        out->nloads = (uint8_t)(info->nloads > ELF_TLS_MAX_LOADS ? ELF_TLS_MAX_LOADS
-                                                                  : info->nloads);
+        out->nloads =
+            (uint8_t)(info->nloads > ELF_TLS_MAX_LOADS ? ELF_TLS_MAX_LOADS : info->nloads);
         out->tls_vaddr = info->tls_vaddr;
         out->tls_memsz = info->tls_memsz;
         out->tls_align = info->tls_align;

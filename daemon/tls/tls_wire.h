@@ -48,9 +48,8 @@ struct tls_resp {
         struct tls_wire_load loads[ELF_TLS_MAX_LOADS];
         struct tls_wire_sym syms[ELF_TLS_MAX_NAMES];
 };
-_Static_assert(sizeof(struct tls_resp) ==
-                   40 + ELF_TLS_MAX_LOADS * sizeof(struct tls_wire_load) +
-                       ELF_TLS_MAX_NAMES * sizeof(struct tls_wire_sym),
+_Static_assert(sizeof(struct tls_resp) == 40 + ELF_TLS_MAX_LOADS * sizeof(struct tls_wire_load) +
+                                              ELF_TLS_MAX_NAMES * sizeof(struct tls_wire_sym),
                "tls_resp is a wire struct");
 
 /* The request for names[0..n) into *r: 0, or -ENAMETOOLONG / -EINVAL (n too big). */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHILD_FD     3 /* the helper's end of the socketpair, in the helper */
@@ -251,9 +252,9 @@ static int ensure_running(struct parser_client *pc)
         if (pc->pid > 0)
                 return 0;
         if (mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)
-                return -EPIPE;
+                return -EAGAIN;
         pc->st.restarts++;
-        return spawn(pc, why, sizeof(why)) ? -EPIPE : 0;
+        return spawn(pc, why, sizeof(why)) ? -EAGAIN : 0;
 }
 
 static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uint32_t cap,
@@ -305,6 +306,8 @@ static int call_locked(struct parser_client *pc, uint16_t type, const void *req,
                 pc->st.deaths++;
                 kill_reap(pc);
                 err = ensure_running(pc);
+                if (err)
+                        pc->st.refused++;
                 if (!err) {
                         h = (struct parser_head){.type = type, .seq = ++pc->seq};
                         err = parser_chan_send(pc->sock, &h, req, len, fd) ? -EPIPE : 0;
@@ -326,11 +329,26 @@ int parser_client_call(struct parser_client *pc, uint16_t type, const void *req,
         return call_locked(pc, type, req, len, fd, resp, cap, got);
 }
 
-int parser_client_try_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
-                           int fd, void *resp, uint32_t cap, uint32_t *got)
+int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t type,
+                           const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
+                           uint32_t *got)
 {
         *got = 0;
-        if (pthread_mutex_trylock(&pc->lock)) {
+        int err;
+        if (!wait_ms) {
+                err = pthread_mutex_trylock(&pc->lock);
+        } else {
+                struct timespec until;
+                clock_gettime(CLOCK_MONOTONIC, &until);
+                until.tv_sec += wait_ms / 1000;
+                until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                err = pthread_mutex_clocklock(&pc->lock, CLOCK_MONOTONIC, &until);
+        }
+        if (err) {
                 __atomic_fetch_add(&pc->busy, 1, __ATOMIC_RELAXED);
                 return -EBUSY;
         }

@@ -23,6 +23,7 @@
 
 #define PARSER_DEADLINE_MS    2000 /* one request, and the helper's start */
 #define PARSER_RESTART_MIN_MS 1000 /* between two starts of the helper */
+#define PARSER_JOB_WAIT_MS    200  /* a target job's wait for another thread's request */
 /* The helper's own deadline for one request (a timer whose SIGALRM ends it): the daemon,
  * uid 0 without CAP_KILL, cannot signal a helper running as another uid, so a helper stuck
  * in a request ends itself this long after receiving it; the daemon waits that long for it
@@ -37,13 +38,13 @@ struct parser_stats {
         uint64_t calls;       /* requests sent */
         uint64_t pctx_calls;  /* ... of which process contexts to decode (PARSER_PCTX) */
         uint64_t tls_calls;   /* ... of which ELF files' thread-local variables (PARSER_TLS) */
-        uint64_t busy;        /* requests from the sampling loop not sent: the helper was busy
-                               * with another thread's (the caller tries again later) */
+        uint64_t busy;        /* requests from the sampling loop or a target job not sent: the
+                               * helper was busy with another thread's (tried again later) */
         uint64_t restarts;    /* helpers started after the first */
         uint64_t timeouts;    /* requests past PARSER_DEADLINE_MS (helper killed) */
         uint64_t deaths;      /* helpers found dead or closed mid-request */
         uint64_t bad_answers; /* answers that broke the framing (helper killed) */
-        uint64_t refused;     /* requests failed at once: restart rate limit, start failed */
+        uint64_t refused;     /* requests not sent (-EAGAIN): restart rate limit, start failed */
         uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure
                                * (stopped or stuck): reaped at a later request */
 };
@@ -54,13 +55,17 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
 void parser_client_stop(struct parser_client *);
 /* One request of type with len bytes of req and fd (>= 0: passed with it, not taken); the
  * answer's payload into resp (cap bytes), its size into *got. The helper's status (0 or
- * -errno), or -ETIMEDOUT, -EPIPE (the helper died or is not running), -EPROTO. */
+ * -errno); -ETIMEDOUT, -EPIPE (the helper died), -EPROTO: the request (its file, its
+ * payload) stalled, killed or confused the helper; -EAGAIN: not sent, no helper running
+ * (a start failed or is rate-limited: another request killed the last one), nothing to
+ * blame the request for. */
 int parser_client_call(struct parser_client *, uint16_t type, const void *req, uint32_t len, int fd,
                        void *resp, uint32_t cap, uint32_t *got);
-/* The same for a caller on the sampling loop: -EBUSY at once (counted in busy) when another
- * thread's request holds the helper, never waiting for it. */
-int parser_client_try_call(struct parser_client *, uint16_t type, const void *req, uint32_t len,
-                           int fd, void *resp, uint32_t cap, uint32_t *got);
+/* The same for a caller that must not wait long for other threads' requests: -EBUSY (counted
+ * in busy) when another thread's request still holds the helper after wait_ms (0: at once,
+ * for the sampling loop; target jobs wait PARSER_JOB_WAIT_MS, well inside their deadline). */
+int parser_client_try_call(struct parser_client *, unsigned wait_ms, uint16_t type, const void *req,
+                           uint32_t len, int fd, void *resp, uint32_t cap, uint32_t *got);
 /* The counters and the running helper (0 when none) as of the last request's end: never
  * waits for a request in progress (the sampling loop reads them). */
 void parser_client_stats(struct parser_client *, struct parser_stats *out);
