@@ -35,6 +35,7 @@ unshare --pid --fork --mount-proc bash -c "
 		exec '$TMP/priv/wl_attrib' long 3 1\" >'$TMP/wl2.out'
 	[ -e '$TMP/priv/wl_attrib' ] && echo 'private tmpfs visible outside its namespace'
 	wait %1
+	cp '$ST' '$TMP/status.last'
 	kill -TERM \$D
 	wait \$D
 	echo daemon-rc=\$?
@@ -51,7 +52,7 @@ T2=$(awk '/^cpu/ { print $2 }' "$TMP/wl2.out")
 echo "namespace tids: first workload $T1, second $T2 (host pid of the outside one: $HOSTP)"
 for t in $T1 $T2; do [ "$t" -lt 100 ] || fail "tid $t does not look namespace-local"; done
 jfr print --json --events jdk.ExecutionSample "$F" >"$TMP/s.json"
-python3 - "$TMP/s.json" "$T1" "$T2" <<'PY' || fail "recording content"
+python3 - "$TMP/s.json" "$T1" "$T2" <<'PY' || { cat "$TMP/status.last" "$DLOG"; fail "recording content"; }
 import json, sys
 d = json.load(open(sys.argv[1]))["recording"]["events"]
 t1 = set(int(x) for x in sys.argv[2].split())

@@ -137,8 +137,10 @@ folded both --filter route=/checkout --filter '!tier=free'
 # --span-frames: a sample taken between the demo's span and its labels has context (the span)
 # and no label; the span=ID frame shows it
 folded ctx --filter has-context --span-frames
-[ "$(count "$TMP/ctx.txt" .)" = "$(count "$TMP/ctx.txt" ';(route=[^;]*;tier=|span=)')" ] ||
+[ "$(count "$TMP/ctx.txt" .)" = "$(count "$TMP/ctx.txt" ';(route=[^;]*;tier=|span=)')" ] || {
+	grep -vE ';(route=[^;]*;tier=|span=)' "$TMP/ctx.txt" | head -5
 	fail "has-context kept a sample with neither labels nor a span"
+}
 # exact: has-context drops the samples without context, nothing else
 no_ctx=$(($(stat_json .received) + $(stat_json .filtered_in_kernel) -
 	$(stat_json .ctx_missing.before_location) - $(stat_json .with_context)))

@@ -26,6 +26,8 @@ run_mode() { # name VAR=value|- workload args...
 	noctx=$(count "$f" ';wl-noctx;')
 	nolab=$(grep ';wl-noctx;' "$f" | grep -c '=')
 	echo "$name: work $((a + b)) samples, $good with the right context, $wrong wrong; wl-noctx $noctx samples, $nolab lines with labels"
+	# what explains a location that never came: jobs past their deadline, a busy or dying helper
+	echo "$name: $(jq -c '{target_jobs, parser, ctx_missing}' "$TMP/stats.json")"
 	[ "$wrong" = 0 ] || fail "$name: wrong context"
 	[ $((a + b)) -ge 100 ] || fail "$name: too few samples"
 	[ "$good" = $((a + b)) ] || { cat "$TMP/$name.err"; fail "$name: context missing in $((a + b - good)) samples"; }
