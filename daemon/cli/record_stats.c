@@ -270,10 +270,11 @@ static void json_hooks(FILE *f, const struct sampler_stats *st)
         fprintf(f,
                 ",\n  \"target_jobs\": {\"abandoned\": %" PRIu64 ", \"refused\": %" PRIu64
                 ", \"refused_owner\": %" PRIu64 ", \"stuck_workers\": %" PRIu64
-                ", \"targets_stuck\": %" PRIu64 ", \"tls_located\": %" PRIu64
-                ", \"tls_errors\": %" PRIu64 "}",
+                ", \"targets_stuck\": %" PRIu64 ", \"targets_returned\": %" PRIu64
+                ", \"tls_located\": %" PRIu64 ", \"tls_errors\": %" PRIu64 "}",
                 st->jobs_abandoned, st->jobs_refused, st->jobs_refused_owner,
-                st->jobs_stuck_workers, st->targets_stuck, st->tls_located, st->tls_errors);
+                st->jobs_stuck_workers, st->targets_stuck, st->targets_returned, st->tls_located,
+                st->tls_errors);
 }
 
 static void json_offcpu(FILE *f, const struct sampler_stats *st)

@@ -61,6 +61,9 @@
  * milliseconds (a cold process with hundreds of libraries, a few hundred), a FUSE server can
  * take forever. */
 #define TLS_JOB_DEADLINE_NS 2000000000ull /* 2 s */
+/* A stuck process whose job came back is given jobs again this many times, then it stays
+ * stuck: each time it held a worker past the deadline. */
+#define TLS_STUCK_RETURNS_MAX 3
 
 /* The OpenTelemetry process context (engine/otel_process_ctx.h): looked at every
  * PCTX_CHECK_NS, at most every PCTX_RETRY_NS when keys are missing, doubling up to
@@ -299,6 +302,14 @@ static int proc_publish(struct procs *t, struct proc *p, struct ctxprof_tls_targ
         return 0;
 }
 
+/* libctx's two variables, or an OpenTelemetry thread context writer (OTEP 4947): nothing
+ * more to look for. */
+static int location_complete(const struct ctxprof_tls_target *loc)
+{
+        return (loc->labels.mode != CTXPROF_TLS_NONE && loc->span.mode != CTXPROF_TLS_NONE) ||
+               loc->otel.mode != CTXPROF_TLS_NONE;
+}
+
 /* Nothing new to publish, but the pending mark must not outlive the attempt: the last
  * location again (the entry may have changed since only by BPF's exec reset, which its
  * exec_gen check covers). */
@@ -370,9 +381,7 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                 return;
         }
         t->tls_located++;
-        /* libctx's two variables, or an OpenTelemetry thread context writer (OTEP 4947) */
-        if ((loc->labels.mode != CTXPROF_TLS_NONE && loc->span.mode != CTXPROF_TLS_NONE) ||
-            loc->otel.mode != CTXPROF_TLS_NONE) {
+        if (location_complete(loc)) {
                 p->tls_state = PROC_TLS_LOCATED;
                 return;
         }
@@ -435,13 +444,45 @@ static struct proc *proc_of_job(struct procs *t, uint64_t id)
         return NULL;
 }
 
-void procs_job_done(void *ctx, uint64_t id, void *arg)
+/* The worker of stuck job id came back (what it waited on was answered, or failed): its
+ * process gets jobs again, located anew after a pause, unless it has stalled a worker
+ * TLS_STUCK_RETURNS_MAX times already. */
+static void proc_job_returned(struct procs *t, uint64_t id, uint64_t now)
+{
+        struct proc *p = NULL;
+
+        for (size_t i = 0; i < t->n && !p; i++)
+                if (t->v[i].stuck_job == id)
+                        p = &t->v[i];
+        if (!p)
+                return;
+        p->stuck_job = 0;
+        if (!p->alive || !p->stuck || ++p->stuck_returns > TLS_STUCK_RETURNS_MAX)
+                return;
+        p->stuck = 0;
+        t->stuck_returned++;
+        if (p->tls_errors >= TLS_MAX_ERRORS)
+                p->tls_state = PROC_TLS_GAVE_UP;
+        else
+                p->tls_state =
+                    location_complete(&p->published) ? PROC_TLS_LOCATED : PROC_TLS_SEARCHING;
+        p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
+        if (p->otel.next_ns < now + TLS_RETRY_SLOW_NS)
+                p->otel.next_ns = now + TLS_RETRY_SLOW_NS;
+}
+
+void procs_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg)
 {
         struct proc_job *lj = arg;
         struct procs *t = ctx;
-        struct proc *p = proc_of_job(t, id);
+        struct proc *p;
         uint64_t now = mono_ns();
 
+        if (end == TARGET_JOB_RETURNED) {
+                proc_job_returned(t, id, now);
+                return;
+        }
+        p = proc_of_job(t, id);
         if (lj) {
                 target_stats_add(&t->target, &lj->st);
                 if (t->pctx_stats)
@@ -451,9 +492,11 @@ void procs_job_done(void *ctx, uint64_t id, void *arg)
                 return;
         p->job_id = 0;
         if (!lj) {
-                /* Past its deadline: the process is marked, its samples go on without
-                 * context (the pending mark must not hold them back). */
+                /* Past its deadline (or refused: its owner's workers are stuck): the process
+                 * is marked, its samples go on without context (the pending mark must not
+                 * hold them back) until the job's worker comes back, if ever. */
                 p->stuck = 1;
+                p->stuck_job = end == TARGET_JOB_ABANDONED ? id : 0;
                 t->stuck++;
                 p->tls_state = PROC_TLS_GAVE_UP;
                 proc_end_pending(t, p);

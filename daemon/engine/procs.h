@@ -8,7 +8,10 @@
  * Locating runs as a job (engine/target_jobs.h) on a worker, one job per process at a time,
  * with a deadline (TLS_JOB_DEADLINE_NS); the result is applied when the sampler collects it
  * (procs_job_done). A process whose job passed its deadline is *stuck*: it gets no more jobs,
- * and its samples are recorded with what is known (no context from then on).
+ * and its samples are recorded with what is known (no context meanwhile). When the stuck
+ * job's worker comes back (the read it waited on was answered, or failed), the process is
+ * no longer stuck and is located again, TLS_STUCK_RETURNS_MAX times; after that it stays
+ * stuck (a target that stalls a worker each time).
  *
  * Thread safety: driven by the sampler's thread only (the jobs own copies of what they need).
  */
@@ -62,6 +65,8 @@ struct proc {
         uint64_t image;         /* images seen (exec): a job for an older one is discarded */
         int locate_again;       /* a file was mapped while its job ran: locate once more */
         int stuck;              /* a job of it passed its deadline: no more jobs for it */
+        uint64_t stuck_job;     /* that job (target_jobs id), until its worker comes back */
+        int stuck_returns;      /* times a stuck job of it came back */
 };
 
 struct procs {
@@ -78,6 +83,7 @@ struct procs {
         uint64_t tls_located;       /* locations published */
         uint64_t tls_errors;        /* locations that failed */
         uint64_t stuck;             /* processes marked stuck (a job past its deadline) */
+        uint64_t stuck_returned;    /* ... no longer stuck: the stuck job's worker came back */
         struct target_stats target; /* the locator's refusals (maps lines, files) */
 };
 
@@ -115,8 +121,9 @@ void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns);
  * have yet: a key is published before a thread uses it). A job (when t->jobs is set):
  * p->otel changes when it ends; a process's first look waits for it, briefly. */
 void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing);
-/* A target_job_done for t->jobs (ctx = t): a locating job ended (arg) or was abandoned. */
-void procs_job_done(void *ctx, uint64_t id, void *arg);
+/* A target_job_done for t->jobs (ctx = t): a job of a process ended (arg), was abandoned or
+ * refused (the process marked stuck), or came back after that (it may be no longer). */
+void procs_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg);
 /* Run every due retry. */
 void procs_locate_due(struct procs *t, uint64_t now);
 /* timeout_ms, shortened to the next pending retry (rounded up to whole ms). */

@@ -478,6 +478,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         out->tls_located = s->procs.tls_located;
         out->tls_errors = s->procs.tls_errors;
         out->targets_stuck = s->procs.stuck;
+        out->targets_returned = s->procs.stuck_returned;
         if (s->jobs) {
                 struct target_jobs_stats js;
 

@@ -121,9 +121,10 @@ struct sampler_stats {
         /* target jobs (engine/target_jobs.h): jobs past their deadline (their worker left
          * blocked), jobs not run (every worker stuck), jobs not run because their target's
          * owner already holds TARGET_JOBS_STUCK_PER_OWNER workers stuck, workers stuck now,
-         * and targets marked stuck (no more jobs; sampled without context) */
+         * targets marked stuck (no more jobs; sampled without context), and targets no
+         * longer stuck (the stuck job's worker came back: engine/procs.h) */
         uint64_t jobs_abandoned, jobs_refused, jobs_refused_owner, jobs_stuck_workers,
-            targets_stuck;
+            targets_stuck, targets_returned;
         struct context_decode_stats ctx;
         struct sampler_ctx_missing ctx_missing;
         /* OpenTelemetry thread context (OTEP 4947) and process context (OTEP 4719) */

@@ -31,7 +31,9 @@ struct job {
         uint64_t started_ns;  /* 0 = queued */
         int abandoned;        /* the loop gave up on it: the worker drops it */
         int owner_refused;    /* not run: its owner's workers are stuck (handed back as
-                               * abandoned, dropped by collect) */
+                               * refused, dropped by collect) */
+        int returned;         /* abandoned, then its worker came back (arg dropped already;
+                               * handed back as returned) */
         uint32_t owner;       /* who controls the target (target_jobs_submit) */
         struct job *next;
 };
@@ -130,14 +132,19 @@ static void hand_back_locked(struct target_jobs *j, struct job *jb)
         deliver_locked(j, jb);
 }
 
-/* Lock held: the job the worker just finished goes back to the loop, or (abandoned) away. */
+/* Lock held: the job the worker just finished goes back to the loop: its result, or (an
+ * abandoned one) only the news that its worker is back, its result dropped (stale). */
 static void finish_locked(struct target_jobs *j, struct job *jb)
 {
         unlink_running(j, jb);
         if (jb->abandoned) {
                 j->st.stuck--;
-                drop_job(jb);
-                return;
+                j->st.returned++;
+                if (jb->drop)
+                        jb->drop(jb->arg);
+                jb->drop = NULL;
+                jb->arg = NULL;
+                jb->returned = 1;
         }
         deliver_locked(j, jb);
 }
@@ -314,7 +321,7 @@ unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_don
 {
         uint64_t ids[TARGET_JOBS_MAX_THREADS], v;
         struct job *fin;
-        unsigned n, count = 0, handed_back = 0;
+        unsigned n, count = 0, others = 0;
 
         if (read(j->efd, &v, sizeof(v)) < 0) {
                 /* EAGAIN: nothing finished since the last read (a deadline may have passed) */
@@ -328,25 +335,30 @@ unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_don
                 struct job *jb = fin;
 
                 fin = jb->next;
-                done(ctx, jb->id, jb->owner_refused ? NULL : jb->arg);
                 if (jb->owner_refused)
-                        handed_back++;
+                        done(ctx, jb->id, TARGET_JOB_REFUSED, NULL);
+                else if (jb->returned)
+                        done(ctx, jb->id, TARGET_JOB_RETURNED, NULL);
+                else
+                        done(ctx, jb->id, TARGET_JOB_FINISHED, jb->arg);
+                if (jb->owner_refused || jb->returned)
+                        others++;
                 else
                         count++;
                 drop_job(jb);
         }
         for (unsigned i = 0; i < n; i++)
-                done(ctx, ids[i], NULL);
+                done(ctx, ids[i], TARGET_JOB_ABANDONED, NULL);
         pthread_mutex_lock(&j->lock);
         j->st.completed += count;
         pthread_mutex_unlock(&j->lock);
-        return count + handed_back + n;
+        return count + others + n;
 }
 
 static int finished_locked(const struct target_jobs *j, uint64_t id)
 {
         for (const struct job *jb = j->finished; jb; jb = jb->next)
-                if (jb->id == id)
+                if (jb->id == id && !jb->returned)
                         return 1;
         return 0;
 }

@@ -11,7 +11,9 @@
  * worker is left blocked where it is (nothing can wake a thread out of a FUSE request but
  * the server or SIGKILL), counted, and replaced by a new worker, up to TARGET_JOBS_MAX_THREADS
  * threads in all; the caller marks the job's target so that it gets no more jobs. A worker
- * that comes back from an abandoned job frees the job's argument itself and serves again.
+ * that comes back from an abandoned job frees the job's argument itself (its result is
+ * stale), says so through collect (TARGET_JOB_RETURNED: the caller may give the target jobs
+ * again) and serves again.
  *
  * Workers are detached: target_jobs_free never waits for one, so neither does process exit
  * or SIGTERM. A job's argument must own everything the job writes (never a pointer into the
@@ -38,9 +40,16 @@ struct target_jobs;
 typedef void (*target_job_run)(void *arg);
 /* Frees arg (the job is over, delivered or abandoned). */
 typedef void (*target_job_drop)(void *arg);
-/* A job ended: arg is its argument (still owned by the pool: freed after this returns), or
- * NULL when the job was abandoned past its deadline (its worker still holds arg). */
-typedef void (*target_job_done)(void *ctx, uint64_t id, void *arg);
+enum target_job_end {
+        TARGET_JOB_FINISHED,  /* it returned in time: arg holds what it wrote */
+        TARGET_JOB_ABANDONED, /* past its deadline: arg NULL (its worker still holds it) */
+        TARGET_JOB_REFUSED,   /* not run, its owner's workers are stuck: arg NULL (dropped) */
+        TARGET_JOB_RETURNED,  /* an abandoned job's worker came back (a second end for the
+                               * same id): arg NULL (dropped: its result is stale) */
+};
+/* A job ended: arg is its argument for TARGET_JOB_FINISHED (still owned by the pool: freed
+ * after this returns), else NULL. */
+typedef void (*target_job_done)(void *ctx, uint64_t id, enum target_job_end end, void *arg);
 
 struct target_jobs_stats {
         uint64_t submitted;     /* jobs started or queued */
@@ -50,6 +59,7 @@ struct target_jobs_stats {
         uint64_t refused_owner; /* jobs not run: their owner had TARGET_JOBS_STUCK_PER_OWNER
                                  * workers stuck (handed back as abandoned) */
         uint64_t stuck;         /* workers blocked in an abandoned job now */
+        uint64_t returned;      /* workers back from an abandoned job */
         uint64_t threads;       /* worker threads now, stuck ones included */
 };
 
@@ -64,12 +74,12 @@ int target_jobs_fd(const struct target_jobs *j);
 /* Run run(arg) on a worker, abandoned if it has not returned deadline_ns after it started.
  * owner: who controls the target (its real uid): when the owner's targets hold
  * TARGET_JOBS_STUCK_PER_OWNER workers, one of them stuck, the job is not run and collect
- * hands it back as abandoned (done with arg NULL; counted in refused_owner). A job id
+ * hands it back as refused (TARGET_JOB_REFUSED; counted in refused_owner). A job id
  * (> 0), or 0 when refused (counted): then arg was dropped already. */
 uint64_t target_jobs_submit(struct target_jobs *j, uint32_t owner, target_job_run run,
                             target_job_drop drop, void *arg, uint64_t deadline_ns);
-/* done() for every finished job, every job past its deadline at now and every job refused
- * for its owner; the count. */
+/* done() for every finished job, every job past its deadline at now, every job refused for
+ * its owner and every abandoned job whose worker came back; the count. */
 unsigned target_jobs_collect(struct target_jobs *j, uint64_t now, target_job_done done, void *ctx);
 /* Wait until job id has finished, or until the monotonic time until_ns: 1 finished (collect
  * hands it back), 0 not yet. */

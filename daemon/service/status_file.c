@@ -90,6 +90,7 @@ static const struct field daemon_fields[] = {
     D("parser_timeouts", F_U64, parser_timeouts),
     D("jobs_abandoned", F_U64, jobs_abandoned),
     D("targets_stuck", F_U64, targets_stuck),
+    D("targets_returned", F_U64, targets_returned),
     D("cap_eff", F_HEX, cap_eff),
 };
 

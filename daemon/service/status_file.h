@@ -64,9 +64,10 @@ struct status_daemon {
          * started after the first, requests past their deadline */
         int parser_pid;
         uint64_t parser_restarts, parser_timeouts;
-        /* target jobs past their deadline (abandoned) and the targets they marked stuck
-         * (sampler_stats: jobs_abandoned, targets_stuck) */
-        uint64_t jobs_abandoned, targets_stuck;
+        /* target jobs past their deadline (abandoned), the targets they marked stuck and
+         * those no longer stuck (sampler_stats: jobs_abandoned, targets_stuck,
+         * targets_returned) */
+        uint64_t jobs_abandoned, targets_stuck, targets_returned;
 };
 
 /* One "target" line: a sampled process. */

@@ -3,7 +3,8 @@
  * test_target_jobs.c — engine/target_jobs.c with real threads and a real blocking read: a
  * job that never returns (a read of a pipe nobody writes yet) is abandoned at its deadline,
  * counted, its worker replaced so that the next job still runs; the worker freed when the
- * read returns; the pool freed while a worker is stuck, without waiting for it; and one
+ * read returns, and the abandoned job's id handed back once more (returned) without its
+ * stale result; the pool freed while a worker is stuck, without waiting for it; and one
  * owner's stuck jobs never take more than TARGET_JOBS_STUCK_PER_OWNER workers from another's.
  */
 #include <criterion/criterion.h>
@@ -36,17 +37,22 @@ static void run(void *arg)
 }
 
 struct seen {
-        uint64_t done_id, abandoned_id;
+        uint64_t done_id, abandoned_id, returned_id;
+        int bad_end; /* an end with the wrong arg */
         int value;
 };
 
-static void done(void *ctx, uint64_t id, void *arg)
+static void done(void *ctx, uint64_t id, enum target_job_end end, void *arg)
 {
         struct seen *s = ctx;
 
-        if (arg) {
+        if ((end == TARGET_JOB_FINISHED) != (arg != NULL))
+                s->bad_end = 1;
+        if (end == TARGET_JOB_FINISHED) {
                 s->done_id = id;
                 s->value = ((struct job_arg *)arg)->value;
+        } else if (end == TARGET_JOB_RETURNED) {
+                s->returned_id = id;
         } else {
                 s->abandoned_id = id;
         }
@@ -113,18 +119,17 @@ Test(target_jobs, stuck_job_abandoned_and_replaced)
         cr_assert_gt(next, 0);
         COLLECT_UNTIL(j, &s, s.done_id == next);
         cr_assert_eq(s.value, 7);
-        /* the blocked read returns: its worker drops the job and is no longer stuck */
+        /* the blocked read returns: its worker drops the job, is no longer stuck, and the
+         * job's id comes back once more, as returned, without its (stale) result */
         cr_assert_eq(write(p[1], &c, 1), 1);
-        {
-                uint64_t until = mono_ns() + WAIT_NS;
-
-                do {
-                        usleep(1000);
-                        target_jobs_get_stats(j, &st);
-                } while (st.stuck && mono_ns() < until);
-        }
+        COLLECT_UNTIL(j, &s, s.returned_id == stuck);
+        cr_assert_eq(s.returned_id, stuck, "the returned worker was not reported");
+        target_jobs_get_stats(j, &st);
         cr_assert_eq(st.stuck, 0);
-        cr_assert_eq(st.completed, 1); /* the abandoned one is never delivered */
+        cr_assert_eq(st.returned, 1);
+        cr_assert_eq(st.completed, 1); /* the abandoned one's result is never delivered */
+        cr_assert_eq(s.value, 7);
+        cr_assert_not(s.bad_end);
         target_jobs_free(j);
         close(p[0]);
         close(p[1]);
