@@ -510,10 +510,11 @@ static int intern_entries(struct symbolizer *s, struct sym_module *m, const stru
         return n == 1 && !out[0].function ? 0 : n;
 }
 
-/* An ELF frame through the parser helper. A module whose request times out, kills the
- * helper or gets a malformed answer is refused from then on (module_errors); a request not
- * sent (no helper running: another module's request killed the last one, and the next start
- * is rate-limited) leaves the frame unnamed this once, the module is asked again later. */
+/* An ELF frame through the parser helper: its entries, or 0. A module whose request times
+ * out, kills the helper or gets a malformed answer is refused from then on (module_errors);
+ * a request not sent (no helper running: another module's request killed the last one, and
+ * the next start is rate-limited) is -EAGAIN: the frame is unnamed this once (not cached),
+ * the module asked again later. */
 static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t off,
                           struct sym_frame *out, int max)
 {
@@ -534,6 +535,8 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
                 smod_close(s, m);
                 return 0;
         }
+        if (err == -EAGAIN)
+                return err;
         if (err == -EINVAL) { /* not ELF: as in this process, failed for good */
                 ST_ADD(s, module_errors, 1);
                 m->failed = 1;
@@ -616,7 +619,9 @@ int symbolize(struct symbolizer *s, const struct ctxprof_frame *f, struct sym_fr
         } else if (f->module_id >= CTXPROF_MODULE_FIRST) {
                 n = resolve_user(s, f->module_id, off, tmp, SYM_MAX_INLINE);
         }
-        int cacheable = 1;
+        int cacheable = n >= 0; /* < 0: the helper could not be asked now */
+        if (n < 0)
+                n = 0;
         if (n == 0) {
                 struct module_info mi;
                 ST_ADD(s, unresolved, 1);
