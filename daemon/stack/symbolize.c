@@ -46,6 +46,8 @@ struct sym_module {
         int fd;              /* the module's descriptor while open for the parser helper */
         uint64_t token;      /* names this open module to the helper (sym_wire.h) */
         int failed;          /* the file cannot be read as ELF: every frame stays unresolved */
+        int helper_failures; /* requests that timed out, killed or confused the helper */
+        uint64_t retry_ns;   /* after a helper failure: not asked before this (monotonic) */
         int dwarf_counted;   /* the helper said its DWARF was refused, and it was counted */
         uint64_t last_use;
         uint64_t string_bytes; /* interned strings first met in this module */
@@ -467,7 +469,8 @@ static struct sym_module *smod_get(struct symbolizer *s, uint32_t id)
                 s->smods[id] = m;
         }
         m->last_use = ++s->tick;
-        if (!m->es && m->fd < 0 && !m->pmap && !m->failed) {
+        if (!m->es && m->fd < 0 && !m->pmap && !m->failed &&
+            (!m->retry_ns || mono_ns() >= m->retry_ns)) {
                 int err = smod_open(s, id, m);
                 /* An id the registry does not know yet (another thread is registering it)
                  * is not a broken file: try again next time instead of failing it for good. */
@@ -511,10 +514,11 @@ static int intern_entries(struct symbolizer *s, struct sym_module *m, const stru
 }
 
 /* An ELF frame through the parser helper: its entries, or 0. A module whose request times
- * out, kills the helper or gets a malformed answer is refused from then on (module_errors);
- * a request not sent (no helper running: another module's request killed the last one, and
- * the next start is rate-limited) is -EAGAIN: the frame is unnamed this once (not cached),
- * the module asked again later. */
+ * out, kills the helper or gets a malformed answer is closed and asked again after a pause
+ * (SYM_HELPER_RETRY_NS), refused for good at the SYM_HELPER_FAILURES_MAX-th time; a request
+ * not sent (no helper running: another module's request killed the last one, and the next
+ * start is rate-limited) blames nothing. Both are -EAGAIN: the frame is unnamed this once
+ * (not cached), asked again later. */
 static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t off,
                           struct sym_frame *out, int max)
 {
@@ -530,10 +534,15 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
         if (!err)
                 err = sym_wire_decode(resp.buf, got, &names);
         if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO) {
-                ST_ADD(s, parser_refused, 1);
-                m->failed = 1;
                 smod_close(s, m);
-                return 0;
+                if (++m->helper_failures >= SYM_HELPER_FAILURES_MAX) {
+                        ST_ADD(s, parser_refused, 1);
+                        m->failed = 1;
+                        return 0;
+                }
+                ST_ADD(s, parser_retries, 1);
+                m->retry_ns = mono_ns() + (SYM_HELPER_RETRY_NS << (m->helper_failures - 1));
+                return -EAGAIN;
         }
         if (err == -EAGAIN)
                 return err;
@@ -555,8 +564,10 @@ static int resolve_user(struct symbolizer *s, uint32_t id, uint64_t off, struct 
                         int max)
 {
         struct sym_module *m = smod_get(s, id);
-        if (!m)
-                return 0;
+        if (!m) { /* a module waiting to be asked again: not an answer to remember */
+                const struct sym_module *w = id < s->nsmods ? s->smods[id] : NULL;
+                return w && !w->failed && w->retry_ns && mono_ns() < w->retry_ns ? -EAGAIN : 0;
+        }
         if (m->pmap)
                 return resolve_perf_map(s, m, off, out);
         if (m->fd >= 0)

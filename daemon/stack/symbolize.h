@@ -42,6 +42,13 @@
 #define SYM_MODULE_STRINGS_MAX (16ull << 20)
 /* A perf map that does not name a JIT address is re-read at most this often. */
 #define SYM_PERF_MAP_REREAD_NS 100000000ull /* 100 ms */
+/* A module whose request timed out, killed the helper or got an answer out of format is
+ * asked again after SYM_HELPER_RETRY_NS, doubled each time, and refused for good at the
+ * SYM_HELPER_FAILURES_MAX-th such request: the helper may have been stalled or killed by
+ * something else (a module is not to blame for every death), but a module that kills it
+ * each time must not keep restarting it. */
+#define SYM_HELPER_RETRY_NS     10000000000ull /* 10 s */
+#define SYM_HELPER_FAILURES_MAX 3
 
 struct symbolizer;
 struct sym_frame {
@@ -69,14 +76,18 @@ struct symbolizer_stats {
         uint64_t cache_clears;    /* times the cache was emptied at SYM_CACHE_BYTES */
         uint64_t dwarf_refused;   /* modules whose DWARF would need a file by name */
         uint64_t parser_refused;  /* modules refused after the parser helper timed out, died
-                                   * or answered out of format on one of their frames */
+                                   * or answered out of format on SYM_HELPER_FAILURES_MAX of
+                                   * their frames */
+        uint64_t parser_retries;  /* ... a first or later such failure: the module is asked
+                                   * again after SYM_HELPER_RETRY_NS (doubled each time) */
 };
 void symbolizer_stats(struct symbolizer *, struct symbolizer_stats *out);
 
 /* From now on every symbolizer of this process has module ELF/DWARF parsed by the parser
  * helper pc (util/parser_client.h: the module's descriptor goes with each request, the names
  * come back and are checked, cut, demangled and interned here; a module whose request times
- * out or kills the helper is refused: parser_refused). Call once at setup, before any
+ * out or kills the helper is asked again later, refused at the SYM_HELPER_FAILURES_MAX-th
+ * time: parser_retries, parser_refused). Call once at setup, before any
  * symbolizer is used; pc must outlive them. NULL: parse in this process. */
 struct parser_client;
 void symbolize_use_parser(struct parser_client *pc);

@@ -7,7 +7,8 @@
 # a module first seen after that is named by the new helper; the status stays fresh. A helper
 # that stops answering (SIGSTOP) makes a request time out (parser_timeouts), the status stays
 # fresh, a new helper takes over, and the stopped one ends by its own deadline once it runs
-# again. A parser user that does not exist makes the daemon exit non-zero at start, saying why.
+# again; the frames of a module first asked about while it was stopped are named in the end
+# (its module asked again, not refused). A parser user that does not exist makes the daemon exit non-zero at start, saying why.
 . "$(dirname "$0")/hostile_lib.sh"
 
 WL=$(readlink -f "$B/tests/workloads/wl_deep")
@@ -68,6 +69,9 @@ kill -CONT "$H2"
 wait_for 10 "the stopped helper ending by its own deadline" ended "$H2"
 echo "helper $H2 stopped: parser_timeouts $(dstat parser_timeouts), status fresh, new helper" \
 	"$(children | grep -vx "$H2"); $H2 ended once continued"
+# the module whose request met the stopped helper is not to blame: it is asked again (after
+# SYM_HELPER_RETRY_NS) and named, not refused for the daemon's life
+wait_for 90 "frames of the workload started while the helper was stopped named (work_A)" named work_A
 stop_daemon
 
 out=$("$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st2" \
