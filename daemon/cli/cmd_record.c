@@ -646,13 +646,31 @@ static int add_targets(struct recording *r)
         return 0;
 }
 
-/* Setup stage, last step (BPF loaded, perf events open, targets added; one thread): the
- * parser helper started (not with debuginfod opted in: it has no network), then only the
- * daemon's capabilities kept, and CAP_DAC_OVERRIDE for the output (docs/daemon.md,
- * "Trust boundary"). COMMAND, forked before, keeps what it had. 0 or -1 (printed). */
-static int confine(struct recording *r, int debuginfod)
+/* Setup stage, before the targets are added (their first location scans their ELF files):
+ * the parser helper started (not with debuginfod opted in: it has no network). 0 or -1
+ * (printed). */
+static int start_parser(struct recording *r, int debuginfod)
 {
         char why[160];
+
+        if (debuginfod == 1)
+                return 0;
+        if (parser_client_start(r->ro->parser_user, &r->parser, why, sizeof(why))) {
+                fprintf(stderr, "ctxprof: starting the parser helper failed: %s\n", why);
+                return -1;
+        }
+        symbolize_use_parser(r->parser);
+        otel_pctx_use_parser(r->parser);
+        elf_tls_use_parser(r->parser);
+        return 0;
+}
+
+/* Setup stage, last step (BPF loaded, perf events open, the helper started, targets added;
+ * one thread): only the daemon's capabilities kept, and CAP_DAC_OVERRIDE for the output
+ * (docs/daemon.md, "Trust boundary"). COMMAND, forked before, keeps what it had. 0 or -1
+ * (printed). */
+static int confine(struct recording *r)
+{
         int err;
 
         /* A uprobe needs CAP_SYS_ADMIN: hook the targets' loaders now, as the daemon does
@@ -661,16 +679,6 @@ static int confine(struct recording *r, int debuginfod)
         if (err && !r->ro->quiet)
                 fprintf(stderr, "ctxprof: library-load hook for every process failed: %s\n",
                         strerror(-err));
-        if (debuginfod != 1) {
-                err = parser_client_start(r->ro->parser_user, &r->parser, why, sizeof(why));
-                if (err) {
-                        fprintf(stderr, "ctxprof: starting the parser helper failed: %s\n", why);
-                        return -1;
-                }
-                symbolize_use_parser(r->parser);
-                otel_pctx_use_parser(r->parser);
-                elf_tls_use_parser(r->parser);
-        }
         err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
         if (err) {
                 fprintf(stderr, "ctxprof: dropping capabilities failed: %s\n", strerror(-err));
@@ -715,9 +723,11 @@ static int setup(struct recording *r)
                         report_setup_error(err, stage, &ro->o);
                 return -1;
         }
+        if (start_parser(r, debuginfod))
+                return -1;
         if (add_targets(r) || stop_requested)
                 return -1; /* during setup: abandon it, the output untouched */
-        return confine(r, debuginfod);
+        return confine(r);
 }
 
 /* Setup stage, last step: only now is the output created or truncated. A signal that
