@@ -338,14 +338,9 @@ int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t 
         if (!wait_ms) {
                 err = pthread_mutex_trylock(&pc->lock);
         } else {
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += wait_ms / 1000;
-                until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-                if (until.tv_nsec >= 1000000000L) {
-                        until.tv_sec++;
-                        until.tv_nsec -= 1000000000L;
-                }
+                uint64_t until_ns = mono_ns() + wait_ms * NS_PER_MS;
+                struct timespec until = {.tv_sec = (time_t)(until_ns / NS_PER_SEC),
+                                         .tv_nsec = (long)(until_ns % NS_PER_SEC)};
                 err = pthread_mutex_clocklock(&pc->lock, CLOCK_MONOTONIC, &until);
         }
         if (err) {
