@@ -23,8 +23,10 @@
 /* What parsing needs (found by running the helper under the filter on real modules and debug
  * files): memory, reading the descriptors it is given, its socket, and openat read-only for
  * debug files under /usr/lib/debug/.build-id (debuginfo_find.h; the uid is the parser
- * user's, so only world-readable files open). No socket, connect, execve, fork, ptrace,
- * write to a file, or any *at that changes the file system. */
+ * user's, so only world-readable files open), and a memfd for the rows of an unwind table
+ * (stack/cfi_wire.h: memfd_create, and ftruncate, on no descriptor below 3: the daemon's
+ * standard streams are inherited). No socket, connect, execve, fork, ptrace, write to a file,
+ * or any *at that changes the file system. */
 static const int allowed[] = {
     SCMP_SYS(read),
     SCMP_SYS(pread64),
@@ -61,6 +63,7 @@ static const int allowed[] = {
     SCMP_SYS(sysinfo),
     SCMP_SYS(setitimer),
     SCMP_SYS(restart_syscall),
+    SCMP_SYS(memfd_create),
 };
 
 static int load_seccomp(void)
@@ -76,6 +79,9 @@ static int load_seccomp(void)
                 err = seccomp_rule_add(
                     ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
                     SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE, 0));
+        if (!err)
+                err = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ftruncate), 1,
+                                       SCMP_A0(SCMP_CMP_GT, STDERR_FILENO));
         if (!err)
                 err = seccomp_load(ctx);
         seccomp_release(ctx);

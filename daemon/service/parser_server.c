@@ -7,6 +7,7 @@
 #include "engine/otel_process_ctx.h"
 #include "engine/pctx_wire.h"
 #include "service/parser_confine.h"
+#include "stack/cfi_wire.h"
 #include "stack/elf_syms.h"
 #include "stack/sym_wire.h"
 #include "tls/elf_tls.h"
@@ -25,7 +26,8 @@
 
 #define REQ_MAX sizeof(struct tls_req) /* bytes of the largest request payload */
 _Static_assert(sizeof(struct tls_req) >= sizeof(struct sym_req) &&
-                   sizeof(struct tls_req) >= sizeof(struct pctx_req),
+                   sizeof(struct tls_req) >= sizeof(struct pctx_req) &&
+                   sizeof(struct tls_req) >= sizeof(struct cfi_req),
                "REQ_MAX holds every request");
 /* bytes of the largest answer */
 #define RESP_MAX (SYM_RESP_MAX > PCTX_RESP_MAX ? SYM_RESP_MAX : PCTX_RESP_MAX)
@@ -121,6 +123,31 @@ static int serve_tls(struct server *sv, const struct parser_head *h, const void 
         return 0;
 }
 
+/* The unwind table of the ELF file in fd (taken): its answer, and the rows in *rfd. */
+static int serve_cfi(struct server *sv, const struct parser_head *h, const void *req, int fd,
+                     uint32_t *len, int *rfd)
+{
+        struct cfi_req r;
+        struct cfi_table t = {0};
+        if (h->len != sizeof(r) || fd < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return -EINVAL;
+        }
+        memcpy(&r, req, sizeof(r));
+        int status = cfi_table_build_local(fd, &t);
+        close(fd);
+        if (!status && t.n > r.max_rows)
+                status = -EFBIG;
+        _Static_assert(sizeof(struct cfi_resp) <= RESP_MAX, "a CFI answer fits");
+        int err = cfi_wire_export(status, &t, (struct cfi_resp *)(void *)sv->resp.buf, rfd);
+        cfi_table_free(&t);
+        if (err)
+                return err;
+        *len = sizeof(struct cfi_resp);
+        return 0;
+}
+
 /* The payload in fd, size bytes as the request says and fstat confirms: 0 and *out
  * (malloc'ed), or -errno. */
 static int read_payload(int fd, uint32_t size, uint8_t **out)
@@ -181,7 +208,7 @@ static int serve(struct server *sv)
                 if (err)
                         return PARSER_EXIT_CHANNEL;
                 uint32_t len = 0;
-                int status;
+                int status, rfd = -1;
                 const struct itimerval self_deadline = {
                     .it_value = {.tv_sec = PARSER_SELF_DEADLINE_MS / 1000,
                                  .tv_usec = PARSER_SELF_DEADLINE_MS % 1000 * 1000}};
@@ -193,13 +220,18 @@ static int serve(struct server *sv)
                         status = serve_pctx(sv, &h, req, fd, &len);
                 } else if (h.type == PARSER_TLS) {
                         status = serve_tls(sv, &h, req, fd, &len);
+                } else if (h.type == PARSER_CFI) {
+                        status = serve_cfi(sv, &h, req, fd, &len, &rfd);
                 } else {
                         if (fd >= 0)
                                 close(fd);
                         status = -EOPNOTSUPP;
                 }
                 struct parser_head a = {.type = h.type, .seq = h.seq, .status = status};
-                if (parser_chan_send(sv->sock, &a, sv->resp.buf, status ? 0 : len, -1))
+                err = parser_chan_send(sv->sock, &a, sv->resp.buf, status ? 0 : len, rfd);
+                if (rfd >= 0)
+                        close(rfd);
+                if (err)
                         return PARSER_EXIT_CHANNEL;
                 setitimer(ITIMER_REAL, &off, NULL);
         }

@@ -258,15 +258,13 @@ static int ensure_running(struct parser_client *pc)
 }
 
 static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uint32_t cap,
-                        uint32_t *got, uint64_t deadline)
+                        uint32_t *got, int *rfd, uint64_t deadline)
 {
         struct parser_head h;
         int fd = -1;
         uint64_t now = mono_ns();
         int ms = now < deadline ? (int)((deadline - now) / NS_PER_MS) : 0;
         int err = parser_chan_recv(pc->sock, &h, resp, cap, &fd, ms);
-        if (fd >= 0)
-                close(fd); /* no answer carries one */
         if (err == -ETIMEDOUT) {
                 pc->st.timeouts++;
                 return err;
@@ -275,20 +273,24 @@ static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uin
                 pc->st.deaths++;
                 return err;
         }
-        if (!err &&
-            (h.type != type || h.seq != pc->seq || h.nfds || h.status > 0 || h.status < -ERRNO_MAX))
+        if (!err && (h.type != type || h.seq != pc->seq || h.status > 0 || h.status < -ERRNO_MAX ||
+                     (h.nfds && !rfd))) /* only the answers asked for carry a descriptor */
                 err = -EPROTO;
         if (err) {
+                if (fd >= 0)
+                        close(fd);
                 pc->st.bad_answers++;
                 return -EPROTO;
         }
         *got = h.len;
+        if (rfd)
+                *rfd = fd;
         return h.status;
 }
 
 /* One request, pc->lock held (and released here). */
 static int call_locked(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
-                       int fd, void *resp, uint32_t cap, uint32_t *got)
+                       int fd, void *resp, uint32_t cap, uint32_t *got, int *rfd)
 {
         int err = ensure_running(pc);
         if (err) {
@@ -301,6 +303,7 @@ static int call_locked(struct parser_client *pc, uint16_t type, const void *req,
         pc->st.calls++;
         pc->st.pctx_calls += type == PARSER_PCTX;
         pc->st.tls_calls += type == PARSER_TLS;
+        pc->st.cfi_calls += type == PARSER_CFI;
         err = parser_chan_send(pc->sock, &h, req, len, fd);
         if (err) { /* it died before this request (killed, or by the last one): once more */
                 pc->st.deaths++;
@@ -314,7 +317,7 @@ static int call_locked(struct parser_client *pc, uint16_t type, const void *req,
                 }
         }
         if (!err)
-                err = await_answer(pc, type, resp, cap, got, deadline);
+                err = await_answer(pc, type, resp, cap, got, rfd, deadline);
         if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO)
                 kill_reap(pc);
         unlock(pc);
@@ -326,14 +329,23 @@ int parser_client_call(struct parser_client *pc, uint16_t type, const void *req,
 {
         *got = 0;
         pthread_mutex_lock(&pc->lock);
-        return call_locked(pc, type, req, len, fd, resp, cap, got);
+        return call_locked(pc, type, req, len, fd, resp, cap, got, NULL);
 }
 
 int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t type,
                            const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
                            uint32_t *got)
 {
+        return parser_client_try_call_fd(pc, wait_ms, type, req, len, fd, resp, cap, got, NULL);
+}
+
+int parser_client_try_call_fd(struct parser_client *pc, unsigned wait_ms, uint16_t type,
+                              const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
+                              uint32_t *got, int *rfd)
+{
         *got = 0;
+        if (rfd)
+                *rfd = -1;
         int err;
         if (!wait_ms) {
                 err = pthread_mutex_trylock(&pc->lock);
@@ -347,7 +359,7 @@ int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t 
                 __atomic_fetch_add(&pc->busy, 1, __ATOMIC_RELAXED);
                 return -EBUSY;
         }
-        return call_locked(pc, type, req, len, fd, resp, cap, got);
+        return call_locked(pc, type, req, len, fd, resp, cap, got, rfd);
 }
 
 void parser_client_stats(struct parser_client *pc, struct parser_stats *out)

@@ -38,6 +38,7 @@ struct parser_stats {
         uint64_t calls;       /* requests sent */
         uint64_t pctx_calls;  /* ... of which process contexts to decode (PARSER_PCTX) */
         uint64_t tls_calls;   /* ... of which ELF files' thread-local variables (PARSER_TLS) */
+        uint64_t cfi_calls;   /* ... of which ELF files' unwind tables (PARSER_CFI) */
         uint64_t busy;        /* requests from the sampling loop or a target job not sent: the
                                * helper was busy with another thread's (tried again later) */
         uint64_t restarts;    /* helpers started after the first */
@@ -66,6 +67,12 @@ int parser_client_call(struct parser_client *, uint16_t type, const void *req, u
  * for the sampling loop; target jobs wait PARSER_JOB_WAIT_MS, well inside their deadline). */
 int parser_client_try_call(struct parser_client *, unsigned wait_ms, uint16_t type, const void *req,
                            uint32_t len, int fd, void *resp, uint32_t cap, uint32_t *got);
+/* The same for a request whose answer may carry a descriptor: *rfd (-1 when none) is then
+ * the caller's to close, whatever the status. An answer with a descriptor to any other call
+ * is out of format (-EPROTO). */
+int parser_client_try_call_fd(struct parser_client *, unsigned wait_ms, uint16_t type,
+                              const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
+                              uint32_t *got, int *rfd);
 /* The counters and the running helper (0 when none) as of the last request's end: never
  * waits for a request in progress (the sampling loop reads them). */
 void parser_client_stats(struct parser_client *, struct parser_stats *out);

@@ -2,9 +2,10 @@
 /*
  * parser_wire.h — the framing between the daemon and its parser helper (parser_client.h,
  * service/parser_server.h): one SOCK_SEQPACKET message per request or answer, a fixed head
- * then len payload bytes, at most one descriptor (SCM_RIGHTS) with a request. What the
- * payload of each type holds is its owner's (stack/sym_wire.h, engine/pctx_wire.h,
- * tls/tls_wire.h). The helper's
+ * then len payload bytes, at most one descriptor (SCM_RIGHTS): the file a request is about,
+ * or the sealed memfd a PARSER_CFI answer returns its rows in. What the payload of each type
+ * holds is its owner's (stack/sym_wire.h, engine/pctx_wire.h, tls/tls_wire.h,
+ * stack/cfi_wire.h). The helper's
  * exit codes, one per confinement step, so that the daemon can say which step failed. Never prints.
  */
 #ifndef CTXPROF_PARSER_WIRE_H
@@ -21,6 +22,7 @@ enum parser_type {
         PARSER_SYM = 2,   /* symbolize one file offset (stack/sym_wire.h) */
         PARSER_PCTX = 3,  /* decode an OTEP 4719 process context (engine/pctx_wire.h) */
         PARSER_TLS = 4,   /* thread-local variables of an ELF file (tls/tls_wire.h) */
+        PARSER_CFI = 5,   /* the unwind table of an ELF file (stack/cfi_wire.h) */
 };
 
 struct parser_head {
