@@ -30,6 +30,7 @@
 #include "sink/collapsed.h"
 #include "service/config.h"
 #include "service/privileges.h"
+#include "stack/cfi_table.h"
 #include "stack/symbolize.h"
 #include "util/parser_client.h"
 #include "sink/engine_stats.h"
@@ -662,6 +663,7 @@ static int start_parser(struct recording *r, int debuginfod)
         symbolize_use_parser(r->parser);
         otel_pctx_use_parser(r->parser);
         elf_tls_use_parser(r->parser);
+        cfi_table_use_parser(r->parser);
         return 0;
 }
 
@@ -1026,6 +1028,7 @@ static int cleanup(struct recording *r, int rc)
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
         otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
         elf_tls_use_parser(NULL);
+        cfi_table_use_parser(NULL);
         parser_client_stop(r->parser);
         if (r->out && fclose(r->out) && !rc) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,

@@ -222,6 +222,7 @@ static void json_kunwind(FILE *f, const struct sampler_stats *st)
             {"peak_table_bytes", t->bytes_peak},
             {"builds", t->builds},
             {"build_errors", t->build_errors},
+            {"builds_deferred", t->build_deferred},
             {"tables_not_fitting", t->full},
             {"build_ms", t->build_ns / 1000000},
             {"unsupported_rows", t->unsup_rows},
@@ -310,11 +311,12 @@ static void json_parser(FILE *f, const struct parser_stats *ps)
 {
         fprintf(f,
                 ",\n  \"parser\": {\"calls\": %" PRIu64 ", \"pctx_calls\": %" PRIu64
-                ", \"tls_calls\": %" PRIu64 ", \"busy\": %" PRIu64 ", \"restarts\": %" PRIu64
-                ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64 ", \"bad_answers\": %" PRIu64
-                ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64 "}",
-                ps->calls, ps->pctx_calls, ps->tls_calls, ps->busy, ps->restarts, ps->timeouts,
-                ps->deaths, ps->bad_answers, ps->refused, ps->unreaped);
+                ", \"tls_calls\": %" PRIu64 ", \"cfi_calls\": %" PRIu64 ", \"busy\": %" PRIu64
+                ", \"restarts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64
+                ", \"bad_answers\": %" PRIu64 ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64
+                "}",
+                ps->calls, ps->pctx_calls, ps->tls_calls, ps->cfi_calls, ps->busy, ps->restarts,
+                ps->timeouts, ps->deaths, ps->bad_answers, ps->refused, ps->unreaped);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,

@@ -8,6 +8,7 @@
  */
 #include "engine/kunwind.h"
 #include "stack/cfi_table.h"
+#include "util/clock.h"
 #include "util/grow.h"
 
 #include <bpf/bpf.h>
@@ -18,10 +19,13 @@
 
 #include "ctxprof/cfi.h"
 
-enum table_state { TABLE_UNSEEN = 0, TABLE_LOADED, TABLE_NONE };
+/* RETRY: not built yet, asked again at retry_ns (the parser helper was busy, or failed on it) */
+enum table_state { TABLE_UNSEEN = 0, TABLE_LOADED, TABLE_NONE, TABLE_RETRY };
 
 struct table {
         enum table_state state;
+        uint64_t retry_ns;
+        uint32_t failures; /* the helper's failures on the module (-EPROTO) */
         uint32_t row_start, row_count;
         uint32_t refs; /* mapping entries of live lists that point at the slice */
         uint32_t unsup;
@@ -173,6 +177,16 @@ static void table_load(struct kunwind *k, uint32_t id, struct table *tb)
                 if (fd >= 0)
                         close(fd);
         }
+        if (err == -EBUSY || (err == -EPROTO && ++tb->failures < KUNWIND_HELPER_FAILURES_MAX)) {
+                /* Not the file's fault, or maybe not: the helper was busy, or stalled or died
+                 * on it (the host may have stopped it). Asked again after 1 s, or 10 s, 20 s. */
+                tb->state = TABLE_RETRY;
+                tb->retry_ns =
+                    mono_ns() + (err == -EBUSY ? KUNWIND_RETRY_NS
+                                               : KUNWIND_HELPER_RETRY_NS << (tb->failures - 1));
+                k->st.build_deferred++;
+                return;
+        }
         if (err) {
                 k->st.build_errors++;
                 return;
@@ -222,6 +236,8 @@ static struct table *table_get(struct kunwind *k, uint32_t id)
                  * not synced since still holds the old table: frame pointers for the new one
                  * until that list lets go (the table is then built again). */
                 return NULL;
+        } else if (k->tables[id].state == TABLE_RETRY && mono_ns() >= k->tables[id].retry_ns) {
+                table_load(k, id, &k->tables[id]);
         }
         return &k->tables[id];
 }
@@ -257,6 +273,7 @@ struct fill {
         struct kunwind *k;
         struct ctxprof_ku_proc *v;
         uint32_t *mods;
+        int incomplete; /* a mapping's table is to be asked for again */
 };
 
 static int fill_cb(const struct proc_maps_entry *e, void *arg)
@@ -278,6 +295,8 @@ static int fill_cb(const struct proc_maps_entry *e, void *arg)
         }
         if (tb)
                 tb->refs++;
+        if (tb && tb->state == TABLE_RETRY)
+                f->incomplete = 1;
         f->mods[f->v->n] = tb ? e->module_id : 0;
         f->v->n++;
         return 0;
@@ -287,7 +306,7 @@ int kunwind_sync(struct kunwind *k, pid_t pid, const struct proc_maps *pm)
 {
         struct ctxprof_ku_proc *v = calloc(1, sizeof(*v));
         uint32_t mods[CTXPROF_KU_MAX_MAPS] = {0};
-        struct fill f = {k, v, mods};
+        struct fill f = {k, v, mods, 0};
         struct ku_pid *p;
         __u32 key = (__u32)pid;
         uint32_t n;
@@ -318,7 +337,7 @@ int kunwind_sync(struct kunwind *k, pid_t pid, const struct proc_maps *pm)
         memcpy(p->mods, mods, sizeof(mods));
         p->n = n;
         k->st.syncs++;
-        return err;
+        return err ? err : f.incomplete;
 }
 
 void kunwind_forget(struct kunwind *k, pid_t pid)

@@ -28,13 +28,23 @@ struct kunwind_stats {
         uint64_t bytes;                   /* rows * row size: kernel memory the tables use */
         uint64_t tables_peak, bytes_peak; /* the most at any time */
         uint64_t builds;                  /* tables built (cfi_table_build calls that succeeded) */
-        uint64_t build_errors; /* modules without a table: no .eh_frame_hdr, corrupt CFI */
-        uint64_t full;         /* tables that did not fit in the row array */
-        uint64_t build_ns;     /* total time spent building tables */
-        uint64_t unsup_rows;   /* loaded rows BPF cannot express (frame-pointer steps) */
-        uint64_t syncs;        /* mapping lists written to `ku_procs` */
-        uint64_t procs;        /* processes with a mapping list now */
+        uint64_t build_errors;   /* modules without a table: no .eh_frame_hdr, corrupt CFI */
+        uint64_t full;           /* tables that did not fit in the row array */
+        uint64_t build_deferred; /* builds put off: the parser helper busy, or it failed on
+                                  * the file (asked again, KUNWIND_HELPER_FAILURES_MAX times) */
+        uint64_t build_ns;       /* total time spent building tables */
+        uint64_t unsup_rows;     /* loaded rows BPF cannot express (frame-pointer steps) */
+        uint64_t syncs;          /* mapping lists written to `ku_procs` */
+        uint64_t procs;          /* processes with a mapping list now */
 };
+
+/* A table the parser helper could not build now (cfi_table_build: -EBUSY) is asked for again
+ * KUNWIND_RETRY_NS later, at the next sync of a process that maps it; one the helper failed
+ * on (-EPROTO: stalled, died) after KUNWIND_HELPER_RETRY_NS, then twice that, and never after
+ * the KUNWIND_HELPER_FAILURES_MAX-th failure (frame-pointer steps for that module). */
+#define KUNWIND_RETRY_NS            1000000000ull
+#define KUNWIND_HELPER_RETRY_NS     10000000000ull
+#define KUNWIND_HELPER_FAILURES_MAX 3
 
 struct kunwind;
 
@@ -42,7 +52,8 @@ struct kunwind;
 struct kunwind *kunwind_new(struct modules *mods, int rows_fd, int procs_fd, uint32_t row_cap);
 void kunwind_free(struct kunwind *);
 /* Write pid's mapping list from pm (the caller refreshed it), building and loading the tables
- * of modules seen for the first time. 0 or -errno (-ENOMEM; a BPF map update failure). */
+ * of modules seen for the first time. 0; 1 when a table of the list was put off (sync again
+ * after KUNWIND_RETRY_NS to have it); or -errno (-ENOMEM; a BPF map update failure). */
 int kunwind_sync(struct kunwind *, pid_t pid, const struct proc_maps *pm);
 /* pid stopped being a target (exit, exec away): its list is dropped, and tables no target
  * maps any more are released. */

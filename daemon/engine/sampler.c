@@ -65,8 +65,10 @@ void ku_sync(struct sampler *s, struct proc *p, int refresh)
         if (refresh && proc_maps_refresh(p->maps))
                 return;
         p->ku_sync_ns = mono_ns();
-        if (kunwind_sync(s->ku, p->pid, p->maps))
+        int ret = kunwind_sync(s->ku, p->pid, p->maps);
+        if (ret < 0)
                 s->st.ku_sync_errors++;
+        p->ku_incomplete = ret > 0;
 }
 
 /* Attach p's library-load hook if it has none: at attach, and at a process's first sample

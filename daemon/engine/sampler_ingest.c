@@ -208,6 +208,8 @@ static int ku_account(struct sampler *s, struct proc *p, const struct record_vie
         if ((r->flags & CTXPROF_SF_KU_NOMAP) && p->alive &&
             mono_ns() - p->ku_sync_ns >= PROC_MAPS_REFRESH_NS)
                 ku_sync(s, p, 1);
+        else if (p->ku_incomplete && p->alive && mono_ns() - p->ku_sync_ns >= KUNWIND_RETRY_NS)
+                ku_sync(s, p, 0); /* a table was put off: asked for again */
         if ((r->flags & CTXPROF_SF_KU_COMPLETE) || !nu || nu >= CTXPROF_MAX_USTACK)
                 return 0;
         s->st.unwind_truncated++;

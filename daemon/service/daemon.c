@@ -30,6 +30,7 @@
 #include "sink/jfr_sink.h"
 #include "service/output_dir.h"
 #include "service/privileges.h"
+#include "stack/cfi_table.h"
 #include "stack/symbolize.h"
 #include "util/parser_client.h"
 #include "service/recording_set.h"
@@ -952,6 +953,7 @@ static int start_sampling(struct daemon *d)
         symbolize_use_parser(d->parser);
         otel_pctx_use_parser(d->parser);
         elf_tls_use_parser(d->parser);
+        cfi_table_use_parser(d->parser);
         logm(LOG_INFO, "parser helper: pid %d", (int)parser_client_pid(d->parser));
         /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
          * this is the only thread, so that every thread created later (the JFR writers, the
@@ -1138,6 +1140,7 @@ void daemon_free(struct daemon *d)
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
         otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
         elf_tls_use_parser(NULL);
+        cfi_table_use_parser(NULL);
         parser_client_stop(d->parser);
         target_select_free(d->sel);
         if (d->dir_lock >= 0)

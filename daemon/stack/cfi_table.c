@@ -388,7 +388,7 @@ static int build_elf(Elf *elf, struct cfi_table *out)
         return 0;
 }
 
-int cfi_table_build(int fd, struct cfi_table *out)
+int cfi_table_build_local(int fd, struct cfi_table *out)
 {
         Elf *elf;
         int err;

@@ -42,9 +42,22 @@ struct cfi_table {
         struct cfi_table_stats st;
 };
 
-/* Build the table of the ELF file open at fd (the caller keeps fd). -ENOENT: no
- * .eh_frame_hdr; -ENOTSUP: a header encoding other than the standard one; -EINVAL: not an
- * ELF file or corrupt CFI; -EFBIG: more than CFI_TABLE_MAX_ROWS; -ENOMEM. */
+/* Parse in this process the table of the ELF file open at fd (the caller keeps fd).
+ * -ENOENT: no .eh_frame_hdr; -ENOTSUP: a header encoding other than the standard one;
+ * -EINVAL: not an ELF file or corrupt CFI; -EFBIG: more than CFI_TABLE_MAX_ROWS; -ENOMEM.
+ * The parser helper's; the daemon calls cfi_table_build. */
+int cfi_table_build_local(int fd, struct cfi_table *out);
+
+/* Every later cfi_table_build asks pc (the daemon's parser helper, util/parser_client.h);
+ * NULL: parse here again. */
+struct parser_client;
+void cfi_table_use_parser(struct parser_client *pc);
+/* The table of fd (stack/cfi_table_remote.c): built by the parser helper when one is named,
+ * else by cfi_table_build_local. Waits at most CFI_PARSER_WAIT_MS for another thread's
+ * request. Its errors, and: -EBUSY, the helper busy past that wait or not running now
+ * (nothing to blame the file for: ask again later); -EPROTO, the file stalled, killed or
+ * confused the helper, or its answer was out of format. */
+#define CFI_PARSER_WAIT_MS 50
 int cfi_table_build(int fd, struct cfi_table *out);
 /* The table of the kernel's vDSO, read from this process's own (the same image every x86-64
  * process of this kernel maps as [vdso]). -ENOENT when it cannot be found. */

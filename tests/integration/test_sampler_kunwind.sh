@@ -5,6 +5,7 @@
 # libdwfl and compares): >= 99% of the samples get equal stacks on fx_qsort (qsort through
 # libc), fx_throw (C++ exceptions through libgcc_s/libstdc++, inlined std::sort), fx_signal
 # (a signal handler above glibc's __restore_rt) and Debian's own python3 running a busy loop.
+# Every table but the vDSO's is parsed by the parser helper (.parser.cfi_calls).
 # (test_sampler_kunwind_maps.sh: mappings that change or are bad.)
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures
@@ -20,6 +21,13 @@ differential() {
 	echo "$name: ${eq:-?} of ${cmp:-?} samples: in-kernel stack == libdwfl stack;" \
 		"fp steps $(stat_json .kunwind.fp_steps), unsupported $(stat_json .kunwind.unsupported_rule_steps)"
 	[ -n "$cmp" ] && [ "$cmp" -ge "$min" ] || fail "$name: only ${cmp:-0} samples compared"
+	# every table but the vDSO's (the kernel's image, read from our own) parsed by the
+	# unprivileged parser helper, not by this root process
+	built=$(stat_json .kunwind.builds)
+	asked=$(stat_json .parser.cfi_calls)
+	echo "$name: $built tables built, $asked asked of the parser helper"
+	[ "${built:-0}" -ge 2 ] && [ "${asked:-0}" -ge $((built - 1)) ] ||
+		fail "$name: tables built here, not by the helper ($built built, ${asked:-no} asked)"
 	[ $((eq * 100)) -ge $((cmp * 99)) ] || fail "$name: only $eq of $cmp stacks equal"
 }
 differential fx_qsort 1000 "$FX/fx_qsort" 5
