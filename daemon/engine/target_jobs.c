@@ -304,7 +304,10 @@ static unsigned abandon_late_locked(struct target_jobs *j, uint64_t now, uint64_
         unsigned n = 0;
 
         for (struct job *jb = j->running; jb && n < max; jb = jb->next) {
-                if (jb->abandoned || now - jb->started_ns < jb->deadline_ns)
+                /* started after the caller read its clock: not late (now - started_ns would
+                 * wrap, and a job a worker took up while the loop woke for the one before it
+                 * would be abandoned at once, its target marked stuck) */
+                if (jb->abandoned || now < jb->started_ns || now - jb->started_ns < jb->deadline_ns)
                         continue;
                 jb->abandoned = 1;
                 j->st.abandoned++;

@@ -5,7 +5,8 @@
  * counted, its worker replaced so that the next job still runs; the worker freed when the
  * read returns, and the abandoned job's id handed back once more (returned) without its
  * stale result; the pool freed while a worker is stuck, without waiting for it; and one
- * owner's stuck jobs never take more than TARGET_JOBS_STUCK_PER_OWNER workers from another's.
+ * owner's stuck jobs never take more than TARGET_JOBS_STUCK_PER_OWNER workers from another's;
+ * a job a worker started after the caller read the clock it collects with is not late.
  */
 #include <criterion/criterion.h>
 #include <poll.h>
@@ -22,15 +23,18 @@
 #define WAIT_NS     5000000000ull
 
 struct job_arg {
-        int fd; /* >= 0: read one byte from it first (blocks until written) */
+        int fd;      /* >= 0: read one byte from it first (blocks until written) */
+        int started; /* >= 0: write one byte to it before that */
         int value;
 };
 
 static void run(void *arg)
 {
         struct job_arg *a = arg;
-        char c;
+        char c = 's';
 
+        if (a->started >= 0 && write(a->started, &c, 1) != 1)
+                a->value = -100;
         if (a->fd >= 0 && read(a->fd, &c, 1) != 1)
                 a->value = -1;
         a->value++;
@@ -64,6 +68,7 @@ static struct job_arg *job(int fd, int value)
 
         cr_assert_not_null(a);
         a->fd = fd;
+        a->started = -1;
         a->value = value;
         return a;
 }
@@ -200,4 +205,43 @@ Test(target_jobs, one_owner_cannot_take_every_worker)
         cr_assert_eq(st.stuck, TARGET_JOBS_STUCK_PER_OWNER);
         target_jobs_free(j);
         /* the stuck workers still read p[0]: left blocked, as above */
+}
+
+/* The loop reads its clock, then collects; a worker may take up a queued job in between (it
+ * does so right when the job before it ends, which is what woke the loop). That job started
+ * after "now": it is not late. (now - started wrapped around, and such a job was abandoned at
+ * once, its target marked stuck.) */
+Test(target_jobs, job_started_after_the_callers_clock_is_not_late)
+{
+        struct target_jobs_stats st;
+        struct target_jobs *j;
+        struct seen s = {0};
+        struct job_arg *a;
+        int p[2], started[2];
+        char c = 'x';
+
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(pipe(started), 0);
+        cr_assert_eq(target_jobs_init(&j), 0);
+        uint64_t before = mono_ns();
+        a = job(p[0], 0);
+        a->started = started[1];
+        uint64_t id = target_jobs_submit(j, OWNER_A, run, free, a, DEADLINE_NS);
+        cr_assert_gt(id, 0);
+        struct pollfd pf = {.fd = started[0], .events = POLLIN};
+        cr_assert_eq(poll(&pf, 1, (int)(WAIT_NS / NS_PER_MS)), 1, "the job never started");
+        cr_assert_eq(read(started[0], &c, 1), 1);
+        target_jobs_collect(j, before, done, &s);
+        target_jobs_get_stats(j, &st);
+        cr_assert_eq(st.abandoned, 0, "a job started after the caller's clock was abandoned");
+        cr_assert_eq(s.abandoned_id, 0);
+        cr_assert_eq(write(p[1], &c, 1), 1);
+        COLLECT_UNTIL(j, &s, s.done_id == id);
+        cr_assert_eq(s.done_id, id);
+        cr_assert_eq(s.value, 1);
+        target_jobs_free(j);
+        for (int i = 0; i < 2; i++) {
+                close(p[i]);
+                close(started[i]);
+        }
 }
