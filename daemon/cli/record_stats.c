@@ -223,6 +223,8 @@ static void json_kunwind(FILE *f, const struct sampler_stats *st)
             {"builds", t->builds},
             {"build_errors", t->build_errors},
             {"builds_deferred", t->build_deferred},
+            {"build_jobs", t->build_jobs},
+            {"build_jobs_abandoned", t->build_abandoned},
             {"tables_not_fitting", t->full},
             {"build_ms", t->build_ns / 1000000},
             {"unsupported_rows", t->unsup_rows},

@@ -60,7 +60,9 @@ struct proc {
         struct proc_maps *maps; /* NULL until opened */
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
         uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
-        int ku_incomplete;      /* ... without a table put off (kunwind_sync returned 1) */
+        int ku_incomplete;      /* ... without a table being built or put off (kunwind_sync
+                                 * returned 1) */
+        uint64_t ku_gen;        /* kunwind_generation at that write */
         int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
         uint64_t job_id;        /* its locating job in flight (target_jobs id), 0 = none */
         uint64_t image;         /* images seen (exec): a job for an older one is discarded */

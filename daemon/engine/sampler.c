@@ -65,7 +65,8 @@ void ku_sync(struct sampler *s, struct proc *p, int refresh)
         if (refresh && proc_maps_refresh(p->maps))
                 return;
         p->ku_sync_ns = mono_ns();
-        int ret = kunwind_sync(s->ku, p->pid, p->maps);
+        p->ku_gen = kunwind_generation(s->ku);
+        int ret = kunwind_sync(s->ku, p->pid, p->owner, p->maps);
         if (ret < 0)
                 s->st.ku_sync_errors++;
         p->ku_incomplete = ret > 0;
@@ -228,6 +229,26 @@ int sampler_set_cgroups(struct sampler *s, const char *const *paths, unsigned n)
         return (int)used;
 }
 
+static void ku_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg)
+{
+        kunwind_job_done(ctx, id, end, arg);
+}
+
+/* Unwind tables built since: loaded, and every list that lacked one written again now,
+ * before its process's next sample rather than at it. */
+static void ku_collect(struct sampler *s)
+{
+        if (!s->ku_jobs)
+                return;
+        target_jobs_collect(s->ku_jobs, mono_ns(), ku_job_done, s->ku);
+        if (kunwind_generation(s->ku) == s->ku_gen)
+                return;
+        s->ku_gen = kunwind_generation(s->ku);
+        for (size_t i = 0; i < s->procs.n; i++)
+                if (s->procs.v[i].alive && s->procs.v[i].ku_incomplete)
+                        ku_sync(s, &s->procs.v[i], 0);
+}
+
 static void housekeeping(struct sampler *s)
 {
         uint64_t now = mono_ns();
@@ -239,15 +260,21 @@ static void housekeeping(struct sampler *s)
         }
         target_jobs_collect(s->jobs, now, procs_job_done, &s->procs);
         procs_locate_due(&s->procs, now);
+        ku_collect(s);
 }
 
 /* Wait up to timeout_ms for the sample ring or a finished target job (whose result the
  * housekeeping applies), or until the next job deadline; then consume the ring. */
 static int poll_rings_and_jobs(struct sampler *s, int timeout_ms)
 {
-        struct pollfd pf[2] = {{.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN},
-                               {.fd = target_jobs_fd(s->jobs), .events = POLLIN}};
+        struct pollfd pf[3] = {
+            {.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN},
+            {.fd = target_jobs_fd(s->jobs), .events = POLLIN},
+            {.fd = s->ku_jobs ? target_jobs_fd(s->ku_jobs) : -1, .events = POLLIN}};
         uint64_t next = target_jobs_next_deadline(s->jobs), now = mono_ns();
+
+        if (s->ku_jobs && target_jobs_next_deadline(s->ku_jobs) < next)
+                next = target_jobs_next_deadline(s->ku_jobs);
 
         if (next != UINT64_MAX) {
                 uint64_t ms = next > now ? (next - now + NS_PER_MS - 1) / NS_PER_MS : 0;
@@ -255,7 +282,7 @@ static int poll_rings_and_jobs(struct sampler *s, int timeout_ms)
                 if (timeout_ms < 0 || ms < (uint64_t)timeout_ms)
                         timeout_ms = (int)ms;
         }
-        if (timeout_ms && poll(pf, 2, timeout_ms) < 0 && errno == EINTR)
+        if (timeout_ms && poll(pf, 3, timeout_ms) < 0 && errno == EINTR)
                 return -EINTR;
         return ring_buffer__poll(s->rb, 0);
 }
@@ -403,6 +430,8 @@ unsigned sampler_fds(struct sampler *s, int *fds, unsigned max)
                 fds[n++] = ring_buffer__epoll_fd(s->rb);
         if (n < max && s->jobs) /* a finished target job (engine/target_jobs.h) */
                 fds[n++] = target_jobs_fd(s->jobs);
+        if (n < max && s->ku_jobs) /* a built unwind table */
+                fds[n++] = target_jobs_fd(s->ku_jobs);
         return n;
 }
 
@@ -427,6 +456,8 @@ uint64_t sampler_next_due(struct sampler *s)
                 due = now + (uint64_t)ms * NS_PER_MS;
         if (s->jobs && target_jobs_next_deadline(s->jobs) < due) /* a job to abandon */
                 due = target_jobs_next_deadline(s->jobs);
+        if (s->ku_jobs && target_jobs_next_deadline(s->ku_jobs) < due)
+                due = target_jobs_next_deadline(s->ku_jobs);
         return due;
 }
 

@@ -284,8 +284,13 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
                         s->ku = kunwind_new(s->modules, bpf_map__fd(s->skel->maps.ku_rows),
                                             bpf_map__fd(s->skel->maps.ku_procs),
                                             bpf_map__max_entries(s->skel->maps.ku_rows));
-                        if (!s->ku)
+                        /* its tables are built off this loop, on a pool of their own: never
+                         * queued behind locating jobs (a new process's first samples take
+                         * frame-pointer steps until its tables are in) */
+                        if (!s->ku || target_jobs_init(&s->ku_jobs))
                                 err = -ENOMEM;
+                        else
+                                kunwind_use_jobs(s->ku, s->ku_jobs);
                 }
                 /* after the load: our programs' images are in kallsyms now */
                 if (!err && o->kernel_stacks && !(s->ktrace = ktrace_text_load()))
@@ -332,6 +337,7 @@ void sampler_free(struct sampler *s)
         load_hook_free(s->hook);
         sampler_bpf__destroy(s->skel);
         target_jobs_free(s->jobs); /* never waits for a worker stuck in a target */
+        target_jobs_free(s->ku_jobs);
         procs_free(&s->procs);
         free(s->tids.slots);
         dwarf_unwinder_free(s->unwinder);

@@ -197,6 +197,22 @@ static void ku_compare(struct sampler *s, const struct record_view *v, const uin
         s->st.ku_equal++;
 }
 
+/* p's list for the in-kernel unwinder, written again when r met an ip in no mapping of it (a
+ * library mapped since), or when the list lacked a table that has been loaded since (or that
+ * was put off and is due). */
+static void ku_resync(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r)
+{
+        uint64_t since = mono_ns() - p->ku_sync_ns;
+
+        if (!s->ku || !(r->flags & CTXPROF_SF_KUNWIND) || !p->alive)
+                return;
+        if ((r->flags & CTXPROF_SF_KU_NOMAP) && since >= PROC_MAPS_REFRESH_NS)
+                ku_sync(s, p, 1);
+        else if (p->ku_incomplete &&
+                 (kunwind_generation(s->ku) != p->ku_gen || since >= KUNWIND_RETRY_NS))
+                ku_sync(s, p, 0);
+}
+
 /* In-kernel stack of r: statistics, and a resync when it met an unknown mapping. */
 static int ku_account(struct sampler *s, struct proc *p, const struct record_view *v)
 {
@@ -205,11 +221,7 @@ static int ku_account(struct sampler *s, struct proc *p, const struct record_vie
 
         if (!(r->flags & CTXPROF_SF_KUNWIND))
                 return 0;
-        if ((r->flags & CTXPROF_SF_KU_NOMAP) && p->alive &&
-            mono_ns() - p->ku_sync_ns >= PROC_MAPS_REFRESH_NS)
-                ku_sync(s, p, 1);
-        else if (p->ku_incomplete && p->alive && mono_ns() - p->ku_sync_ns >= KUNWIND_RETRY_NS)
-                ku_sync(s, p, 0); /* a table was put off: asked for again */
+        ku_resync(s, p, r);
         if ((r->flags & CTXPROF_SF_KU_COMPLETE) || !nu || nu >= CTXPROF_MAX_USTACK)
                 return 0;
         s->st.unwind_truncated++;
@@ -344,6 +356,7 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
         if (d && (r->flags & CTXPROF_SF_REGS) && v->stack_len && s->unwinder) {
                 int ut = 0, cnt;
 
+                ku_resync(s, p, r); /* dwarf-check: the in-kernel side's list */
                 cnt = p->alive
                           ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs, v->stack,
                                          v->stack_len, s->ips, CTXPROF_MAX_FRAMES, &ut)

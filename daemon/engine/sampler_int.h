@@ -40,7 +40,9 @@ struct sampler {
         struct ktrace_text *ktrace; /* kernel stacks: the BPF machinery's text, dropped */
         struct load_hook *hook;     /* how a target's library loads are noticed */
         struct procs procs;
-        struct target_jobs *jobs; /* locating runs there, off this loop (engine/target_jobs.h) */
+        struct target_jobs *jobs;    /* locating runs there, off this loop (engine/target_jobs.h) */
+        struct target_jobs *ku_jobs; /* unwind tables are built there (kunwind), or NULL */
+        uint64_t ku_gen;             /* kunwind_generation the incomplete lists were synced at */
         struct tid_set tids;
         struct sampler_stats st;
         struct module_tally unwind_stops; /* module where DWARF unwinding stopped early */

@@ -51,8 +51,7 @@ int cfi_wire_export(int status, const struct cfi_table *t, struct cfi_resp *r, i
                 close(fd);
                 return err;
         }
-        *r = (struct cfi_resp){
-            .n = (uint32_t)t->n, .fdes = t->st.fdes, .build_ns = t->st.build_ns};
+        *r = (struct cfi_resp){.n = (uint32_t)t->n, .fdes = t->st.fdes, .build_ns = t->st.build_ns};
         *memfd = fd;
         return 0;
 }

@@ -4,13 +4,16 @@
  * process's own mappings are synced; every module's table is built once and loaded byte for
  * byte as cfi_table_build makes it; a second process mapping the same files loads nothing new;
  * tables are released when the last process is forgotten, and their rows reused; a row array
- * too small for libc's table refuses it (counted) and keeps its bound.
+ * too small for libc's table refuses it (counted) and keeps its bound. With a jobs pool the
+ * tables are built on its workers and loaded when the jobs are handed back.
  */
 #include <bpf/bpf.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctxprof/cfi.h"
@@ -81,7 +84,7 @@ Test(kunwind, tables_loaded_once_shared_and_released, .timeout = 60)
         int fd = open(LIBC, O_RDONLY);
 
         env_open(&e, CTXPROF_KU_DEFAULT_ROWS);
-        cr_assert_eq(kunwind_sync(e.k, getpid(), e.pm), 0);
+        cr_assert_eq(kunwind_sync(e.k, getpid(), getuid(), e.pm), 0);
         kunwind_get_stats(e.k, &st);
         cr_assert_geq(st.tables, 3, "exe, libc, ld.so (and the vDSO)");
         cr_assert_eq(st.bytes, st.rows * sizeof(struct ctxprof_cfi_row));
@@ -101,13 +104,13 @@ Test(kunwind, tables_loaded_once_shared_and_released, .timeout = 60)
 
         /* a second process with the same files: no new table */
         uint64_t builds = st.builds, rows = st.rows;
-        cr_assert_eq(kunwind_sync(e.k, FAKE_PID, e.pm), 0);
+        cr_assert_eq(kunwind_sync(e.k, FAKE_PID, getuid(), e.pm), 0);
         kunwind_get_stats(e.k, &st);
         cr_assert_eq(st.builds, builds);
         cr_assert_eq(st.rows, rows);
         cr_assert_eq(libc_entry(&e, FAKE_PID).row_start, m.row_start);
         /* a resync of one process keeps its tables */
-        cr_assert_eq(kunwind_sync(e.k, getpid(), e.pm), 0);
+        cr_assert_eq(kunwind_sync(e.k, getpid(), getuid(), e.pm), 0);
         kunwind_get_stats(e.k, &st);
         cr_assert_eq(st.builds, builds);
 
@@ -125,7 +128,7 @@ Test(kunwind, tables_loaded_once_shared_and_released, .timeout = 60)
         cr_assert_eq(st.bytes_peak, rows * sizeof(struct ctxprof_cfi_row));
 
         /* released rows are reused: the same slices again from the start */
-        cr_assert_eq(kunwind_sync(e.k, getpid(), e.pm), 0);
+        cr_assert_eq(kunwind_sync(e.k, getpid(), getuid(), e.pm), 0);
         kunwind_get_stats(e.k, &st);
         cr_assert_eq(st.bytes_peak, rows * sizeof(struct ctxprof_cfi_row), "no growth");
         cr_assert_eq(libc_entry(&e, (uint32_t)getpid()).row_start, m.row_start, "same slice");
@@ -140,9 +143,69 @@ Test(kunwind, bounded_row_array)
         struct env e;
 
         env_open(&e, 5000); /* libc needs ~28k rows */
-        cr_assert_eq(kunwind_sync(e.k, getpid(), e.pm), 0);
+        cr_assert_eq(kunwind_sync(e.k, getpid(), getuid(), e.pm), 0);
         kunwind_get_stats(e.k, &st);
         cr_assert_geq(st.full, 1, "libc did not fit");
         cr_assert_leq(st.rows, 5000);
+        env_close(&e);
+}
+
+static void on_job(void *ctx, uint64_t id, enum target_job_end end, void *arg)
+{
+        cr_assert_eq(end, TARGET_JOB_FINISHED, "job %llu ended %d", (unsigned long long)id, end);
+        cr_assert_eq(kunwind_job_done(ctx, id, end, arg), 1, "job %llu is a build of ours",
+                     (unsigned long long)id);
+}
+
+/* With a jobs pool the tables are built off the caller's thread: the first sync writes the
+ * list without them and says so (1); once the jobs are handed back through kunwind_job_done
+ * the tables are loaded byte for byte as before, the generation moved, and the next sync of
+ * the list is complete (0) and builds nothing more. A job id not of ours is not taken. */
+Test(kunwind, tables_built_on_jobs, .timeout = 60)
+{
+        struct target_jobs *jobs;
+        struct kunwind_stats st;
+        struct cfi_table t;
+        struct env e;
+        int fd = open(LIBC, O_RDONLY);
+
+        env_open(&e, CTXPROF_KU_DEFAULT_ROWS);
+        cr_assert_eq(target_jobs_init(&jobs), 0);
+        kunwind_use_jobs(e.k, jobs);
+        uint64_t gen = kunwind_generation(e.k);
+        cr_assert_eq(kunwind_sync(e.k, getpid(), getuid(), e.pm), 1, "tables being built");
+        kunwind_get_stats(e.k, &st);
+        cr_assert_geq(st.build_jobs, 3, "exe, libc, ld.so on jobs (the vDSO's built here)");
+        uint64_t deadline = (uint64_t)time(NULL) + 30;
+        while (st.builds < st.build_jobs + 1 && (uint64_t)time(NULL) < deadline) {
+                struct pollfd pf = {.fd = target_jobs_fd(jobs), .events = POLLIN};
+                poll(&pf, 1, 100);
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                target_jobs_collect(jobs, (uint64_t)now.tv_sec * 1000000000ull + now.tv_nsec,
+                                    on_job, e.k);
+                kunwind_get_stats(e.k, &st);
+        }
+        cr_assert_eq(st.builds, st.build_jobs + 1, "every job's table built (and the vDSO's)");
+        cr_assert_eq(st.build_errors, 0);
+        cr_assert_eq(st.build_abandoned, 0);
+        cr_assert_neq(kunwind_generation(e.k), gen);
+        uint64_t builds = st.builds;
+        cr_assert_eq(kunwind_sync(e.k, getpid(), getuid(), e.pm), 0, "complete now");
+        kunwind_get_stats(e.k, &st);
+        cr_assert_eq(st.builds, builds, "nothing built again");
+        struct ctxprof_ku_map m = libc_entry(&e, (uint32_t)getpid());
+        cr_assert_eq(cfi_table_build(fd, &t), 0);
+        cr_assert_eq(m.row_count, t.n);
+        struct ctxprof_cfi_row r;
+        uint32_t key = m.row_start + (uint32_t)t.n / 2;
+        cr_assert_eq(bpf_map_lookup_elem(e.rows_fd, &key, &r), 0);
+        cr_assert_eq(memcmp(&r, &t.rows[t.n / 2], sizeof(r)), 0);
+        cr_assert_eq(kunwind_job_done(e.k, 123456789, TARGET_JOB_FINISHED, NULL), 0,
+                     "not one of ours");
+        kunwind_forget(e.k, getpid());
+        target_jobs_free(jobs);
+        cfi_table_free(&t);
+        close(fd);
         env_close(&e);
 }
