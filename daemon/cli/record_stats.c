@@ -10,6 +10,7 @@
 
 #include "cli/json_out.h"
 #include "cli/record_stats.h"
+#include "stack/symbolize.h"
 #include "util/parser_client.h"
 #include "stack/sigbus_guard.h"
 
@@ -308,17 +309,21 @@ static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
                 jc->refused.processes);
 }
 
-/* The parser helper's counters (util/parser_client.h). */
+/* The parser helper's counters (util/parser_client.h), and the symbolizer's failures on it. */
 static void json_parser(FILE *f, const struct parser_stats *ps)
 {
+        uint64_t retries, refused;
+
+        symbolize_parser_failures(&retries, &refused);
         fprintf(f,
                 ",\n  \"parser\": {\"calls\": %" PRIu64 ", \"pctx_calls\": %" PRIu64
                 ", \"tls_calls\": %" PRIu64 ", \"cfi_calls\": %" PRIu64 ", \"busy\": %" PRIu64
                 ", \"restarts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64
                 ", \"bad_answers\": %" PRIu64 ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64
-                "}",
+                ", \"sym_module_retries\": %" PRIu64 ", \"sym_modules_refused\": %" PRIu64 "}",
                 ps->calls, ps->pctx_calls, ps->tls_calls, ps->cfi_calls, ps->busy, ps->restarts,
-                ps->timeouts, ps->deaths, ps->bad_answers, ps->refused, ps->unreaped);
+                ps->timeouts, ps->deaths, ps->bad_answers, ps->refused, ps->unreaped, retries,
+                refused);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,

@@ -718,6 +718,7 @@ static void publish_metrics(struct daemon *d)
         daemon_stats(d, &ms.st);
         output_counters(d, &ms.rc);
         parser_client_stats(d->parser, &ms.parser);
+        symbolize_parser_failures(&ms.sym_retries, &ms.sym_refused);
         for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
                 snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
                 uploader_get_counters(d->up[i], &ms.up[i].c);

@@ -64,6 +64,12 @@ static const struct series plain[] = {
     S("ctxprof_parser_timeouts_total", METRICS_COUNTER,
       "Parser helper requests past their deadline (the module is refused, the helper ended).",
       parser.timeouts),
+    S("ctxprof_symbolizer_module_retries_total", METRICS_COUNTER,
+      "Modules whose names the parser helper failed on (timed out, died, answered out of "
+      "format), asked again later.",
+      sym_retries),
+    S("ctxprof_symbolizer_modules_refused_total", METRICS_COUNTER,
+      "Modules the parser helper failed on three times: their frames stay unnamed.", sym_refused),
     S("ctxprof_modules", METRICS_GAUGE,
       "Code files in the module registry: mapped by a target, or dead and kept until the "
       "chunks naming them are written.",

@@ -37,7 +37,8 @@ struct daemon_metrics_snapshot {
         uint64_t started, updated;    /* wall clock seconds: the daemon's start, this snapshot */
         struct daemon_metrics_upload up[UPLOAD_TARGETS_MAX];
         unsigned nup;
-        struct parser_stats parser; /* the parser helper (util/parser_client.h) */
+        struct parser_stats parser;        /* the parser helper (util/parser_client.h) */
+        uint64_t sym_retries, sym_refused; /* symbolize_parser_failures */
 };
 
 struct daemon_metrics;

@@ -513,6 +513,16 @@ static int intern_entries(struct symbolizer *s, struct sym_module *m, const stru
         return n == 1 && !out[0].function ? 0 : n;
 }
 
+/* parser_retries and parser_refused of every symbolizer this process had (they come and go
+ * with recordings): what symbolize_parser_failures reports. */
+static uint64_t helper_retries, helper_refused;
+
+void symbolize_parser_failures(uint64_t *retries, uint64_t *refused)
+{
+        *retries = __atomic_load_n(&helper_retries, __ATOMIC_RELAXED);
+        *refused = __atomic_load_n(&helper_refused, __ATOMIC_RELAXED);
+}
+
 /* An ELF frame through the parser helper: its entries, or 0. A module whose request times
  * out, kills the helper or gets a malformed answer is closed and asked again after a pause
  * (SYM_HELPER_RETRY_NS), refused for good at the SYM_HELPER_FAILURES_MAX-th time; a request
@@ -537,10 +547,12 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
                 smod_close(s, m);
                 if (++m->helper_failures >= SYM_HELPER_FAILURES_MAX) {
                         ST_ADD(s, parser_refused, 1);
+                        __atomic_fetch_add(&helper_refused, 1, __ATOMIC_RELAXED);
                         m->failed = 1;
                         return 0;
                 }
                 ST_ADD(s, parser_retries, 1);
+                __atomic_fetch_add(&helper_retries, 1, __ATOMIC_RELAXED);
                 m->retry_ns = mono_ns() + (SYM_HELPER_RETRY_NS << (m->helper_failures - 1));
                 return -EAGAIN;
         }

@@ -91,5 +91,8 @@ void symbolizer_stats(struct symbolizer *, struct symbolizer_stats *out);
  * symbolizer is used; pc must outlive them. NULL: parse in this process. */
 struct parser_client;
 void symbolize_use_parser(struct parser_client *pc);
+/* parser_retries and parser_refused summed over every symbolizer this process has had (each
+ * recording's comes and goes), since the start. Any thread. */
+void symbolize_parser_failures(uint64_t *retries, uint64_t *refused);
 
 #endif
