@@ -215,6 +215,7 @@ static void json_kunwind(FILE *f, const struct sampler_stats *st)
             {"sync_errors", st->ku_sync_errors},
             {"compared", st->ku_compared},
             {"equal", st->ku_equal},
+            {"not_ready", st->ku_not_ready},
             {"tables", t->tables},
             {"rows", t->rows},
             {"row_capacity", t->row_cap},

@@ -236,9 +236,15 @@ static void build_drop(void *arg)
 /* Module id's build as a job (fd taken): PENDING until kunwind_job_done, or put off. */
 static void build_submit(struct kunwind *k, uint32_t id, struct table *tb, int fd, uint32_t owner)
 {
-        struct build_job *b = calloc(1, sizeof(*b));
+        struct build_job *b = NULL;
         uint64_t job;
 
+        if (k->npend >= KUNWIND_BUILDS_MAX) { /* each holds a descriptor: asked again later */
+                close(fd);
+                table_apply(k, tb, -EBUSY, NULL);
+                return;
+        }
+        b = calloc(1, sizeof(*b));
         if (!b || grow_array((void **)&k->pend, &k->pend_cap, sizeof(*k->pend), k->npend + 1, 8)) {
                 free(b);
                 close(fd);

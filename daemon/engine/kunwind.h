@@ -59,6 +59,10 @@ struct kunwind_stats {
 /* A build job's deadline: past the parser helper's worst case (its lock wait, its 2 s request
  * deadline and up to 2.5 s for a helper of another uid to end itself). */
 #define KUNWIND_JOB_DEADLINE_NS 5000000000ull
+/* Builds submitted and not handed back (abandoned ones included): each holds its module's
+ * descriptor, so a user mapping thousands of new modules at once gets the rest put off
+ * (KUNWIND_RETRY_NS), not thousands of descriptors and queued jobs. */
+#define KUNWIND_BUILDS_MAX 16
 
 struct kunwind;
 

@@ -63,6 +63,7 @@ struct proc {
         int ku_incomplete;      /* ... without a table being built or put off (kunwind_sync
                                  * returned 1) */
         uint64_t ku_gen;        /* kunwind_generation at that write */
+        uint64_t ku_ready_ns;   /* the first write since which the list is complete */
         int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
         uint64_t job_id;        /* its locating job in flight (target_jobs id), 0 = none */
         uint64_t image;         /* images seen (exec): a job for an older one is discarded */

@@ -69,6 +69,8 @@ void ku_sync(struct sampler *s, struct proc *p, int refresh)
         int ret = kunwind_sync(s->ku, p->pid, p->owner, p->maps);
         if (ret < 0)
                 s->st.ku_sync_errors++;
+        if (ret == 0 && (p->ku_incomplete || !p->ku_ready_ns))
+                p->ku_ready_ns = p->ku_sync_ns;
         p->ku_incomplete = ret > 0;
 }
 

@@ -94,6 +94,9 @@ struct sampler_stats {
         uint64_t ku_sync_errors;        /* mapping lists that could not be written */
         uint64_t ku_compared;           /* dwarf-check: samples unwound both ways */
         uint64_t ku_equal;              /* ... whose two stacks were equal */
+        uint64_t ku_not_ready;          /* dwarf-check: samples not compared, taken while their
+                                         * process's list lacked a table being built (BPF took
+                                         * frame-pointer steps there) */
         struct kunwind_stats ku_tables; /* the tables in the kernel (memory, builds) */
         /* the kernel's run-time stats of the sampling program (every invocation, targets or
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */

@@ -176,14 +176,20 @@ static void sampler_new_image(struct sampler *s, struct proc *p)
 }
 
 /* dwarf-check: the in-kernel stack (ustack) against libdwfl's (ips) of the same sample. When
- * libdwfl stopped at the end of the stack copy, only its frames are compared. */
-static void ku_compare(struct sampler *s, const struct record_view *v, const uint64_t *ips, int cnt,
-                       int dwfl_truncated)
+ * libdwfl stopped at the end of the stack copy, only its frames are compared. A sample taken
+ * while p's list lacked a table that was being built (the kernel took frame-pointer steps
+ * there: a cost of building off the loop, not a disagreement) is counted apart. */
+static void ku_compare(struct sampler *s, const struct proc *p, const struct record_view *v,
+                       const uint64_t *ips, int cnt, int dwfl_truncated)
 {
         unsigned nu = v->n_ustack, want = (unsigned)cnt, i;
 
         if (!(v->r->flags & CTXPROF_SF_KUNWIND) || cnt <= 0)
                 return;
+        if (p->ku_incomplete || v->r->time_ns < p->ku_ready_ns) {
+                s->st.ku_not_ready++; /* not the unwinders' disagreement: a table was missing */
+                return;
+        }
         s->st.ku_compared++;
         if (dwfl_truncated && nu > want)
                 nu = want;
@@ -362,7 +368,7 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
                                          v->stack_len, s->ips, CTXPROF_MAX_FRAMES, &ut)
                           : -ESRCH;
                 if (cnt > 0) {
-                        ku_compare(s, v, s->ips, cnt, ut);
+                        ku_compare(s, p, v, s->ips, cnt, ut);
                         add_user_frames(s, p, s->ips, (unsigned)cnt, &n, truncated);
                         if (ut) {
                                 *truncated = 1;

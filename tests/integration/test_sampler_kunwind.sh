@@ -18,7 +18,8 @@ differential() {
 	record_ok 90 -F 999 -d 5 --call-graph dwarf-check -o "$TMP/$name.txt" -- "$@"
 	cmp=$(stat_json .kunwind.compared)
 	eq=$(stat_json .kunwind.equal)
-	echo "$name: ${eq:-?} of ${cmp:-?} samples: in-kernel stack == libdwfl stack;" \
+	echo "$name: ${eq:-?} of ${cmp:-?} samples: in-kernel stack == libdwfl stack" \
+		"($(stat_json .kunwind.not_ready) taken before a table was built, not compared);" \
 		"fp steps $(stat_json .kunwind.fp_steps), unsupported $(stat_json .kunwind.unsupported_rule_steps)"
 	[ -n "$cmp" ] && [ "$cmp" -ge "$min" ] || fail "$name: only ${cmp:-0} samples compared"
 	# every table but the vDSO's (the kernel's image, read from our own) parsed by the

@@ -9,7 +9,8 @@
 #     not: all but the one or two samples taken in the loader or in exit() reach main. It
 #     warms up in its own code first (WARMUP): record builds libc's unwind table after the
 #     loader mapped libc, and a sample in libc before that stops there (up to 15 in the
-#     first ~120 ms under CI load), which is not what this part looks at.
+#     first ~120 ms under CI load), which is not what this part looks at. (The tables are
+#     built off the sampling loop: the executable's own, a few ms after the exec, too.)
 #  2. exec: wl_exec_ctx and wl_exec_plain exec each other 12 times, 150 ms each. A sample is
 #     named after the process image it was resolved with, and carries the thread name it was
 #     taken under (the comm, which exec changes): the two must agree, and the samples in each
