@@ -956,6 +956,12 @@ static int start_sampling(struct daemon *d)
         elf_tls_use_parser(d->parser);
         cfi_table_use_parser(d->parser);
         logm(LOG_INFO, "parser helper: pid %d", (int)parser_client_pid(d->parser));
+        if (so.call_graph == SAMPLER_CG_DWARF_COPY || so.call_graph == SAMPLER_CG_DWARF_CHECK)
+                logm(LOG_WARNING,
+                     "call-graph = %s unwinds copied stacks with libdwfl in the daemon: the "
+                     "targets' .eh_frame and .debug_frame are parsed here, not by the parser "
+                     "helper (call-graph = dwarf has them parsed by the helper)",
+                     so.call_graph == SAMPLER_CG_DWARF_COPY ? "dwarf-copy" : "dwarf-check");
         /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
          * this is the only thread, so that every thread created later (the JFR writers, the
          * metrics and upload threads) inherits the reduced set. The BPF objects and perf
