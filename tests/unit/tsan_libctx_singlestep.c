@@ -3,7 +3,8 @@
  * tests/unit/tsan_libctx_singlestep.c — a reader interrupting a libctx write at *every*
  * instruction: a forked child runs each write path once (add, replace same/other length,
  * set-attr, a key registered by its first set, remove, add into the hole, clear, set-span with
- * mirrors, set-trace, clear-span, and with mirroring off the inline set-span / clear-span of
+ * mirrors, set-trace, clear-span, and with mirroring off the library set-span (hiding the
+ * mirrors, then the span-record-only fast path) and the inline set-span / clear-span of
  * <ctx/ctx_inline.h>) while the parent single-steps it with ptrace and, at every
  * stop, reads all three ABIs out of the child (process_vm_readv, the way an out-of-process reader
  * does: follow the set pointer, respect count and len, skip NULL keys, first duplicate wins;
@@ -71,7 +72,8 @@ enum ss_op {
         OP_SPAN,
         OP_TRACE,
         OP_CLEAR_SPAN,
-        OP_INLINE_SPAN, /* ctx_inline_set_span, mirroring off (the child switches it off) */
+        OP_SPAN_NOMIRROR, /* ctx_set_span, mirroring off (the child switches it off) */
+        OP_INLINE_SPAN,   /* ctx_inline_set_span, mirroring off */
         OP_INLINE_CLEAR,
 };
 struct ss_write {
@@ -107,6 +109,9 @@ static const struct ss_write WRITES[] = {
     {OP_LABEL, "http.route", "back", 0, 0},
     {OP_CLEAR_SPAN, NULL, NULL, 0, 0},
     {OP_CLEAR_LABELS, NULL, NULL, 0, 0},
+    {OP_SPAN, NULL, NULL, 99, 42},                  /* mirrors shown... */
+    {OP_SPAN_NOMIRROR, NULL, NULL, 1234567890, 42}, /* ...hidden by the first span without */
+    {OP_SPAN_NOMIRROR, NULL, NULL, 5678, 43},       /* the record-only fast path */
     {OP_INLINE_SPAN, NULL, NULL, 18446744073709551557ull, 77},
     {OP_INLINE_SPAN, NULL, NULL, 5, 77},
     {OP_INLINE_CLEAR, NULL, NULL, 0, 0},
@@ -197,6 +202,14 @@ static void model_apply(struct ss_state *s, const struct ss_write *w)
                 memset(s->span_be, 0, 8);
                 s->flags = 0;
                 break;
+        case OP_SPAN_NOMIRROR: /* mirroring off: the record, mirrors hidden, no trace */
+                model_span(s, 1, w->span, w->root);
+                model_del(s, CTX_SPAN_ID_KEY);
+                model_del(s, CTX_ROOT_SPAN_ID_KEY);
+                memset(s->trace_id, 0, 16);
+                memset(s->span_be, 0, 8);
+                s->flags = 0;
+                break;
         case OP_INLINE_SPAN: /* mirroring off: the record only, no mirror labels */
         case OP_INLINE_CLEAR:
                 s->span_valid = w->op == OP_INLINE_SPAN;
@@ -219,7 +232,8 @@ static void child_run(void)
 {
         for (size_t i = 0; i < NWRITES; i++) {
                 const struct ss_write *w = &WRITES[i];
-                if (w->op == OP_INLINE_SPAN || w->op == OP_INLINE_CLEAR)
+                if (w->op == OP_SPAN_NOMIRROR || w->op == OP_INLINE_SPAN ||
+                    w->op == OP_INLINE_CLEAR)
                         ctx_set_span_mirroring(0); /* a switch, not a write: between phases */
                 ss_phase = (int)i + 1;
                 switch (w->op) {
@@ -236,6 +250,7 @@ static void child_run(void)
                         ctx_clear_labels();
                         break;
                 case OP_SPAN:
+                case OP_SPAN_NOMIRROR:
                         ctx_set_span(w->span, w->root);
                         break;
                 case OP_TRACE:
