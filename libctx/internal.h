@@ -19,8 +19,15 @@
 #include "ctx/ctx_inline.h"
 
 #define CTXI_HIDDEN __attribute__((visibility("hidden")))
-/* libctx's own TLS: in the shared object one TLSDESC call for the module base per function */
+/* libctx's own TLS: in the shared object one TLSDESC call for the module base per function.
+ * In libctx.a (built with -DCTXI_ARCHIVE, mk/20-libctx.mk), which is linked into executables
+ * only, initial-exec: the block is in the executable's static TLS, and its address is %fs plus
+ * a constant the linker fills in, with no call (see the archive's rule for why). */
+#ifdef CTXI_ARCHIVE
+#define CTXI_TLS __attribute__((visibility("hidden"), tls_model("initial-exec")))
+#else
 #define CTXI_TLS __attribute__((visibility("hidden"), tls_model("local-dynamic")))
+#endif
 
 /* One pool slot. The first 4184 bytes are the seed layout that readers follow. */
 struct ctxi_slot {
