@@ -272,34 +272,18 @@ static __attribute__((noinline)) int set_span_slow(uint64_t span_id, uint64_t ro
 /* set_trace(NULL, ...) shaped as a leaf: every case that needs more than the span record's
  * four stores leaves through a tail call (the OTel record shows a trace to clear: the whole
  * call again, out of line; the mirrors: mirror_update), so the common path pushes nothing.
- * Each test is its own branch with its own hint, so that gcc lays the common case (every ABI
- * on, no trace, mirroring off, no mirrors shown) out as one straight run of not-taken
- * branches down to the `ret`. Written as one `&&` chain under a single hint (as before), the
- * same tests became six taken jumps back and forth, and set-span cost 5.9 ns in the .a and
- * 8.6 in the .so instead of 3.5 and 5.6 (bench_libctx: the machine decodes six instructions a
- * cycle but follows about one taken branch). The order is the one set_trace has: the OTel
- * test before the record write, the mirror test after it (a handler that shows the mirrors
- * between the two leaves mirror_shown set, which the test then sees). */
+ * The tests are ctx_inline.h's, one hinted branch each: the common case is one straight run
+ * down to the `ret`. */
 int ctx_set_span(uint64_t span_id, uint64_t root_span_id)
 {
         struct ctxi_tls *t = ctxi_tls_addr();
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
-        if (__builtin_expect(abis & CTX_ABI_OTEL_THREAD, CTX_ABI_OTEL_THREAD)) {
-                if (__builtin_expect(CTXI_LD(t->otel_ptr) == NULL, 0))
-                        return set_span_slow(span_id, root_span_id);
-                if (__builtin_expect(CTXI_LD(t->self.otel_busy) | t->self.otel_trace, 0))
-                        return set_span_slow(span_id, root_span_id);
-        }
+        if (__builtin_expect(ctxi_span_needs_otel(t, abis), 0))
+                return set_span_slow(span_id, root_span_id);
         if (__builtin_expect(abis & CTX_ABI_SPAN_RECORD, CTX_ABI_SPAN_RECORD))
                 ctxi_span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
-        if (__builtin_expect(abis & CTX_ABI_CUSTOM_LABELS, CTX_ABI_CUSTOM_LABELS)) {
-                if (__builtin_expect(__atomic_load_n(&ctxi_mirroring, __ATOMIC_RELAXED), 0))
-                        return mirror_update(t);
-                const struct ctxi_slot *cur = t->self.cur;
-                if (__builtin_expect(cur != NULL, 1) &&
-                    __builtin_expect(CTXI_LD(cur->mirror_shown), 0))
-                        return mirror_update(t);
-        }
+        if (__builtin_expect(ctxi_span_needs_mirrors(t, abis), 0))
+                return mirror_update(t);
         return 0;
 }
 

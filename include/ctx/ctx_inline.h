@@ -129,12 +129,43 @@ static inline void ctxi_span_write(struct ctxi_tls *t, uint64_t span, uint64_t r
             ((CTXI_LD(r->span_id) ^ span) | (CTXI_LD(r->root_span_id) ^ root)) != 0, 0));
 }
 
-/* The span record's stores are all a span write under `abis` needs. */
-static inline int ctxi_span_only(const struct ctxi_tls *t, unsigned abis)
+/*
+ * The two tests of a span-only write (ctx_set_span's common path and the inline paths), in the
+ * order of libctx/span.c's set_trace: the OTel test before the record write, the mirror test
+ * after it (a handler that shows the mirrors in between leaves mirror_shown set, which the test
+ * then sees). Each term is its own branch with its own hint, so that the common case (every
+ * ABI on, no trace, mirroring off, no mirrors shown) runs straight through branches that are
+ * not taken: as one `&&` chain gcc laid it out as six taken jumps, which cost more than the
+ * work (libctx/span.c, docs/libctx.md).
+ */
+/* The OTel record may show a trace (to clear), or cannot be written here (no record yet, a
+ * record write in progress on this thread): the write needs the library's whole path. */
+static inline __attribute__((always_inline)) int ctxi_span_needs_otel(const struct ctxi_tls *t,
+                                                                      unsigned abis)
 {
-        if ((abis & CTX_ABI_OTEL_THREAD) && !ctxi_otel_shows_no_trace(t))
+        if (__builtin_expect(!(abis & CTX_ABI_OTEL_THREAD), 0))
                 return 0;
-        return !ctxi_mirrors_needed(t, abis);
+        if (__builtin_expect(CTXI_LD(t->otel_ptr) == NULL, 0))
+                return 1;
+        return __builtin_expect((CTXI_LD(t->self.otel_busy) | t->self.otel_trace) != 0, 0);
+}
+
+/* ctxi_mirrors_needed, laid out for mirroring off (the case where a span write is only the
+ * record; with mirroring on, the mirror update costs far more than a taken branch). */
+static inline __attribute__((always_inline)) int ctxi_span_needs_mirrors(const struct ctxi_tls *t,
+                                                                         unsigned abis)
+{
+        if (__builtin_expect(!(abis & CTX_ABI_CUSTOM_LABELS), 0))
+                return 0;
+        if (__builtin_expect(__atomic_load_n(&ctxi_mirroring, __ATOMIC_RELAXED), 0))
+                return 1;
+        const struct ctxi_slot *cur = t->self.cur;
+        if (__builtin_expect(cur == NULL, 0))
+                return 0;
+        return __builtin_expect(
+            CTXI_LD(
+                *(const uint32_t *)(const void *)((const char *)cur + CTXI_SLOT_MIRROR_SHOWN_OFF)),
+            0);
 }
 
 #if !defined(CTXI_LIBCTX_BUILD)
@@ -162,27 +193,35 @@ static inline struct ctxi_tls *ctxi_inline_tls(void)
         return t;
 }
 
-/* ctx_set_span: same result, same status, same signal safety. */
-static inline int ctx_inline_set_span(uint64_t span_id, uint64_t root_span_id)
+/* ctx_set_span: same result, same status, same signal safety. When the mirrors need an
+ * update, the library call writes the record again (the same ids) and then the mirrors.
+ * always_inline: with its two calls, gcc 12 otherwise keeps it out of line (an ordinary call,
+ * the very thing this header exists to avoid). */
+static inline __attribute__((always_inline)) int ctx_inline_set_span(uint64_t span_id,
+                                                                     uint64_t root_span_id)
 {
         struct ctxi_tls *t = ctxi_inline_tls();
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
-        if (__builtin_expect(!ctxi_span_only(t, abis), 0))
+        if (__builtin_expect(ctxi_span_needs_otel(t, abis), 0))
                 return ctx_set_span(span_id, root_span_id);
-        if (abis & CTX_ABI_SPAN_RECORD)
+        if (__builtin_expect(abis & CTX_ABI_SPAN_RECORD, CTX_ABI_SPAN_RECORD))
                 ctxi_span_write(t, span_id, root_span_id, ctx_span_checksum(span_id, root_span_id));
+        if (__builtin_expect(ctxi_span_needs_mirrors(t, abis), 0))
+                return ctx_set_span(span_id, root_span_id);
         return 0;
 }
 
 /* ctx_clear_span: same result, same status, same signal safety. */
-static inline int ctx_inline_clear_span(void)
+static inline __attribute__((always_inline)) int ctx_inline_clear_span(void)
 {
         struct ctxi_tls *t = ctxi_inline_tls();
         unsigned abis = __atomic_load_n(&ctxi_abis, __ATOMIC_RELAXED);
-        if (__builtin_expect(!ctxi_span_only(t, abis), 0))
+        if (__builtin_expect(ctxi_span_needs_otel(t, abis), 0))
                 return ctx_clear_span();
-        if (abis & CTX_ABI_SPAN_RECORD)
+        if (__builtin_expect(abis & CTX_ABI_SPAN_RECORD, CTX_ABI_SPAN_RECORD))
                 ctxi_span_write(t, 0, 0, 0);
+        if (__builtin_expect(ctxi_span_needs_mirrors(t, abis), 0))
+                return ctx_clear_span();
         return 0;
 }
 #endif
