@@ -175,11 +175,37 @@ static inline __attribute__((always_inline)) void run_once(int which, uint64_t i
         }
 }
 
+/* One loop per case, `which` a constant in each, so the switch runs once per run and not once
+ * per call. With the switch inside the loop, gcc dispatched every library call through the
+ * jump table (an indirect jump and ~8 instructions a call, ~1 ns) but gave the inline case
+ * a loop of its own: the rows compared the library with the inline API unequally, and every
+ * library row carried the bench's dispatch. */
+#define CASE_LOOP(n)                                                                               \
+        case n:                                                                                    \
+                for (uint64_t i = 0; i < ITERS; i++)                                               \
+                        run_once(n, i);                                                            \
+                break;
 static double run(int which)
 {
         double t0 = now_ns();
-        for (uint64_t i = 0; i < ITERS; i++)
-                run_once(which, i);
+        switch (which) {
+                CASE_LOOP(0)
+                CASE_LOOP(1)
+                CASE_LOOP(2)
+                CASE_LOOP(3)
+                CASE_LOOP(4)
+                CASE_LOOP(5)
+                CASE_LOOP(6)
+                CASE_LOOP(7)
+                CASE_LOOP(8)
+                CASE_LOOP(9)
+                CASE_LOOP(10)
+#ifdef BENCH_LIBCTX_STATIC
+                CASE_LOOP(11)
+                CASE_LOOP(12)
+#endif
+                CASE_LOOP(13)
+        }
         return (now_ns() - t0) / ITERS;
 }
 
