@@ -236,7 +236,12 @@ void parser_client_stop(struct parser_client *pc)
 {
         if (!pc)
                 return;
+        /* A target job's worker is never waited for (engine/target_jobs.h), so one may still
+         * be in a request when the sampler is gone: let it end (its deadline bounds the wait)
+         * before the helper and this struct go. */
+        pthread_mutex_lock(&pc->lock);
         kill_reap(pc);
+        pthread_mutex_unlock(&pc->lock);
         pthread_mutex_destroy(&pc->lock);
         pthread_mutex_destroy(&pc->snap_lock);
         free(pc);

@@ -53,6 +53,8 @@ struct parser_stats {
 /* Starts the helper as user (NULL or "": PARSER_USER_DEFAULT) and waits for it to say it is
  * confined. 0, or -errno with the reason in why (the step the helper failed at). */
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen);
+/* Waits for a request in progress (at most its deadline), then ends the helper and frees pc.
+ * Every caller must have stopped asking (the *_use_parser(NULL) calls come first). */
 void parser_client_stop(struct parser_client *);
 /* One request of type with len bytes of req and fd (>= 0: passed with it, not taken); the
  * answer's payload into resp (cap bytes), its size into *got. The helper's status (0 or
