@@ -265,6 +265,17 @@ static void housekeeping(struct sampler *s)
         ku_collect(s);
 }
 
+/* The earliest deadline of a running job of either pool (locating, unwind tables), or
+ * UINT64_MAX. */
+static uint64_t jobs_next_deadline(struct sampler *s)
+{
+        uint64_t next = s->jobs ? target_jobs_next_deadline(s->jobs) : UINT64_MAX;
+
+        if (s->ku_jobs && target_jobs_next_deadline(s->ku_jobs) < next)
+                next = target_jobs_next_deadline(s->ku_jobs);
+        return next;
+}
+
 /* Wait up to timeout_ms for the sample ring or a finished target job (whose result the
  * housekeeping applies), or until the next job deadline; then consume the ring. */
 static int poll_rings_and_jobs(struct sampler *s, int timeout_ms)
@@ -273,10 +284,7 @@ static int poll_rings_and_jobs(struct sampler *s, int timeout_ms)
             {.fd = ring_buffer__epoll_fd(s->rb), .events = POLLIN},
             {.fd = target_jobs_fd(s->jobs), .events = POLLIN},
             {.fd = s->ku_jobs ? target_jobs_fd(s->ku_jobs) : -1, .events = POLLIN}};
-        uint64_t next = target_jobs_next_deadline(s->jobs), now = mono_ns();
-
-        if (s->ku_jobs && target_jobs_next_deadline(s->ku_jobs) < next)
-                next = target_jobs_next_deadline(s->ku_jobs);
+        uint64_t next = jobs_next_deadline(s), now = mono_ns();
 
         if (next != UINT64_MAX) {
                 uint64_t ms = next > now ? (next - now + NS_PER_MS - 1) / NS_PER_MS : 0;
@@ -456,10 +464,8 @@ uint64_t sampler_next_due(struct sampler *s)
         ms = procs_retry_timeout(&s->procs, now, INT_MAX);
         if (ms != INT_MAX && now + (uint64_t)ms * NS_PER_MS < due)
                 due = now + (uint64_t)ms * NS_PER_MS;
-        if (s->jobs && target_jobs_next_deadline(s->jobs) < due) /* a job to abandon */
-                due = target_jobs_next_deadline(s->jobs);
-        if (s->ku_jobs && target_jobs_next_deadline(s->ku_jobs) < due)
-                due = target_jobs_next_deadline(s->ku_jobs);
+        if (jobs_next_deadline(s) < due) /* a job to abandon */
+                due = jobs_next_deadline(s);
         return due;
 }
 

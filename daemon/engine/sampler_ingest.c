@@ -208,14 +208,13 @@ static void ku_compare(struct sampler *s, const struct proc *p, const struct rec
  * was put off and is due). */
 static void ku_resync(struct sampler *s, struct proc *p, const struct ctxprof_sample_rec *r)
 {
-        uint64_t since = mono_ns() - p->ku_sync_ns;
-
+        /* the clock only for the rare sample that may need it: this runs for every sample */
         if (!s->ku || !(r->flags & CTXPROF_SF_KUNWIND) || !p->alive)
                 return;
-        if ((r->flags & CTXPROF_SF_KU_NOMAP) && since >= PROC_MAPS_REFRESH_NS)
+        if ((r->flags & CTXPROF_SF_KU_NOMAP) && mono_ns() - p->ku_sync_ns >= PROC_MAPS_REFRESH_NS)
                 ku_sync(s, p, 1);
-        else if (p->ku_incomplete &&
-                 (kunwind_generation(s->ku) != p->ku_gen || since >= KUNWIND_RETRY_NS))
+        else if (p->ku_incomplete && (kunwind_generation(s->ku) != p->ku_gen ||
+                                      mono_ns() - p->ku_sync_ns >= KUNWIND_RETRY_NS))
                 ku_sync(s, p, 0);
 }
 

@@ -39,9 +39,5 @@ int cfi_table_build(int fd, struct cfi_table *out)
                 err = cfi_wire_import(resp.buf, got, memfd, req.max_rows, out);
         if (memfd >= 0)
                 close(memfd);
-        if (err == -ETIMEDOUT || err == -EPIPE)
-                err = -EPROTO; /* this file stalled or killed the helper */
-        if (err == -EAGAIN)
-                err = -EBUSY; /* no helper to ask now (another request killed it) */
-        return err;
+        return parser_client_file_error(err);
 }

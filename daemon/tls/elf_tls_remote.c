@@ -40,11 +40,7 @@ static int scan(int fd, const char *const *names, size_t n, int need_tls, struct
                                      sizeof(req), fd, resp.buf, sizeof(resp.buf), &got);
         if (!err)
                 err = tls_wire_decode(resp.buf, got, n, info, syms);
-        if (err == -ETIMEDOUT || err == -EPIPE)
-                err = -EPROTO; /* this file stalled or killed the helper */
-        if (err == -EAGAIN)
-                err = -EBUSY; /* no helper to ask now (another request killed it) */
-        return err;
+        return parser_client_file_error(err);
 }
 
 int elf_tls_scan(int fd, const char *const *names, size_t n, int need_tls,

@@ -17,6 +17,7 @@
 #ifndef CTXPROF_PARSER_CLIENT_H
 #define CTXPROF_PARSER_CLIENT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -75,6 +76,16 @@ int parser_client_try_call(struct parser_client *, unsigned wait_ms, uint16_t ty
 int parser_client_try_call_fd(struct parser_client *, unsigned wait_ms, uint16_t type,
                               const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
                               uint32_t *got, int *rfd);
+/* A failed request's error as a caller that parses one file sees it: -EPROTO when the file
+ * stalled, killed or confused the helper (-ETIMEDOUT, -EPIPE, -EPROTO); -EBUSY when the
+ * request was never sent (-EAGAIN: no helper running now; -EBUSY), which blames nothing:
+ * ask again later. Any other error as it is. */
+static inline int parser_client_file_error(int err)
+{
+        if (err == -ETIMEDOUT || err == -EPIPE)
+                return -EPROTO;
+        return err == -EAGAIN ? -EBUSY : err;
+}
 /* The counters and the running helper (0 when none) as of the last request's end: never
  * waits for a request in progress (the sampling loop reads them). */
 void parser_client_stats(struct parser_client *, struct parser_stats *out);
