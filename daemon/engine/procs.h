@@ -63,6 +63,8 @@ struct proc {
         int ku_incomplete;      /* ... without a table being built or put off (kunwind_sync
                                  * returned 1) */
         uint64_t ku_gen;        /* kunwind_generation at that write */
+        int ku_maps_stale;      /* a read of its maps for the list was put off: read at the
+                                 * next write (stack/maps_budget.h) */
         uint64_t ku_ready_ns;   /* the first write since which the list is complete */
         int load_hooked;        /* its library-load hook is attached (engine/load_hook.c) */
         uint64_t job_id;        /* its locating job in flight (target_jobs id), 0 = none */

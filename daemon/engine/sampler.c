@@ -55,15 +55,25 @@ static void mark_target(struct sampler *s, pid_t pid)
 }
 
 /* In-kernel unwinding: write p's mapping list (tables of new modules loaded). refresh: read
- * /proc/PID/maps again first (a library was mapped). */
+ * /proc/PID/maps again first (a library was mapped). A read put off (stack/maps_budget.h)
+ * leaves the list incomplete: tried again KUNWIND_RETRY_NS later, with the read. */
 void ku_sync(struct sampler *s, struct proc *p, int refresh)
 {
         if (!s->ku || !p || !p->alive)
                 return;
-        if (!p->maps && proc_maps_open(s->modules, p->pid, &p->maps))
+        int err = 0;
+        if (!p->maps)
+                err = proc_maps_open(s->modules, p->pid, &p->maps);
+        else if (refresh || p->ku_maps_stale)
+                err = proc_maps_refresh(p->maps);
+        if (err == -EAGAIN) {
+                p->ku_maps_stale = 1;
+                p->ku_incomplete = 1;
+                p->ku_sync_ns = mono_ns();
+        }
+        if (err)
                 return;
-        if (refresh && proc_maps_refresh(p->maps))
-                return;
+        p->ku_maps_stale = 0;
         p->ku_sync_ns = mono_ns();
         p->ku_gen = kunwind_generation(s->ku);
         int ret = kunwind_sync(s->ku, p->pid, p->owner, p->maps);

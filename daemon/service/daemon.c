@@ -638,6 +638,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
                              st.target.unresolved + st.target.open_failed + st.target.not_owner +
                              st.target.on_fuse,
             .refused_lines = st.target.lines_too_long,
+            .maps_deferred = st.target.maps_deferred,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
             .events_limited = st.events_limited,

@@ -77,6 +77,10 @@ static const struct series plain[] = {
     S("ctxprof_modules_retired_total", METRICS_COUNTER,
       "Modules no target maps any more, retired (descriptor closed, id reused).",
       st.modules.retired),
+    S("ctxprof_maps_reads_deferred_total", METRICS_COUNTER,
+      "Reads of a target's /proc/PID/maps put off: over the sampling loop's time budget for "
+      "them, or over the process's own share (stack/maps_budget.h).",
+      st.target.maps_deferred),
     S("ctxprof_target_files_opened_total", METRICS_COUNTER,
       "Files targets map, opened after their identity was checked (util/target_open.h).",
       st.target.opened),

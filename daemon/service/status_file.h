@@ -53,6 +53,8 @@ struct status_daemon {
         /* hostile target input refused (util/target_stats.h): files a target named that were
          * not opened, /proc lines over their cap */
         uint64_t refused_files, refused_lines;
+        /* reads of a target's /proc/PID/maps put off (stack/maps_budget.h) */
+        uint64_t maps_deferred;
         /* modules registered (alive, or dead and not yet retired); registrations refused by
          * the registry's global or per-process bound */
         uint64_t modules, modules_refused;

@@ -7,6 +7,7 @@
  */
 #include "stack/modules.h"
 #include "stack/frame.h"
+#include "stack/maps_budget.h"
 #include "stack/sigbus_guard.h"
 #include "util/clock.h"
 #include "util/grow.h"
@@ -59,7 +60,8 @@ struct modules {
         uint64_t generation; /* bumped by every reap that retired an id */
         uint64_t serials;    /* serials given */
         struct modules_stats st;
-        struct target_stats topen; /* files refused to the registry's callers */
+        struct target_stats topen;      /* files refused to the registry's callers */
+        struct maps_budget maps_budget; /* its callers' /proc/PID/maps reads (proc_maps.c) */
 };
 
 struct modules *modules_new(void)
@@ -70,6 +72,11 @@ struct modules *modules_new(void)
         if (!m)
                 return NULL;
         if (pthread_mutex_init(&m->lock, NULL)) {
+                free(m);
+                return NULL;
+        }
+        if (maps_budget_init(&m->maps_budget)) {
+                pthread_mutex_destroy(&m->lock);
                 free(m);
                 return NULL;
         }
@@ -95,6 +102,7 @@ void modules_free(struct modules *m)
                 entry_free(m->byid[i]);
         free(m->byid);
         free(m->free_ids);
+        maps_budget_destroy(&m->maps_budget);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }
@@ -485,4 +493,9 @@ int modules_open(struct modules *m, uint32_t id)
 struct target_stats *modules_target_stats(struct modules *m)
 {
         return m ? &m->topen : NULL;
+}
+
+struct maps_budget *modules_maps_budget(struct modules *m)
+{
+        return &m->maps_budget;
 }

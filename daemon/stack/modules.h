@@ -107,6 +107,11 @@ void modules_count_target_full(struct modules *);
  * proc_maps.c counts into them. Valid until modules_free. */
 struct target_stats *modules_target_stats(struct modules *);
 
+/* The time its callers may spend reading /proc/PID/maps (stack/maps_budget.h): proc_maps.c
+ * asks it before every read. Valid until modules_free. */
+struct maps_budget;
+struct maps_budget *modules_maps_budget(struct modules *);
+
 /* Read the NT_GNU_BUILD_ID note of the ELF file open at fd into buf. Returns its length,
  * 0 when the file has no build id, -errno (-EINVAL not an ELF file). */
 int modules_read_build_id(int fd, unsigned char *buf, size_t bufsz);

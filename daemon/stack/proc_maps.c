@@ -8,6 +8,7 @@
  * does, off the sampling path).
  */
 #include "stack/proc_maps.h"
+#include "stack/maps_budget.h"
 #include "stack/perf_map.h"
 #include "util/clock.h"
 #include "util/grow.h"
@@ -34,6 +35,7 @@ struct pm_map {
         ino_t ino;
         uint32_t module_id; /* UNKNOWN for anonymous executable regions */
         int anon;           /* anonymous (no file, or [anon:NAME]): a JIT's code */
+        int deleted;        /* the maps line said " (deleted)" */
         char *path;
 };
 
@@ -43,6 +45,7 @@ struct proc_maps {
         struct pm_map *v;
         size_t n;
         uint64_t last_read_ns;
+        uint64_t last_cost_ns; /* what that read took (wall time, on the caller's thread) */
         uint32_t jit_id;       /* its perf map's module (a reference held), else UNKNOWN */
         uint64_t jit_tried_ns; /* when its perf map was last looked for */
         struct proc_maps_stats st;
@@ -52,7 +55,6 @@ struct refresh_ctx {
         struct proc_maps *pm;
         struct pm_map *v;
         size_t n, cap;
-        int err;
 };
 
 /* id with one more reference (the new table's entry holds it). */
@@ -63,38 +65,49 @@ static uint32_t held(struct proc_maps *pm, uint32_t id)
         return id;
 }
 
-/* A module id for the file of mapping l, with a reference the table entry holds: reuse what
- * the previous table knew about the same mapping, else open the file and register it (at
- * most PROC_MAPS_MAX_MODULES mappings of one process, then UNKNOWN, counted). */
-static uint32_t module_for(struct proc_maps *pm, const struct refresh_ctx *rc,
-                           const struct maps_line *l)
+static const struct pm_map *lookup(const struct pm_map *v, size_t n, uint64_t ip)
 {
-        for (size_t i = 0; i < pm->n; i++) {
-                const struct pm_map *o = &pm->v[i];
-                if (o->start == l->start && o->end == l->end && o->pgoff == l->pgoff &&
-                    o->dev == l->dev && o->ino == l->ino && !strcmp(o->path, l->path))
-                        return held(pm, o->module_id);
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (v[mid].end <= ip)
+                        lo = mid + 1;
+                else
+                        hi = mid;
         }
-        for (size_t i = 0; i < rc->n; i++) /* same file mapped twice in this pass */
-                if (rc->v[i].dev == l->dev && rc->v[i].ino == l->ino &&
-                    !strcmp(rc->v[i].path, l->path) && l->ino)
-                        return held(pm, rc->v[i].module_id);
-        if (rc->n >= PROC_MAPS_MAX_MODULES) {
-                modules_count_target_full(pm->mods);
-                return CTXPROF_MODULE_UNKNOWN;
-        }
+        return lo < n && v[lo].start <= ip ? &v[lo] : NULL;
+}
 
-        struct module_key key = {.dev = l->dev,
-                                 .ino = l->ino,
-                                 .path = l->path,
+/* The previous table's module for exactly the same mapping (a binary search: the table is
+ * sorted by start), with a reference the new entry holds; else UNKNOWN. */
+static uint32_t module_kept(struct proc_maps *pm, const struct pm_map *m)
+{
+        const struct pm_map *o = lookup(pm->v, pm->n, m->start);
+        if (o && o->start == m->start && o->end == m->end && o->pgoff == m->pgoff &&
+            o->dev == m->dev && o->ino == m->ino && !strcmp(o->path, m->path))
+                return held(pm, o->module_id);
+        return CTXPROF_MODULE_UNKNOWN;
+}
+
+/* Open the file of mapping m (util/target_open.h: exactly the mapped file, or nothing), read
+ * its build id and register it: its id with a reference, or UNKNOWN. */
+static uint32_t module_register(struct proc_maps *pm, const struct pm_map *m)
+{
+        struct module_key key = {.dev = m->dev,
+                                 .ino = m->ino,
+                                 .path = m->path,
                                  .pid = pm->pid,
-                                 .map_start = l->start,
-                                 .map_end = l->end};
+                                 .map_start = m->start,
+                                 .map_end = m->end};
         unsigned char bid[MODULES_BUILD_ID_MAX];
         int fd = -1;
-        if (l->path[0] == '/') {
-                /* exactly the mapped file, or nothing (util/target_open.h) */
-                struct target_file tf = target_file_of(l);
+        if (m->path[0] == '/') {
+                struct target_file tf = {.start = m->start,
+                                         .end = m->end,
+                                         .dev = m->dev,
+                                         .ino = m->ino,
+                                         .path = m->path,
+                                         .deleted = m->deleted};
                 fd = target_open(pm->pid, &tf, modules_target_stats(pm->mods));
                 if (fd >= 0) {
                         int r = modules_read_build_id(fd, bid, sizeof(bid));
@@ -128,14 +141,72 @@ static int refresh_cb(const struct maps_line *l, void *arg)
         m->pgoff = l->pgoff;
         m->dev = l->dev;
         m->ino = l->ino;
+        m->deleted = l->deleted;
         m->path = strdup(l->path);
         if (!m->path)
                 return -ENOMEM;
         /* Anonymous executable memory (JIT) has no file: its ips stay raw addresses, named
          * by the process's perf map if it writes one (proc_maps_resolve). */
         m->anon = !l->path[0] || !strncmp(l->path, "[anon:", 6);
-        m->module_id = l->path[0] && !m->anon ? module_for(rc->pm, rc, l) : CTXPROF_MODULE_UNKNOWN;
+        m->module_id = CTXPROF_MODULE_UNKNOWN; /* modules_assign */
         rc->n++;
+        return 0;
+}
+
+/* Order of the mappings the previous table did not know: by file, so that one file mapped
+ * many times is opened and registered once per read. */
+static int cmp_file(const void *a, const void *b, void *arg)
+{
+        const struct pm_map *v = arg;
+        const struct pm_map *x = &v[*(const size_t *)a], *y = &v[*(const size_t *)b];
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        if (x->ino != y->ino)
+                return x->ino < y->ino ? -1 : 1;
+        int c = strcmp(x->path, y->path);
+        if (c)
+                return c;
+        return *(const size_t *)a < *(const size_t *)b ? -1 : 1; /* maps order in a file */
+}
+
+static int same_file(const struct pm_map *x, const struct pm_map *y)
+{
+        return x->dev == y->dev && x->ino == y->ino && !strcmp(x->path, y->path);
+}
+
+/* Module ids for the mappings of a read, in O(n log n) whatever a target maps: the previous
+ * table's id for an unchanged mapping; else one registration per file (with an inode), at
+ * most PROC_MAPS_MAX_MODULES per read (the rest UNKNOWN, counted). */
+static int modules_assign(struct proc_maps *pm, struct pm_map *v, size_t n)
+{
+        size_t *fresh = NULL, nf = 0, registered = 0;
+        if (n && !(fresh = malloc(n * sizeof(*fresh))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!v[i].path[0] || v[i].anon)
+                        continue;
+                v[i].module_id = module_kept(pm, &v[i]);
+                if (v[i].module_id == CTXPROF_MODULE_UNKNOWN)
+                        fresh[nf++] = i;
+                else
+                        registered++;
+        }
+        if (nf)
+                qsort_r(fresh, nf, sizeof(*fresh), cmp_file, v);
+        for (size_t i = 0; i < nf; i++) {
+                struct pm_map *m = &v[fresh[i]];
+                if (i && m->ino && same_file(m, &v[fresh[i - 1]])) {
+                        m->module_id = held(pm, v[fresh[i - 1]].module_id);
+                        continue;
+                }
+                if (registered >= PROC_MAPS_MAX_MODULES) {
+                        modules_count_target_full(pm->mods);
+                        continue;
+                }
+                m->module_id = module_register(pm, m);
+                registered++;
+        }
+        free(fresh);
         return 0;
 }
 
@@ -150,17 +221,39 @@ static void free_table(struct modules *mods, struct pm_map *v, size_t n)
         free(v);
 }
 
+/* May a read of pm's maps start now? Its own share first: a process whose last read was not
+ * cheap reads at most every PROC_MAPS_COST_RATIO times what that read took; then the
+ * registry's budget. A read put off is counted. */
+static int read_allowed(struct modules *mods, const struct proc_maps *pm, uint64_t now)
+{
+        if (pm && pm->last_cost_ns > (uint64_t)MAPS_BUDGET_CHEAP_NS &&
+            now - pm->last_read_ns < pm->last_cost_ns * PROC_MAPS_COST_RATIO)
+                goto deferred;
+        if (maps_budget_allow(modules_maps_budget(mods), now, pm ? pm->last_cost_ns : 0))
+                return 1;
+deferred:
+        target_stats_count(TARGET_STATS_FIELD(modules_target_stats(mods), maps_deferred));
+        return 0;
+}
+
 static int cmp_map(const void *a, const void *b)
 {
         const struct pm_map *x = a, *y = b;
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Read /proc/PID/maps into a new table (its time charged to the loop's maps budget) and
+ * swap it in; the old one stays on failure. */
 static int refresh(struct proc_maps *pm)
 {
         struct refresh_ctx rc = {.pm = pm};
-        pm->last_read_ns = mono_ns();
+        uint64_t t0 = mono_ns();
+        pm->last_read_ns = t0;
         int r = maps_foreach(pm->pid, refresh_cb, &rc, modules_target_stats(pm->mods));
+        if (r >= 0)
+                r = modules_assign(pm, rc.v, rc.n);
+        pm->last_cost_ns = mono_ns() - t0;
+        maps_budget_charge(modules_maps_budget(pm->mods), pm->last_read_ns, pm->last_cost_ns);
         if (r < 0) {
                 free_table(pm->mods, rc.v, rc.n);
                 return r;
@@ -184,26 +277,13 @@ int proc_maps_open(struct modules *mods, pid_t pid, struct proc_maps **out)
         pm->mods = mods;
         pm->pid = pid;
         pm->jit_id = CTXPROF_MODULE_UNKNOWN;
-        int r = refresh(pm);
+        int r = read_allowed(mods, NULL, mono_ns()) ? refresh(pm) : -EAGAIN;
         if (r < 0) {
                 free(pm);
                 return r;
         }
         *out = pm;
         return 0;
-}
-
-static const struct pm_map *lookup(const struct proc_maps *pm, uint64_t ip)
-{
-        size_t lo = 0, hi = pm->n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (pm->v[mid].end <= ip)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo < pm->n && pm->v[lo].start <= ip ? &pm->v[lo] : NULL;
 }
 
 /* The module of pid's perf map (perf_map.h), registered once found: looked for at most every
@@ -240,11 +320,11 @@ int proc_maps_resolve(struct proc_maps *pm, uint64_t ip, struct ctxprof_frame *o
 {
         if (!pm || !out)
                 return -EINVAL;
-        const struct pm_map *m = lookup(pm, ip);
+        const struct pm_map *m = lookup(pm->v, pm->n, ip);
         if (!m && mono_ns() - pm->last_read_ns >= PROC_MAPS_REFRESH_NS) {
-                if (refresh(pm) == 0) {
+                if (read_allowed(pm->mods, pm, mono_ns()) && refresh(pm) == 0) {
                         pm->st.refreshes++;
-                        m = lookup(pm, ip);
+                        m = lookup(pm->v, pm->n, ip);
                 }
         }
         out->flags = 0;
@@ -274,7 +354,9 @@ void proc_maps_stats(const struct proc_maps *pm, struct proc_maps_stats *out)
 
 int proc_maps_refresh(struct proc_maps *pm)
 {
-        return pm ? refresh(pm) : -EINVAL;
+        if (!pm)
+                return -EINVAL;
+        return read_allowed(pm->mods, pm, mono_ns()) ? refresh(pm) : -EAGAIN;
 }
 
 int proc_maps_foreach(const struct proc_maps *pm, int (*cb)(const struct proc_maps_entry *, void *),

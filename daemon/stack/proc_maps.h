@@ -30,13 +30,20 @@
 
 /* A miss re-reads /proc/PID/maps at most this often. */
 #define PROC_MAPS_REFRESH_NS 50000000ull /* 50 ms */
+/* ... and a process whose last read took more than MAPS_BUDGET_CHEAP_NS reads at most every
+ * this many times that (at most 1/PROC_MAPS_COST_RATIO of the loop's time, however many
+ * mappings it makes). Every read of
+ * every process also waits for the registry's budget (stack/maps_budget.h); a read put off
+ * is counted in the registry's target_stats (maps_deferred). */
+#define PROC_MAPS_COST_RATIO 20
 /* A process with anonymous executable memory and no perf map found: looked for again at most
  * this often (stack/perf_map.h). */
 #define PROC_MAPS_PERF_MAP_RETRY_NS 1000000000ull /* 1 s */
 
 struct proc_maps;
 
-/* Reads the maps now. -ESRCH no such process, -EACCES, -ENOMEM. */
+/* Reads the maps now. -ESRCH no such process, -EACCES, -ENOMEM, -EAGAIN put off (over the
+ * registry's maps budget: open again later). */
 int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
 /* ip -> frame (module id + file offset); re-reads /proc/PID/maps on a miss (rate-limited);
  * an ip in an anonymous executable region (JIT) -> {ip, the process's perf-map module}
@@ -45,7 +52,8 @@ int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
  * Returns 0 (also for unknown ips) or -EINVAL. out->flags is set to 0. */
 int proc_maps_resolve(struct proc_maps *, uint64_t ip, struct ctxprof_frame *out);
 void proc_maps_free(struct proc_maps *);
-/* Re-read /proc/PID/maps now (no rate limit): 0 or -errno (the old table is kept). */
+/* Re-read /proc/PID/maps now (no 50 ms limit; the process's share and the budget still
+ * apply): 0 or -errno, -EAGAIN put off (the old table is kept either way). */
 int proc_maps_refresh(struct proc_maps *);
 
 /* One executable mapping as the table holds it. */

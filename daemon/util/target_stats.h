@@ -25,6 +25,8 @@ struct target_stats {
         uint64_t perf_map_full; /* perf maps read up to PERF_MAP_MAX_BYTES/_ENTRIES, rest ignored */
         uint64_t on_fuse;       /* a file on a FUSE mount (or an anonymous-device mount the target's
                                  * mountinfo does not list): refused, its reads could block forever */
+        uint64_t maps_deferred; /* /proc/PID/maps reads put off: over the loop's time budget for
+                                 * them (stack/maps_budget.h), or the process's own share */
 };
 
 /* *counter += 1 when the caller gave a stats struct (counter points into it), else nothing. */

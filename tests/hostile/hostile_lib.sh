@@ -14,6 +14,7 @@
 #   rate_baseline              CONTROL_BASE: control_ctx_rate before the attack
 #   assert_rate_kept           the control target's context rate is >= 90% of CONTROL_BASE
 #   assert_fresh               `ctxprof status` says running (exit 0), not stale (5)
+#   daemon_cpu_during CMD...   run CMD; DAEMON_CPU_PCT: the daemon's CPU meanwhile (% of a core)
 #   daemon_rss_kb              the daemon's VmRSS in KiB
 #   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
 #   recording_json OUT         the recording so far: samples (top frame) and Statistics as JSON
@@ -119,6 +120,15 @@ target_count() { # PID [KEY]
 }
 # CPU time of PID in clock ticks (utime + stime of all its threads)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# run CMD... in this shell; DAEMON_CPU_PCT: the percent of one CPU the daemon (DPID) used
+# meanwhile
+daemon_cpu_during() {
+	local t0=$SECONDS d0 d1
+	d0=$(cpu_ticks "$DPID")
+	"$@"
+	d1=$(cpu_ticks "$DPID")
+	DAEMON_CPU_PCT=$(python3 -c "import os, sys; print(round(100 * (int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / max(1, int(sys.argv[3])), 1))" "$d0" "$d1" $((SECONDS - t0)))
+}
 # KEY per CPU-second of the control target over a window of SECONDS, between two status
 # rewrites. Per CPU-second, not per second: cpu-clock samples follow the CPU time the target
 # gets, which a loaded test machine (or the attack itself) takes from it; what the daemon

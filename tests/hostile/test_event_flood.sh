@@ -17,30 +17,24 @@ attacker_user
 cp "$FX" "$ATK_HOME/flood" && chmod 0755 "$ATK_HOME/flood"
 head -c 8192 /dev/zero >"$ATK_HOME/mapped.bin" && chmod 0644 "$ATK_HOME/mapped.bin"
 start_control
-# percent of one CPU the daemon used between two cpu_ticks readings over SECONDS
-cpu_pct() { python3 -c "import os, sys; print(round(100 * (int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / float(sys.argv[3]), 1))" "$@"; }
 
 flood() { # HOOK: default | sys_exit
-	local hook=$1 t0 d0 d1 secs atk limited used
+	local hook=$1 atk limited used
 	if [ "$hook" = sys_exit ]; then export CTXPROF_TEST_HOOK=sys_exit; else unset CTXPROF_TEST_HOOK; fi
 	start_default_daemon
 	used=$(dstat load_hook)
 	[ "$hook" = default ] || [ "$used" = "$hook" ] ||
 		fail "$hook: the daemon uses library-load hook '$used'"
-	t0=$SECONDS d0=$(cpu_ticks "$DPID")
-	rate_baseline
-	secs=$((SECONDS - t0)) d1=$(cpu_ticks "$DPID")
-	echo "$hook ($used): daemon CPU before the flood: $(cpu_pct "$d0" "$d1" "$secs")% of a core"
+	daemon_cpu_during rate_baseline
+	echo "$hook ($used): daemon CPU before the flood: $DAEMON_CPU_PCT% of a core"
 	spawn_attacker "$ATK_HOME/flood" maps "$ATK_HOME/mapped.bin" libm.so.6 >"$TMP/flood.out"
 	atk=$SPAWNED
 	wait_for 30 "the attacker $atk sampled as a target" target_over "$atk" 0
-	t0=$SECONDS d0=$(cpu_ticks "$DPID")
-	assert_rate_kept
-	secs=$((SECONDS - t0)) d1=$(cpu_ticks "$DPID")
+	daemon_cpu_during assert_rate_kept
 	assert_fresh
 	status_refresh
 	limited=$(dstat events_limited)
-	echo "$hook ($used): daemon CPU during the flood: $(cpu_pct "$d0" "$d1" "$secs")% of a core;" \
+	echo "$hook ($used): daemon CPU during the flood: $DAEMON_CPU_PCT% of a core;" \
 		"events over budget (not sent) ${limited:-none}"
 	[ "${limited:-0}" -gt 0 ] || fail "$hook: the flood's events were not bounded and counted (events_limited=${limited:-absent})"
 	kill -9 "$atk"

@@ -4,7 +4,9 @@
  * line with its fields (permissions, offsets, special names, paths with spaces, deleted
  * files), stops when the callback asks, refuses bad pids; resolving an address of our own code
  * gives the executable's module and the file offset the mapping implies, and an address in no
- * mapping stays unknown.
+ * mapping stays unknown. One file mapped thousands of times is one module, kept across
+ * re-reads; a process whose reads are expensive is re-read only within its share (the rest
+ * put off and counted).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "stack/proc_maps.h"
+#include "util/clock.h"
 #include "util/maps_line.h"
 
 struct find {
@@ -172,5 +175,92 @@ Test(proc_maps, open_refuses_a_dead_pid)
 
         cr_assert_eq(proc_maps_open(mods, INT_MAX, &pm), -ESRCH);
         cr_assert_null(pm);
+        modules_free(mods);
+}
+
+/* Our executable mapped PROT_READ|PROT_EXEC n times, one page each with a gap between (n
+ * lines in our maps): the first page's address. */
+static char *map_many(size_t n, int *fd)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        char *base =
+            mmap(NULL, 2 * n * (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+        cr_assert_neq(base, MAP_FAILED);
+        *fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(*fd, 0);
+        for (size_t i = 0; i < n; i++)
+                cr_assert_neq(mmap(base + 2 * i * (size_t)page, (size_t)page, PROT_READ | PROT_EXEC,
+                                   MAP_PRIVATE | MAP_FIXED, *fd, 0),
+                              MAP_FAILED, "mapping %zu", i);
+        return base;
+}
+
+Test(proc_maps, one_file_mapped_many_times_is_one_module_kept_across_reads)
+{
+        const size_t n = 3000;
+        long page = sysconf(_SC_PAGESIZE);
+        struct modules *mods = modules_new();
+        struct modules_stats ms0, ms1;
+        struct proc_maps *pm = NULL;
+        struct ctxprof_frame fr;
+        int fd;
+
+        cr_assert_not_null(mods);
+        char *base = map_many(n, &fd);
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        modules_get_stats(mods, &ms0);
+        cr_assert_eq(proc_maps_resolve(pm, (uint64_t)(uintptr_t)base + 5, &fr), 0);
+        uint32_t id = fr.module_id;
+        cr_assert_geq(id, CTXPROF_MODULE_FIRST);
+        for (size_t i = 0; i < n; i++) {
+                uint64_t ip = (uint64_t)(uintptr_t)(base + 2 * i * (size_t)page) + 7;
+                cr_assert_eq(proc_maps_resolve(pm, ip, &fr), 0);
+                cr_assert_eq(fr.module_id, id, "mapping %zu: module %u, not %u", i, fr.module_id,
+                             id);
+                cr_assert_eq(fr.offset, 7);
+        }
+        /* a re-read (once this process's share allows it) keeps the module of every mapping */
+        uint64_t deadline = mono_ns() + 10000000000ull;
+        int r;
+        while ((r = proc_maps_refresh(pm)) == -EAGAIN && mono_ns() < deadline)
+                usleep(10000);
+        cr_assert_eq(r, 0);
+        modules_get_stats(mods, &ms1);
+        cr_assert_eq(ms1.live, ms0.live, "a re-read registered %lu modules more",
+                     (unsigned long)(ms1.live - ms0.live));
+        cr_assert_eq(
+            proc_maps_resolve(pm, (uint64_t)(uintptr_t)base + 2 * (n - 1) * (size_t)page, &fr), 0);
+        cr_assert_eq(fr.module_id, id);
+        proc_maps_free(pm);
+        munmap(base, 2 * n * (size_t)page);
+        close(fd);
+        modules_free(mods);
+}
+
+Test(proc_maps, an_expensive_process_is_reread_only_within_its_share)
+{
+        const size_t n = 20000; /* about 40,000 lines: far more than a cheap read */
+        long page = sysconf(_SC_PAGESIZE);
+        struct modules *mods = modules_new();
+        struct proc_maps *pm = NULL;
+        struct ctxprof_frame fr;
+        struct proc_maps_stats st;
+        int fd;
+
+        cr_assert_not_null(mods);
+        char *base = map_many(n, &fd);
+        cr_assert_eq(proc_maps_open(mods, getpid(), &pm), 0);
+        uint64_t before = modules_target_stats(mods)->maps_deferred;
+        cr_assert_eq(proc_maps_refresh(pm), -EAGAIN, "an expensive read again at once");
+        cr_assert_eq(modules_target_stats(mods)->maps_deferred, before + 1);
+        /* a miss neither: the old table answers, the address stays unknown */
+        cr_assert_eq(proc_maps_resolve(pm, 16, &fr), 0);
+        cr_assert_eq(fr.module_id, CTXPROF_MODULE_UNKNOWN);
+        proc_maps_stats(pm, &st);
+        cr_assert_eq(st.refreshes, 0);
+        proc_maps_free(pm);
+        munmap(base, 2 * n * (size_t)page);
+        close(fd);
         modules_free(mods);
 }
