@@ -29,10 +29,10 @@ insert_after() { # file anchor line
 }
 
 d=$(plant bypath)
-ln=$(insert_after "$d/stack/proc_maps.c" 'if (l->path[0] == ' \
-	'                fd = open(l->path, O_RDONLY | O_CLOEXEC);')
+ln=$(insert_after "$d/stack/proc_maps.c" 'if (m->path[0] == ' \
+	'                fd = open(m->path, O_RDONLY | O_CLOEXEC);')
 out=$("$check" "$d" 2>&1) && fail "a by-path open in stack/proc_maps.c passed the check"
-grep -q "stack/proc_maps.c:$ln: .*open(l->path" <<<"$out" ||
+grep -q "stack/proc_maps.c:$ln: .*open(m->path" <<<"$out" ||
 	fail "the planted open was not named with its line:"$'\n'"$out"
 
 d=$(plant second)
