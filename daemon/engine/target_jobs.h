@@ -26,8 +26,11 @@
 
 #include <stdint.h>
 
-#define TARGET_JOBS_WORKERS     2 /* workers not stuck that the pool keeps at most */
-#define TARGET_JOBS_MAX_THREADS 8 /* workers in all, stuck ones included */
+#define TARGET_JOBS_WORKERS 2 /* workers not stuck that the pool keeps at most */
+/* Workers in all, stuck ones included: TARGET_JOBS_MAX_THREADS / TARGET_JOBS_STUCK_PER_OWNER
+ * users stalling targets at once take every one (a stuck thread costs its stack's touched
+ * pages, tens of KiB). */
+#define TARGET_JOBS_MAX_THREADS 64
 /* Workers one owner's targets may hold stuck: once one of its jobs is stuck, a job of an
  * owner whose jobs hold that many workers (stuck or running) is not run (refused, handed back
  * like an abandoned one), so that one user's stalling targets cannot take every thread from

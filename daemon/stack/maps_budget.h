@@ -21,8 +21,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define MAPS_BUDGET_SHARE_PCT 10             /* of wall time, on average, for every target */
-#define MAPS_BUDGET_BURST_NS  500000000ll    /* 500 ms: many targets found at once (a start) */
+#define MAPS_BUDGET_SHARE_PCT  10          /* of wall time, on average, for every target */
+#define MAPS_BUDGET_BURST_NS   500000000ll /* 500 ms: many targets found at once (a start) */
 #define MAPS_BUDGET_CHEAP_NS   2000000ll   /* 2 ms: a few thousand mappings */
 #define MAPS_BUDGET_RESERVE_NS 250000000ll /* the debt cheap reads may still run in */
 /* The most debt one read leaves (a read that blocked): refilled within 50 s. */

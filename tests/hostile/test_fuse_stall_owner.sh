@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# One unprivileged user runs more stalling targets than the daemon has worker threads for
-# work on targets (engine/target_jobs.h: TARGET_JOBS_MAX_THREADS, 8): ten processes whose
-# libctx data pages are a FUSE file its server never answers (hostile_lib.sh
+# One unprivileged user runs more stalling targets than the daemon had worker threads for
+# work on targets (engine/target_jobs.h: TARGET_JOBS_MAX_THREADS, 8 then, 64 now): ten
+# processes whose libctx data pages are a FUSE file its server never answers (hostile_lib.sh
 # spawn_fuse_loader). Each location job would block a worker for good; with every thread
 # blocked, no target started later would be located again: a process that publishes context
 # (the control) would be sampled without it. One owner's targets may hold at most

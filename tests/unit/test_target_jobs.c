@@ -207,6 +207,46 @@ Test(target_jobs, one_owner_cannot_take_every_worker)
         /* the stuck workers still read p[0]: left blocked, as above */
 }
 
+/* Several users stall targets at once, each up to its TARGET_JOBS_STUCK_PER_OWNER workers:
+ * eight of them (16 stuck workers; the pool had 8 threads in all, so the fifth user left no
+ * worker) and another user's job still runs. */
+Test(target_jobs, eight_stalling_users_leave_a_worker)
+{
+        const unsigned users = 8, n = users * TARGET_JOBS_STUCK_PER_OWNER;
+        struct target_jobs_stats st;
+        struct target_jobs *j;
+        struct seen s = {0};
+        uint64_t other;
+        int p[2];
+
+        cr_assert_eq(pipe(p), 0);
+        cr_assert_eq(target_jobs_init(&j), 0);
+        for (unsigned u = 0; u < users; u++) {
+                for (unsigned k = 0; k < TARGET_JOBS_STUCK_PER_OWNER; k++)
+                        cr_assert_gt(target_jobs_submit(j, OWNER_B + 1 + u, run, free, job(p[0], 0),
+                                                        DEADLINE_NS),
+                                     0, "user %u's job %u refused", u, k);
+                /* each user's jobs are abandoned before the next user's come */
+                uint64_t until = mono_ns() + WAIT_NS;
+                do {
+                        struct pollfd pf = {.fd = target_jobs_fd(j), .events = POLLIN};
+
+                        poll(&pf, 1, 10);
+                        target_jobs_collect(j, mono_ns(), done, &s);
+                        target_jobs_get_stats(j, &st);
+                } while (st.abandoned < (u + 1) * TARGET_JOBS_STUCK_PER_OWNER && mono_ns() < until);
+        }
+        cr_assert_eq(st.stuck, n, "stuck %llu", (unsigned long long)st.stuck);
+        cr_assert_eq(st.refused + st.refused_owner, 0);
+        other = target_jobs_submit(j, OWNER_A, run, free, job(-1, 1), DEADLINE_NS);
+        cr_assert_gt(other, 0, "no worker left for another user");
+        COLLECT_UNTIL(j, &s, s.done_id == other);
+        cr_assert_eq(s.done_id, other, "another user's job did not run");
+        cr_assert_eq(s.value, 2);
+        target_jobs_free(j);
+        /* the stuck workers still read p[0]: left blocked, as above */
+}
+
 /* The loop reads its clock, then collects; a worker may take up a queued job in between (it
  * does so right when the job before it ends, which is what woke the loop). That job started
  * after "now": it is not late. (now - started wrapped around, and such a job was abandoned at
