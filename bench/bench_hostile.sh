@@ -15,7 +15,7 @@ LOG=$(mktemp /tmp/ctxprof-bench-hostile.XXXXXX)
 trap 'rm -f "$LOG"' EXIT
 printf '%-28s %14s %14s %7s  %s\n' attack "before /CPU-s" "during /CPU-s" ratio test
 for t in tests/hostile/test_*.sh; do
-	grep -q '^assert_rate_kept' "$t" || continue
+	grep -qE '^[[:space:]]*(daemon_cpu_during )?assert_rate_kept' "$t" || continue
 	timeout 600 bash "$t" "$B" >"$LOG" 2>&1
 	rc=$?
 	before=$(sed -n 's/.* \([0-9.]*\) context samples per CPU-second before the attack.*/\1/p' "$LOG" | head -1)
