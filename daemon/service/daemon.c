@@ -902,6 +902,23 @@ static void log_load_hook(struct daemon *d)
 
 /* Start stage, part 2: the sampler, the output directory (recovered), the signals and the
  * privileges dropped; then the running processes are selected. 0 or -1 (logged). */
+/* The dwarf-copy unwinder (and dwarf-check, which runs it) parses each target's .eh_frame
+ * and .debug_frame with libdwfl in this process: not in the parser helper. The daemon does
+ * that only where it keeps root by request (--no-drop-privileges); else it does not start,
+ * saying why (call-graph = dwarf has the tables parsed by the helper). */
+static int root_parsing_refused(struct daemon *d, int call_graph)
+{
+        if ((call_graph != SAMPLER_CG_DWARF_COPY && call_graph != SAMPLER_CG_DWARF_CHECK) ||
+            d->o.no_drop)
+                return 0;
+        logm(LOG_ERROR,
+             "call-graph = %s would parse the targets' .eh_frame and .debug_frame with libdwfl "
+             "in the daemon, as root, not in the parser helper: use call-graph = dwarf (the "
+             "helper builds the tables), or --no-drop-privileges to accept it",
+             sampling_name(SAMPLING_NAMES_CALLGRAPH, call_graph));
+        return 1;
+}
+
 static int start_sampling(struct daemon *d)
 {
         struct sampler_opts so = {
@@ -925,6 +942,8 @@ static int start_sampling(struct daemon *d)
                         return -1;
                 logm(LOG_INFO, "context filter: recording only samples matching %s", d->cfg.filter);
         }
+        if (root_parsing_refused(d, so.call_graph))
+                return -1;
         if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
                 logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         if (so.freq > sample_rate_cap(so.call_graph, 0)) {
@@ -960,9 +979,9 @@ static int start_sampling(struct daemon *d)
         if (so.call_graph == SAMPLER_CG_DWARF_COPY || so.call_graph == SAMPLER_CG_DWARF_CHECK)
                 logm(LOG_WARNING,
                      "call-graph = %s unwinds copied stacks with libdwfl in the daemon: the "
-                     "targets' .eh_frame and .debug_frame are parsed here, not by the parser "
-                     "helper (call-graph = dwarf has them parsed by the helper)",
-                     so.call_graph == SAMPLER_CG_DWARF_COPY ? "dwarf-copy" : "dwarf-check");
+                     "targets' .eh_frame and .debug_frame are parsed here, as root, not by the "
+                     "parser helper (--no-drop-privileges)",
+                     sampling_name(SAMPLING_NAMES_CALLGRAPH, so.call_graph));
         /* Capabilities, the bounding set and no_new_privs are per thread: drop them while
          * this is the only thread, so that every thread created later (the JFR writers, the
          * metrics and upload threads) inherits the reduced set. The BPF objects and perf

@@ -8,7 +8,9 @@
 # that stops answering (SIGSTOP) makes a request time out (parser_timeouts), the status stays
 # fresh, a new helper takes over, and the stopped one ends by its own deadline once it runs
 # again; the frames of a module first asked about while it was stopped are named in the end
-# (its module asked again, not refused). A parser user that does not exist makes the daemon exit non-zero at start, saying why.
+# (its module asked again, not refused). A parser user that does not exist makes the daemon exit non-zero at start, saying why;
+# so does call-graph = dwarf-copy or dwarf-check (libdwfl would parse target DWARF in the
+# daemon) without --no-drop-privileges.
 . "$(dirname "$0")/hostile_lib.sh"
 
 WL=$(readlink -f "$B/tests/workloads/wl_deep")
@@ -80,4 +82,13 @@ rc=$?
 echo "with a parser user that does not exist: exit $rc: $(grep -i parser <<<"$out" | head -1)"
 [ "$rc" != 0 ] || fail "the daemon started with a parser user that does not exist"
 grep -q "parser user does not exist" <<<"$out" || fail "no reason given: $out"
-echo "PASS: parser helper confined, restarted after SIGKILL; a failed drop is fatal"
+# the dwarf-copy unwinder parses target DWARF with libdwfl in process: not in the daemon as
+# it runs by default (dropped privileges), only with --no-drop-privileges
+for cg in dwarf-copy dwarf-check; do
+	out=$(timeout 60 "$CTXPROF" daemon --directory "$OUT" --status-file "$TMP/st3" --call-graph "$cg" 2>&1)
+	rc=$?
+	echo "call-graph = $cg: exit $rc: $(grep -i "call-graph" <<<"$out" | head -1)"
+	[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "the daemon started with call-graph = $cg (exit $rc)"
+	grep -q "as root, not in the parser helper" <<<"$out" || fail "no reason given: $out"
+done
+echo "PASS: parser helper confined, restarted after SIGKILL; a failed drop is fatal; no root parsing by dwarf-copy"
