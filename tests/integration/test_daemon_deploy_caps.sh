@@ -82,8 +82,10 @@ deployed unit "$UNIT_CAPS" "${HIDEPID:-}" "$TMP/syscalls.txt"
 rm -f "$ST"
 "$CTXPROF" daemon --directory "$OUT" --status-file "$ST" >>"$DLOG" 2>&1 &
 STRACE=$!
-wait_for 30 "unit: the daemon under strace" eval '[ -n "$(cat /proc/$STRACE/task/*/children 2>/dev/null)" ]'
-DPID=$(cat /proc/$STRACE/task/*/children | tr ' ' '\n' | grep -v '^$' | head -1)
+# (not the wrapper's mount, a child of the same process before it execs strace)
+daemon_child() { pgrep -P "$STRACE" -x ctxprof; }
+wait_for 30 "unit: the daemon under strace" daemon_child
+DPID=$(daemon_child)
 wait_for 60 "unit: the daemon's first status file" daemon_up
 check_running "unit (hidepid=${HIDEPID:-none})"
 kill -HUP "$DPID" # a reload too
