@@ -629,6 +629,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
             .parser_pid = (int)parser_client_pid(d->parser),
+            .parser_users_pid = (int)parser_client_lane_pid(d->parser, PARSER_LANE_USERS),
             .parser_restarts = ps.restarts,
             .parser_timeouts = ps.timeouts,
             .refused_stacks = st.refused_stacks,
@@ -975,7 +976,10 @@ static int start_sampling(struct daemon *d)
         otel_pctx_use_parser(d->parser);
         elf_tls_use_parser(d->parser);
         cfi_table_use_parser(d->parser);
-        logm(LOG_INFO, "parser helper: pid %d", (int)parser_client_pid(d->parser));
+        logm(LOG_INFO,
+             "parser helpers: pid %d (root's files), %d (other users' files, targets' bytes)",
+             (int)parser_client_pid(d->parser),
+             (int)parser_client_lane_pid(d->parser, PARSER_LANE_USERS));
         if (so.call_graph == SAMPLER_CG_DWARF_COPY || so.call_graph == SAMPLER_CG_DWARF_CHECK)
                 logm(LOG_WARNING,
                      "call-graph = %s unwinds copied stacks with libdwfl in the daemon: the "

@@ -87,6 +87,7 @@ static const struct field daemon_fields[] = {
     D("exec_events_limited", F_U64, exec_events_limited),
     D("targets_full", F_U64, targets_full),
     D("parser_pid", F_INT, parser_pid),
+    D("parser_users_pid", F_INT, parser_users_pid),
     D("parser_restarts", F_U64, parser_restarts),
     D("parser_timeouts", F_U64, parser_timeouts),
     D("jobs_abandoned", F_U64, jobs_abandoned),

@@ -62,9 +62,10 @@ struct status_daemon {
          * (sampler_stats: events_limited, exec_events_limited, targets_full) */
         char load_hook[STATUS_NAME_LEN];
         uint64_t events_limited, exec_events_limited, targets_full;
-        /* the parser helper (util/parser_client.h): its pid (0: none running), helpers
-         * started after the first, requests past their deadline */
-        int parser_pid;
+        /* the parser helpers (util/parser_client.h): the system lane's pid and the users'
+         * lane's (0: none running), helpers started after the first, requests past their
+         * deadline */
+        int parser_pid, parser_users_pid;
         uint64_t parser_restarts, parser_timeouts;
         /* target jobs past their deadline (abandoned), the targets they marked stuck and
          * those no longer stuck (sampler_stats: jobs_abandoned, targets_stuck,

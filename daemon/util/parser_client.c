@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,9 @@
 #define REAP_WAIT_MS 200  /* a helper that failed to start: time to collect its exit code */
 #define LATE_MAX     8    /* helpers not ended in time, reaped later */
 
-struct parser_client {
+/* One helper process and its request lock: a lane (parser_client.h: files only root could
+ * have written go one way, everything else the other). */
+struct lane {
         pthread_mutex_t lock;
         char user[PARSER_USER_MAX + 1];
         pid_t pid; /* 0: none running */
@@ -46,8 +49,12 @@ struct parser_client {
         uint64_t busy; /* atomic: try_call refusals */
 };
 
+struct parser_client {
+        struct lane lane[PARSER_LANES];
+};
+
 /* Publish st and pid for the readers (pc->lock held). */
-static void publish(struct parser_client *pc)
+static void publish(struct lane *pc)
 {
         pthread_mutex_lock(&pc->snap_lock);
         pc->snap = pc->st;
@@ -56,7 +63,7 @@ static void publish(struct parser_client *pc)
 }
 
 /* Publish and release pc->lock: the end of every locked section that may change st or pid. */
-static void unlock(struct parser_client *pc)
+static void unlock(struct lane *pc)
 {
         publish(pc);
         pthread_mutex_unlock(&pc->lock);
@@ -125,7 +132,7 @@ static void exec_helper(int sock, const char *user)
 
 /* The helper's end: its socket closed (an idle helper exits), SIGKILL (refused once it runs
  * as its own uid: a busy one ends at its own deadline), reaped within that deadline. */
-static void kill_reap(struct parser_client *pc)
+static void kill_reap(struct lane *pc)
 {
         if (pc->sock >= 0)
                 close(pc->sock);
@@ -169,7 +176,7 @@ static int reap_failed(pid_t pid)
         return 0;
 }
 
-static int spawn(struct parser_client *pc, char *why, size_t whylen)
+static int spawn(struct lane *pc, char *why, size_t whylen)
 {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -206,6 +213,38 @@ static int spawn(struct parser_client *pc, char *why, size_t whylen)
         return 0;
 }
 
+/* Free a lane's locks (its helper ended or never started). */
+static void lane_destroy(struct lane *l)
+{
+        pthread_mutex_destroy(&l->lock);
+        pthread_mutex_destroy(&l->snap_lock);
+}
+
+/* Start a lane's helper as user. 0 or -errno with why. */
+static int lane_start(struct lane *l, const char *user, char *why, size_t whylen)
+{
+        l->sock = -1;
+        snprintf(l->user, sizeof(l->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
+        pthread_mutex_init(&l->lock, NULL);
+        pthread_mutex_init(&l->snap_lock, NULL);
+        int err = spawn(l, why, whylen);
+        if (err) {
+                lane_destroy(l);
+                return err;
+        }
+        publish(l);
+        return 0;
+}
+
+/* Waits for a request in progress (at most its deadline), then ends the lane's helper. */
+static void lane_stop(struct lane *l)
+{
+        pthread_mutex_lock(&l->lock);
+        kill_reap(l);
+        pthread_mutex_unlock(&l->lock);
+        lane_destroy(l);
+}
+
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen)
 {
         *out = NULL;
@@ -216,18 +255,15 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
         struct parser_client *pc = calloc(1, sizeof(*pc));
         if (!pc)
                 return -ENOMEM;
-        pc->sock = -1;
-        snprintf(pc->user, sizeof(pc->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
-        pthread_mutex_init(&pc->lock, NULL);
-        pthread_mutex_init(&pc->snap_lock, NULL);
-        int err = spawn(pc, why, whylen);
-        if (err) {
-                pthread_mutex_destroy(&pc->lock);
-                pthread_mutex_destroy(&pc->snap_lock);
-                free(pc);
-                return err;
+        for (int i = 0; i < PARSER_LANES; i++) {
+                int err = lane_start(&pc->lane[i], user, why, whylen);
+                if (err) {
+                        while (i-- > 0)
+                                lane_stop(&pc->lane[i]);
+                        free(pc);
+                        return err;
+                }
         }
-        publish(pc);
         *out = pc;
         return 0;
 }
@@ -238,17 +274,26 @@ void parser_client_stop(struct parser_client *pc)
                 return;
         /* A target job's worker is never waited for (engine/target_jobs.h), so one may still
          * be in a request when the sampler is gone: let it end (its deadline bounds the wait)
-         * before the helper and this struct go. */
-        pthread_mutex_lock(&pc->lock);
-        kill_reap(pc);
-        pthread_mutex_unlock(&pc->lock);
-        pthread_mutex_destroy(&pc->lock);
-        pthread_mutex_destroy(&pc->snap_lock);
+         * before the helpers and this struct go. */
+        for (int i = 0; i < PARSER_LANES; i++)
+                lane_stop(&pc->lane[i]);
         free(pc);
 }
 
+/* The lane of a request about fd: PARSER_LANE_SYSTEM for a file only root could have
+ * written (owned by uid 0, writable by no group and no other user), else (another owner, a
+ * memfd, no descriptor) PARSER_LANE_USERS. */
+static struct lane *lane_for(struct parser_client *pc, int fd)
+{
+        struct stat sb;
+        if (fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == 0 &&
+            !(sb.st_mode & (S_IWGRP | S_IWOTH)))
+                return &pc->lane[PARSER_LANE_SYSTEM];
+        return &pc->lane[PARSER_LANE_USERS];
+}
+
 /* A running helper, started again when the last start is PARSER_RESTART_MIN_MS old. */
-static int ensure_running(struct parser_client *pc)
+static int ensure_running(struct lane *pc)
 {
         char why[128];
         for (int i = 0; i < LATE_MAX; i++)
@@ -262,8 +307,8 @@ static int ensure_running(struct parser_client *pc)
         return spawn(pc, why, sizeof(why)) ? -EAGAIN : 0;
 }
 
-static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uint32_t cap,
-                        uint32_t *got, int *rfd, uint64_t deadline)
+static int await_answer(struct lane *pc, uint16_t type, void *resp, uint32_t cap, uint32_t *got,
+                        int *rfd, uint64_t deadline)
 {
         struct parser_head h;
         int fd = -1;
@@ -294,8 +339,8 @@ static int await_answer(struct parser_client *pc, uint16_t type, void *resp, uin
 }
 
 /* One request, pc->lock held (and released here). */
-static int call_locked(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
-                       int fd, void *resp, uint32_t cap, uint32_t *got, int *rfd)
+static int call_locked(struct lane *pc, uint16_t type, const void *req, uint32_t len, int fd,
+                       void *resp, uint32_t cap, uint32_t *got, int *rfd)
 {
         int err = ensure_running(pc);
         if (err) {
@@ -332,9 +377,10 @@ static int call_locked(struct parser_client *pc, uint16_t type, const void *req,
 int parser_client_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
                        int fd, void *resp, uint32_t cap, uint32_t *got)
 {
+        struct lane *l = lane_for(pc, fd);
         *got = 0;
-        pthread_mutex_lock(&pc->lock);
-        return call_locked(pc, type, req, len, fd, resp, cap, got, NULL);
+        pthread_mutex_lock(&l->lock);
+        return call_locked(l, type, req, len, fd, resp, cap, got, NULL);
 }
 
 int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t type,
@@ -344,10 +390,11 @@ int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t 
         return parser_client_try_call_fd(pc, wait_ms, type, req, len, fd, resp, cap, got, NULL);
 }
 
-int parser_client_try_call_fd(struct parser_client *pc, unsigned wait_ms, uint16_t type,
+int parser_client_try_call_fd(struct parser_client *client, unsigned wait_ms, uint16_t type,
                               const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
                               uint32_t *got, int *rfd)
 {
+        struct lane *pc = lane_for(client, fd);
         *got = 0;
         if (rfd)
                 *rfd = -1;
@@ -372,18 +419,30 @@ void parser_client_stats(struct parser_client *pc, struct parser_stats *out)
         memset(out, 0, sizeof(*out));
         if (!pc)
                 return;
-        pthread_mutex_lock(&pc->snap_lock);
-        *out = pc->snap;
-        pthread_mutex_unlock(&pc->snap_lock);
-        out->busy = __atomic_load_n(&pc->busy, __ATOMIC_RELAXED);
+        for (int i = 0; i < PARSER_LANES; i++) {
+                struct lane *l = &pc->lane[i];
+                pthread_mutex_lock(&l->snap_lock);
+                const uint64_t *s = (const uint64_t *)&l->snap;
+                uint64_t *d = (uint64_t *)out;
+                for (size_t k = 0; k < sizeof(*out) / sizeof(uint64_t); k++)
+                        d[k] += s[k];
+                pthread_mutex_unlock(&l->snap_lock);
+                out->busy += __atomic_load_n(&l->busy, __ATOMIC_RELAXED);
+        }
+}
+
+pid_t parser_client_lane_pid(struct parser_client *pc, enum parser_lane lane)
+{
+        if (!pc || lane < 0 || lane >= PARSER_LANES)
+                return 0;
+        struct lane *l = &pc->lane[lane];
+        pthread_mutex_lock(&l->snap_lock);
+        pid_t p = l->snap_pid;
+        pthread_mutex_unlock(&l->snap_lock);
+        return p;
 }
 
 pid_t parser_client_pid(struct parser_client *pc)
 {
-        if (!pc)
-                return 0;
-        pthread_mutex_lock(&pc->snap_lock);
-        pid_t p = pc->snap_pid;
-        pthread_mutex_unlock(&pc->snap_lock);
-        return p;
+        return parser_client_lane_pid(pc, PARSER_LANE_SYSTEM);
 }

@@ -3,8 +3,8 @@
  * parser_client.h — the daemon's side of its parser helper: a process started by fork + exec
  * of /proc/self/exe in PARSER_MODE (service/parser_server.h confines it: no root, no
  * capabilities, seccomp), holding the other end of a SOCK_SEQPACKET socketpair and nothing
- * else. One request at a time (callers from any thread are serialized by a lock), each with
- * a deadline: on timeout, on the helper's death or on an answer that breaks the framing the
+ * else. One request at a time per helper (callers from any thread are serialized by a lock), each
+ * with a deadline: on timeout, on the helper's death or on an answer that breaks the framing the
  * helper's socket is closed, it is sent SIGKILL (which only works while it still has the
  * daemon's uid: it ends itself at PARSER_SELF_DEADLINE_MS otherwise) and reaped, the request
  * fails, and the next request starts a new one
@@ -13,6 +13,13 @@
  * again once. The
  * helper's answers are hostile like the bytes they come from: the framing is checked here
  * (parser_chan.h), each payload by its decoder. Never prints.
+ *
+ * Two helpers (lanes), each as above with its own lock, deadline and restarts: one for files
+ * only root could have written (owned by uid 0, writable by no group and no other user: the
+ * system's libraries and binaries), one for everything else (any other user's files, and
+ * bytes from a target's memory, which come in a memfd). A user whose crafted files stall,
+ * crash or confuse a helper thus only ever costs the users' lane: the frames, unwind tables
+ * and context variables of root's files are still parsed meanwhile.
  */
 #ifndef CTXPROF_PARSER_CLIENT_H
 #define CTXPROF_PARSER_CLIENT_H
@@ -34,6 +41,12 @@
 #define PARSER_UID_FALLBACK     65534 /* when there is no user named PARSER_USER_DEFAULT */
 #define PARSER_USER_MAX         64    /* bytes of a parser user name */
 
+enum parser_lane {
+        PARSER_LANE_SYSTEM, /* files owned by uid 0 and writable by no one else */
+        PARSER_LANE_USERS,  /* every other file, and a target's bytes (memfd) */
+        PARSER_LANES,
+};
+
 struct parser_client;
 struct parser_stats {
         uint64_t calls;       /* requests sent */
@@ -50,11 +63,14 @@ struct parser_stats {
         uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure
                                * (stopped or stuck): reaped at a later request */
 };
+_Static_assert(sizeof(struct parser_stats) % sizeof(uint64_t) == 0,
+               "parser_stats is summed over the lanes as an array of uint64_t");
 
-/* Starts the helper as user (NULL or "": PARSER_USER_DEFAULT) and waits for it to say it is
- * confined. 0, or -errno with the reason in why (the step the helper failed at). */
+/* Starts the helpers (one per lane) as user (NULL or "": PARSER_USER_DEFAULT) and waits for
+ * each to say it is confined. 0, or -errno with the reason in why (the step a helper failed
+ * at). */
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen);
-/* Waits for a request in progress (at most its deadline), then ends the helper and frees pc.
+/* Waits for a request in progress (at most its deadline), then ends the helpers and frees pc.
  * Every caller must have stopped asking (the *_use_parser(NULL) calls come first). */
 void parser_client_stop(struct parser_client *);
 /* One request of type with len bytes of req and fd (>= 0: passed with it, not taken); the
@@ -86,9 +102,11 @@ static inline int parser_client_file_error(int err)
                 return -EPROTO;
         return err == -EAGAIN ? -EBUSY : err;
 }
-/* The counters and the running helper (0 when none) as of the last request's end: never
- * waits for a request in progress (the sampling loop reads them). */
+/* The counters (summed over the lanes) and a lane's running helper (0 when none) as of the
+ * last request's end: never waits for a request in progress (the sampling loop reads them).
+ * parser_client_pid is the system lane's. */
 void parser_client_stats(struct parser_client *, struct parser_stats *out);
+pid_t parser_client_lane_pid(struct parser_client *, enum parser_lane lane);
 pid_t parser_client_pid(struct parser_client *);
 /* What the helper's wait status says: which confinement step failed, or how it ended. */
 void parser_exit_reason(int wstatus, char *buf, size_t len);

@@ -18,9 +18,10 @@ WL2=$(readlink -f "$B/tests/workloads/wl_attrib")
 DEMO=$(readlink -f "$B/demo/demo_app")
 [ -x "$WL" ] || fail "no $WL (run make test-bins)"
 
-# the daemon's children (any of its threads may have started the helper)
-helper_pid() { children | head -1; }
-has_helper() { [ -n "$(helper_pid)" ]; }
+# the system lane's helper (util/parser_client.h: the workloads' binaries are root's files),
+# as the status file names it; the daemon's children (any of its threads may start one)
+helper_pid() { status_refresh; dstat parser_pid; }
+has_helper() { [ -n "$(dstat parser_pid)" ] && [ "$(dstat parser_pid)" != 0 ]; }
 field() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # stacks of the recording so far (complete chunks) that name FUNCTION
 named() { # FUNCTION
@@ -28,7 +29,8 @@ named() { # FUNCTION
 	"$CTXPROF" report --format collapsed "$TMP/so-far.jfr" 2>/dev/null | grep -q "$1"
 }
 children() { cat /proc/"$DPID"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$'; }
-new_helper() { children | grep -vxq "$1"; } # a child of the daemon other than helper $1
+# a system lane's helper other than $1, a child of the daemon
+new_helper() { local p; p=$(helper_pid); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$1" ] && children | grep -qx "$p"; }
 restarted() { status_refresh; [ "$(dstat parser_restarts)" -ge 1 ] 2>/dev/null; }
 timed_out() { status_refresh; [ "$(dstat parser_timeouts)" -ge 1 ] 2>/dev/null; }
 ended() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
@@ -47,7 +49,12 @@ for c in CapEff CapPrm CapBnd CapAmb CapInh; do
 done
 [ "$(field "$H" NoNewPrivs)" = 1 ] || fail "helper without no_new_privs"
 [ "$(field "$H" Seccomp)" = 2 ] || fail "helper without a seccomp filter (Seccomp $(field "$H" Seccomp))"
-[ "$(dstat parser_pid)" = "$H" ] || fail "status parser_pid $(dstat parser_pid), helper $H"
+children | grep -qx "$H" || fail "the helper $H is not the daemon's child"
+# the users' lane's helper is confined the same way
+HU=$(dstat parser_users_pid)
+[ -n "$HU" ] && [ "$HU" != "$H" ] && children | grep -qx "$HU" || fail "no users' lane helper (parser_users_pid=${HU:-absent})"
+[ "$(field "$HU" Uid)" = "$uid" ] && [ "$(field "$HU" CapEff)" = 0000000000000000 ] &&
+	[ "$(field "$HU" Seccomp)" = 2 ] || fail "the users' lane helper $HU is not confined"
 wait_for 60 "the control target's frames named (worker)" named worker
 echo "the control target's frames are named through the helper"
 
