@@ -29,16 +29,19 @@ has_helper() { [ -n "$(helper_of "$RPID")" ]; }
 RPID=$!
 wait_for 20 "record's capabilities dropped" dropped
 e=$(capeff "$RPID")
-wait_for 10 "record's parser helper" has_helper
-H=$(helper_of "$RPID")
-echo "record $RPID: CapEff $e; helper $H: Uid $(awk '$1 == "Uid:" { print $2 }' /proc/$H/status)" \
-	"CapEff $(capeff "$H") Seccomp $(awk '$1 == "Seccomp:" { print $2 }' /proc/$H/status)"
+wait_for 10 "record's parser helpers" has_helper
 for b in $CAP_SYS_ADMIN $CAP_BPF $CAP_PERFMON; do
 	has_cap "$e" $b && fail "record keeps capability $b after setup (CapEff $e)"
 done
-[ "$(awk '$1 == "Uid:" { print $2 }' /proc/$H/status)" != 0 ] || fail "record's helper runs as root"
-[ "$(capeff "$H")" = 0000000000000000 ] || fail "record's helper has capabilities"
-[ "$(awk '$1 == "Seccomp:" { print $2 }' /proc/$H/status)" = 2 ] || fail "record's helper has no seccomp filter"
+# one helper per lane (util/parser_client.h: root's files, everything else)
+wait_for 10 "record's two parser helpers" eval '[ "$(helper_of "$RPID" | wc -l)" = 2 ]'
+for H in $(helper_of "$RPID"); do
+	echo "record $RPID: CapEff $e; helper $H: Uid $(awk '$1 == "Uid:" { print $2 }' /proc/$H/status)" \
+		"CapEff $(capeff "$H") Seccomp $(awk '$1 == "Seccomp:" { print $2 }' /proc/$H/status)"
+	[ "$(awk '$1 == "Uid:" { print $2 }' /proc/$H/status)" != 0 ] || fail "record's helper $H runs as root"
+	[ "$(capeff "$H")" = 0000000000000000 ] || fail "record's helper $H has capabilities"
+	[ "$(awk '$1 == "Seccomp:" { print $2 }' /proc/$H/status)" = 2 ] || fail "record's helper $H has no seccomp filter"
+done
 wait "$RPID"
 rc=$?
 [ "$rc" = 0 ] || { cat "$TMP/rec.log"; fail "record exited $rc"; }
