@@ -78,15 +78,17 @@ static const struct pm_map *lookup(const struct pm_map *v, size_t n, uint64_t ip
         return lo < n && v[lo].start <= ip ? &v[lo] : NULL;
 }
 
-/* The previous table's module for exactly the same mapping (a binary search: the table is
- * sorted by start), with a reference the new entry holds; else UNKNOWN. */
-static uint32_t module_kept(struct proc_maps *pm, const struct pm_map *m)
+/* Whether the previous table had exactly the same mapping (a binary search: the table is
+ * sorted by start); then *id is its module (UNKNOWN too: a file refused is not opened again
+ * while it stays mapped), with a reference the new entry holds. */
+static int module_kept(struct proc_maps *pm, const struct pm_map *m, uint32_t *id)
 {
         const struct pm_map *o = lookup(pm->v, pm->n, m->start);
-        if (o && o->start == m->start && o->end == m->end && o->pgoff == m->pgoff &&
-            o->dev == m->dev && o->ino == m->ino && !strcmp(o->path, m->path))
-                return held(pm, o->module_id);
-        return CTXPROF_MODULE_UNKNOWN;
+        if (!o || o->start != m->start || o->end != m->end || o->pgoff != m->pgoff ||
+            o->dev != m->dev || o->ino != m->ino || strcmp(o->path, m->path))
+                return 0;
+        *id = held(pm, o->module_id);
+        return 1;
 }
 
 /* Open the file of mapping m (util/target_open.h: exactly the mapped file, or nothing), read
@@ -185,10 +187,9 @@ static int modules_assign(struct proc_maps *pm, struct pm_map *v, size_t n)
         for (size_t i = 0; i < n; i++) {
                 if (!v[i].path[0] || v[i].anon)
                         continue;
-                v[i].module_id = module_kept(pm, &v[i]);
-                if (v[i].module_id == CTXPROF_MODULE_UNKNOWN)
+                if (!module_kept(pm, &v[i], &v[i].module_id))
                         fresh[nf++] = i;
-                else
+                else if (v[i].module_id != CTXPROF_MODULE_UNKNOWN)
                         registered++;
         }
         if (nf)

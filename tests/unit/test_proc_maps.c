@@ -220,7 +220,10 @@ Test(proc_maps, one_file_mapped_many_times_is_one_module_kept_across_reads)
                              id);
                 cr_assert_eq(fr.offset, 7);
         }
-        /* a re-read (once this process's share allows it) keeps the module of every mapping */
+        /* a re-read (once this process's share allows it) keeps the module of every mapping,
+         * without opening one file again */
+        uint64_t opened = modules_target_stats(mods)->opened;
+        cr_assert_geq(opened, 1);
         uint64_t deadline = mono_ns() + 10000000000ull;
         int r;
         while ((r = proc_maps_refresh(pm)) == -EAGAIN && mono_ns() < deadline)
@@ -229,6 +232,7 @@ Test(proc_maps, one_file_mapped_many_times_is_one_module_kept_across_reads)
         modules_get_stats(mods, &ms1);
         cr_assert_eq(ms1.live, ms0.live, "a re-read registered %lu modules more",
                      (unsigned long)(ms1.live - ms0.live));
+        cr_assert_eq(modules_target_stats(mods)->opened, opened, "a re-read opened files again");
         cr_assert_eq(
             proc_maps_resolve(pm, (uint64_t)(uintptr_t)base + 2 * (n - 1) * (size_t)page, &fr), 0);
         cr_assert_eq(fr.module_id, id);
