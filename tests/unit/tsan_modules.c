@@ -2,10 +2,13 @@
 /*
  * tsan_modules.c — the modules registry and the symbolizer are shared between the sampler's
  * consumer thread (registering files while resolving) and the writer thread (names). Here
- * several threads register, look up and symbolize at once; run under TSan as well.
+ * several threads register, look up and symbolize at once; run under TSan as well. Their
+ * maps reads share the registry's budget (stack/maps_budget.h): a read put off (-EAGAIN,
+ * slow under TSan) is tried again once the budget has refilled.
  * Plain program, not Criterion: Criterion 2.4 cannot start under TSan on this machine
  * ("Could not initialize inheritable arena" / SEGV in libcriterion before any test runs).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +17,10 @@
 #include "stack/proc_maps.h"
 #include "stack/symbolize.h"
 
-#define NTHREADS 4
-#define ROUNDS   40
+#define NTHREADS        4
+#define ROUNDS          40
+#define PUT_OFF_WAIT_US 10000 /* a read put off by the maps budget: tried again after this */
+#define PUT_OFF_MAX     6000  /* ... at most this many times (a minute) */
 
 static struct modules *mods;
 static struct symbolizer *sym;
@@ -31,7 +36,11 @@ static void *resolver(void *arg)
         (void)arg;
         for (int i = 0; i < ROUNDS; i++) {
                 struct proc_maps *pm = NULL;
-                if (proc_maps_open(mods, getpid(), &pm) != 0)
+                int rc, tries = 0;
+                while ((rc = proc_maps_open(mods, getpid(), &pm)) == -EAGAIN &&
+                       tries++ < PUT_OFF_MAX)
+                        usleep(PUT_OFF_WAIT_US);
+                if (rc != 0)
                         return (void *)1;
                 struct ctxprof_frame f;
                 if (proc_maps_resolve(pm, here(), &f) != 0 || f.module_id < CTXPROF_MODULE_FIRST)
