@@ -135,10 +135,12 @@ folded both --filter route=/checkout --filter '!tier=free'
 	fail "route=/checkout AND !tier=free kept another sample"
 
 # --span-frames: a sample taken between the demo's span and its labels has context (the span)
-# and no label; the span=ID frame shows it
+# and no label; the span=ID frame shows it. One taken inside ctx_clear_span, after the span
+# record is cleared and before libctx hides its span-id/root-span-id mirror labels, has
+# context too (those labels: CI caught one, 1 sample in 1,166)
 folded ctx --filter has-context --span-frames
-[ "$(count "$TMP/ctx.txt" .)" = "$(count "$TMP/ctx.txt" ';(route=[^;]*;tier=|span=)')" ] || {
-	grep -vE ';(route=[^;]*;tier=|span=)' "$TMP/ctx.txt" | head -5
+[ "$(count "$TMP/ctx.txt" .)" = "$(count "$TMP/ctx.txt" ';(route=[^;]*;tier=|span=|root-span-id=)')" ] || {
+	grep -vE ';(route=[^;]*;tier=|span=|root-span-id=)' "$TMP/ctx.txt" | head -5
 	fail "has-context kept a sample with neither labels nor a span"
 }
 # exact: has-context drops the samples without context, nothing else
