@@ -32,9 +32,9 @@
 #define PROC_MAPS_REFRESH_NS 50000000ull /* 50 ms */
 /* ... and a process whose last read took more than MAPS_BUDGET_CHEAP_NS reads at most every
  * this many times that (at most 1/PROC_MAPS_COST_RATIO of the loop's time, however many
- * mappings it makes). Every read of
- * every process also waits for the registry's budget (stack/maps_budget.h); a read put off
- * is counted in the registry's target_stats (maps_deferred). */
+ * mappings it makes). Every read of every process is also put off while the registry's
+ * budget is spent (stack/maps_budget.h), never waited for; a read put off is counted in the
+ * registry's target_stats (maps_deferred). */
 #define PROC_MAPS_COST_RATIO 20
 /* A process with anonymous executable memory and no perf map found: looked for again at most
  * this often (stack/perf_map.h). */
