@@ -84,6 +84,22 @@ static struct job_arg *job(int fd, int value)
                 }                                                                                  \
         } while (0)
 
+/* collect until ended jobs have been abandoned or handed back for their owner (or WAIT_NS
+ * passed); *st: the pool's counters then */
+static void collect_until_ended(struct target_jobs *j, struct seen *s, struct target_jobs_stats *st,
+                                uint64_t ended)
+{
+        uint64_t until = mono_ns() + WAIT_NS;
+
+        do {
+                struct pollfd pf = {.fd = target_jobs_fd(j), .events = POLLIN};
+
+                poll(&pf, 1, 10);
+                target_jobs_collect(j, mono_ns(), done, s);
+                target_jobs_get_stats(j, st);
+        } while (st->abandoned + st->refused_owner < ended && mono_ns() < until);
+}
+
 Test(target_jobs, quick_job_delivered)
 {
         struct target_jobs *j;
@@ -177,17 +193,7 @@ Test(target_jobs, one_owner_cannot_take_every_worker)
                 cr_assert_gt(ids[i], 0);
         }
         /* every one of them ends: abandoned (stuck) or handed back for its owner */
-        {
-                uint64_t until = mono_ns() + WAIT_NS;
-
-                do {
-                        struct pollfd pf = {.fd = target_jobs_fd(j), .events = POLLIN};
-
-                        poll(&pf, 1, 10);
-                        target_jobs_collect(j, mono_ns(), done, &s);
-                        target_jobs_get_stats(j, &st);
-                } while (st.abandoned + st.refused_owner < n && mono_ns() < until);
-        }
+        collect_until_ended(j, &s, &st, n);
         cr_assert_eq(st.abandoned, TARGET_JOBS_STUCK_PER_OWNER, "abandoned %llu",
                      (unsigned long long)st.abandoned);
         cr_assert_eq(st.stuck, TARGET_JOBS_STUCK_PER_OWNER);
@@ -227,14 +233,7 @@ Test(target_jobs, eight_stalling_users_leave_a_worker)
                                                         DEADLINE_NS),
                                      0, "user %u's job %u refused", u, k);
                 /* each user's jobs are abandoned before the next user's come */
-                uint64_t until = mono_ns() + WAIT_NS;
-                do {
-                        struct pollfd pf = {.fd = target_jobs_fd(j), .events = POLLIN};
-
-                        poll(&pf, 1, 10);
-                        target_jobs_collect(j, mono_ns(), done, &s);
-                        target_jobs_get_stats(j, &st);
-                } while (st.abandoned < (u + 1) * TARGET_JOBS_STUCK_PER_OWNER && mono_ns() < until);
+                collect_until_ended(j, &s, &st, (u + 1) * TARGET_JOBS_STUCK_PER_OWNER);
         }
         cr_assert_eq(st.stuck, n, "stuck %llu", (unsigned long long)st.stuck);
         cr_assert_eq(st.refused + st.refused_owner, 0);
