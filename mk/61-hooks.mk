@@ -12,3 +12,13 @@ $(HOOKS_FX)/fx_event_flood: tests/fixtures/fx_event_flood.c $(B)/libctx.a
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libctx.a -Wl,--dynamic-list=libctx/libctx.dynlist \
 		-lpthread -ldl $(ALL_LDFLAGS)
+
+# The JIT-like target of tests/hostile/test_perf_map_*.sh: code in anonymous executable
+# memory named by a perf map (libctx linked in statically, like fx_event_flood).
+ALL_TARGETS += $(HOOKS_FX)/fx_perf_map
+
+$(HOOKS_FX)/fx_perf_map: tests/fixtures/fx_perf_map.c $(B)/libctx.a
+	@echo "  CC      $<"
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libctx.a -Wl,--dynamic-list=libctx/libctx.dynlist \
+		$(ALL_LDFLAGS)

@@ -2,9 +2,9 @@
 /*
  * procs.c — the sampler's per-process table and its TLS location state machine (see procs.h).
  * Owns the entries and their /proc/PID/maps caches; publishes locations into the BPF map
- * `targets` through the fd it was given. Must never print, never locate or read a process
- * context on the caller's thread when it has target jobs (they run there, one
- * job per process, with a deadline: engine/target_jobs.h), and never publish a location made
+ * `targets` through the fd it was given. Must never print, never locate, read a process
+ * context or look for a perf map on the caller's thread when it has target jobs (they run there,
+ * one job per process, with a deadline: engine/target_jobs.h), and never publish a location made
  * for an image the process has exec'ed away from (see proc_locate_tls).
  *
  * States (enum proc_tls_state): SEARCHING → LOCATED when both libctx variables, or the
@@ -41,6 +41,7 @@
 #include <bpf/bpf.h>
 
 #include "engine/procs.h"
+#include "stack/perf_map.h"
 #include "tls/tls_locate.h"
 #include "util/clock.h"
 #include "util/proc_lines.h"
@@ -79,7 +80,7 @@
 #define PCTX_FIRST_WAIT_NS 50000000ull /* 50 ms */
 
 /* What a job on a target reads and finds: its own copy of everything (engine/target_jobs.h). */
-enum proc_job_kind { PROC_JOB_LOCATE, PROC_JOB_PCTX };
+enum proc_job_kind { PROC_JOB_LOCATE, PROC_JOB_PCTX, PROC_JOB_PERF_MAP };
 struct proc_job {
         enum proc_job_kind kind;
         pid_t pid;
@@ -94,13 +95,30 @@ struct proc_job {
         int ret;
         uint64_t now;
         struct otel_pctx_stats pst;
+        /* PROC_JOB_PERF_MAP: the perf map found (a descriptor owned by the job until taken,
+         * -1 when none) and its identity */
+        int pmap_fd;
+        struct perf_map_file pmap;
 };
+
+/* A job of kind for p, or NULL (-ENOMEM). */
+static struct proc_job *proc_job_new(enum proc_job_kind kind, const struct proc *p)
+{
+        struct proc_job *jb = calloc(1, sizeof(*jb));
+
+        if (jb)
+                *jb = (struct proc_job){
+                    .kind = kind, .pid = p->pid, .image = p->image, .pmap_fd = -1};
+        return jb;
+}
 
 static void proc_job_drop(void *arg)
 {
         struct proc_job *jb = arg;
 
         otel_pctx_clear(&jb->pc);
+        if (jb->pmap_fd >= 0)
+                close(jb->pmap_fd);
         free(jb);
 }
 
@@ -396,8 +414,10 @@ static void proc_job_run(void *arg)
 
         if (jb->kind == PROC_JOB_LOCATE)
                 jb->err = tls_locate(jb->pid, &jb->loc, &jb->st);
-        else
+        else if (jb->kind == PROC_JOB_PCTX)
                 jb->ret = otel_pctx_refresh(jb->pid, &jb->pc, jb->now, &jb->pst);
+        else
+                jb->pmap_fd = perf_map_find(jb->pid, &jb->pmap, &jb->st);
 }
 
 /* *dst += *src, counter by counter (all uint64_t). */
@@ -471,6 +491,16 @@ static void proc_job_returned(struct procs *t, uint64_t id, uint64_t now)
                 p->otel.next_ns = now + TLS_RETRY_SLOW_NS;
 }
 
+/* p's perf-map job ended: the perf map it found becomes p's module for anonymous code. */
+static void perf_map_applied(struct proc *p, struct proc_job *jb)
+{
+        if (jb->pmap_fd < 0 || !p->maps)
+                return;
+        /* taken, also on failure (registry full: its frames stay unknown) */
+        proc_maps_set_perf_map(p->maps, jb->pmap_fd, &jb->pmap);
+        jb->pmap_fd = -1;
+}
+
 void procs_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg)
 {
         struct proc_job *lj = arg;
@@ -508,6 +538,10 @@ void procs_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg)
                 pctx_applied(p, &lj->pc, lj->ret, lj->now);
                 return;
         }
+        if (lj->kind == PROC_JOB_PERF_MAP) {
+                perf_map_applied(p, lj);
+                return;
+        }
         /* A file was mapped after the job read the maps: the event was read meanwhile
          * (locate_again), or BPF marked the entry and the event is still in the ring. The
          * location publishes what the job found and clears the mark; the samples of the new
@@ -538,13 +572,12 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
                 proc_located(t, p, now, exec_gen, err, &loc);
                 return;
         }
-        lj = calloc(1, sizeof(*lj));
+        lj = proc_job_new(PROC_JOB_LOCATE, p);
         if (!lj) {
                 p->tls_next_ns = now + TLS_RETRY_FAST_NS;
                 return;
         }
-        *lj = (struct proc_job){
-            .kind = PROC_JOB_LOCATE, .pid = p->pid, .image = p->image, .exec_gen = exec_gen};
+        lj->exec_gen = exec_gen;
         p->locate_again = 0;
         p->job_id = target_jobs_submit(t->jobs, p->owner, proc_job_run, proc_job_drop, lj,
                                        TLS_JOB_DEADLINE_NS);
@@ -576,14 +609,11 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
                 proc_locate_wait(t, p, now + PCTX_FIRST_WAIT_NS);
         if (p->job_id || p->stuck)
                 return; /* one job per target: looked at again at a later sample */
-        jb = calloc(1, sizeof(*jb));
+        jb = proc_job_new(PROC_JOB_PCTX, p);
         if (!jb)
                 return;
-        *jb = (struct proc_job){.kind = PROC_JOB_PCTX,
-                                .pid = p->pid,
-                                .image = p->image,
-                                .now = now,
-                                .pc = {.published_ns = p->otel.published_ns}};
+        jb->now = now;
+        jb->pc.published_ns = p->otel.published_ns;
         if (!t->jobs) {
                 proc_job_run(jb);
                 if (t->pctx_stats)
@@ -597,6 +627,27 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
         p->otel.checked_ns = now; /* (every worker stuck: not again before PCTX_CHECK_NS) */
         if (p->job_id && first)
                 proc_locate_wait(t, p, mono_ns() + PCTX_FIRST_WAIT_NS);
+}
+
+void proc_perf_map_due(struct procs *t, struct proc *p, uint64_t now)
+{
+        struct proc_job *jb;
+
+        if (!p->alive || p->stuck || p->job_id || !proc_maps_perf_map_wanted(p->maps))
+                return; /* one job per target: asked again at a later sample */
+        proc_maps_perf_map_looked(p->maps, now);
+        jb = proc_job_new(PROC_JOB_PERF_MAP, p);
+        if (!jb)
+                return;
+        if (!t->jobs) {
+                proc_job_run(jb);
+                target_stats_add(&t->target, &jb->st);
+                perf_map_applied(p, jb);
+                proc_job_drop(jb);
+                return;
+        }
+        p->job_id = target_jobs_submit(t->jobs, p->owner, proc_job_run, proc_job_drop, jb,
+                                       TLS_JOB_DEADLINE_NS);
 }
 
 void procs_locate_due(struct procs *t, uint64_t now)

@@ -127,6 +127,11 @@ void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns);
  * have yet: a key is published before a thread uses it). A job (when t->jobs is set):
  * p->otel changes when it ends; a process's first look waits for it, briefly. */
 void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing);
+/* Look for p's perf map when its maps cache wants it (a sample landed in anonymous code:
+ * proc_maps_perf_map_wanted): a job (when t->jobs is set; the path is the target's to name,
+ * and a FUSE mount on it could stall the lookup), whose result becomes the module of p's
+ * anonymous code when it ends. */
+void proc_perf_map_due(struct procs *t, struct proc *p, uint64_t now);
 /* A target_job_done for t->jobs (ctx = t): a job of a process ended (arg), was abandoned or
  * refused (the process marked stuck), or came back after that (it may be no longer). */
 void procs_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg);

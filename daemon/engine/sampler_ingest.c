@@ -388,6 +388,8 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
         }
         if (!n)
                 s->st.no_stack++;
+        if (p->maps && proc_maps_perf_map_wanted(p->maps)) /* a frame in anonymous code */
+                proc_perf_map_due(&s->procs, p, mono_ns());
         return n;
 }
 

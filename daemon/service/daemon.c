@@ -40,6 +40,7 @@
 #include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "stack/modules.h"
+#include "stack/perf_map_budget.h"
 #include "service/status_file.h"
 #include "service/status_health.h"
 #include "service/target_select.h"
@@ -120,6 +121,15 @@ struct daemon {
         int dl_drain, dl_pend, dl_tick, dl_retain, dl_status, dl_metrics;
         int stop; /* SIGTERM/SIGINT, or a ring error */
 };
+
+/* What every parsed perf map holds now (the status file and metrics). */
+static uint64_t perf_map_bytes_now(void)
+{
+        struct perf_map_budget_stats pb;
+
+        perf_map_budget_get(&pb);
+        return pb.bytes;
+}
 
 static const char *split_name(const struct daemon *d)
 {
@@ -640,6 +650,8 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
                              st.target.on_fuse,
             .refused_lines = st.target.lines_too_long,
             .maps_deferred = st.target.maps_deferred,
+            .perf_map_refused = st.target.perf_map_budget,
+            .perf_map_bytes = perf_map_bytes_now(),
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
             .events_limited = st.events_limited,
@@ -721,6 +733,7 @@ static void publish_metrics(struct daemon *d)
         output_counters(d, &ms.rc);
         parser_client_stats(d->parser, &ms.parser);
         symbolize_parser_failures(&ms.sym_retries, &ms.sym_refused);
+        ms.perf_map_bytes = perf_map_bytes_now();
         for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
                 snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
                 uploader_get_counters(d->up[i], &ms.up[i].c);

@@ -70,6 +70,10 @@ static const struct series plain[] = {
       sym_retries),
     S("ctxprof_symbolizer_modules_refused_total", METRICS_COUNTER,
       "Modules the parser helper failed on three times: their frames stay unnamed.", sym_refused),
+    S("ctxprof_perf_map_bytes", METRICS_GAUGE,
+      "Bytes every parsed perf map holds (entries and names), within the perf-map budget "
+      "(stack/perf_map_budget.h).",
+      perf_map_bytes),
     S("ctxprof_modules", METRICS_GAUGE,
       "Code files in the module registry: mapped by a target, or dead and kept until the "
       "chunks naming them are written.",
@@ -106,7 +110,7 @@ struct labelled {
         struct {
                 const char *value;
                 size_t off;
-        } v[10];
+        } v[12];
 };
 
 #define V(val, f)                                                                                  \
@@ -170,13 +174,15 @@ static const struct labelled labelled[] = {
      "unresolved (the path does not resolve inside the target's root), open_failed, not_owner (a "
      "perf map owned by another user than the target's), perf_map_bad_line (a perf-map line "
      "too long or not START SIZE name, skipped), perf_map_full (a perf map read up to its cap), "
+     "perf_map_budget (a perf-map read refused: every map's budget or its user's share spent), "
      "on_fuse (a file on a FUSE mount: its reads could block for good).",
      "reason",
      {V("line_too_long", st.target.lines_too_long), V("no_mapping", st.target.no_mapping),
       V("not_regular", st.target.not_regular), V("mismatch", st.target.mismatch),
       V("unresolved", st.target.unresolved), V("open_failed", st.target.open_failed),
       V("not_owner", st.target.not_owner), V("perf_map_bad_line", st.target.perf_map_bad_lines),
-      V("perf_map_full", st.target.perf_map_full), V("on_fuse", st.target.on_fuse)}},
+      V("perf_map_full", st.target.perf_map_full), V("perf_map_budget", st.target.perf_map_budget),
+      V("on_fuse", st.target.on_fuse)}},
     {"ctxprof_modules_refused_total",
      "Module registrations refused by a bound (the frames stay unknown): global (MODULES_MAX "
      "modules registered) or target (one process over PROC_MAPS_MAX_MODULES mappings).",

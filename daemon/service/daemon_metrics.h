@@ -39,6 +39,7 @@ struct daemon_metrics_snapshot {
         unsigned nup;
         struct parser_stats parser;        /* the parser helper (util/parser_client.h) */
         uint64_t sym_retries, sym_refused; /* symbolize_parser_failures */
+        uint64_t perf_map_bytes;           /* held by parsed perf maps (perf_map_budget.h) */
 };
 
 struct daemon_metrics;

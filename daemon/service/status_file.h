@@ -55,6 +55,9 @@ struct status_daemon {
         uint64_t refused_files, refused_lines;
         /* reads of a target's /proc/PID/maps put off (stack/maps_budget.h) */
         uint64_t maps_deferred;
+        /* perf-map reads the perf-map budget or a user's share refused, and the bytes all
+         * parsed perf maps hold now (stack/perf_map_budget.h) */
+        uint64_t perf_map_refused, perf_map_bytes;
         /* modules registered (alive, or dead and not yet retired); registrations refused by
          * the registry's global or per-process bound */
         uint64_t modules, modules_refused;

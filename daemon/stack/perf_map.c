@@ -5,6 +5,7 @@
  * by pread from the descriptor it was given, never hand out a name with control bytes.
  */
 #include "stack/perf_map.h"
+#include "stack/perf_map_budget.h"
 #include "util/grow.h"
 #include "util/proc_lines.h"
 #include "util/target_named_open.h"
@@ -20,6 +21,7 @@
 #define PERF_MAP_FIRST_CAP   1024        /* entries at first growth */
 #define PERF_MAP_FIRST_BYTES (64u << 10) /* name bytes at first growth */
 #define PERF_MAP_PATH_MAX    64          /* "/tmp/perf-" + a pid + ".map" */
+#define PERF_MAP_LINE_MIN    6           /* "0 1 x\n": the shortest line that is kept */
 
 _Static_assert(PERF_MAP_CHUNK > PERF_MAP_LINE_MAX, "a chunk holds a longest line");
 _Static_assert(PERF_MAP_MAX_BYTES <= UINT32_MAX, "name offsets are 32-bit");
@@ -32,15 +34,17 @@ struct pm_entry {
 
 struct perf_map {
         int fd;
-        uint64_t off; /* bytes consumed (complete lines, or a too-long line's head) */
-        int skipping; /* inside a line longer than PERF_MAP_LINE_MAX */
-        int full;     /* a cap was reached: nothing more is read */
+        uint32_t owner;   /* the file's owner: whose share of the budget it is charged to */
+        uint64_t charged; /* bytes charged to the budget (stack/perf_map_budget.h) */
+        int over_budget;  /* the last read was refused by the budget (counted once) */
+        uint64_t off;     /* bytes consumed (complete lines, or a too-long line's head) */
+        int skipping;     /* inside a line longer than PERF_MAP_LINE_MAX */
+        int full;         /* a cap was reached: nothing more is read */
         int sorted;
         struct pm_entry *v;
         size_t n, cap;
         char *names;
         size_t nlen, ncap;
-        char *buf; /* PERF_MAP_CHUNK bytes */
 };
 
 /* pid as its own pid namespace numbers it (the last NSpid field), else pid. */
@@ -57,29 +61,45 @@ static pid_t ns_pid(pid_t pid, struct target_stats *st)
         return n > 0 ? (pid_t)n : pid;
 }
 
-int perf_map_open(pid_t pid, struct target_stats *st)
+int perf_map_find(pid_t pid, struct perf_map_file *out, struct target_stats *st)
 {
         char path[PERF_MAP_PATH_MAX];
-        if (pid <= 0)
+        struct stat sb;
+        if (pid <= 0 || !out)
                 return -EINVAL;
         snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)ns_pid(pid, st));
-        return target_open_named(pid, path, st);
+        int fd = target_open_named(pid, path, st);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &sb)) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        out->dev = sb.st_dev;
+        out->ino = sb.st_ino;
+        return fd;
 }
 
 struct perf_map *perf_map_new(int fd)
 {
         struct perf_map *m = calloc(1, sizeof(*m));
-        char *buf = malloc(PERF_MAP_CHUNK);
-        if (!m || !buf) {
+        struct stat sb;
+        if (!m || fd < 0 || fstat(fd, &sb)) {
                 free(m);
-                free(buf);
                 if (fd >= 0)
                         close(fd);
                 return NULL;
         }
         m->fd = fd;
-        m->buf = buf;
+        m->owner = (uint32_t)sb.st_uid;
         return m;
+}
+
+/* What the entries and names hold now: what the budget is charged for. */
+static uint64_t held_bytes(const struct perf_map *m)
+{
+        return (uint64_t)m->n * sizeof(*m->v) + m->nlen;
 }
 
 void perf_map_free(struct perf_map *m)
@@ -88,9 +108,9 @@ void perf_map_free(struct perf_map *m)
                 return;
         if (m->fd >= 0)
                 close(m->fd);
+        perf_map_budget_release(m->owner, m->charged);
         free(m->v);
         free(m->names);
-        free(m->buf);
         free(m);
 }
 
@@ -182,12 +202,77 @@ static ssize_t parse_chunk(struct perf_map *m, const char *buf, size_t n, struct
 
 static void reset(struct perf_map *m)
 {
+        perf_map_budget_release(m->owner, m->charged);
+        m->charged = 0;
         m->off = 0;
         m->n = 0;
         m->nlen = 0;
         m->skipping = 0;
         m->full = 0;
         m->sorted = 0;
+}
+
+/* Charge what parsing got more bytes may add at most (a line of PERF_MAP_LINE_MIN bytes is
+ * an entry and a name byte): 1 charged, 0 refused by the budget (counted once until a charge
+ * fits again). */
+static int charge_read(struct perf_map *m, uint64_t got, struct target_stats *st)
+{
+        uint64_t worst = got / PERF_MAP_LINE_MIN * sizeof(*m->v) + got;
+        if (perf_map_budget_charge(m->owner, worst)) {
+                if (!m->over_budget)
+                        target_stats_count(TARGET_STATS_FIELD(st, perf_map_budget));
+                m->over_budget = 1;
+                return 0;
+        }
+        m->over_budget = 0;
+        m->charged += worst;
+        return 1;
+}
+
+/* After a read: give back what the charge held beyond what the map holds now. */
+static void settle_charge(struct perf_map *m)
+{
+        uint64_t held = held_bytes(m);
+        if (m->charged > held) {
+                perf_map_budget_release(m->owner, m->charged - held);
+                m->charged = held;
+        }
+}
+
+/* Read and parse from m->off up to size into buf: 0 or -errno. */
+static int read_new_lines(struct perf_map *m, uint64_t size, char *buf, struct target_stats *st)
+{
+        while (!m->full && m->off < size) {
+                if (m->off >= PERF_MAP_MAX_BYTES) {
+                        target_stats_count(TARGET_STATS_FIELD(st, perf_map_full));
+                        m->full = 1;
+                        break;
+                }
+                uint64_t want = size - m->off;
+                if (want > PERF_MAP_CHUNK)
+                        want = PERF_MAP_CHUNK;
+                if (want > PERF_MAP_MAX_BYTES - m->off)
+                        want = PERF_MAP_MAX_BYTES - m->off;
+                if (!charge_read(m, want, st))
+                        break; /* read on at a later lookup, if there is room then */
+                ssize_t got = pread(m->fd, buf, (size_t)want, (off_t)m->off);
+                int e = errno;
+                ssize_t used = got > 0 ? parse_chunk(m, buf, (size_t)got, st) : got;
+                settle_charge(m);
+                if (got < 0)
+                        return -e;
+                if (used < 0)
+                        return (int)used;
+                if (used == 0 && m->off + want >= PERF_MAP_MAX_BYTES && (uint64_t)got == want) {
+                        /* a line across PERF_MAP_MAX_BYTES: the cap, not a line being written */
+                        target_stats_count(TARGET_STATS_FIELD(st, perf_map_full));
+                        m->full = 1;
+                }
+                if (used == 0)
+                        break; /* end of file, or only a line still being written */
+                m->off += (uint64_t)used;
+        }
+        return 0;
 }
 
 int perf_map_update(struct perf_map *m, struct target_stats *st)
@@ -200,30 +285,15 @@ int perf_map_update(struct perf_map *m, struct target_stats *st)
         uint64_t size = (uint64_t)sb.st_size;
         if (size < m->off)
                 reset(m); /* truncated: rewritten from its start */
-        while (!m->full && m->off < size) {
-                if (m->off >= PERF_MAP_MAX_BYTES) {
-                        target_stats_count(TARGET_STATS_FIELD(st, perf_map_full));
-                        m->full = 1;
-                        break;
-                }
-                uint64_t want = size - m->off;
-                if (want > PERF_MAP_CHUNK)
-                        want = PERF_MAP_CHUNK;
-                if (want > PERF_MAP_MAX_BYTES - m->off)
-                        want = PERF_MAP_MAX_BYTES - m->off;
-                ssize_t got = pread(m->fd, m->buf, (size_t)want, (off_t)m->off);
-                if (got < 0)
-                        return -errno;
-                if (got == 0)
-                        break;
-                ssize_t used = parse_chunk(m, m->buf, (size_t)got, st);
-                if (used < 0)
-                        return (int)used;
-                if (used == 0)
-                        break; /* only a line still being written */
-                m->off += (uint64_t)used;
-        }
-        return 0;
+        if (m->full || m->off >= size)
+                return 0;
+        /* the read buffer only while reading: thousands of maps hold none */
+        char *buf = malloc(PERF_MAP_CHUNK);
+        if (!buf)
+                return -ENOMEM;
+        int r = read_new_lines(m, size, buf, st);
+        free(buf);
+        return r;
 }
 
 static int cmp_entry(const void *a, const void *b)

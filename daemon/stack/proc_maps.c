@@ -4,8 +4,8 @@
  * modules registry and resolves ips to (module, file offset) by binary search. Owns one
  * process's sorted mapping table. Must never print, never read process memory, never block
  * on a dead pid, never open a mapped file but through util/target_open.h, never open a perf
- * map but through perf_map_open (util/target_named_open.h), never parse one (the symbolizer
- * does, off the sampling path).
+ * map (the caller looks for it in a target job and hands it over: proc_maps_set_perf_map),
+ * never parse one (the symbolizer does, off the sampling path).
  */
 #include "stack/proc_maps.h"
 #include "stack/maps_budget.h"
@@ -48,6 +48,7 @@ struct proc_maps {
         uint64_t last_cost_ns; /* what that read took (wall time, on the caller's thread) */
         uint32_t jit_id;       /* its perf map's module (a reference held), else UNKNOWN */
         uint64_t jit_tried_ns; /* when its perf map was last looked for */
+        int jit_wanted;        /* a sample landed in anonymous code: look for its perf map */
         struct proc_maps_stats st;
 };
 
@@ -287,34 +288,57 @@ int proc_maps_open(struct modules *mods, pid_t pid, struct proc_maps **out)
         return 0;
 }
 
-/* The module of pid's perf map (perf_map.h), registered once found: looked for at most every
- * PROC_MAPS_PERF_MAP_RETRY_NS while samples land in anonymous code and none is known. Only
- * the open happens here (a few syscalls on the consumer thread); the symbolizer reads it. */
+/* The module of pid's perf map (perf_map.h) once found, else UNKNOWN; samples landing in
+ * anonymous code while none is known ask for it (jit_wanted) at most every
+ * PROC_MAPS_PERF_MAP_RETRY_NS. Nothing is opened here: a perf map is a path the target
+ * names (its /tmp may be a FUSE mount whose lookup never ends), so the caller looks for it
+ * off the sampling loop (perf_map_find, in a target job) and hands it to
+ * proc_maps_set_perf_map. */
 static uint32_t jit_module(struct proc_maps *pm)
 {
         if (pm->jit_id != CTXPROF_MODULE_UNKNOWN)
                 return pm->jit_id;
-        uint64_t now = mono_ns();
-        if (pm->jit_tried_ns && now - pm->jit_tried_ns < PROC_MAPS_PERF_MAP_RETRY_NS)
-                return CTXPROF_MODULE_UNKNOWN;
-        pm->jit_tried_ns = now;
-        int fd = perf_map_open(pm->pid, modules_target_stats(pm->mods));
-        if (fd < 0)
-                return CTXPROF_MODULE_UNKNOWN;
-        struct stat sb;
+        if (!pm->jit_tried_ns || mono_ns() - pm->jit_tried_ns >= PROC_MAPS_PERF_MAP_RETRY_NS)
+                pm->jit_wanted = 1;
+        return CTXPROF_MODULE_UNKNOWN;
+}
+
+int proc_maps_perf_map_wanted(const struct proc_maps *pm)
+{
+        return pm && pm->jit_wanted && pm->jit_id == CTXPROF_MODULE_UNKNOWN;
+}
+
+void proc_maps_perf_map_looked(struct proc_maps *pm, uint64_t now)
+{
+        if (!pm)
+                return;
+        pm->jit_wanted = 0;
+        pm->jit_tried_ns = now ? now : 1;
+}
+
+int proc_maps_set_perf_map(struct proc_maps *pm, int fd, const struct perf_map_file *f)
+{
         uint32_t id = CTXPROF_MODULE_UNKNOWN;
+        int r;
+
+        if (!pm || fd < 0 || !f) {
+                if (fd >= 0)
+                        close(fd);
+                return -EINVAL;
+        }
+        if (pm->jit_id != CTXPROF_MODULE_UNKNOWN) {
+                close(fd);
+                return 0;
+        }
         /* keyed by the file (dev:inode), read later only through the kept descriptor (pid 0:
          * never reopened through a mapping) */
-        struct module_key key = {.path = PERF_MAP_MODULE};
-        if (!fstat(fd, &sb)) {
-                key.dev = sb.st_dev;
-                key.ino = sb.st_ino;
-                if (modules_intern(pm->mods, &key, fd, &id) < 0)
-                        id = CTXPROF_MODULE_UNKNOWN;
-        }
+        struct module_key key = {.path = PERF_MAP_MODULE, .dev = f->dev, .ino = f->ino};
+        r = modules_intern(pm->mods, &key, fd, &id);
         close(fd);
+        if (r < 0)
+                return r;
         pm->jit_id = id;
-        return id;
+        return 0;
 }
 
 int proc_maps_resolve(struct proc_maps *pm, uint64_t ip, struct ctxprof_frame *out)

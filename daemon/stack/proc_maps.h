@@ -6,7 +6,7 @@
  * (map_files, else the path under the target's root; a regular file with the line's
  * dev:inode) to read build ids, so containers and deleted files work. Anonymous executable
  * memory (a JIT's code) is the module of the process's perf map when it writes one
- * (stack/perf_map.h: opened here through util/target_named_open.h, parsed only by the
+ * (stack/perf_map.h: found by the caller off the sampling loop, parsed only by the
  * symbolizer). Refusals are counted in the registry's target_stats. Never prints; never
  * reads process memory.
  *
@@ -36,8 +36,8 @@
  * budget is spent (stack/maps_budget.h), never waited for; a read put off is counted in the
  * registry's target_stats (maps_deferred). */
 #define PROC_MAPS_COST_RATIO 20
-/* A process with anonymous executable memory and no perf map found: looked for again at most
- * this often (stack/perf_map.h). */
+/* A process with anonymous executable memory and no perf map found: asked for again at most
+ * this often (proc_maps_perf_map_wanted; stack/perf_map.h). */
 #define PROC_MAPS_PERF_MAP_RETRY_NS 1000000000ull /* 1 s */
 
 struct proc_maps;
@@ -47,11 +47,24 @@ struct proc_maps;
 int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
 /* ip -> frame (module id + file offset); re-reads /proc/PID/maps on a miss (rate-limited);
  * an ip in an anonymous executable region (JIT) -> {ip, the process's perf-map module}
- * when it writes a perf map (stack/perf_map.h; opened here, read by the symbolizer), else
- * {ip, UNKNOWN}; an unmapped ip -> {ip, UNKNOWN}.
+ * once the caller handed it over (proc_maps_set_perf_map; read by the symbolizer), else
+ * {ip, UNKNOWN} and the perf map is wanted (proc_maps_perf_map_wanted); an unmapped ip ->
+ * {ip, UNKNOWN}.
  * Returns 0 (also for unknown ips) or -EINVAL. out->flags is set to 0. */
 int proc_maps_resolve(struct proc_maps *, uint64_t ip, struct ctxprof_frame *out);
 void proc_maps_free(struct proc_maps *);
+
+/* The process's perf map, looked for by the caller off the sampling loop (a path the target
+ * names: perf_map_find in a target job, which may stall on a FUSE lookup). 1 when a sample
+ * landed in anonymous executable memory and no perf map is known nor was looked for in the
+ * last PROC_MAPS_PERF_MAP_RETRY_NS. */
+int proc_maps_perf_map_wanted(const struct proc_maps *);
+/* The caller looks for it now: not wanted again before PROC_MAPS_PERF_MAP_RETRY_NS after now. */
+void proc_maps_perf_map_looked(struct proc_maps *, uint64_t now);
+/* Found: registers fd (perf_map_find's, taken: closed here, also on failure) as the
+ * process's perf-map module. 0 or -errno (modules_intern's). */
+struct perf_map_file;
+int proc_maps_set_perf_map(struct proc_maps *, int fd, const struct perf_map_file *f);
 /* Re-read /proc/PID/maps now (no 50 ms limit; the process's share and the budget still
  * apply): 0 or -errno, -EAGAIN put off (the old table is kept either way). */
 int proc_maps_refresh(struct proc_maps *);

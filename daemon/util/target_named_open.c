@@ -2,7 +2,7 @@
 /*
  * util/target_named_open.c — a file a target names by convention, opened below its root
  * (see target_named_open.h). Must never open the path in the daemon's own mount namespace,
- * never open anything but O_PATH before the type and owner check, never print.
+ * never open anything but O_PATH before the type, owner and FUSE check, never print.
  */
 #include "util/target_named_open.h"
 #include "util/target_open.h"
@@ -62,7 +62,8 @@ int target_open_named(pid_t pid, const char *path, struct target_stats *st)
                 return opath;
         struct statx sx;
         int r = 0;
-        if (statx(opath, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_UID, &sx)) {
+        if (statx(opath, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
+                  STATX_TYPE | STATX_UID | STATX_MNT_ID, &sx)) {
                 r = -errno;
         } else if (!S_ISREG(sx.stx_mode)) {
                 target_stats_count(TARGET_STATS_FIELD(st, not_regular));
@@ -70,6 +71,8 @@ int target_open_named(pid_t pid, const char *path, struct target_stats *st)
         } else if (sx.stx_uid != uid) {
                 target_stats_count(TARGET_STATS_FIELD(st, not_owner));
                 r = -EPERM;
+        } else {
+                r = target_refuse_fuse(pid, &sx, st); /* its OPEN and READs could never end */
         }
         if (!r)
                 r = target_reopen(opath, st);

@@ -78,8 +78,7 @@ static int mount_is_fuse(pid_t pid, uint64_t mnt_id, struct target_stats *st)
 }
 
 /* Step 3: 0 when fd is a regular file with f's dev:inode, on no FUSE mount, else -errno
- * (counted). Only anonymous-device mounts (major 0) are looked up: an unprivileged user can
- * mount FUSE only there (fuseblk needs a block device and root). */
+ * (counted). */
 static int check_identity(pid_t pid, int fd, const struct target_file *f, struct target_stats *st)
 {
         struct statx sx;
@@ -94,8 +93,13 @@ static int check_identity(pid_t pid, int fd, const struct target_file *f, struct
                 target_stats_count(TARGET_STATS_FIELD(st, mismatch));
                 return -ESTALE;
         }
-        if (sx.stx_dev_major == 0 &&
-            (!(sx.stx_mask & STATX_MNT_ID) || mount_is_fuse(pid, sx.stx_mnt_id, st) != 0)) {
+        return target_refuse_fuse(pid, &sx, st);
+}
+
+int target_refuse_fuse(pid_t pid, const struct statx *sx, struct target_stats *st)
+{
+        if (sx->stx_dev_major == 0 &&
+            (!(sx->stx_mask & STATX_MNT_ID) || mount_is_fuse(pid, sx->stx_mnt_id, st) != 0)) {
                 target_stats_count(TARGET_STATS_FIELD(st, on_fuse));
                 return -EREMOTE;
         }

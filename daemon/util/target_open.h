@@ -60,6 +60,14 @@ int target_open_path(pid_t pid, const struct target_file *f, struct target_stats
  * descriptor target_open_path returned (step 4), or -errno. The caller keeps opath_fd. */
 int target_reopen(int opath_fd, struct target_stats *st);
 
+/* 0, or -EREMOTE (counted: on_fuse) when the file sx describes (a statx of an O_PATH
+ * descriptor in pid's mount namespace, with STATX_MNT_ID asked) is on a FUSE mount, or on an
+ * anonymous-device mount pid's /proc/PID/mountinfo does not list. Only anonymous-device
+ * mounts (major 0) are looked up: an unprivileged user can mount FUSE only there (fuseblk
+ * needs a block device and root). The check step 3 makes, for any file a target names. */
+struct statx;
+int target_refuse_fuse(pid_t pid, const struct statx *sx, struct target_stats *st);
+
 /* Both: the readable descriptor of f, or -errno as above. */
 int target_open(pid_t pid, const struct target_file *f, struct target_stats *st);
 

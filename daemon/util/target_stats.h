@@ -23,6 +23,8 @@ struct target_stats {
         uint64_t not_owner;   /* a file named by convention (a perf map) owned by another user */
         uint64_t perf_map_bad_lines; /* perf-map lines not `START SIZE name` or too long */
         uint64_t perf_map_full; /* perf maps read up to PERF_MAP_MAX_BYTES/_ENTRIES, rest ignored */
+        uint64_t perf_map_budget; /* perf-map reads refused: every map's budget or the user's
+                                   * share of it spent (stack/perf_map_budget.h) */
         uint64_t on_fuse;       /* a file on a FUSE mount (or an anonymous-device mount the target's
                                  * mountinfo does not list): refused, its reads could block forever */
         uint64_t maps_deferred; /* /proc/PID/maps reads put off: over the loop's time budget for

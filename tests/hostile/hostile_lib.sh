@@ -42,6 +42,12 @@
 #   spawn_fuse_mapper          an attacker process that opens FUSE_FILE and maps it
 #                              PROT_READ|PROT_EXEC without touching a page (SPAWNED)
 #   fuse_stalled               true when the FUSE server has left a request unanswered
+#   daemon_in_fuse             true when a thread of the daemon under test is the reader the
+#                              FUSE server left unanswered
+#   assert_fuse_refused WHAT SECONDS  within SECONDS the daemon refused a file (refused_files
+#                              rose since start_fuse_stall) without a thread of it waiting
+#                              in the server; then the status stays fresh and the control
+#                              target keeps its context rate (assert_rate_kept)
 #   assert_sigterm_under_fuse  SIGTERM stops the daemon in its normal time while the server
 #                              stalls; the recording is readable (the server aborted after)
 #   spawn_fuse_pctx            an attacker process whose OpenTelemetry process context
@@ -354,6 +360,7 @@ start_fuse_stall() { # SRC [--good BYTES] [--opens N]
 	wait_for 10 "the FUSE server" fuse_up
 	FUSE_CONN=$(mountpoint -d "$FUSE_DIR" | cut -d: -f2)
 	FUSE_FILE=$FUSE_DIR/lib.so
+	FUSE_REFUSED0=$(dstat refused_files)
 	[ -d "/sys/fs/fuse/connections/$FUSE_CONN" ] || fail "no fusectl entry for $FUSE_DIR ($FUSE_CONN)"
 }
 fuse_up() {
@@ -370,6 +377,24 @@ stop_fuse_stall() {
 	FUSE_PID=
 }
 fuse_stalled() { grep -q 'left unanswered' "$FUSE_LOG"; }
+# a thread of the daemon under test waits for the FUSE server (its log names the reader)
+daemon_in_fuse() {
+	local p
+	for p in $(sed -n 's/.* by pid \([0-9]*\) left unanswered/\1/p' "$FUSE_LOG"); do
+		[ -d "/proc/$DPID/task/$p" ] && return 0
+	done
+	return 1
+}
+fuse_examined() { [ "$(dstat refused_files)" -gt "${FUSE_REFUSED0:-0}" ] 2>/dev/null || daemon_in_fuse; }
+assert_fuse_refused() { # WHAT SECONDS
+	wait_for "$2" "the daemon looking at $1" fuse_examined
+	daemon_in_fuse && fail "the daemon opened $1: a thread of it is blocked in the server ($(cat "$FUSE_LOG"))"
+	echo "files refused: $(dstat refused_files) (before the attack: $FUSE_REFUSED0)"
+	assert_fresh
+	assert_rate_kept
+	assert_fresh
+	daemon_in_fuse && fail "the daemon opened $1: a thread of it is blocked in the server"
+}
 spawn_fuse_mapper() {
 	local ready=$ATK_HOME/fuse_mapper.ready
 	rm -f "$ready"

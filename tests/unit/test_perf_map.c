@@ -5,8 +5,10 @@
  * from its start when it shrank, the latest of equal starts wins; a line longer than
  * PERF_MAP_LINE_MAX (across read chunks) and lines that are not `START SIZE name` are skipped
  * and counted, the lines after them read; the entry cap is counted and ends the reading;
- * control bytes never reach a name. The named open refuses a FIFO (without blocking), a
- * symlink, a path outside the root, and (as root) a file owned by another user.
+ * control bytes never reach a name; maps of one owner stop at its share of the perf-map budget
+ * (counted), read on once another map gives its bytes back. The named open refuses a FIFO
+ * (without blocking), a symlink, a path outside the root, and (as root) a file owned by
+ * another user.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "stack/perf_map.h"
+#include "stack/perf_map_budget.h"
 #include "util/target_named_open.h"
 
 static char path[64];
@@ -141,6 +144,62 @@ Test(perf_map, entry_cap)
         cr_assert_eq(perf_map_update(m, &st), 0);
         cr_assert_eq(st.perf_map_full, 1, "counted once");
         perf_map_free(m);
+}
+
+/* A map at PERF_MAP_MAX_BYTES (and PERF_MAP_MAX_ENTRIES lines: 64 bytes each) in file fn. */
+static void write_full_map(const char *fn, unsigned base)
+{
+        FILE *f = fopen(fn, "we");
+        cr_assert(f);
+        for (unsigned i = 0; i < PERF_MAP_MAX_ENTRIES; i++)
+                fprintf(f, "%08x 1 %052u\n", base + i, i);
+        fclose(f);
+}
+
+static struct perf_map *map_of(const char *fn)
+{
+        int fd = open(fn, O_RDONLY | O_CLOEXEC);
+        cr_assert(fd >= 0);
+        struct perf_map *m = perf_map_new(fd);
+        cr_assert(m);
+        return m;
+}
+
+Test(perf_map, maps_of_one_owner_stop_at_its_share)
+{
+        struct target_stats st = {0};
+        struct perf_map_budget_stats bs;
+        char a[64], b[64];
+        snprintf(a, sizeof(a), "/tmp/ctxprof-pmbudget-a-%d", (int)getpid());
+        snprintf(b, sizeof(b), "/tmp/ctxprof-pmbudget-b-%d", (int)getpid());
+        write_full_map(a, 0x10000000);
+        write_full_map(b, 0x20000000);
+        struct perf_map *ma = map_of(a), *mb = map_of(b);
+        cr_assert_eq(perf_map_update(ma, &st), 0);
+        cr_assert_eq(st.perf_map_budget, 0, "one full map fits a share");
+        perf_map_budget_get(&bs);
+        cr_assert_gt(bs.bytes, PERF_MAP_USER_SHARE / 2, "entries and names charged: %llu",
+                     (unsigned long long)bs.bytes);
+        cr_assert_leq(bs.bytes, PERF_MAP_USER_SHARE);
+        cr_assert_eq(perf_map_update(mb, &st), 0);
+        cr_assert_eq(st.perf_map_budget, 1, "the second map is cut at the share, counted once");
+        perf_map_budget_get(&bs);
+        cr_assert_leq(bs.bytes, PERF_MAP_USER_SHARE, "%llu", (unsigned long long)bs.bytes);
+        cr_assert_str_eq(perf_map_lookup(mb, 0x20000000), "00000000000000000000000000000000000"
+                                                          "00000000000000000");
+        cr_assert_null(perf_map_lookup(mb, 0x20000000 + PERF_MAP_MAX_ENTRIES - 1),
+                       "its last lines are not read");
+        cr_assert_eq(perf_map_update(mb, &st), 0);
+        cr_assert_eq(st.perf_map_budget, 1, "still refused: not counted again");
+        perf_map_free(ma);
+        cr_assert_eq(perf_map_update(mb, &st), 0);
+        cr_assert_not_null(perf_map_lookup(mb, 0x20000000 + PERF_MAP_MAX_ENTRIES - 1),
+                           "read on once the first map gave its bytes back");
+        perf_map_free(mb);
+        perf_map_budget_get(&bs);
+        cr_assert_eq(bs.bytes, 0, "every byte given back");
+        unlink(a);
+        unlink(b);
 }
 
 Test(target_named_open, refuses_what_is_not_the_targets_regular_file)
