@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Runs every test listed in BUILD/tests.list for each build variant given, prints one line
-# per test and one summary line at the end. Exit status 0 only when nothing failed.
+# per test, the 10 slowest with their times, and one summary line at the end. Exit status 0
+# only when nothing failed.
 #
 # A test passes with exit 0, is SKIPPED with exit 77 (it must say why on its output), and
 # fails otherwise. A Criterion program that exits 0 with every case skipped (cr_skip_test) is
@@ -14,6 +15,7 @@ set -u
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
 failed=()
+times=() # "SECONDS NAME" of every test run: the slowest are listed at the end
 logdir=build/test-logs
 mkdir -p "$logdir"
 timeout_s=${TEST_TIMEOUT:-900}
@@ -42,6 +44,7 @@ run_one() { # variant kind path
 	env "${env[@]}" timeout --kill-after=10 "$timeout_s" "$t" >"$log" 2>&1 </dev/null
 	rc=$?
 	local dt=$((SECONDS - t0))
+	times+=("$dt $name")
 	local skipped
 	skipped=$(grep -c '^\[SKIP\] ' "$log")
 	if [ $rc = 0 ] && [ "$skipped" -gt 0 ] && grep -q '^\[====\] Synthesis: Tested: 0 ' "$log"; then
@@ -84,6 +87,10 @@ if [ -z "${TEST_FILTER:-}" ] || [[ format == *"$TEST_FILTER"* ]]; then
 fi
 
 echo
+if [ ${#times[@]} -gt 0 ]; then
+	echo "slowest tests:"
+	printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ printf "  %5ds  %s\n", $1, $2 }'
+fi
 [ $fail -gt 0 ] && printf 'failed: %s\n' "${failed[@]}"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
