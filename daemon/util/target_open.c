@@ -33,16 +33,20 @@ static int open_in_root(pid_t pid, const struct target_file *f, struct target_st
         int root = open(fn, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
                 return errno == ENOENT ? -ENOENT : -errno;
+        /* RESOLVE_CACHED: from the dentry cache alone, never a file system's lookup (a FUSE
+         * server can leave one unanswered for good). The path of a file a process maps is
+         * in the cache (the mapping pins its dentry and every parent's); one that is not is
+         * not the mapped file (-EAGAIN: counted as unresolved). */
         struct open_how how = {
             .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_CACHED,
         };
         int fd = sys_openat2(root, f->path, &how);
         int e = errno;
         close(root);
         if (fd < 0) {
                 target_stats_count(TARGET_STATS_FIELD(st, unresolved));
-                return e == ENOENT ? -ENOENT : -EXDEV;
+                return e == ENOENT ? -ENOENT : e == EAGAIN ? -EAGAIN : -EXDEV;
         }
         target_stats_count(TARGET_STATS_FIELD(st, opened_by_path));
         return fd;

@@ -9,7 +9,9 @@
  *      since) is refused; nothing is looked up by path then.
  *   2. Only when map_files is refused (EPERM/EACCES: no CAP_CHECKPOINT_RESTORE/SYS_ADMIN,
  *      user namespaces, old kernels): openat2 of the path below an O_PATH descriptor of
- *      /proc/PID/root, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, O_PATH | O_NOFOLLOW.
+ *      /proc/PID/root, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_CACHED, O_PATH |
+ *      O_NOFOLLOW: from the dentry cache only (a mapped file's path is there, pinned by the
+ *      mapping), so a FUSE directory on the way can never make the lookup wait.
  *   3. statx of that descriptor (AT_STATX_DONT_SYNC: a FUSE server cannot make it wait):
  *      refused unless a regular file with the maps line's dev:inode, on no FUSE mount (the
  *      mount's type from /proc/PID/mountinfo, looked up for anonymous devices only): the
@@ -52,8 +54,8 @@ static inline struct target_file target_file_of(const struct maps_line *l)
 
 /* A verified O_PATH descriptor of f (steps 1-3), or -errno: -ENOENT no such mapping (or the
  * process is gone), -EINVAL not a regular file, -ESTALE another dev:inode, -EXDEV the path
- * does not resolve inside the target's root, -EREMOTE on a FUSE mount, other openat2/statx
- * errors. */
+ * does not resolve inside the target's root, -EAGAIN not in the dentry cache (step 2),
+ * -EREMOTE on a FUSE mount, other openat2/statx errors. */
 int target_open_path(pid_t pid, const struct target_file *f, struct target_stats *st);
 
 /* A readable descriptor (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) of the file behind a

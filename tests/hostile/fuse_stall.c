@@ -8,13 +8,15 @@
  *   reads   READs starting below GOOD bytes are answered; every later one is never answered
  *           (the reader sits in the kernel until the connection is aborted)
  *   opens   the first OPENS OPENs are answered; every later one is never answered
+ *   lookups the first LOOKUPS LOOKUPs (of any name) are answered; every later one is never
+ *           answered (a path through the mount, not in the kernel's cache, never resolves)
  *
  * so an attacker process can open and mmap the file (PROT_READ|PROT_EXEC: no read happens),
  * and whoever reads (or, with --opens 1, opens) it after that blocks. It never exits on its
  * own: the test unmounts DIR (MNT_DETACH) and aborts the connection
  * (/sys/fs/fuse/connections/N/abort), then kills it.
  *
- *   fuse_stall DIR SRC UID GID [--good BYTES] [--opens N]
+ *   fuse_stall DIR SRC UID GID [--good BYTES] [--opens N] [--lookups N]
  *
  * Prints "ready DEV" (DEV = the connection number, the mount's minor device) once mounted.
  * Test-only code: never linked into the product.
@@ -45,8 +47,9 @@ struct server {
         int fd;
         const uint8_t *data;
         size_t size;
-        uint64_t good;   /* READs at offsets below this are answered */
-        long opens_left; /* OPENs still answered; < 0 = all */
+        uint64_t good;     /* READs at offsets below this are answered */
+        long opens_left;   /* OPENs still answered; < 0 = all */
+        long lookups_left; /* LOOKUPs still answered; < 0 = all */
         uint32_t uid, gid;
         unsigned long stalled; /* requests never answered */
 };
@@ -97,6 +100,14 @@ static void do_lookup(struct server *s, const struct fuse_in_header *in, const c
 {
         struct fuse_entry_out e = {0};
 
+        if (s->lookups_left == 0) {
+                s->stalled++;
+                fprintf(stderr, "fuse_stall: LOOKUP of %s by pid %u left unanswered\n", name,
+                        in->pid);
+                return;
+        }
+        if (s->lookups_left > 0)
+                s->lookups_left--;
         if (in->nodeid != ROOT_INO || strcmp(name, FILE_NAME)) {
                 reply(s, in->unique, -ENOENT, NULL, 0);
                 return;
@@ -240,13 +251,14 @@ static int load(const char *path, uint8_t **data, size_t *size)
 
 int main(int argc, char **argv)
 {
-        struct server s = {.good = UINT64_MAX, .opens_left = -1};
+        struct server s = {.good = UINT64_MAX, .opens_left = -1, .lookups_left = -1};
         char opts[256];
         uint8_t *req;
         uint8_t *data;
 
         if (argc < 5) {
-                fprintf(stderr, "usage: fuse_stall DIR SRC UID GID [--good BYTES] [--opens N]\n");
+                fprintf(stderr, "usage: fuse_stall DIR SRC UID GID [--good BYTES] [--opens N] "
+                                "[--lookups N]\n");
                 return 2;
         }
         for (int i = 5; i + 1 < argc; i += 2) {
@@ -254,6 +266,8 @@ int main(int argc, char **argv)
                         s.good = strtoull(argv[i + 1], NULL, 0);
                 else if (!strcmp(argv[i], "--opens"))
                         s.opens_left = strtol(argv[i + 1], NULL, 0);
+                else if (!strcmp(argv[i], "--lookups"))
+                        s.lookups_left = strtol(argv[i + 1], NULL, 0);
         }
         if (load(argv[2], &data, &s.size)) {
                 perror(argv[2]);

@@ -29,16 +29,22 @@
 #                              host may be the reader fifo_no_reader sees)
 #   daemon_without_caps CAP,.. make start_default_daemon run the daemon with these
 #                              capabilities dropped from its bounding set (setpriv)
+#   start_daemon_without_map_files  start_control, and the default daemon without the
+#                              capabilities /proc/PID/map_files needs; rate_baseline
 #   spawn_forged_maps_line PATH  an attacker process mapping a file whose maps line is
 #                              longer than 4 KiB and ends in a forged line naming PATH
 #                              (SPAWNED)
-#   start_fuse_stall SRC [--good BYTES] [--opens N]
+#   start_fuse_stall SRC [--good BYTES] [--opens N] [--lookups N]
 #                              a FUSE mount the attacker owns (tests/hostile/fuse_stall.c,
-#                              run as root) serving FUSE_FILE, a copy of SRC whose reads from
-#                              BYTES on (or opens after the first N) are never answered;
-#                              FUSE_CONN is its /sys/fs/fuse/connections entry
+#                              run as root) at FUSE_DIR (default ATK_HOME/fuse) serving
+#                              FUSE_FILE, a copy of SRC whose reads from BYTES on (or opens
+#                              after the first N, or lookups after the first N) are never
+#                              answered; FUSE_CONN is its /sys/fs/fuse/connections entry
 #   stop_fuse_stall            abort that connection (every blocked reader returns), unmount
 #                              it (MNT_DETACH) and stop the server; also done at exit
+#   spawn_chroot_mapper ROOT FILE...  an attacker process in a user and mount namespace of
+#                              its own, chrooted to ROOT, mapping each /FILE (8 KiB, from
+#                              ROOT) PROT_EXEC; it creates ROOT/ready then (SPAWNED)
 #   spawn_fuse_mapper          an attacker process that opens FUSE_FILE and maps it
 #                              PROT_READ|PROT_EXEC without touching a page (SPAWNED)
 #   fuse_stalled               true when the FUSE server has left a request unanswered
@@ -117,6 +123,18 @@ daemon_without_caps() { # CAP[,CAP...]
 	CTXPROF=$TMP/ctxprof-without-caps
 	printf '#!/bin/sh\nexec setpriv --bounding-set=-%s %s "$@"\n' "${1//,/,-}" "$real" >"$CTXPROF"
 	chmod +x "$CTXPROF"
+}
+# The control and the default daemon where /proc/PID/map_files is refused (its bounding set
+# without CAP_CHECKPOINT_RESTORE and CAP_SYS_ADMIN: mapped files are opened by path), its
+# rate before the attack measured; the attacker needs unprivileged user namespaces.
+start_daemon_without_map_files() {
+	as_attacker unshare -Ur true 2>/dev/null || skip "unprivileged user namespaces are disabled"
+	daemon_without_caps checkpoint_restore,sys_admin
+	start_control
+	start_default_daemon
+	grep -q 'CapEff' /proc/"$DPID"/status && [ $((0x$(awk '/^CapBnd/ { print $2 }' /proc/"$DPID"/status) >> 40 & 1)) = 0 ] ||
+		fail "the daemon still has CAP_CHECKPOINT_RESTORE in its bounding set"
+	rate_baseline
 }
 # samples (or KEY) of target PID in the status file now; 0 when not listed yet
 target_count() { # PID [KEY]
@@ -353,7 +371,7 @@ start_fuse_stall() { # SRC [--good BYTES] [--opens N]
 	# the control files of a connection (abort) live on fusectl
 	mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections ||
 		skip "cannot mount fusectl (no way to abort a stalled connection)"
-	FUSE_DIR=$ATK_HOME/fuse
+	FUSE_DIR=${FUSE_DIR:-$ATK_HOME/fuse}
 	mkdir -p "$FUSE_DIR" && chown "$ATK_UID" "$FUSE_DIR"
 	"$fx" "$FUSE_DIR" "$src" "$ATK_UID" "$(id -g "$ATK")" "$@" >"$FUSE_LOG" 2>&1 &
 	FUSE_PID=$!
@@ -394,6 +412,31 @@ assert_fuse_refused() { # WHAT SECONDS
 	assert_rate_kept
 	assert_fresh
 	daemon_in_fuse && fail "the daemon opened $1: a thread of it is blocked in the server"
+}
+spawn_chroot_mapper() { # ROOT FILE...
+	cat >"$TMP/chroot_map.py" <<'PYEOF'
+import ctypes, mmap, os, sys, time
+root = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+uid, gid = os.getuid(), os.getgid()
+if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS):
+    raise OSError(ctypes.get_errno(), "unshare")
+for f, v in (("setgroups", "deny"), ("uid_map", "0 %d 1" % uid), ("gid_map", "0 %d 1" % gid)):
+    with open("/proc/self/" + f, "w") as w:
+        w.write(v)
+os.chroot(root)
+os.chdir("/")
+maps = []
+for name in sys.argv[2:]:
+    fd = os.open("/" + name, os.O_RDONLY)
+    maps.append(mmap.mmap(fd, 8192, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_EXEC))
+open("/ready", "w").close()
+while True:
+    time.sleep(60)
+PYEOF
+	chmod 0644 "$TMP/chroot_map.py"
+	spawn_attacker /usr/bin/python3 "$TMP/chroot_map.py" "$@"
 }
 spawn_fuse_mapper() {
 	local ready=$ATK_HOME/fuse_mapper.ready

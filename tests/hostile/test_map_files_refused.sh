@@ -13,13 +13,7 @@
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user
-as_attacker unshare -Ur true 2>/dev/null || skip "unprivileged user namespaces are disabled"
-daemon_without_caps checkpoint_restore,sys_admin
-start_control
-start_default_daemon
-grep -q 'CapEff' /proc/"$DPID"/status && [ $((0x$(awk '/^CapBnd/ { print $2 }' /proc/"$DPID"/status) >> 40 & 1)) = 0 ] ||
-	fail "the daemon still has CAP_CHECKPOINT_RESTORE in its bounding set"
-rate_baseline
+start_daemon_without_map_files
 
 root=$ATK_HOME/root
 as_attacker mkdir -p "$root" || fail "cannot make $root"
@@ -33,29 +27,7 @@ as_attacker mkdir -p "$shadow" && as_attacker mkfifo "$shadow/lib.so" &&
 watch_opens "$shadow/lib.so" "$shadow/lib2.so"
 refused0=$(dstat refused_files)
 
-cat >"$TMP/chroot_map.py" <<'PYEOF'
-import ctypes, mmap, os, sys, time
-root = sys.argv[1]
-libc = ctypes.CDLL(None, use_errno=True)
-CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
-uid, gid = os.getuid(), os.getgid()
-if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS):
-    raise OSError(ctypes.get_errno(), "unshare")
-for f, v in (("setgroups", "deny"), ("uid_map", "0 %d 1" % uid), ("gid_map", "0 %d 1" % gid)):
-    with open("/proc/self/" + f, "w") as w:
-        w.write(v)
-os.chroot(root)
-os.chdir("/")
-maps = []
-for name in ("lib.so", "lib2.so"):
-    fd = os.open("/" + name, os.O_RDONLY)
-    maps.append(mmap.mmap(fd, 8192, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_EXEC))
-open("/ready", "w").close()
-while True:
-    time.sleep(60)
-PYEOF
-chmod 0644 "$TMP/chroot_map.py"
-spawn_attacker /usr/bin/python3 "$TMP/chroot_map.py" "$root"
+spawn_chroot_mapper "$root" lib.so lib2.so
 wait_for 30 "the attacker's mappings in its chroot" test -e "$root/ready"
 grep -q " $root/lib.so\$" /proc/"$SPAWNED"/maps || fail "the maps line does not show $root/lib.so: $(grep lib /proc/"$SPAWNED"/maps)"
 echo "attacker $SPAWNED maps $root/lib.so and lib2.so; under its root that path is a FIFO and another file"
