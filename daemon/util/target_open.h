@@ -55,6 +55,9 @@ static inline struct target_file target_file_of(const struct maps_line *l)
  * does not resolve inside the target's root, -EREMOTE on a FUSE mount, other openat2/statx
  * errors. */
 int target_open_path(pid_t pid, const struct target_file *f, struct target_stats *st);
+/* The same below procdir, a /proc/PID directory descriptor (a pinned one, util/proc_pin.h:
+ * map_files, root and mountinfo are then the pinned process's, never a recycled pid's). */
+int target_open_path_at(int procdir, const struct target_file *f, struct target_stats *st);
 
 /* A readable descriptor (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) of the file behind a
  * descriptor target_open_path returned (step 4), or -errno. The caller keeps opath_fd. */
@@ -62,5 +65,6 @@ int target_reopen(int opath_fd, struct target_stats *st);
 
 /* Both: the readable descriptor of f, or -errno as above. */
 int target_open(pid_t pid, const struct target_file *f, struct target_stats *st);
+int target_open_at(int procdir, const struct target_file *f, struct target_stats *st);
 
 #endif
