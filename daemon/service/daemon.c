@@ -640,6 +640,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
                              st.target.on_fuse,
             .refused_lines = st.target.lines_too_long,
             .maps_deferred = st.target.maps_deferred,
+            .pid_recycled = st.target.pid_recycled,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
             .events_limited = st.events_limited,

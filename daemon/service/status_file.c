@@ -80,6 +80,7 @@ static const struct field daemon_fields[] = {
     D("refused_files", F_U64, refused_files),
     D("refused_lines", F_U64, refused_lines),
     D("maps_deferred", F_U64, maps_deferred),
+    D("pid_recycled", F_U64, pid_recycled),
     D("modules", F_U64, modules),
     D("modules_refused", F_U64, modules_refused),
     D("load_hook", F_STR, load_hook),

@@ -55,6 +55,8 @@ struct status_daemon {
         uint64_t refused_files, refused_lines;
         /* reads of a target's /proc/PID/maps put off (stack/maps_budget.h) */
         uint64_t maps_deferred;
+        /* reads of a pinned target refused: its pid went to another process (util/proc_pin.h) */
+        uint64_t pid_recycled;
         /* modules registered (alive, or dead and not yet retired); registrations refused by
          * the registry's global or per-process bound */
         uint64_t modules, modules_refused;
