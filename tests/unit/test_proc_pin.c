@@ -53,6 +53,8 @@ static pid_t spawn(const char *name, const char *bytes, uid_t uid)
                 prctl(PR_SET_NAME, name);
                 if (uid && setresuid(uid, uid, uid))
                         _exit(1);
+                /* never outlives a failed test (after setresuid, which clears it) */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (write(p[1], "r", 1) != 1)
                         _exit(1);
                 for (;;)
