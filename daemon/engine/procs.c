@@ -141,6 +141,7 @@ void procs_free(struct procs *t)
         for (i = 0; i < t->n; i++) {
                 proc_maps_free(t->v[i].maps);
                 otel_pctx_clear(&t->v[i].otel);
+                proc_pin_close(&t->v[i].pin);
         }
         free(t->v);
         t->v = NULL;
@@ -158,28 +159,27 @@ struct proc *procs_find(struct procs *t, pid_t pid)
         return NULL;
 }
 
-/* The real uid of pid (its /proc/PID/status Uid: line, not the owner of /proc/PID: a process
- * that is not dumpable shows root there), PROC_OWNER_UNKNOWN when it cannot be read. */
-static uint32_t read_owner(pid_t pid)
+/* The real uid of the process of procdir (its pinned /proc/PID; its status Uid: line, not the
+ * owner of /proc/PID: a process that is not dumpable shows root there), PROC_OWNER_UNKNOWN
+ * when it cannot be read. */
+static uint32_t read_owner(int procdir)
 {
         char v[64];
         unsigned long uid;
 
-        if (proc_status_value(pid, "Uid", v, sizeof(v), NULL) || sscanf(v, "%lu", &uid) != 1 ||
-            uid >= PROC_OWNER_UNKNOWN)
+        if (procdir < 0 || proc_status_value_at(procdir, ".", "Uid", v, sizeof(v), NULL) ||
+            sscanf(v, "%lu", &uid) != 1 || uid >= PROC_OWNER_UNKNOWN)
                 return PROC_OWNER_UNKNOWN;
         return (uint32_t)uid;
 }
 
-static void read_comm(pid_t pid, char *buf, size_t len)
+static void read_comm(int procdir, char *buf, size_t len)
 {
-        char path[64];
         ssize_t n;
         int fd;
 
-        snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
         buf[0] = '\0';
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = procdir < 0 ? -1 : openat(procdir, "comm", O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return;
         n = read(fd, buf, len - 1);
@@ -204,17 +204,24 @@ struct proc *procs_new(struct procs *t, pid_t pid, const char *comm, uint64_t no
         p = &t->v[t->n++];
         memset(p, 0, sizeof(*p));
         p->pid = pid;
+        /* pinned first: everything read of it below and later is checked to be its own (a
+         * pin that fails, the process gone already, fails every read) */
+        proc_pin_open(&p->pin, pid);
+        int dir = proc_pin_dir(&p->pin, &t->target);
         p->alive = 1;
         p->tls_state = PROC_TLS_SEARCHING;
         p->tls_since_ns = now;
         if (comm && comm[0])
                 snprintf(p->name, sizeof(p->name), "%s", comm);
         else
-                read_comm(pid, p->name, sizeof(p->name));
+                read_comm(dir, p->name, sizeof(p->name));
         if (!p->name[0])
                 snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
-        p->owner = read_owner(pid);
-        proc_maps_open(t->modules, pid, &p->maps); /* may fail: retried on first sample */
+        p->owner = read_owner(dir);
+        if (dir >= 0)
+                close(dir);
+        proc_maps_open_pinned(t->modules, &p->pin,
+                              &p->maps); /* may fail: retried on first sample */
         t->processes++;
         return p;
 }
@@ -238,6 +245,7 @@ void procs_compact(struct procs *t, uint64_t now)
                 if (!p->alive && !p->forget_pending && now - p->dead_since_ns > PROC_KEEP_DEAD_NS) {
                         proc_maps_free(p->maps);
                         otel_pctx_clear(&p->otel);
+                        proc_pin_close(&p->pin);
                         continue;
                 }
                 if (i != j)
@@ -252,7 +260,7 @@ void proc_new_image(struct procs *t, struct proc *p, uint64_t now)
         p->image++; /* a job in flight read the old image: its result is discarded */
         proc_maps_free(p->maps);
         p->maps = NULL;
-        proc_maps_open(t->modules, p->pid, &p->maps);
+        proc_maps_open_pinned(t->modules, &p->pin, &p->maps);
         otel_pctx_clear(&p->otel); /* the new image publishes its own */
         p->tls_state = PROC_TLS_SEARCHING;
         p->tls_errors = 0;

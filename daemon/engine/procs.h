@@ -27,6 +27,7 @@
 #include "engine/target_jobs.h"
 #include "stack/modules.h"
 #include "stack/proc_maps.h"
+#include "util/proc_pin.h"
 
 #define PROCS_MAX CTXPROF_MAX_TARGETS /* entries of the table, as many as the BPF `targets` map */
 
@@ -41,7 +42,8 @@ enum proc_tls_state {
 
 struct proc {
         pid_t pid;
-        uint32_t owner; /* real uid at procs_new: target_jobs_submit's owner */
+        struct proc_pin pin; /* pidfd_open at procs_new (util/proc_pin.h): its reads check it */
+        uint32_t owner;      /* real uid at procs_new: target_jobs_submit's owner */
         int alive;
         int forget_pending; /* exit seen: release unwinder state after the next drain */
         enum proc_tls_state tls_state;

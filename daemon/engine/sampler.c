@@ -63,7 +63,7 @@ void ku_sync(struct sampler *s, struct proc *p, int refresh)
                 return;
         int err = 0;
         if (!p->maps)
-                err = proc_maps_open(s->modules, p->pid, &p->maps);
+                err = proc_maps_open_pinned(s->modules, &p->pin, &p->maps);
         else if (refresh || p->ku_maps_stale)
                 err = proc_maps_refresh(p->maps);
         if (err == -EAGAIN) {

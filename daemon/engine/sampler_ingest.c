@@ -281,7 +281,7 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
         if ((r->flags & CTXPROF_SF_PENDING) && !p->pending_since_ns && p->alive)
                 proc_location_pending(p, mono_ns());
         if (!p->maps && p->alive)
-                proc_maps_open(s->modules, p->pid, &p->maps);
+                proc_maps_open_pinned(s->modules, &p->pin, &p->maps);
         hook_proc(s, p);
         if (tid_set_add(&s->tids, r->tid) > 0)
                 s->st.threads++;

@@ -652,6 +652,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .maps_deferred = st.target.maps_deferred,
             .perf_map_refused = st.target.perf_map_budget,
             .perf_map_bytes = perf_map_bytes_now(),
+            .pid_recycled = st.target.pid_recycled,
             .modules = st.modules.live,
             .modules_refused = st.modules.full + st.modules.target_full,
             .events_limited = st.events_limited,

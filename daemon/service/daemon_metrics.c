@@ -85,6 +85,10 @@ static const struct series plain[] = {
       "Reads of a target's /proc/PID/maps put off: over the sampling loop's time budget for "
       "them, or over the process's own share (stack/maps_budget.h).",
       st.target.maps_deferred),
+    S("ctxprof_pid_recycled_total", METRICS_COUNTER,
+      "Reads of a target refused because its pid went to another process since it was first "
+      "seen (util/proc_pin.h): never attributed to the old target.",
+      st.target.pid_recycled),
     S("ctxprof_target_files_opened_total", METRICS_COUNTER,
       "Files targets map, opened after their identity was checked (util/target_open.h).",
       st.target.opened),

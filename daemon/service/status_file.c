@@ -82,6 +82,7 @@ static const struct field daemon_fields[] = {
     D("maps_deferred", F_U64, maps_deferred),
     D("perf_map_refused", F_U64, perf_map_refused),
     D("perf_map_bytes", F_U64, perf_map_bytes),
+    D("pid_recycled", F_U64, pid_recycled),
     D("modules", F_U64, modules),
     D("modules_refused", F_U64, modules_refused),
     D("load_hook", F_STR, load_hook),

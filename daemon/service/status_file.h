@@ -58,6 +58,8 @@ struct status_daemon {
         /* perf-map reads the perf-map budget or a user's share refused, and the bytes all
          * parsed perf maps hold now (stack/perf_map_budget.h) */
         uint64_t perf_map_refused, perf_map_bytes;
+        /* reads of a pinned target refused: its pid went to another process (util/proc_pin.h) */
+        uint64_t pid_recycled;
         /* modules registered (alive, or dead and not yet retired); registrations refused by
          * the registry's global or per-process bound */
         uint64_t modules, modules_refused;

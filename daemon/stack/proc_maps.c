@@ -13,6 +13,7 @@
 #include "util/clock.h"
 #include "util/grow.h"
 #include "util/maps_line.h"
+#include "util/proc_pin.h"
 #include "util/target_open.h"
 
 #include <errno.h>
@@ -42,6 +43,7 @@ struct pm_map {
 struct proc_maps {
         struct modules *mods;
         pid_t pid;
+        struct proc_pin pin; /* the process, pinned: every read of it is checked to be its */
         struct pm_map *v;
         size_t n;
         uint64_t last_read_ns;
@@ -54,6 +56,7 @@ struct proc_maps {
 
 struct refresh_ctx {
         struct proc_maps *pm;
+        int procdir; /* its pinned /proc/PID (util/proc_pin.h) */
         struct pm_map *v;
         size_t n, cap;
 };
@@ -94,7 +97,7 @@ static int module_kept(struct proc_maps *pm, const struct pm_map *m, uint32_t *i
 
 /* Open the file of mapping m (util/target_open.h: exactly the mapped file, or nothing), read
  * its build id and register it: its id with a reference, or UNKNOWN. */
-static uint32_t module_register(struct proc_maps *pm, const struct pm_map *m)
+static uint32_t module_register(struct proc_maps *pm, int procdir, const struct pm_map *m)
 {
         struct module_key key = {.dev = m->dev,
                                  .ino = m->ino,
@@ -111,7 +114,7 @@ static uint32_t module_register(struct proc_maps *pm, const struct pm_map *m)
                                          .ino = m->ino,
                                          .path = m->path,
                                          .deleted = m->deleted};
-                fd = target_open(pm->pid, &tf, modules_target_stats(pm->mods));
+                fd = target_open_at(procdir, &tf, modules_target_stats(pm->mods));
                 if (fd >= 0) {
                         int r = modules_read_build_id(fd, bid, sizeof(bid));
                         if (r > 0) {
@@ -180,7 +183,7 @@ static int same_file(const struct pm_map *x, const struct pm_map *y)
 /* Module ids for the mappings of a read, in O(n log n) whatever a target maps: the previous
  * table's id for an unchanged mapping; else one registration per file (with an inode), at
  * most PROC_MAPS_MAX_MODULES per read (the rest UNKNOWN, counted). */
-static int modules_assign(struct proc_maps *pm, struct pm_map *v, size_t n)
+static int modules_assign(struct proc_maps *pm, int procdir, struct pm_map *v, size_t n)
 {
         size_t *fresh = NULL, nf = 0, registered = 0;
         if (n && !(fresh = malloc(n * sizeof(*fresh))))
@@ -205,7 +208,7 @@ static int modules_assign(struct proc_maps *pm, struct pm_map *v, size_t n)
                         modules_count_target_full(pm->mods);
                         continue;
                 }
-                m->module_id = module_register(pm, m);
+                m->module_id = module_register(pm, procdir, m);
                 registered++;
         }
         free(fresh);
@@ -251,9 +254,14 @@ static int refresh(struct proc_maps *pm)
         struct refresh_ctx rc = {.pm = pm};
         uint64_t t0 = mono_ns();
         pm->last_read_ns = t0;
-        int r = maps_foreach(pm->pid, refresh_cb, &rc, modules_target_stats(pm->mods));
+        struct target_stats *st = modules_target_stats(pm->mods);
+        int r = rc.procdir = proc_pin_dir(&pm->pin, st);
         if (r >= 0)
-                r = modules_assign(pm, rc.v, rc.n);
+                r = maps_foreach_at(rc.procdir, refresh_cb, &rc, st);
+        if (r >= 0)
+                r = modules_assign(pm, rc.procdir, rc.v, rc.n);
+        if (rc.procdir >= 0)
+                close(rc.procdir);
         pm->last_cost_ns = mono_ns() - t0;
         maps_budget_charge(modules_maps_budget(pm->mods), pm->last_read_ns, pm->last_cost_ns);
         if (r < 0) {
@@ -269,23 +277,44 @@ static int refresh(struct proc_maps *pm)
         return 0;
 }
 
-int proc_maps_open(struct modules *mods, pid_t pid, struct proc_maps **out)
+/* A table for the process pin pins (pm owns the pin from here on, also on failure). */
+static int open_pinned(struct modules *mods, struct proc_pin *pin, struct proc_maps **out)
 {
-        if (!mods || pid <= 0 || !out)
-                return -EINVAL;
         struct proc_maps *pm = calloc(1, sizeof(*pm));
-        if (!pm)
+        if (!pm) {
+                proc_pin_close(pin);
                 return -ENOMEM;
+        }
         pm->mods = mods;
-        pm->pid = pid;
+        pm->pid = pin->pid;
+        pm->pin = *pin;
         pm->jit_id = CTXPROF_MODULE_UNKNOWN;
         int r = read_allowed(mods, NULL, mono_ns()) ? refresh(pm) : -EAGAIN;
         if (r < 0) {
+                proc_pin_close(&pm->pin);
                 free(pm);
                 return r;
         }
         *out = pm;
         return 0;
+}
+
+int proc_maps_open(struct modules *mods, pid_t pid, struct proc_maps **out)
+{
+        if (!mods || pid <= 0 || !out)
+                return -EINVAL;
+        struct proc_pin pin;
+        int r = proc_pin_open(&pin, pid);
+        return r ? r : open_pinned(mods, &pin, out);
+}
+
+int proc_maps_open_pinned(struct modules *mods, const struct proc_pin *pin, struct proc_maps **out)
+{
+        if (!mods || !pin || !out)
+                return -EINVAL;
+        struct proc_pin own;
+        int r = proc_pin_dup(&own, pin);
+        return r ? r : open_pinned(mods, &own, out);
 }
 
 /* The module of pid's perf map (perf_map.h) once found, else UNKNOWN; samples landing in
@@ -329,6 +358,12 @@ int proc_maps_set_perf_map(struct proc_maps *pm, int fd, const struct perf_map_f
         if (pm->jit_id != CTXPROF_MODULE_UNKNOWN) {
                 close(fd);
                 return 0;
+        }
+        /* opened (in a job) by a pid: still the pinned process's only if that lives now */
+        r = proc_pin_check(&pm->pin, modules_target_stats(pm->mods));
+        if (r) {
+                close(fd);
+                return r;
         }
         /* keyed by the file (dev:inode), read later only through the kept descriptor (pid 0:
          * never reopened through a mapping) */
@@ -406,5 +441,6 @@ void proc_maps_free(struct proc_maps *pm)
         free_table(pm->mods, pm->v, pm->n);
         if (pm->jit_id != CTXPROF_MODULE_UNKNOWN)
                 modules_unref(pm->mods, pm->jit_id);
+        proc_pin_close(&pm->pin);
         free(pm);
 }

@@ -41,10 +41,16 @@
 #define PROC_MAPS_PERF_MAP_RETRY_NS 1000000000ull /* 1 s */
 
 struct proc_maps;
+struct proc_pin;
 
 /* Reads the maps now. -ESRCH no such process, -EACCES, -ENOMEM, -EAGAIN put off (over the
  * registry's maps budget: open again later). */
 int proc_maps_open(struct modules *, pid_t pid, struct proc_maps **out);
+/* The same for the process pin pins (util/proc_pin.h; the table keeps its own dup): every
+ * read of its maps, its mapped files and its perf map is then checked to be that process's;
+ * once its pid is another process's the reads fail (-ESRCH, counted pid_recycled in the
+ * registry's target_stats) and the last table is kept. proc_maps_open pins pid itself. */
+int proc_maps_open_pinned(struct modules *, const struct proc_pin *pin, struct proc_maps **out);
 /* ip -> frame (module id + file offset); re-reads /proc/PID/maps on a miss (rate-limited);
  * an ip in an anonymous executable region (JIT) -> {ip, the process's perf-map module}
  * once the caller handed it over (proc_maps_set_perf_map; read by the symbolizer), else

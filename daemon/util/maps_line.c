@@ -7,6 +7,7 @@
 #include "util/proc_lines.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
@@ -37,15 +38,12 @@ int maps_line_parse(char *line, size_t len, struct maps_line *l)
         return 0;
 }
 
-int maps_foreach(pid_t pid, int (*cb)(const struct maps_line *, void *), void *arg,
-                 struct target_stats *st)
+/* Every mapping line of the maps file fn (relative to dirfd) to cb. */
+static int maps_foreach_file(int dirfd, const char *fn, int (*cb)(const struct maps_line *, void *),
+                             void *arg, struct target_stats *st)
 {
-        if (pid <= 0 || !cb)
-                return -EINVAL;
-        char fn[64];
-        snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
         struct proc_lines r;
-        int ret = proc_lines_open(&r, fn, PROC_LINE_MAX_MAPS, st);
+        int ret = proc_lines_openat(&r, dirfd, fn, PROC_LINE_MAX_MAPS, st);
         if (ret)
                 return ret;
         char *line;
@@ -64,4 +62,22 @@ int maps_foreach(pid_t pid, int (*cb)(const struct maps_line *, void *), void *a
         if (!ret && more < 0)
                 ret = more == -ESRCH ? -ESRCH : -EIO;
         return ret;
+}
+
+int maps_foreach(pid_t pid, int (*cb)(const struct maps_line *, void *), void *arg,
+                 struct target_stats *st)
+{
+        if (pid <= 0 || !cb)
+                return -EINVAL;
+        char fn[64];
+        snprintf(fn, sizeof(fn), "/proc/%d/maps", (int)pid);
+        return maps_foreach_file(AT_FDCWD, fn, cb, arg, st);
+}
+
+int maps_foreach_at(int procdir, int (*cb)(const struct maps_line *, void *), void *arg,
+                    struct target_stats *st)
+{
+        if (procdir < 0 || !cb)
+                return -EINVAL;
+        return maps_foreach_file(procdir, "maps", cb, arg, st);
 }

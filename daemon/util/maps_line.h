@@ -34,5 +34,8 @@ int maps_line_parse(char *line, size_t len, struct maps_line *out);
  * st (may be NULL) counts the lines refused for their length. */
 int maps_foreach(pid_t pid, int (*cb)(const struct maps_line *, void *), void *arg,
                  struct target_stats *st);
+/* The same for the maps of the /proc/PID directory procdir (a pinned one, util/proc_pin.h). */
+int maps_foreach_at(int procdir, int (*cb)(const struct maps_line *, void *), void *arg,
+                    struct target_stats *st);
 
 #endif

@@ -14,13 +14,19 @@
 
 int proc_lines_open(struct proc_lines *r, const char *path, size_t cap, struct target_stats *st)
 {
+        return proc_lines_openat(r, AT_FDCWD, path, cap, st);
+}
+
+int proc_lines_openat(struct proc_lines *r, int dirfd, const char *path, size_t cap,
+                      struct target_stats *st)
+{
         if (!r || !path || !cap)
                 return -EINVAL;
         memset(r, 0, sizeof(*r));
         r->buf = malloc(cap + 1);
         if (!r->buf)
                 return -ENOMEM;
-        r->fd = open(path, O_RDONLY | O_CLOEXEC);
+        r->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
         if (r->fd < 0) {
                 int e = errno;
 
@@ -109,13 +115,22 @@ void proc_lines_close(struct proc_lines *r)
 
 int proc_status_value(pid_t pid, const char *key, char *out, size_t len, struct target_stats *st)
 {
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        return proc_status_value_at(AT_FDCWD, path, key, out, len, st);
+}
+
+int proc_status_value_at(int dirfd, const char *procdir, const char *key, char *out, size_t len,
+                         struct target_stats *st)
+{
         size_t klen = strlen(key);
         struct proc_lines r;
-        char path[64], *line;
+        char path[80], *line;
         int err, n;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        err = proc_lines_open(&r, path, PROC_LINE_MAX_SHORT, st);
+        snprintf(path, sizeof(path), "%s/status", procdir);
+        err = proc_lines_openat(&r, dirfd, path, PROC_LINE_MAX_SHORT, st);
         if (err)
                 return err;
         err = -ENOENT;

@@ -33,6 +33,9 @@ struct proc_lines {
 /* Open path (O_RDONLY | O_CLOEXEC; a /proc file of a pid, never a target-named path) for
  * lines of at most cap bytes. 0, -ESRCH (ENOENT: the process is gone), -ENOMEM, -errno. */
 int proc_lines_open(struct proc_lines *r, const char *path, size_t cap, struct target_stats *st);
+/* The same for path relative to dirfd (a pinned /proc/PID, util/proc_pin.h; or AT_FDCWD). */
+int proc_lines_openat(struct proc_lines *r, int dirfd, const char *path, size_t cap,
+                      struct target_stats *st);
 /* The next line, NUL-terminated without its newline, in *line (valid until the next call):
  * 1, 0 at the end, -errno on a read error. A last line without a newline counts as a line. */
 int proc_lines_next(struct proc_lines *r, char **line, size_t *len);
@@ -41,5 +44,9 @@ void proc_lines_close(struct proc_lines *r);
  * line's end, cut to len - 1 bytes) into out. 0, -ENOENT (no such line), or proc_lines_open's
  * and proc_lines_next's errors. */
 int proc_status_value(pid_t pid, const char *key, char *out, size_t len, struct target_stats *st);
+/* The same for the status file in procdir relative to dirfd ("." of a pinned /proc/PID
+ * descriptor, util/proc_pin.h; or "/proc/PID" and AT_FDCWD). */
+int proc_status_value_at(int dirfd, const char *procdir, const char *key, char *out, size_t len,
+                         struct target_stats *st);
 
 #endif

@@ -5,6 +5,7 @@
  * never open anything but O_PATH before the type, owner and FUSE check, never print.
  */
 #include "util/target_named_open.h"
+#include "util/proc_pin.h"
 #include "util/target_open.h"
 
 #include <errno.h>
@@ -25,6 +26,17 @@ static int target_uid(pid_t pid, uid_t *uid)
                 return -ENOENT;
         *uid = sx.stx_uid;
         return 0;
+}
+
+/* target_refuse_fuse for pid: 0 or -errno. */
+static int refuse_fuse(pid_t pid, const struct statx *sx, struct target_stats *st)
+{
+        int procdir = proc_pid_dir(pid);
+        if (procdir < 0)
+                return -ENOENT;
+        int r = target_refuse_fuse(procdir, sx, st);
+        close(procdir);
+        return r;
 }
 
 /* Step 1: path below the target's root, O_PATH; -errno. */
@@ -72,7 +84,7 @@ int target_open_named(pid_t pid, const char *path, struct target_stats *st)
                 target_stats_count(TARGET_STATS_FIELD(st, not_owner));
                 r = -EPERM;
         } else {
-                r = target_refuse_fuse(pid, &sx, st); /* its OPEN and READs could never end */
+                r = refuse_fuse(pid, &sx, st); /* its OPEN and READs could never end */
         }
         if (!r)
                 r = target_reopen(opath, st);

@@ -6,6 +6,7 @@
  */
 #include "util/target_open.h"
 #include "util/proc_lines.h"
+#include "util/proc_pin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +27,9 @@ static int sys_openat2(int dirfd, const char *path, const struct open_how *how)
 }
 
 /* Step 2: f->path below the target's root, O_PATH; -errno. */
-static int open_in_root(pid_t pid, const struct target_file *f, struct target_stats *st)
+static int open_in_root(int procdir, const struct target_file *f, struct target_stats *st)
 {
-        char fn[64];
-        snprintf(fn, sizeof(fn), "/proc/%d/root", (int)pid);
-        int root = open(fn, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int root = openat(procdir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
                 return errno == ENOENT ? -ENOENT : -errno;
         /* RESOLVE_CACHED: from the dentry cache alone, never a file system's lookup (a FUSE
@@ -55,15 +54,14 @@ static int open_in_root(pid_t pid, const struct target_file *f, struct target_st
 /* 1 if mount mnt_id of pid's mount namespace is a FUSE file system ("fuse", "fuseblk",
  * "fuse.NAME") or is not listed in /proc/PID/mountinfo (a mount detached since, or an
  * internal one): 0 when listed with another type, -errno when unreadable. */
-static int mount_is_fuse(pid_t pid, uint64_t mnt_id, struct target_stats *st)
+static int mount_is_fuse(int procdir, uint64_t mnt_id, struct target_stats *st)
 {
-        char fn[64], *line;
+        char *line;
         struct proc_lines r;
         size_t len;
         int err, found = 1;
 
-        snprintf(fn, sizeof(fn), "/proc/%d/mountinfo", (int)pid);
-        err = proc_lines_open(&r, fn, PROC_LINE_MAX_MAPS, st);
+        err = proc_lines_openat(&r, procdir, "mountinfo", PROC_LINE_MAX_MAPS, st);
         if (err)
                 return err;
         while ((err = proc_lines_next(&r, &line, &len)) == 1) {
@@ -83,7 +81,7 @@ static int mount_is_fuse(pid_t pid, uint64_t mnt_id, struct target_stats *st)
 
 /* Step 3: 0 when fd is a regular file with f's dev:inode, on no FUSE mount, else -errno
  * (counted). */
-static int check_identity(pid_t pid, int fd, const struct target_file *f, struct target_stats *st)
+static int check_identity(int procdir, int fd, const struct target_file *f, struct target_stats *st)
 {
         struct statx sx;
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_MNT_ID,
@@ -97,13 +95,13 @@ static int check_identity(pid_t pid, int fd, const struct target_file *f, struct
                 target_stats_count(TARGET_STATS_FIELD(st, mismatch));
                 return -ESTALE;
         }
-        return target_refuse_fuse(pid, &sx, st);
+        return target_refuse_fuse(procdir, &sx, st);
 }
 
-int target_refuse_fuse(pid_t pid, const struct statx *sx, struct target_stats *st)
+int target_refuse_fuse(int procdir, const struct statx *sx, struct target_stats *st)
 {
         if (sx->stx_dev_major == 0 &&
-            (!(sx->stx_mask & STATX_MNT_ID) || mount_is_fuse(pid, sx->stx_mnt_id, st) != 0)) {
+            (!(sx->stx_mask & STATX_MNT_ID) || mount_is_fuse(procdir, sx->stx_mnt_id, st) != 0)) {
                 target_stats_count(TARGET_STATS_FIELD(st, on_fuse));
                 return -EREMOTE;
         }
@@ -114,10 +112,21 @@ int target_open_path(pid_t pid, const struct target_file *f, struct target_stats
 {
         if (pid <= 0 || !f)
                 return -EINVAL;
+        int procdir = proc_pid_dir(pid);
+        if (procdir < 0)
+                return -ENOENT;
+        int fd = target_open_path_at(procdir, f, st);
+        close(procdir);
+        return fd;
+}
+
+int target_open_path_at(int procdir, const struct target_file *f, struct target_stats *st)
+{
+        if (procdir < 0 || !f)
+                return -EINVAL;
         char fn[96];
-        snprintf(fn, sizeof(fn), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, f->start,
-                 f->end);
-        int fd = open(fn, O_PATH | O_CLOEXEC);
+        snprintf(fn, sizeof(fn), "map_files/%" PRIx64 "-%" PRIx64, f->start, f->end);
+        int fd = openat(procdir, fn, O_PATH | O_CLOEXEC);
         if (fd < 0) {
                 if (errno != EPERM && errno != EACCES) {
                         /* no such mapping (the line was forged, or unmapped since): nothing
@@ -129,11 +138,11 @@ int target_open_path(pid_t pid, const struct target_file *f, struct target_stats
                         target_stats_count(TARGET_STATS_FIELD(st, unresolved));
                         return -ENOENT;
                 }
-                fd = open_in_root(pid, f, st);
+                fd = open_in_root(procdir, f, st);
                 if (fd < 0)
                         return fd;
         }
-        int r = check_identity(pid, fd, f, st);
+        int r = check_identity(procdir, fd, f, st);
         if (r) {
                 close(fd);
                 return r;
@@ -155,12 +164,22 @@ int target_reopen(int opath_fd, struct target_stats *st)
         return fd;
 }
 
-int target_open(pid_t pid, const struct target_file *f, struct target_stats *st)
+/* The readable descriptor behind opath (a target_open_path* result, closed here). */
+static int reopen_close(int opath, struct target_stats *st)
 {
-        int opath = target_open_path(pid, f, st);
         if (opath < 0)
                 return opath;
         int fd = target_reopen(opath, st);
         close(opath);
         return fd;
+}
+
+int target_open(pid_t pid, const struct target_file *f, struct target_stats *st)
+{
+        return reopen_close(target_open_path(pid, f, st), st);
+}
+
+int target_open_at(int procdir, const struct target_file *f, struct target_stats *st)
+{
+        return reopen_close(target_open_path_at(procdir, f, st), st);
 }

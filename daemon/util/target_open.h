@@ -57,20 +57,25 @@ static inline struct target_file target_file_of(const struct maps_line *l)
  * does not resolve inside the target's root, -EAGAIN not in the dentry cache (step 2),
  * -EREMOTE on a FUSE mount, other openat2/statx errors. */
 int target_open_path(pid_t pid, const struct target_file *f, struct target_stats *st);
+/* The same below procdir, a /proc/PID directory descriptor (a pinned one, util/proc_pin.h:
+ * map_files, root and mountinfo are then the pinned process's, never a recycled pid's). */
+int target_open_path_at(int procdir, const struct target_file *f, struct target_stats *st);
 
 /* A readable descriptor (O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) of the file behind a
  * descriptor target_open_path returned (step 4), or -errno. The caller keeps opath_fd. */
 int target_reopen(int opath_fd, struct target_stats *st);
 
 /* 0, or -EREMOTE (counted: on_fuse) when the file sx describes (a statx of an O_PATH
- * descriptor in pid's mount namespace, with STATX_MNT_ID asked) is on a FUSE mount, or on an
- * anonymous-device mount pid's /proc/PID/mountinfo does not list. Only anonymous-device
+ * descriptor in the mount namespace of the process whose /proc/PID directory procdir is, with
+ * STATX_MNT_ID asked) is on a FUSE mount, or on an anonymous-device mount its mountinfo does
+ * not list. Only anonymous-device
  * mounts (major 0) are looked up: an unprivileged user can mount FUSE only there (fuseblk
  * needs a block device and root). The check step 3 makes, for any file a target names. */
 struct statx;
-int target_refuse_fuse(pid_t pid, const struct statx *sx, struct target_stats *st);
+int target_refuse_fuse(int procdir, const struct statx *sx, struct target_stats *st);
 
 /* Both: the readable descriptor of f, or -errno as above. */
 int target_open(pid_t pid, const struct target_file *f, struct target_stats *st);
+int target_open_at(int procdir, const struct target_file *f, struct target_stats *st);
 
 #endif

@@ -29,6 +29,8 @@ struct target_stats {
                                  * mountinfo does not list): refused, its reads could block forever */
         uint64_t maps_deferred; /* /proc/PID/maps reads put off: over the loop's time budget for
                                  * them (stack/maps_budget.h), or the process's own share */
+        uint64_t pid_recycled;  /* reads of a pinned target refused: its pid is another
+                                 * process's now (util/proc_pin.h) */
 };
 
 /* *counter += 1 when the caller gave a stats struct (counter points into it), else nothing. */
