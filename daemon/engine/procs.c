@@ -93,6 +93,7 @@ struct proc_job {
         struct otel_pctx pc;
         int ret;
         uint64_t now;
+        uint32_t owner; /* p->owner: whose parser lane decodes its payload */
         struct otel_pctx_stats pst;
 };
 
@@ -140,9 +141,7 @@ struct proc *procs_find(struct procs *t, pid_t pid)
         return NULL;
 }
 
-/* The real uid of pid (its /proc/PID/status Uid: line, not the owner of /proc/PID: a process
- * that is not dumpable shows root there), PROC_OWNER_UNKNOWN when it cannot be read. */
-static uint32_t read_owner(pid_t pid)
+uint32_t procs_read_owner(pid_t pid)
 {
         char v[64];
         unsigned long uid;
@@ -195,7 +194,7 @@ struct proc *procs_new(struct procs *t, pid_t pid, const char *comm, uint64_t no
                 read_comm(pid, p->name, sizeof(p->name));
         if (!p->name[0])
                 snprintf(p->name, sizeof(p->name), "pid-%d", (int)pid);
-        p->owner = read_owner(pid);
+        p->owner = procs_read_owner(pid);
         proc_maps_open(t->modules, pid, &p->maps); /* may fail: retried on first sample */
         t->processes++;
         return p;
@@ -397,7 +396,7 @@ static void proc_job_run(void *arg)
         if (jb->kind == PROC_JOB_LOCATE)
                 jb->err = tls_locate(jb->pid, &jb->loc, &jb->st);
         else
-                jb->ret = otel_pctx_refresh(jb->pid, &jb->pc, jb->now, &jb->pst);
+                jb->ret = otel_pctx_refresh(jb->pid, jb->owner, &jb->pc, jb->now, &jb->pst);
 }
 
 /* *dst += *src, counter by counter (all uint64_t). */
@@ -583,6 +582,7 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
                                 .pid = p->pid,
                                 .image = p->image,
                                 .now = now,
+                                .owner = p->owner,
                                 .pc = {.published_ns = p->otel.published_ns}};
         if (!t->jobs) {
                 proc_job_run(jb);
