@@ -252,6 +252,8 @@ static void lane_stop(struct lane *l)
         lane_destroy(l);
 }
 
+static void prestart_lane(struct parser_client *pc, uint32_t owner);
+
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen)
 {
         *out = NULL;
@@ -276,6 +278,7 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
         pthread_mutex_init(&pc->table_lock, NULL);
         for (int i = 0; i < PARSER_LANES_MAX; i++)
                 lane_init(&pc->users[i], user);
+        prestart_lane(pc, 0);
         *out = pc;
         return 0;
 }
@@ -428,6 +431,30 @@ static void lane_take(struct parser_client *pc, struct lane *l, uint32_t owner)
         l->started_ns = 0;
         snprintf(l->tag, sizeof(l->tag), "ctxprof-parser:uid=%u", owner);
         publish(l);
+        pthread_mutex_unlock(&pc->table_lock);
+}
+
+/* Start owner's lane's helper now rather than at its first request (a start takes tens of
+ * milliseconds, which the first process context of the owner would wait): root's, whose
+ * processes are most targets (containers). A failed start is tried again at that request. */
+static void prestart_lane(struct parser_client *pc, uint32_t owner)
+{
+        char why[128];
+        int evicted;
+        pthread_mutex_lock(&pc->table_lock);
+        int slot = parser_lanes_pin(&pc->table, owner, &evicted);
+        pthread_mutex_unlock(&pc->table_lock);
+        if (slot < 0)
+                return;
+        struct lane *l = &pc->users[slot];
+        pthread_mutex_lock(&l->lock);
+        lane_take(pc, l, owner);
+        if (!spawn(l, why, sizeof(why)))
+                unlock(l);
+        else
+                pthread_mutex_unlock(&l->lock);
+        pthread_mutex_lock(&pc->table_lock);
+        parser_lanes_unpin(&pc->table, slot);
         pthread_mutex_unlock(&pc->table_lock);
 }
 
