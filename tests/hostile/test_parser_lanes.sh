@@ -5,14 +5,15 @@
 # a second, and every other request in between refused: the frames of everyone else's new
 # modules stayed unnamed while the attack lasted. Now files only root could have written go to
 # a helper of their own (util/parser_client.h, the system lane). Here an unprivileged user
-# keeps running new copies of a workload (files it owns, each a new module: requests on the
-# users' lane), and the users' helper is killed every 20 ms, as often as the attacker's files
-# could crash it. A process started meanwhile from a root-owned binary must get its frames
-# named, by a system helper that was never restarted and never saw one of the attacker's
-# files, while the users' lane keeps restarting (parser_restarts). (The same crash loop aimed
-# at the single helper of before still let that binary be named, only later: a restart takes
-# the next request, whoever's. What the lanes change is which helper an attacker's bytes can
-# stall, crash or take over: never the one that answers for root's files.)
+# keeps running new copies of a workload (files it owns, each a new module: requests on its
+# own lane), and every helper but the system lane's is killed within a millisecond of its
+# start, as often as the attacker's files could crash it. A process started meanwhile from a
+# root-owned binary must get its frames named, by a system helper that was never restarted
+# and never saw one of the attacker's files, while the attacker's lane keeps restarting
+# (parser_restarts). (The same crash loop aimed at the single helper of before still let that
+# binary be named, only later: a restart takes the next request, whoever's. What the lanes
+# change is which helper an attacker's bytes can stall, crash or take over: never the one
+# that answers for root's files; test_parser_user_lanes.sh: nor another user's.)
 . "$(dirname "$0")/hostile_lib.sh"
 
 WL=$(readlink -f "$B/tests/workloads/wl_deep")
@@ -41,7 +42,7 @@ echo "parser helpers: system lane $SYS, the attacker's lane $USERS (uid $(awk '/
 start_helper_killer "$SYS"
 KILLER=$HELPER_KILLER
 restarted() { status_refresh; [ "$(dstat parser_restarts)" -ge 2 ] 2>/dev/null; }
-wait_for 60 "the users' lane restarted under the crash loop" restarted
+wait_for 60 "the attacker's lane restarted under the crash loop" restarted
 spawn "$WL" 120 4
 wait_for 90 "frames of a root-owned binary started during the crash loop named (spin)" named spin
 status_refresh
