@@ -7,6 +7,8 @@
 #   second_user                create this run's second unprivileged user (VIC, VIC_UID,
 #                              VIC_HOME), the attacker's neighbour; removed at exit
 #   spawn_second CMD...        spawn CMD as that user inside the run's cgroup (SPAWNED)
+#   new_user NAME              one more user of this run (NEW_UID, NEW_HOME); removed at exit
+#   spawn_user NAME CMD...     spawn CMD as user NAME inside the run's cgroup (SPAWNED)
 #   parser_lane_pid KEY        the daemon's parser helper for lane KEY (system, uid=N: its
 #                              argv[0] is ctxprof-parser:KEY); fails when none runs
 #   spawn_churn                an attacker process running a new copy of wl_attrib (a new
@@ -73,6 +75,7 @@ ATK_HOME=
 VIC=
 VIC_UID=
 VIC_HOME=
+MADE_USERS=()
 CONTROL=
 CONTROL_BASE=
 WATCH_PID=
@@ -91,14 +94,11 @@ hostile_cleanup() {
 	fi
 	cleanup
 	local u
-	for u in "$ATK" "$VIC"; do
-		[ -n "$u" ] || continue
+	for u in "${MADE_USERS[@]}"; do
 		pkill -9 -u "$u" 2>/dev/null
 		for _ in $(seq 50); do pgrep -u "$u" >/dev/null || break; sleep 0.1; done
 		userdel "$u" 2>/dev/null
-	done
-	for u in "$ATK_HOME" "$VIC_HOME"; do
-		[ -z "$u" ] || rm -rf "$u"
+		rm -rf "$TMP/home-$u"
 	done
 }
 trap hostile_cleanup EXIT
@@ -108,6 +108,7 @@ new_user() { # NAME
 	command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
 	NEW_HOME=$TMP/home-$1
 	useradd -M -N -d "$NEW_HOME" -s /usr/sbin/nologin "$1" || fail "cannot create user $1"
+	MADE_USERS+=("$1")
 	NEW_UID=$(id -u "$1")
 	mkdir -p "$NEW_HOME" && chown "$1" "$NEW_HOME" && chmod 0755 "$NEW_HOME"
 	chmod 0755 "$TMP" # the user reaches its home below the run's dir
