@@ -324,10 +324,12 @@ static void json_parser(FILE *f, const struct parser_stats *ps)
                 ", \"tls_calls\": %" PRIu64 ", \"cfi_calls\": %" PRIu64 ", \"busy\": %" PRIu64
                 ", \"restarts\": %" PRIu64 ", \"timeouts\": %" PRIu64 ", \"deaths\": %" PRIu64
                 ", \"bad_answers\": %" PRIu64 ", \"refused\": %" PRIu64 ", \"unreaped\": %" PRIu64
-                ", \"sym_module_retries\": %" PRIu64 ", \"sym_modules_refused\": %" PRIu64 "}",
+                ", \"lanes\": %" PRIu64 ", \"lane_evictions\": %" PRIu64
+                ", \"lanes_full\": %" PRIu64 ", \"sym_module_retries\": %" PRIu64
+                ", \"sym_modules_refused\": %" PRIu64 "}",
                 ps->calls, ps->pctx_calls, ps->tls_calls, ps->cfi_calls, ps->busy, ps->restarts,
-                ps->timeouts, ps->deaths, ps->bad_answers, ps->refused, ps->unreaped, retries,
-                refused);
+                ps->timeouts, ps->deaths, ps->bad_answers, ps->refused, ps->unreaped, ps->lanes,
+                ps->evictions, ps->lanes_full, retries, refused);
 }
 
 int record_stats_write_json(const char *path, struct sampler *s, struct collapsed *c,

@@ -21,6 +21,7 @@
 #include "engine/otel_process_ctx.h"
 #include "engine/pb_nesting.h"
 #include "engine/pctx_wire.h"
+#include "engine/procs.h"
 #include "processcontext.pb-c.h"
 #include "tls/tls_locate.h"
 #include "util/fs.h"
@@ -322,11 +323,11 @@ int otel_pctx_decode(const uint8_t *buf, size_t len, struct otel_pctx *next,
         return err;
 }
 
-/* The payload decoded by the parser helper: it goes in a memfd (up to OTEL_PCTX_MAX_PAYLOAD,
- * more than one message holds), the answer is checked by pctx_wire_decode. The decode's
- * result, or -EPROTO with parser_failed counted when the helper timed out, died or answered
- * out of form. */
-static int decode_remote(struct parser_client *pc, const uint8_t *buf, uint32_t len,
+/* The payload decoded by the parser helper of owner's lane: it goes in a memfd (up to
+ * OTEL_PCTX_MAX_PAYLOAD, more than one message holds), the answer is checked by pctx_wire_decode.
+ * The decode's result, or -EPROTO with parser_failed counted when the helper timed out, died or
+ * answered out of form. */
+static int decode_remote(struct parser_client *pc, uint32_t owner, const uint8_t *buf, uint32_t len,
                          struct otel_pctx *next, struct otel_pctx_stats *st)
 {
         static _Thread_local union {
@@ -342,8 +343,8 @@ static int decode_remote(struct parser_client *pc, const uint8_t *buf, uint32_t 
                 return -errno;
         err = write_all(fd, buf, len);
         if (!err)
-                err = parser_client_try_call(pc, PARSER_JOB_WAIT_MS, PARSER_PCTX, &req, sizeof(req),
-                                             fd, resp.buf, sizeof(resp.buf), &got);
+                err = parser_client_try_call_as(pc, owner, PARSER_JOB_WAIT_MS, PARSER_PCTX, &req,
+                                                sizeof(req), fd, resp.buf, sizeof(resp.buf), &got);
         close(fd);
         if (!err)
                 err = pctx_wire_decode(resp.buf, got, next, st);
@@ -354,6 +355,16 @@ static int decode_remote(struct parser_client *pc, const uint8_t *buf, uint32_t 
         return err;
 }
 
+/* Whose lane decodes pid's payload: its real uid as read after the payload was (a process
+ * seen first as root that changed its uid since has its new owner's bytes in memory: never
+ * root's lane for them), else owner (the caller's, read when the process was first seen). */
+static uint32_t payload_owner(pid_t pid, uint32_t owner)
+{
+        uint32_t now = procs_read_owner(pid);
+
+        return now == PROC_OWNER_UNKNOWN ? owner : now;
+}
+
 int otel_pctx_present(pid_t pid, struct target_stats *st)
 {
         uint64_t at;
@@ -362,7 +373,8 @@ int otel_pctx_present(pid_t pid, struct target_stats *st)
         return err == -ENOENT ? 0 : err ? err : 1;
 }
 
-int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel_pctx_stats *st)
+int otel_pctx_refresh(pid_t pid, uint32_t owner, struct otel_pctx *pc, uint64_t now,
+                      struct otel_pctx_stats *st)
 {
         struct otel_pctx next = {0};
         struct pctx_header h;
@@ -390,8 +402,9 @@ int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel
                 return err;
         }
         struct parser_client *helper = __atomic_load_n(&parser, __ATOMIC_ACQUIRE);
-        err = helper ? decode_remote(helper, buf, h.payload_size, &next, st)
-                     : otel_pctx_decode(buf, h.payload_size, &next, st);
+        err = helper
+                  ? decode_remote(helper, payload_owner(pid, owner), buf, h.payload_size, &next, st)
+                  : otel_pctx_decode(buf, h.payload_size, &next, st);
         free(buf);
         if (err) {
                 otel_pctx_clear(&next);

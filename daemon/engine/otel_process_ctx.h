@@ -61,9 +61,12 @@ struct otel_pctx_stats {
 /*
  * Read pid's process context again if its header's timestamp changed since the last
  * decode: 1 = decoded anew, 0 = unchanged (or nothing to read: absent counted), -errno
- * (counted; the previous decode, if any, stays). Sets pc->checked_ns = now.
+ * (counted; the previous decode, if any, stays). Sets pc->checked_ns = now. The payload is
+ * decoded in the parser lane of pid's real uid as read after the payload (util/parser_client.h),
+ * owner's (the caller's; UINT32_MAX: not known) when it cannot be read.
  */
-int otel_pctx_refresh(pid_t pid, struct otel_pctx *pc, uint64_t now, struct otel_pctx_stats *st);
+int otel_pctx_refresh(pid_t pid, uint32_t owner, struct otel_pctx *pc, uint64_t now,
+                      struct otel_pctx_stats *st);
 /* 1 if pid maps an OTEL_CTX mapping (one of the names above), 0 if not, -errno (-ESRCH:
  * gone). Reads /proc/PID/maps only (lines refused for their length counted in st). */
 int otel_pctx_present(pid_t pid, struct target_stats *st);

@@ -94,6 +94,7 @@ struct proc_job {
         struct otel_pctx pc;
         int ret;
         uint64_t now;
+        uint32_t owner; /* p->owner: whose parser lane decodes its payload */
         struct otel_pctx_stats pst;
         /* PROC_JOB_PERF_MAP: the perf map found (a descriptor owned by the job until taken,
          * -1 when none) and its identity */
@@ -171,6 +172,16 @@ static uint32_t read_owner(int procdir)
             sscanf(v, "%lu", &uid) != 1 || uid >= PROC_OWNER_UNKNOWN)
                 return PROC_OWNER_UNKNOWN;
         return (uint32_t)uid;
+}
+
+uint32_t procs_read_owner(pid_t pid)
+{
+        int dir = proc_pid_dir(pid);
+        uint32_t uid = read_owner(dir);
+
+        if (dir >= 0)
+                close(dir);
+        return uid;
 }
 
 static void read_comm(int procdir, char *buf, size_t len)
@@ -423,7 +434,7 @@ static void proc_job_run(void *arg)
         if (jb->kind == PROC_JOB_LOCATE)
                 jb->err = tls_locate(jb->pid, &jb->loc, &jb->st);
         else if (jb->kind == PROC_JOB_PCTX)
-                jb->ret = otel_pctx_refresh(jb->pid, &jb->pc, jb->now, &jb->pst);
+                jb->ret = otel_pctx_refresh(jb->pid, jb->owner, &jb->pc, jb->now, &jb->pst);
         else
                 jb->pmap_fd = perf_map_find(jb->pid, &jb->pmap, &jb->st);
 }
@@ -621,6 +632,7 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
         if (!jb)
                 return;
         jb->now = now;
+        jb->owner = p->owner;
         jb->pc.published_ns = p->otel.published_ns;
         if (!t->jobs) {
                 proc_job_run(jb);

@@ -39,6 +39,9 @@ enum proc_tls_state {
 };
 
 #define PROC_OWNER_UNKNOWN UINT32_MAX /* struct proc.owner when /proc/PID/status said none */
+/* The real uid of pid (its /proc/PID/status Uid: line, not the owner of /proc/PID: a process
+ * that is not dumpable shows root there), PROC_OWNER_UNKNOWN when it cannot be read. */
+uint32_t procs_read_owner(pid_t pid);
 
 struct proc {
         pid_t pid;

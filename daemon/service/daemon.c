@@ -33,6 +33,7 @@
 #include "stack/cfi_table.h"
 #include "stack/symbolize.h"
 #include "util/parser_client.h"
+#include "util/parser_lanes.h"
 #include "service/recording_set.h"
 #include "engine/otel_process_ctx.h"
 #include "tls/elf_tls.h"
@@ -639,7 +640,9 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
             .parser_pid = (int)parser_client_pid(d->parser),
-            .parser_users_pid = (int)parser_client_lane_pid(d->parser, PARSER_LANE_USERS),
+            .parser_lanes = ps.lanes,
+            .parser_evictions = ps.evictions,
+            .parser_busy = ps.busy,
             .parser_restarts = ps.restarts,
             .parser_timeouts = ps.timeouts,
             .refused_stacks = st.refused_stacks,
@@ -991,9 +994,9 @@ static int start_sampling(struct daemon *d)
         elf_tls_use_parser(d->parser);
         cfi_table_use_parser(d->parser);
         logm(LOG_INFO,
-             "parser helpers: pid %d (root's files), %d (other users' files, targets' bytes)",
-             (int)parser_client_pid(d->parser),
-             (int)parser_client_lane_pid(d->parser, PARSER_LANE_USERS));
+             "parser helpers: pid %d (root's files); up to %d more, one per owner of other "
+             "files and targets' bytes, started when needed",
+             (int)parser_client_pid(d->parser), PARSER_LANES_MAX);
         if (so.call_graph == SAMPLER_CG_DWARF_COPY || so.call_graph == SAMPLER_CG_DWARF_CHECK)
                 logm(LOG_WARNING,
                      "call-graph = %s unwinds copied stacks with libdwfl in the daemon: the "

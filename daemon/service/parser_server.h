@@ -14,8 +14,9 @@
 
 #define PARSER_MAX_MODULES 256 /* = SYM_MAX_OPEN */
 
-/* main() of the helper: argv = {"ctxprof", PARSER_MODE, FD, USER}. Its exit code: 0 when the
- * daemon closed the channel, else a PARSER_EXIT_* (util/parser_wire.h). */
+/* main() of the helper: argv = {LANE, PARSER_MODE, FD, USER} (LANE, which lane it serves:
+ * "ctxprof-parser:system" or "ctxprof-parser:uid=N", util/parser_client.c). Its exit code: 0
+ * when the daemon closed the channel, else a PARSER_EXIT_* (util/parser_wire.h). */
 int parser_server_main(int argc, char **argv);
 
 #endif

@@ -67,10 +67,11 @@ struct status_daemon {
          * (sampler_stats: events_limited, exec_events_limited, targets_full) */
         char load_hook[STATUS_NAME_LEN];
         uint64_t events_limited, exec_events_limited, targets_full;
-        /* the parser helpers (util/parser_client.h): the system lane's pid and the users'
-         * lane's (0: none running), helpers started after the first, requests past their
-         * deadline */
-        int parser_pid, parser_users_pid;
+        /* the parser helpers (util/parser_client.h): the system lane's pid (0: none
+         * running), user lanes with a helper now, user lanes given to another owner, requests
+         * not sent for a busy lane, helpers started again, requests past their deadline */
+        int parser_pid;
+        uint64_t parser_lanes, parser_evictions, parser_busy;
         uint64_t parser_restarts, parser_timeouts;
         /* target jobs past their deadline (abandoned), the targets they marked stuck and
          * those no longer stuck (sampler_stats: jobs_abandoned, targets_stuck,

@@ -526,7 +526,8 @@ void symbolize_parser_failures(uint64_t *retries, uint64_t *refused)
 /* An ELF frame through the parser helper: its entries, or 0. A module whose request times
  * out, kills the helper or gets a malformed answer is closed and asked again after a pause
  * (SYM_HELPER_RETRY_NS), refused for good at the SYM_HELPER_FAILURES_MAX-th time; a request
- * not sent (no helper running: another module's request killed the last one, and the next
+ * not sent (its lane busy past PARSER_WRITER_WAIT_MS with another thread's request, or no
+ * helper running: another module's request killed the last one, and the next
  * start is rate-limited) blames nothing. Both are -EAGAIN: the frame is unnamed this once
  * (not cached), asked again later. */
 static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t off,
@@ -539,8 +540,8 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
         static _Thread_local struct sym_wire_names names;
         struct sym_req req = {.token = m->token, .offset = off};
         uint32_t got = 0;
-        int err = parser_client_call(parser, PARSER_SYM, &req, sizeof(req), m->fd, resp.buf,
-                                     sizeof(resp.buf), &got);
+        int err = parser_client_try_call(parser, PARSER_WRITER_WAIT_MS, PARSER_SYM, &req,
+                                         sizeof(req), m->fd, resp.buf, sizeof(resp.buf), &got);
         if (!err)
                 err = sym_wire_decode(resp.buf, got, &names);
         if (err == -ETIMEDOUT || err == -EPIPE || err == -EPROTO) {
@@ -556,8 +557,8 @@ static int resolve_remote(struct symbolizer *s, struct sym_module *m, uint64_t o
                 m->retry_ns = mono_ns() + (SYM_HELPER_RETRY_NS << (m->helper_failures - 1));
                 return -EAGAIN;
         }
-        if (err == -EAGAIN)
-                return err;
+        if (err == -EAGAIN || err == -EBUSY) /* not sent: blames nothing */
+                return -EAGAIN;
         if (err == -EINVAL) { /* not ELF: as in this process, failed for good */
                 ST_ADD(s, module_errors, 1);
                 m->failed = 1;

@@ -7,6 +7,7 @@
 #include "util/parser_client.h"
 #include "util/clock.h"
 #include "util/parser_chan.h"
+#include "util/parser_lanes.h"
 #include "util/parser_wire.h"
 
 #include <errno.h>
@@ -28,12 +29,16 @@
 #define ERRNO_MAX    4095 /* a helper status below -ERRNO_MAX is not an errno */
 #define REAP_WAIT_MS 200  /* a helper that failed to start: time to collect its exit code */
 #define LATE_MAX     8    /* helpers not ended in time, reaped later */
+#define TAG_MAX      40   /* a helper's argv[0]: which lane it is */
 
 /* One helper process and its request lock: a lane (parser_client.h: files only root could
- * have written go one way, everything else the other). */
+ * have written go to the system lane, everything else to its owner's). */
 struct lane {
         pthread_mutex_t lock;
         char user[PARSER_USER_MAX + 1];
+        char tag[TAG_MAX]; /* argv[0] of its helper: "ctxprof-parser:system", ":uid=N" */
+        uint32_t owner;    /* a user lane: the owner its helper serves (when keyed) */
+        int keyed;
         pid_t pid; /* 0: none running */
         int sock;
         uint32_t seq;
@@ -50,7 +55,15 @@ struct lane {
 };
 
 struct parser_client {
-        struct lane lane[PARSER_LANES];
+        struct lane system;
+        /* table_lock: the table, retired, evictions, lanes_full and a user lane's change of
+         * owner; held for bookkeeping only, never during a request. Order: a lane's lock,
+         * then table_lock, then a lane's snap_lock. */
+        pthread_mutex_t table_lock;
+        struct parser_lane_table table;
+        struct lane users[PARSER_LANES_MAX];
+        struct parser_stats retired; /* the counters of user lanes given to another owner */
+        uint64_t evictions, lanes_full;
 };
 
 /* Publish st and pid for the readers (pc->lock held). */
@@ -106,7 +119,7 @@ void parser_exit_reason(int ws, char *buf, size_t len)
 }
 
 /* The child between fork and exec: only async-signal-safe calls. */
-static void exec_helper(int sock, const char *user)
+static void exec_helper(int sock, const char *user, char *tag)
 {
         sigset_t none;
 
@@ -124,7 +137,7 @@ static void exec_helper(int sock, const char *user)
         if (close_range(CHILD_FD + 1, ~0u, 0) < 0)
                 _exit(127);
         char fdarg[] = {'0' + CHILD_FD, 0};
-        char *const argv[] = {"ctxprof", PARSER_MODE, fdarg, (char *)user, NULL};
+        char *const argv[] = {tag, PARSER_MODE, fdarg, (char *)user, NULL};
         char *const envp[] = {NULL}; /* nothing of ours: no DEBUGINFOD_URLS, no LD_* */
         execve(SELF_EXE, argv, envp);
         _exit(127);
@@ -192,7 +205,7 @@ static int spawn(struct lane *pc, char *why, size_t whylen)
                 return -e;
         }
         if (pid == 0)
-                exec_helper(sv[1], pc->user);
+                exec_helper(sv[1], pc->user, pc->tag);
         close(sv[1]);
         pc->started_ns = mono_ns();
         pc->starts++;
@@ -213,27 +226,21 @@ static int spawn(struct lane *pc, char *why, size_t whylen)
         return 0;
 }
 
+/* A lane with no helper yet (user lanes start theirs at their first request). */
+static void lane_init(struct lane *l, const char *user)
+{
+        memset(l, 0, sizeof(*l));
+        l->sock = -1;
+        snprintf(l->user, sizeof(l->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
+        pthread_mutex_init(&l->lock, NULL);
+        pthread_mutex_init(&l->snap_lock, NULL);
+}
+
 /* Free a lane's locks (its helper ended or never started). */
 static void lane_destroy(struct lane *l)
 {
         pthread_mutex_destroy(&l->lock);
         pthread_mutex_destroy(&l->snap_lock);
-}
-
-/* Start a lane's helper as user. 0 or -errno with why. */
-static int lane_start(struct lane *l, const char *user, char *why, size_t whylen)
-{
-        l->sock = -1;
-        snprintf(l->user, sizeof(l->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
-        pthread_mutex_init(&l->lock, NULL);
-        pthread_mutex_init(&l->snap_lock, NULL);
-        int err = spawn(l, why, whylen);
-        if (err) {
-                lane_destroy(l);
-                return err;
-        }
-        publish(l);
-        return 0;
 }
 
 /* Waits for a request in progress (at most its deadline), then ends the lane's helper. */
@@ -245,6 +252,8 @@ static void lane_stop(struct lane *l)
         lane_destroy(l);
 }
 
+static void prestart_lane(struct parser_client *pc, uint32_t owner);
+
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen)
 {
         *out = NULL;
@@ -255,15 +264,21 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
         struct parser_client *pc = calloc(1, sizeof(*pc));
         if (!pc)
                 return -ENOMEM;
-        for (int i = 0; i < PARSER_LANES; i++) {
-                int err = lane_start(&pc->lane[i], user, why, whylen);
-                if (err) {
-                        while (i-- > 0)
-                                lane_stop(&pc->lane[i]);
-                        free(pc);
-                        return err;
-                }
+        lane_init(&pc->system, user);
+        snprintf(pc->system.tag, sizeof(pc->system.tag), "ctxprof-parser:system");
+        /* the system lane's helper now: a parser user that does not exist, or a confinement
+         * step that fails, stops the caller at its start, not at its first request */
+        int err = spawn(&pc->system, why, whylen);
+        if (err) {
+                lane_destroy(&pc->system);
+                free(pc);
+                return err;
         }
+        publish(&pc->system);
+        pthread_mutex_init(&pc->table_lock, NULL);
+        for (int i = 0; i < PARSER_LANES_MAX; i++)
+                lane_init(&pc->users[i], user);
+        prestart_lane(pc, 0);
         *out = pc;
         return 0;
 }
@@ -275,21 +290,27 @@ void parser_client_stop(struct parser_client *pc)
         /* A target job's worker is never waited for (engine/target_jobs.h), so one may still
          * be in a request when the sampler is gone: let it end (its deadline bounds the wait)
          * before the helpers and this struct go. */
-        for (int i = 0; i < PARSER_LANES; i++)
-                lane_stop(&pc->lane[i]);
+        lane_stop(&pc->system);
+        for (int i = 0; i < PARSER_LANES_MAX; i++)
+                lane_stop(&pc->users[i]);
+        pthread_mutex_destroy(&pc->table_lock);
         free(pc);
 }
 
-/* The lane of a request about fd: PARSER_LANE_SYSTEM for a file only root could have
- * written (owned by uid 0, writable by no group and no other user), else (another owner, a
- * memfd, no descriptor) PARSER_LANE_USERS. */
-static struct lane *lane_for(struct parser_client *pc, int fd)
+/* The owner whose lane parses the file fd: PARSER_OWNER_SYSTEM for a file only root could
+ * have written (a regular file owned by uid 0, writable by no group and no other user), its
+ * owner's uid for another user's file, PARSER_OWNER_SHARED for a file of root's that others
+ * may write, PARSER_OWNER_UNKNOWN when it cannot be told. */
+static uint32_t file_owner(int fd)
 {
         struct stat sb;
-        if (fd >= 0 && !fstat(fd, &sb) && S_ISREG(sb.st_mode) && sb.st_uid == 0 &&
-            !(sb.st_mode & (S_IWGRP | S_IWOTH)))
-                return &pc->lane[PARSER_LANE_SYSTEM];
-        return &pc->lane[PARSER_LANE_USERS];
+        if (fd < 0 || fstat(fd, &sb))
+                return PARSER_OWNER_UNKNOWN;
+        if (sb.st_uid != 0)
+                return sb.st_uid >= PARSER_OWNER_SYSTEM ? PARSER_OWNER_UNKNOWN : sb.st_uid;
+        if (S_ISREG(sb.st_mode) && !(sb.st_mode & (S_IWGRP | S_IWOTH)))
+                return PARSER_OWNER_SYSTEM;
+        return PARSER_OWNER_SHARED;
 }
 
 /* A running helper, started again when the last start is PARSER_RESTART_MIN_MS old. */
@@ -301,9 +322,9 @@ static int ensure_running(struct lane *pc)
                         pc->late[i] = 0;
         if (pc->pid > 0)
                 return 0;
-        if (mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)
+        if (pc->starts && mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)
                 return -EAGAIN;
-        pc->st.restarts++;
+        pc->st.restarts += pc->starts > 0; /* a user lane's first helper is no restart */
         return spawn(pc, why, sizeof(why)) ? -EAGAIN : 0;
 }
 
@@ -374,44 +395,143 @@ static int call_locked(struct lane *pc, uint16_t type, const void *req, uint32_t
         return err;
 }
 
-int parser_client_call(struct parser_client *pc, uint16_t type, const void *req, uint32_t len,
-                       int fd, void *resp, uint32_t cap, uint32_t *got)
+/* The lane's request lock within wait_ms (0: at once): 0, or -EBUSY counted in busy. */
+static int lock_within(struct lane *l, unsigned wait_ms)
 {
-        struct lane *l = lane_for(pc, fd);
-        *got = 0;
+        int err;
+        if (!wait_ms) {
+                err = pthread_mutex_trylock(&l->lock);
+        } else {
+                uint64_t until_ns = mono_ns() + wait_ms * NS_PER_MS;
+                struct timespec until = {.tv_sec = (time_t)(until_ns / NS_PER_SEC),
+                                         .tv_nsec = (long)(until_ns % NS_PER_SEC)};
+                err = pthread_mutex_clocklock(&l->lock, CLOCK_MONOTONIC, &until);
+        }
+        if (!err)
+                return 0;
+        __atomic_fetch_add(&l->busy, 1, __ATOMIC_RELAXED);
+        return -EBUSY;
+}
+
+/* User lane l (its lock held, its slot pinned for owner) made owner's: the helper of the
+ * owner it served before, if any, ended (it is idle: no request of that owner holds the
+ * slot), its counters kept in retired, its restart limit reset. */
+static void lane_take(struct parser_client *pc, struct lane *l, uint32_t owner)
+{
+        kill_reap(l);
+        pthread_mutex_lock(&pc->table_lock);
+        const uint64_t *s = (const uint64_t *)&l->st;
+        uint64_t *d = (uint64_t *)&pc->retired;
+        for (size_t k = 0; k < sizeof(l->st) / sizeof(uint64_t); k++)
+                d[k] += s[k];
+        memset(&l->st, 0, sizeof(l->st));
+        l->owner = owner;
+        l->keyed = 1;
+        l->starts = 0;
+        l->started_ns = 0;
+        snprintf(l->tag, sizeof(l->tag), "ctxprof-parser:uid=%u", owner);
+        publish(l);
+        pthread_mutex_unlock(&pc->table_lock);
+}
+
+/* Start owner's lane's helper now rather than at its first request (a start takes tens of
+ * milliseconds, which the first process context of the owner would wait): root's, whose
+ * processes are most targets (containers). A failed start is tried again at that request. */
+static void prestart_lane(struct parser_client *pc, uint32_t owner)
+{
+        char why[128];
+        int evicted;
+        pthread_mutex_lock(&pc->table_lock);
+        int slot = parser_lanes_pin(&pc->table, owner, &evicted);
+        pthread_mutex_unlock(&pc->table_lock);
+        if (slot < 0)
+                return;
+        struct lane *l = &pc->users[slot];
         pthread_mutex_lock(&l->lock);
-        return call_locked(l, type, req, len, fd, resp, cap, got, NULL);
+        lane_take(pc, l, owner);
+        if (!spawn(l, why, sizeof(why)))
+                unlock(l);
+        else
+                pthread_mutex_unlock(&l->lock);
+        pthread_mutex_lock(&pc->table_lock);
+        parser_lanes_unpin(&pc->table, slot);
+        pthread_mutex_unlock(&pc->table_lock);
+}
+
+/* One request in owner's lane (PARSER_OWNER_SYSTEM: the system lane), waiting at most
+ * wait_ms for another thread's request there. */
+static int request(struct parser_client *pc, uint32_t owner, unsigned wait_ms, uint16_t type,
+                   const void *req, uint32_t len, int fd, void *resp, uint32_t cap, uint32_t *got,
+                   int *rfd)
+{
+        *got = 0;
+        if (rfd)
+                *rfd = -1;
+        if (owner == PARSER_OWNER_SYSTEM) {
+                int err = lock_within(&pc->system, wait_ms);
+                return err ? err
+                           : call_locked(&pc->system, type, req, len, fd, resp, cap, got, rfd);
+        }
+        int evicted;
+        pthread_mutex_lock(&pc->table_lock);
+        int slot = parser_lanes_pin(&pc->table, owner, &evicted);
+        if (slot < 0)
+                pc->lanes_full++;
+        pc->evictions += slot >= 0 && evicted;
+        pthread_mutex_unlock(&pc->table_lock);
+        if (slot < 0) { /* every lane is in a request for another owner */
+                __atomic_fetch_add(&pc->system.busy, 1, __ATOMIC_RELAXED);
+                return -EBUSY;
+        }
+        struct lane *l = &pc->users[slot];
+        int err = lock_within(l, wait_ms);
+        if (!err) {
+                if (!l->keyed || l->owner != owner)
+                        lane_take(pc, l, owner);
+                err = call_locked(l, type, req, len, fd, resp, cap, got, rfd);
+        }
+        pthread_mutex_lock(&pc->table_lock);
+        parser_lanes_unpin(&pc->table, slot);
+        pthread_mutex_unlock(&pc->table_lock);
+        return err;
 }
 
 int parser_client_try_call(struct parser_client *pc, unsigned wait_ms, uint16_t type,
                            const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
                            uint32_t *got)
 {
-        return parser_client_try_call_fd(pc, wait_ms, type, req, len, fd, resp, cap, got, NULL);
+        return request(pc, file_owner(fd), wait_ms, type, req, len, fd, resp, cap, got, NULL);
 }
 
-int parser_client_try_call_fd(struct parser_client *client, unsigned wait_ms, uint16_t type,
+int parser_client_try_call_fd(struct parser_client *pc, unsigned wait_ms, uint16_t type,
                               const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
                               uint32_t *got, int *rfd)
 {
-        struct lane *pc = lane_for(client, fd);
-        *got = 0;
-        if (rfd)
-                *rfd = -1;
-        int err;
-        if (!wait_ms) {
-                err = pthread_mutex_trylock(&pc->lock);
-        } else {
-                uint64_t until_ns = mono_ns() + wait_ms * NS_PER_MS;
-                struct timespec until = {.tv_sec = (time_t)(until_ns / NS_PER_SEC),
-                                         .tv_nsec = (long)(until_ns % NS_PER_SEC)};
-                err = pthread_mutex_clocklock(&pc->lock, CLOCK_MONOTONIC, &until);
-        }
-        if (err) {
-                __atomic_fetch_add(&pc->busy, 1, __ATOMIC_RELAXED);
-                return -EBUSY;
-        }
-        return call_locked(pc, type, req, len, fd, resp, cap, got, rfd);
+        return request(pc, file_owner(fd), wait_ms, type, req, len, fd, resp, cap, got, rfd);
+}
+
+int parser_client_try_call_as(struct parser_client *pc, uint32_t owner, unsigned wait_ms,
+                              uint16_t type, const void *req, uint32_t len, int fd, void *resp,
+                              uint32_t cap, uint32_t *got)
+{
+        if (owner >= PARSER_OWNER_SYSTEM) /* a target's bytes never reach the system lane */
+                owner = PARSER_OWNER_UNKNOWN;
+        return request(pc, owner, wait_ms, type, req, len, fd, resp, cap, got, NULL);
+}
+
+/* *out += l's published counters and busy refusals (snap_lock taken here); 1 when it has a
+ * helper running. */
+static int add_lane(struct parser_stats *out, struct lane *l)
+{
+        pthread_mutex_lock(&l->snap_lock);
+        const uint64_t *s = (const uint64_t *)&l->snap;
+        uint64_t *d = (uint64_t *)out;
+        for (size_t k = 0; k < sizeof(*out) / sizeof(uint64_t); k++)
+                d[k] += s[k];
+        int running = l->snap_pid > 0;
+        pthread_mutex_unlock(&l->snap_lock);
+        out->busy += __atomic_load_n(&l->busy, __ATOMIC_RELAXED);
+        return running;
 }
 
 void parser_client_stats(struct parser_client *pc, struct parser_stats *out)
@@ -419,30 +539,22 @@ void parser_client_stats(struct parser_client *pc, struct parser_stats *out)
         memset(out, 0, sizeof(*out));
         if (!pc)
                 return;
-        for (int i = 0; i < PARSER_LANES; i++) {
-                struct lane *l = &pc->lane[i];
-                pthread_mutex_lock(&l->snap_lock);
-                const uint64_t *s = (const uint64_t *)&l->snap;
-                uint64_t *d = (uint64_t *)out;
-                for (size_t k = 0; k < sizeof(*out) / sizeof(uint64_t); k++)
-                        d[k] += s[k];
-                pthread_mutex_unlock(&l->snap_lock);
-                out->busy += __atomic_load_n(&l->busy, __ATOMIC_RELAXED);
-        }
-}
-
-pid_t parser_client_lane_pid(struct parser_client *pc, enum parser_lane lane)
-{
-        if (!pc || lane < 0 || lane >= PARSER_LANES)
-                return 0;
-        struct lane *l = &pc->lane[lane];
-        pthread_mutex_lock(&l->snap_lock);
-        pid_t p = l->snap_pid;
-        pthread_mutex_unlock(&l->snap_lock);
-        return p;
+        pthread_mutex_lock(&pc->table_lock);
+        *out = pc->retired;
+        add_lane(out, &pc->system);
+        for (int i = 0; i < PARSER_LANES_MAX; i++)
+                out->lanes += (uint64_t)add_lane(out, &pc->users[i]);
+        out->evictions = pc->evictions;
+        out->lanes_full = pc->lanes_full;
+        pthread_mutex_unlock(&pc->table_lock);
 }
 
 pid_t parser_client_pid(struct parser_client *pc)
 {
-        return parser_client_lane_pid(pc, PARSER_LANE_SYSTEM);
+        if (!pc)
+                return 0;
+        pthread_mutex_lock(&pc->system.snap_lock);
+        pid_t p = pc->system.snap_pid;
+        pthread_mutex_unlock(&pc->system.snap_lock);
+        return p;
 }

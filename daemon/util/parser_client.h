@@ -14,12 +14,18 @@
  * helper's answers are hostile like the bytes they come from: the framing is checked here
  * (parser_chan.h), each payload by its decoder. Never prints.
  *
- * Two helpers (lanes), each as above with its own lock, deadline and restarts: one for files
- * only root could have written (owned by uid 0, writable by no group and no other user: the
- * system's libraries and binaries), one for everything else (any other user's files, and
- * bytes from a target's memory, which come in a memfd). A user whose crafted files stall,
- * crash or confuse a helper thus only ever costs the users' lane: the frames, unwind tables
- * and context variables of root's files are still parsed meanwhile.
+ * Lanes: one helper per owner of the bytes, each as above with its own lock, deadline and
+ * restarts. The system lane parses the files only root could have written (owned by uid 0,
+ * writable by no group and no other user: the system's libraries and binaries); it is started
+ * with the client. A user lane parses one owner's files (the file's owner) and the bytes a
+ * target's memory gives (a memfd: the owner is the process's real uid, which the caller
+ * passes); at most PARSER_LANES_MAX of them (util/parser_lanes.h), each started at its first
+ * request; an owner without one takes the least recently used lane no request holds (its
+ * helper ended: an eviction), or, when every lane is in a request, is refused (-EBUSY). So a
+ * user whose crafted files or process context stall, crash or flood a helper costs only its
+ * own lane: root's files, and every other user's files and process contexts, are parsed by
+ * helpers its bytes never reach. Every helper runs as the same parser user: separate
+ * processes, each not dumpable and under seccomp, are what keep them apart (docs/daemon.md).
  */
 #ifndef CTXPROF_PARSER_CLIENT_H
 #define CTXPROF_PARSER_CLIENT_H
@@ -32,6 +38,9 @@
 #define PARSER_DEADLINE_MS    2000 /* one request, and the helper's start */
 #define PARSER_RESTART_MIN_MS 1000 /* between two starts of the helper */
 #define PARSER_JOB_WAIT_MS    200  /* a target job's wait for another thread's request */
+/* the symbolizer's (the writer thread's) wait for another thread's request in its lane: one
+ * request's deadline, then the frame stays unnamed this once */
+#define PARSER_WRITER_WAIT_MS PARSER_DEADLINE_MS
 /* The helper's own deadline for one request (a timer whose SIGALRM ends it): the daemon,
  * uid 0 without CAP_KILL, cannot signal a helper running as another uid, so a helper stuck
  * in a request ends itself this long after receiving it; the daemon waits that long for it
@@ -41,11 +50,10 @@
 #define PARSER_UID_FALLBACK     65534 /* when there is no user named PARSER_USER_DEFAULT */
 #define PARSER_USER_MAX         64    /* bytes of a parser user name */
 
-enum parser_lane {
-        PARSER_LANE_SYSTEM, /* files owned by uid 0 and writable by no one else */
-        PARSER_LANE_USERS,  /* every other file, and a target's bytes (memfd) */
-        PARSER_LANES,
-};
+/* Lane owners besides uids (no uid takes these values: (uid_t)-1 is none, -2 unused here) */
+#define PARSER_OWNER_UNKNOWN UINT32_MAX       /* a file or process whose owner is not known */
+#define PARSER_OWNER_SHARED  (UINT32_MAX - 1) /* a file of root's that others may write */
+#define PARSER_OWNER_SYSTEM  (UINT32_MAX - 2) /* the system lane (root's files only) */
 
 struct parser_client;
 struct parser_stats {
@@ -62,28 +70,31 @@ struct parser_stats {
         uint64_t refused;     /* requests not sent (-EAGAIN): restart rate limit, start failed */
         uint64_t unreaped;    /* helpers not ended PARSER_SELF_DEADLINE_MS after a failure
                                * (stopped or stuck): reaped at a later request */
+        /* the client's, not a lane's (0 in a lane's counters): */
+        uint64_t evictions;  /* user lanes given to another owner (their idle helper ended) */
+        uint64_t lanes_full; /* requests refused (in busy too): every user lane in a request */
+        uint64_t lanes;      /* user lanes with a helper running now (a gauge) */
 };
 _Static_assert(sizeof(struct parser_stats) % sizeof(uint64_t) == 0,
                "parser_stats is summed over the lanes as an array of uint64_t");
 
-/* Starts the helpers (one per lane) as user (NULL or "": PARSER_USER_DEFAULT) and waits for
- * each to say it is confined. 0, or -errno with the reason in why (the step a helper failed
- * at). */
+/* Starts the system lane's helper as user (NULL or "": PARSER_USER_DEFAULT; the user lanes'
+ * run as the same user, started later) and waits for it to say it is confined. 0, or -errno
+ * with the reason in why (the step the helper failed at). */
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen);
 /* Waits for a request in progress (at most its deadline), then ends the helpers and frees pc.
  * Every caller must have stopped asking (the *_use_parser(NULL) calls come first). */
 void parser_client_stop(struct parser_client *);
-/* One request of type with len bytes of req and fd (>= 0: passed with it, not taken); the
- * answer's payload into resp (cap bytes), its size into *got. The helper's status (0 or
- * -errno); -ETIMEDOUT, -EPIPE (the helper died), -EPROTO: the request (its file, its
- * payload) stalled, killed or confused the helper; -EAGAIN: not sent, no helper running
- * (a start failed or is rate-limited: another request killed the last one), nothing to
- * blame the request for. */
-int parser_client_call(struct parser_client *, uint16_t type, const void *req, uint32_t len, int fd,
-                       void *resp, uint32_t cap, uint32_t *got);
-/* The same for a caller that must not wait long for other threads' requests: -EBUSY (counted
- * in busy) when another thread's request still holds the helper after wait_ms (0: at once,
- * for the sampling loop; target jobs wait PARSER_JOB_WAIT_MS, well inside their deadline). */
+/* One request of type with len bytes of req and fd (>= 0: passed with it, not taken), about
+ * the file fd (its lane: its owner's, or the system lane); the answer's payload into resp
+ * (cap bytes), its size into *got. The helper's status (0 or -errno); -ETIMEDOUT, -EPIPE (the
+ * helper died), -EPROTO: the request (its file, its payload) stalled, killed or confused the
+ * helper; -EAGAIN: not sent, no helper running (a start failed or is rate-limited: another
+ * request killed the last one), nothing to blame the request for; -EBUSY (counted in busy):
+ * another thread's request still held the lane after wait_ms (0: at once, for the sampling
+ * loop; target jobs wait PARSER_JOB_WAIT_MS, well inside their deadline; the writer
+ * PARSER_WRITER_WAIT_MS), or every user lane is in a request for another owner (lanes_full).
+ * No call waits longer than wait_ms for another's request, then its own deadline. */
 int parser_client_try_call(struct parser_client *, unsigned wait_ms, uint16_t type, const void *req,
                            uint32_t len, int fd, void *resp, uint32_t cap, uint32_t *got);
 /* The same for a request whose answer may carry a descriptor: *rfd (-1 when none) is then
@@ -92,6 +103,12 @@ int parser_client_try_call(struct parser_client *, unsigned wait_ms, uint16_t ty
 int parser_client_try_call_fd(struct parser_client *, unsigned wait_ms, uint16_t type,
                               const void *req, uint32_t len, int fd, void *resp, uint32_t cap,
                               uint32_t *got, int *rfd);
+/* The same for bytes a target's memory gives (fd: a memfd of them), parsed in the lane of
+ * owner, the target's real uid (PARSER_OWNER_UNKNOWN when not known; never the system
+ * lane's). */
+int parser_client_try_call_as(struct parser_client *, uint32_t owner, unsigned wait_ms,
+                              uint16_t type, const void *req, uint32_t len, int fd, void *resp,
+                              uint32_t cap, uint32_t *got);
 /* A failed request's error as a caller that parses one file sees it: -EPROTO when the file
  * stalled, killed or confused the helper (-ETIMEDOUT, -EPIPE, -EPROTO); -EBUSY when the
  * request was never sent (-EAGAIN: no helper running now; -EBUSY), which blames nothing:
@@ -102,11 +119,11 @@ static inline int parser_client_file_error(int err)
                 return -EPROTO;
         return err == -EAGAIN ? -EBUSY : err;
 }
-/* The counters (summed over the lanes) and a lane's running helper (0 when none) as of the
- * last request's end: never waits for a request in progress (the sampling loop reads them).
- * parser_client_pid is the system lane's. */
+/* The counters (summed over the lanes, with those of lanes given to another owner) and the
+ * system lane's running helper (0 when none) as of the last request's end: never waits for a
+ * request in progress (the sampling loop reads them). A helper's argv[0] says its lane
+ * ("ctxprof-parser:system", "ctxprof-parser:uid=N"). */
 void parser_client_stats(struct parser_client *, struct parser_stats *out);
-pid_t parser_client_lane_pid(struct parser_client *, enum parser_lane lane);
 pid_t parser_client_pid(struct parser_client *);
 /* What the helper's wait status says: which confinement step failed, or how it ended. */
 void parser_exit_reason(int wstatus, char *buf, size_t len);

@@ -4,6 +4,21 @@
 #   attacker_user              create this run's unprivileged user (ATK, ATK_UID, ATK_HOME);
 #                              removed at exit
 #   as_attacker CMD...         run CMD as that user (no capabilities, no groups)
+#   second_user                create this run's second unprivileged user (VIC, VIC_UID,
+#                              VIC_HOME), the attacker's neighbour; removed at exit
+#   spawn_second CMD...        spawn CMD as that user inside the run's cgroup (SPAWNED)
+#   new_user NAME              one more user of this run (NEW_UID, NEW_HOME); removed at exit
+#   spawn_user NAME CMD...     spawn CMD as user NAME inside the run's cgroup (SPAWNED)
+#   parser_lane_pid KEY        the daemon's parser helper for lane KEY (system, uid=N: its
+#                              argv[0] is ctxprof-parser:KEY); fails when none runs
+#   spawn_churn                an attacker process running a new copy of wl_attrib (a new
+#                              module it owns) every second (SPAWNED)
+#   assert_lane_parsed PID FILE  parser helper PID parsed FILE (it keeps the modules it parses
+#                              open) and no file of the attacker's (under ATK_HOME)
+#   start_helper_killer SPARE [TAG]  kill every parser helper of the daemon but pid SPARE and
+#                              the one whose argv[0] is TAG within a millisecond of its exec,
+#                              as often as a user's crafted bytes could crash it, until the
+#                              daemon is gone (HELPER_KILLER: its pid)
 #   spawn_attacker CMD...      spawn CMD as that user inside the run's cgroup (SPAWNED)
 #   start_control              the control workload (libctx, busy, publishes context) in the
 #                              run's cgroup: CONTROL (its pid)
@@ -69,6 +84,10 @@
 ATK=
 ATK_UID=
 ATK_HOME=
+VIC=
+VIC_UID=
+VIC_HOME=
+MADE_USERS=()
 CONTROL=
 CONTROL_BASE=
 WATCH_PID=
@@ -86,30 +105,105 @@ hostile_cleanup() {
 		DPID=
 	fi
 	cleanup
-	if [ -n "$ATK" ]; then
-		pkill -9 -u "$ATK" 2>/dev/null
-		for _ in $(seq 50); do pgrep -u "$ATK" >/dev/null || break; sleep 0.1; done
-		userdel "$ATK" 2>/dev/null
-		rm -rf "$ATK_HOME"
-	fi
+	local u
+	for u in "${MADE_USERS[@]}"; do
+		pkill -9 -u "$u" 2>/dev/null
+		for _ in $(seq 50); do pgrep -u "$u" >/dev/null || break; sleep 0.1; done
+		userdel "$u" 2>/dev/null
+		rm -rf "$TMP/home-$u"
+	done
 }
 trap hostile_cleanup EXIT
-attacker_user() {
-	command -v useradd >/dev/null || skip "needs useradd (an unprivileged attacker)"
+# a user of this run (removed at exit): NEW_UID, NEW_HOME (its home, below the run's dir)
+new_user() { # NAME
+	command -v useradd >/dev/null || skip "needs useradd (an unprivileged user)"
 	command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
+	NEW_HOME=$TMP/home-$1
+	useradd -M -N -d "$NEW_HOME" -s /usr/sbin/nologin "$1" || fail "cannot create user $1"
+	MADE_USERS+=("$1")
+	NEW_UID=$(id -u "$1")
+	mkdir -p "$NEW_HOME" && chown "$1" "$NEW_HOME" && chmod 0755 "$NEW_HOME"
+	chmod 0755 "$TMP" # the user reaches its home below the run's dir
+}
+attacker_user() {
 	ATK=ctxatk$$
-	ATK_HOME=$TMP/home-$ATK
-	useradd -M -N -d "$ATK_HOME" -s /usr/sbin/nologin "$ATK" || fail "cannot create user $ATK"
-	ATK_UID=$(id -u "$ATK")
-	mkdir -p "$ATK_HOME" && chown "$ATK" "$ATK_HOME" && chmod 0755 "$ATK_HOME"
-	chmod 0755 "$TMP" # the attacker reaches its home below the run's dir
+	new_user "$ATK"
+	ATK_UID=$NEW_UID
+	ATK_HOME=$NEW_HOME
+}
+second_user() {
+	VIC=ctxvic$$
+	new_user "$VIC"
+	VIC_UID=$NEW_UID
+	VIC_HOME=$NEW_HOME
 }
 as_attacker() {
 	setpriv --reuid="$ATK_UID" --regid="$(id -g "$ATK")" --clear-groups --inh-caps=-all \
 		--bounding-set=-all -- "$@"
 }
-spawn_attacker() { spawn setpriv --reuid="$ATK_UID" --regid="$(id -g "$ATK")" --clear-groups \
-	--inh-caps=-all --bounding-set=-all -- "$@"; }
+spawn_user() { # USER CMD...
+	local u=$1
+	shift
+	spawn setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --clear-groups \
+		--inh-caps=-all --bounding-set=-all -- "$@"
+}
+spawn_attacker() { spawn_user "$ATK" "$@"; }
+spawn_second() { spawn_user "$VIC" "$@"; }
+parser_lane_pid() { # KEY
+	local k
+	for k in $(cat /proc/"$DPID"/task/*/children 2>/dev/null); do
+		[ "$(tr '\0' '\n' <"/proc/$k/cmdline" 2>/dev/null | head -1)" = "ctxprof-parser:$1" ] &&
+			echo "$k" && return 0
+	done
+	return 1
+}
+spawn_churn() {
+	cp "$B/tests/workloads/wl_attrib" "$ATK_HOME/wl_attrib" && chown "$ATK" "$ATK_HOME/wl_attrib" &&
+		chmod 0755 "$ATK_HOME/wl_attrib" || fail "cannot copy wl_attrib for the attacker"
+	cat >"$ATK_HOME/churn.sh" <<'CHURN'
+cd "$1" || exit 1
+i=0
+while :; do # a new binary (a new module) every second
+	i=$((i + 1))
+	cp wl_attrib "w$i" && "./w$i" long 1 1 >/dev/null
+	rm -f "w$i"
+done
+CHURN
+	chmod 0644 "$ATK_HOME/churn.sh"
+	spawn_attacker /bin/sh "$ATK_HOME/churn.sh" "$ATK_HOME"
+}
+assert_lane_parsed() { # PID FILE
+	local fds
+	fds=$(ls -l /proc/"$1"/fd/ 2>/dev/null)
+	grep -qF "$2" <<<"$fds" || fail "parser helper $1 never opened $2:"$'\n'"$fds"
+	! grep -qF "$ATK_HOME" <<<"$fds" || fail "an attacker's file reached parser helper $1:"$'\n'"$fds"
+}
+# A helper is a child running `ctxprof __parser` (not one between its fork and exec, which
+# still shows the daemon's command line).
+start_helper_killer() { # SPARE [TAG]
+	/usr/bin/python3 - "$DPID" "$1" "${2:-}" <<'KILLER' &
+import glob, os, signal, sys, time
+daemon, spare, tag = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+while os.path.exists("/proc/" + daemon):
+    for f in glob.glob("/proc/%s/task/*/children" % daemon):
+        try:
+            kids = open(f).read().split()
+        except OSError:
+            continue
+        for k in kids:
+            if k == spare:
+                continue
+            try:
+                argv = open("/proc/%s/cmdline" % k, "rb").read().split(b"\0")
+                if len(argv) < 2 or argv[1] != b"__parser" or (tag and argv[0] == tag):
+                    continue
+                os.kill(int(k), signal.SIGKILL)
+            except OSError:
+                pass
+    time.sleep(0.001)
+KILLER
+	HELPER_KILLER=$!
+}
 start_control() {
 	[ -x "$B/demo/demo_app" ] || fail "no $B/demo/demo_app (run make)"
 	spawn "$B/demo/demo_app" 0 2

@@ -68,15 +68,19 @@ chmod 0644 "$TMP/crafted_mapper.py"
 spawn_attacker /usr/bin/python3 "$TMP/crafted_mapper.py" "$LIBCTX" "$ATK_HOME" "$NFILES"
 ATTACKER=$SPAWNED
 wait_for 60 "the attacker sampled by the daemon" target_over "$ATTACKER" 20
-# the attacker's files are its own: the users' lane's helper parses them (util/parser_client.h)
-HELPER=$(dstat parser_users_pid)
-[ -n "$HELPER" ] && [ "$HELPER" != 0 ] || fail "no users' parser helper in the status file"
+# the attacker's files are its own: its lane's helper parses them (util/parser_client.h),
+# started at its first request (maybe only for the crafted files: then all its CPU is theirs)
 main_ticks() { awk '{ print $14 + $15 }' "/proc/$DPID/task/$DPID/stat"; }
 m0=$(main_ticks)
-h0=$(cpu_ticks "$HELPER")
+HELPER=$(parser_lane_pid "uid=$ATK_UID")
+h0=0
+[ -z "$HELPER" ] || h0=$(cpu_ticks "$HELPER")
 touch "$ATK_HOME/go"
 mapped() { [ -f "$ATK_HOME/mapped" ] && grep -qx "$NFILES" "$ATK_HOME/mapped"; }
 wait_for 60 "the attacker's $NFILES libraries mapped" mapped
+atk_lane() { parser_lane_pid "uid=$ATK_UID" >/dev/null; }
+wait_for 60 "the attacker's parser lane" atk_lane
+[ -n "$HELPER" ] || HELPER=$(parser_lane_pid "uid=$ATK_UID")
 echo "attacker $ATTACKER mapped $NFILES libraries with a $ROWS-row FDE each"
 # the builds' cost lands in the helper: 15-25 ms each here (a tick is 10 ms)
 helper_built() { [ $(($(cpu_ticks "$HELPER") - h0)) -ge "$NFILES" ]; }
@@ -87,7 +91,8 @@ echo "CPU ticks over the attack: the daemon's sampling thread $((m1 - m0)), the 
 # (the sampling thread still re-reads the attacker's maps at each dlopen: ~20 ticks)
 [ $(((m1 - m0) * 2)) -le $((h1 - h0)) ] ||
 	fail "the sampling thread spent $((m1 - m0)) ticks, the helper $((h1 - h0)): builds on the loop?"
-[ "$(dstat parser_users_pid)" = "$HELPER" ] || fail "the helper was restarted (pid $(dstat parser_users_pid))"
+[ "$(parser_lane_pid "uid=$ATK_UID")" = "$HELPER" ] ||
+	fail "the helper was restarted (pid $(parser_lane_pid "uid=$ATK_UID"))"
 assert_rate_kept
 assert_fresh
 stop_daemon
