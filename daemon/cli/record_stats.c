@@ -186,19 +186,18 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
  * and the files it did open. */
 static void json_target(FILE *f, const struct target_stats *t)
 {
-        fprintf(f,
-                ",\n  \"target_files\": {\"opened\": %" PRIu64 ", \"opened_by_path\": %" PRIu64
-                ", \"no_mapping\": %" PRIu64 ", \"not_regular\": %" PRIu64
-                ", \"mismatch\": %" PRIu64 ", \"unresolved\": %" PRIu64
-                ", \"open_failed\": %" PRIu64 ", \"lines_too_long\": %" PRIu64
-                ", \"not_owner\": %" PRIu64 ", \"perf_map_bad_lines\": %" PRIu64
-                ", \"perf_map_full\": %" PRIu64 ", \"perf_map_budget\": %" PRIu64
-                ", \"on_fuse\": %" PRIu64 ", \"maps_deferred\": %" PRIu64
-                ", \"pid_recycled\": %" PRIu64 "}",
-                t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch,
-                t->unresolved, t->open_failed, t->lines_too_long, t->not_owner,
-                t->perf_map_bad_lines, t->perf_map_full, t->perf_map_budget, t->on_fuse,
-                t->maps_deferred, t->pid_recycled);
+        fprintf(
+            f,
+            ",\n  \"target_files\": {\"opened\": %" PRIu64 ", \"opened_by_path\": %" PRIu64
+            ", \"no_mapping\": %" PRIu64 ", \"not_regular\": %" PRIu64 ", \"mismatch\": %" PRIu64
+            ", \"unresolved\": %" PRIu64 ", \"open_failed\": %" PRIu64
+            ", \"lines_too_long\": %" PRIu64 ", \"not_owner\": %" PRIu64
+            ", \"perf_map_bad_lines\": %" PRIu64 ", \"perf_map_full\": %" PRIu64
+            ", \"perf_map_budget\": %" PRIu64 ", \"on_fuse\": %" PRIu64
+            ", \"maps_deferred\": %" PRIu64 ", \"pid_recycled\": %" PRIu64 "}",
+            t->opened, t->opened_by_path, t->no_mapping, t->not_regular, t->mismatch, t->unresolved,
+            t->open_failed, t->lines_too_long, t->not_owner, t->perf_map_bad_lines,
+            t->perf_map_full, t->perf_map_budget, t->on_fuse, t->maps_deferred, t->pid_recycled);
 }
 
 /* "kunwind": the in-kernel unwinder's counters and the memory of its tables. */
