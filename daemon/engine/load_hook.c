@@ -38,7 +38,10 @@
 #define LOADER_SYM      "_dl_debug_state"
 #define AUXV_MAX_BYTES  4096 /* auxv holds a few dozen pairs */
 #define SYM_CACHE_SLOTS 8    /* distinct loaders (glibc, musl, a container's) */
-#define FD_HEADROOM     256  /* descriptors beyond one per target the process keeps */
+#define FD_HEADROOM     256  /* descriptors beyond those per target the process keeps */
+/* Descriptors each target may hold: its probe here, and its pin twice (util/proc_pin.h: the
+ * process table's and its maps cache's). */
+#define FDS_PER_TARGET  3
 #define UPROBE_PMU_TYPE "/sys/bus/event_source/devices/uprobe/type"
 #define FUSE_MAGIC      0x65735546 /* a FUSE file's reads are served by a user process */
 
@@ -391,7 +394,7 @@ void load_hook_detach(struct load_hook *h, pid_t pid)
         h->st.active = h->n;
 }
 
-/* One descriptor per target's probe: raise the soft limit to what that needs, if allowed. */
+/* FDS_PER_TARGET descriptors per target: raise the soft limit to what that needs, if allowed. */
 static void fd_room(void)
 {
         struct rlimit r;
@@ -399,7 +402,7 @@ static void fd_room(void)
 
         if (getrlimit(RLIMIT_NOFILE, &r))
                 return;
-        want = r.rlim_cur + CTXPROF_MAX_TARGETS + FD_HEADROOM;
+        want = r.rlim_cur + (rlim_t)FDS_PER_TARGET * CTXPROF_MAX_TARGETS + FD_HEADROOM;
         if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= want)
                 return;
         r.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < want ? r.rlim_max : want;
@@ -421,6 +424,7 @@ struct load_hook *load_hook_new(struct bpf_program *uprobe, struct bpf_program *
         h->uprobe = uprobe;
         h->sys_exit = sys_exit;
         h->kind = LOAD_HOOK_UPROBE;
+        fd_room(); /* the pins need it whichever hook runs */
         if (force && !strcmp(force, "sys_exit")) {
                 e = fall_back(h, "forced (CTXPROF_TEST_HOOK=sys_exit)", 0);
         } else if (access(UPROBE_PMU_TYPE, R_OK)) {
@@ -430,7 +434,6 @@ struct load_hook *load_hook_new(struct bpf_program *uprobe, struct bpf_program *
                 e = attach_uprobe(h, getpid(), getpid(), &self);
                 if (!e) {
                         bpf_link__destroy(self);
-                        fd_room();
                 } else {
                         e = fall_back(h, "uprobe probe failed", e < 0 ? e : -ENOENT);
                 }
