@@ -28,6 +28,8 @@ awk '{ sub(/\{.*/, "", $2); print $2 }' "$TMP/names" | sort -u >"$TMP/apps"
 want_o="checkout-svc{env=test,host_name=$HOST,process_pid=$O,process_executable_name=wl_otel}"
 want_c="cart-svc{env=test,host_name=$HOST,process_pid=$C,process_executable_name=wl_otel_ctx_a,container_id=$CONTAINER_ID,k8s_pod_uid=$POD_UID}"
 want_e="evil__k_v_x_y{env=test,host_name=$HOST,process_pid=$E,process_executable_name=wl_otel_ctx_a}"
+# each finished file hashed once ("HASH  PATH" lines), not once per request received
+sha256sum "$OUT"/ctxprof-*.jfr >"$TMP/finished.sha256"
 while read -r d name; do
 	case "$name" in
 	checkout-svc*) [ "$name" = "$want_o" ] || fail "$d: $name, expected $want_o"; p=$O ;;
@@ -35,10 +37,7 @@ while read -r d name; do
 	evil*) [ "$name" = "$want_e" ] || fail "$d: $name, expected $want_e"; p=$E ;;
 	esac
 	h=$(sha256sum <"$d/jfr" | cut -d' ' -f1)
-	found=
-	for f in "$OUT"/ctxprof-*-"$p"-*.jfr; do
-		[ "$(sha256sum <"$f" | cut -d' ' -f1)" = "$h" ] && found=$f
-	done
+	found=$(awk -v h="$h" -v p="-$p-" '$1 == h && index($2, p) { print $2 }' "$TMP/finished.sha256")
 	[ -n "$found" ] || fail "$d ($name): its JFR is no finished file of process $p"
 done <"$TMP/names"
 echo "PASS: two services, two series (checkout-svc, cart-svc), with host, pid, executable, container and pod; a hostile name cleaned"
