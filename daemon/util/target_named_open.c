@@ -16,35 +16,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The target's user: the owner of /proc/PID (its effective uid). */
-static int target_uid(pid_t pid, uid_t *uid)
+/* The target's user: the owner of its /proc/PID (procdir; its effective uid). */
+static int target_uid(int procdir, uid_t *uid)
 {
-        char fn[32];
         struct statx sx;
-        snprintf(fn, sizeof(fn), "/proc/%d", (int)pid);
-        if (statx(AT_FDCWD, fn, AT_STATX_DONT_SYNC, STATX_UID, &sx))
+        if (statx(procdir, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_UID, &sx))
                 return -ENOENT;
         *uid = sx.stx_uid;
         return 0;
 }
 
-/* target_refuse_fuse for pid: 0 or -errno. */
-static int refuse_fuse(pid_t pid, const struct statx *sx, struct target_stats *st)
-{
-        int procdir = proc_pid_dir(pid);
-        if (procdir < 0)
-                return -ENOENT;
-        int r = target_refuse_fuse(procdir, sx, st);
-        close(procdir);
-        return r;
-}
-
 /* Step 1: path below the target's root, O_PATH; -errno. */
-static int open_path_in_root(pid_t pid, const char *path, struct target_stats *st)
+static int open_path_in_root(int procdir, const char *path, struct target_stats *st)
 {
-        char fn[32];
-        snprintf(fn, sizeof(fn), "/proc/%d/root", (int)pid);
-        int root = open(fn, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int root = openat(procdir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
                 return -ENOENT;
         struct open_how how = {
@@ -62,14 +47,13 @@ static int open_path_in_root(pid_t pid, const char *path, struct target_stats *s
         return -EXDEV;
 }
 
-int target_open_named(pid_t pid, const char *path, struct target_stats *st)
+/* Steps 1-3 below the /proc/PID directory procdir: a readable descriptor or -errno. */
+static int open_named_at(int procdir, const char *path, struct target_stats *st)
 {
         uid_t uid;
-        if (pid <= 0 || !path || path[0] != '/')
-                return -EINVAL;
-        if (target_uid(pid, &uid))
+        if (target_uid(procdir, &uid))
                 return -ENOENT;
-        int opath = open_path_in_root(pid, path, st);
+        int opath = open_path_in_root(procdir, path, st);
         if (opath < 0)
                 return opath;
         struct statx sx;
@@ -84,10 +68,25 @@ int target_open_named(pid_t pid, const char *path, struct target_stats *st)
                 target_stats_count(TARGET_STATS_FIELD(st, not_owner));
                 r = -EPERM;
         } else {
-                r = refuse_fuse(pid, &sx, st); /* its OPEN and READs could never end */
+                /* its OPEN and READs could never end */
+                r = target_refuse_fuse(procdir, &sx, st);
         }
         if (!r)
                 r = target_reopen(opath, st);
         close(opath);
+        return r;
+}
+
+int target_open_named(pid_t pid, const char *path, struct target_stats *st)
+{
+        if (pid <= 0 || !path || path[0] != '/')
+                return -EINVAL;
+        /* one /proc/PID for the owner, the root and the mounts: one process's, whatever
+         * happens to the pid meanwhile */
+        int procdir = proc_pid_dir(pid);
+        if (procdir < 0)
+                return -ENOENT;
+        int r = open_named_at(procdir, path, st);
+        close(procdir);
         return r;
 }
