@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctx/ctx.h"
@@ -117,6 +119,19 @@ static const struct ss_write WRITES[] = {
     {OP_INLINE_CLEAR, NULL, NULL, 0, 0},
 };
 #define NWRITES (sizeof(WRITES) / sizeof(WRITES[0]))
+
+/*
+ * The first set of a new key republishes the OTEP 4719 process context, stamped with
+ * clock_gettime(CLOCK_BOOTTIME). Through the vDSO that is a seqlock retry loop: stepped at tens
+ * of microseconds an instruction (a loaded VM), it never finishes before the next timer tick
+ * moves the sequence, and the child spins there (CI: over 2,000,000 steps in one write). This
+ * test is about libctx's stores, not the clock: this executable's clock_gettime, which the
+ * libctx objects linked into it call, reads the clock with the syscall, one step.
+ */
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+        return (int)syscall(SYS_clock_gettime, id, ts);
+}
 
 static volatile int ss_phase; /* the child: index + 1 of the write in progress */
 
