@@ -14,12 +14,16 @@
 . "$(dirname "$0")/series_lib.sh"
 trap 'stop_receiver; cleanup' EXIT
 series_start otlp
-# the resource attributes of every request received: "DIR key=value,..." (sorted, unique)
+# the resource attributes of every request received: "DIR key=value,..." (sorted, unique);
+# each request decoded once, its resources kept beside it (every poll reads them all)
 resources() {
 	for d in "$RECV"/req-[0-9]*; do
 		[ -f "$d/otlp" ] || continue
 		[ -f "$d/otlp.txt" ] || otlp_decode "$d/otlp" "$d/otlp.txt"
-		$CHECK resources "$d/otlp.txt" | sed "s|^|$d |"
+		if [ ! -f "$d/resources" ]; then
+			$CHECK resources "$d/otlp.txt" >"$d/resources.tmp" && mv "$d/resources.tmp" "$d/resources"
+		fi
+		sed "s|^|$d |" "$d/resources"
 	done
 }
 # printed when a wait_for times out: the resources that did arrive
