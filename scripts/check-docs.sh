@@ -31,20 +31,23 @@ config_keys() {
 
 # 1. config keys: a table row of docs/daemon.md whose first cells are "SECTION | KEY"
 #    ([sampling] keys) or whose first cell lists KEY (the [upload] table: "retry-min, retry-max")
+# (one awk for all keys and one for all flags: an awk a key or flag cost tens of seconds on a
+# loaded 2-vCPU host)
 keys=$(config_keys)
 [ -n "$keys" ] || lack "no config keys found in $root/daemon/service/config.c (config_keys[])"
-for k in $keys; do
+while IFS= read -r k; do
+	[ -n "$k" ] || continue
 	sec=${k%%.*} key=${k#*.}
-	awk -F'|' -v sec="$sec" -v key="$key" '
-		function trim(s) { gsub(/^[ \t`]+|[ \t`]+$/, "", s); return s }
-		/^\|/ {
-			c1 = trim($2); c2 = trim($3)
-			if (c1 == sec && c2 == key) found = 1
-			if (sec == "upload") { n = split(c1, w, /, */); for (i = 1; i <= n; i++) if (trim(w[i]) == key) found = 1 }
-		}
-		END { exit !found }' "$table" ||
-		lack "$table: config key [$sec] $key is in no table row (daemon/service/$([ "$sec" = upload ] && echo upload_config.c || echo config.c))"
-done
+	lack "$table: config key [$sec] $key is in no table row (daemon/service/$([ "$sec" = upload ] && echo upload_config.c || echo config.c))"
+done < <(awk -F'|' '
+	function trim(s) { gsub(/^[ \t`]+|[ \t`]+$/, "", s); return s }
+	FNR == NR { if ($0 != "") want[++n] = $0; next }
+	/^\|/ {
+		c1 = trim($2); c2 = trim($3)
+		have[c1 "." c2] = 1
+		m = split(c1, w, /, */); for (i = 1; i <= m; i++) have["upload." trim(w[i])] = 1
+	}
+	END { for (i = 1; i <= n; i++) if (!(want[i] in have)) print want[i] }' <(echo "$keys") "$table")
 
 # 2. flags of every command: `ctxprof CMD --help`; the daemon's --KEY flags are its config
 #    keys (checked above)
@@ -54,20 +57,28 @@ flags_of() { # command ("" = the top level)
 	# shellcheck disable=SC2086
 	"$bin" $1 --help 2>&1 | grep -oE -- '(^|[^a-zA-Z0-9-])--[a-z][a-z0-9-]*' | sed 's/^[^-]*//' | sort -u
 }
-for c in "" $commands; do
+key_names=" $(sed 's/^[a-z]*\.//' <<<"$keys" | tr '\n' ' ') "
+pairs=$(for c in "" $commands; do
 	for f in $(flags_of "$c"); do
 		[ "$f" = --help ] && continue
-		if [ "$c" = daemon ] && grep -qx -- "${f#--}" <<<"$(sed 's/^[a-z]*\.//' <<<"$keys")"; then
-			continue
-		fi
-		# a doc block (paragraph, table, code block: the text between blank lines) that names
-		# the flag as a whole option (not a prefix of a longer one) and the command
-		if ! awk -v RS= -v f="$f" -v c="${c:-ctxprof}" '
-			index($0, f) && $0 ~ (f "([^a-z0-9-]|$)") && $0 ~ ("(^|[^a-z-])" c "([^a-z-]|$)") {found = 1}
-			END {exit !found}' "${docs[@]}"; then
-			lack "$where: ctxprof${c:+ $c} $f (in its --help) is in no doc paragraph or table that names '${c:-ctxprof}'"
-		fi
+		[ "$c" = daemon ] && [[ "$key_names" == *" ${f#--} "* ]] && continue
+		echo "${c:-ctxprof} $f"
 	done
-done
+done)
+# a doc block (paragraph, table, code block: the text between blank lines) that names the
+# flag as a whole option (not a prefix of a longer one) and the command
+while read -r c f; do
+	[ -n "$c" ] || continue
+	[ "$c" = ctxprof ] && c=""
+	lack "$where: ctxprof${c:+ $c} $f (in its --help) is in no doc paragraph or table that names '${c:-ctxprof}'"
+done < <(awk '
+	FNR == NR { if (NF == 2) { cmd[++n] = $1; flag[n] = $2 } next }
+	{
+		for (i = 1; i <= n; i++)
+			if (!(i in found) && index($0, flag[i]) && $0 ~ (flag[i] "([^a-z0-9-]|$)") &&
+			    $0 ~ ("(^|[^a-z-])" cmd[i] "([^a-z-]|$)"))
+				found[i] = 1
+	}
+	END { for (i = 1; i <= n; i++) if (!(i in found)) print cmd[i], flag[i] }' <(echo "$pairs") RS= "${docs[@]}")
 [ $missing = 0 ] || { echo "check-docs: $missing undocumented (document them where the others are)"; exit 1; }
 echo "check-docs: $(wc -w <<<"$keys") config keys and every flag of ctxprof ${commands//$'\n'/, } documented"
