@@ -35,7 +35,8 @@ ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fno-omit-frame-pointer -D_GNU_SOURCE 
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
 # Filled in by the fragments.
-UNIT_TESTS  :=   # Criterion/plain test executables, run in every variant
+UNIT_TESTS  :=   # Criterion/plain test executables, run in the normal and ASan variants
+PLAIN_TESTS :=   # lints and packaging checks: the normal variant only
 ROOT_TESTS  :=   # need root + BTF + perf events; run in the normal variant only
 ROOT_SAN_TESTS := # root tests also run in the ASan/UBSan variant (process churn)
 TSAN_TESTS  :=   # concurrent code: also run in the TSan variant
@@ -80,21 +81,31 @@ $(B)/tests.list: FORCE
 	$(Q){ for t in $(UNIT_TESTS); do echo "unit $$t"; done; \
 	      for t in $(filter-out $(ROOT_SAN_TESTS),$(ROOT_TESTS)); do echo "root $$t"; done; \
 	      for t in $(ROOT_SAN_TESTS); do echo "rootsan $$t"; done; \
-	      for t in $(TSAN_TESTS); do echo "tsan $$t"; done; } > $@.tmp && mv $@.tmp $@
+	      for t in $(TSAN_TESTS); do echo "tsan $$t"; done; \
+	      for t in $(PLAIN_TESTS); do echo "plain $$t"; done; } > $@.tmp && mv $@.tmp $@
 
 .PHONY: test-bins
-test-bins: real-all $(TEST_TARGETS) $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(B)/tests.list
+test-bins: real-all $(TEST_TARGETS) $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(PLAIN_TESTS) $(B)/tests.list
 
 ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN := -fsanitize=thread
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# tests side by side: waiting more than computing, they overlap beyond the CPUs
+TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 
-.PHONY: test
+# tests/run.sh runs up to $(JOBS) tests side by side (the root tests marked so: their own
+# targets, no rate) and the rest alone. `make check` is the tier for every change: the normal
+# build's unit, lint and packaging tests and the root tests marked `ctxprof-test: check`.
+.PHONY: test check
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-bins
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/asan SANFLAGS="$(ASAN)" test-bins
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/tsan SANFLAGS="$(TSAN)" test-bins
-	$(Q)tests/run.sh build build/asan build/tsan
+	$(Q)tests/run.sh -j $(TEST_JOBS) build build/asan build/tsan
+
+check: deps-test
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-bins
+	$(Q)tests/run.sh -j $(TEST_JOBS) --tier check build
 
 .PHONY: bench
 bench: deps-test

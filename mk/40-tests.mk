@@ -31,14 +31,16 @@ BENCHES += bench/bench_hostile.sh
 # Churn (thousands of short processes: exec, exit, no mappings yet) also runs in the ASan/UBSan
 # variant: that is where a NULL/0 corner of the maps or ELF code aborts.
 ROOT_SAN_TESTS += $(wildcard tests/integration/test_*churn*.sh)
+# Lints and packaging checks (PLAIN_TESTS) look at sources and the normal build only: no
+# sanitizer variant runs them again.
 # The include rule between daemon/ stages (scripts/check-layers.sh) and its self-test.
-UNIT_TESTS += tests/lint/test_layers.sh
+PLAIN_TESTS += tests/lint/test_layers.sh
 # Files a target names are opened only through util/target_open.h, and its self-test.
-UNIT_TESTS += tests/lint/test_safe_open.sh
+PLAIN_TESTS += tests/lint/test_safe_open.sh
 # The docs name every flag and config key (scripts/check-docs.sh) and its self-test.
-UNIT_TESTS += tests/lint/test_docs.sh
+PLAIN_TESTS += tests/lint/test_docs.sh
 # Every source file names its folder's licence (scripts/spdx.sh --check) and its self-test.
-UNIT_TESTS += tests/lint/test_spdx.sh
+PLAIN_TESTS += tests/lint/test_spdx.sh
 
 define test_link
 	@echo "  TEST    $<"

@@ -10,7 +10,7 @@ HTML_TEMPLATE := web/flamegraph.html
 HTML_D3       := web/vendor/d3.min.js
 HTML_FLAME    := web/vendor/d3-flamegraph.min.js
 HTML_PAGE     := $(B)/gen/flame_page.html
-UNIT_TESTS    += tests/lint/test_web_vendor.sh
+PLAIN_TESTS   += tests/lint/test_web_vendor.sh
 
 $(HTML_PAGE): $(HTML_TEMPLATE) $(HTML_D3) $(HTML_FLAME) mk/75-html.mk
 	@echo "  PAGE    $@"

@@ -72,6 +72,6 @@ deb:
 #   test_deb.sh       dpkg-buildpackage, dpkg-deb checks, dpkg -x into a scratch root
 #   test_build_deps.sh  debian/control Build-Depends = scripts/deps.sh build set
 #   test_symbols.sh   debian/libctx1.symbols = what libctx.so.1 exports
-UNIT_TESTS += tests/packaging/test_install.sh tests/packaging/test_unit.sh \
+PLAIN_TESTS += tests/packaging/test_install.sh tests/packaging/test_unit.sh \
               tests/packaging/test_k8s_yaml.sh tests/packaging/test_deb.sh \
               tests/packaging/test_build_deps.sh tests/packaging/test_symbols.sh

@@ -1,40 +1,81 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Runs every test listed in BUILD/tests.list for each build variant given, prints one line
-# per test, the 10 slowest with their times, and one summary line at the end. Exit status 0
-# only when nothing failed.
+# Runs the tests listed in BUILD/tests.list for each build variant given, several at a time,
+# prints one line per test as it ends, the 10 slowest with their times, and one summary line
+# at the end. Exit status 0 only when nothing failed.
+#
+#   tests/run.sh build build/asan build/tsan
+#   tests/run.sh -j 4 build                 (jobs; default $TEST_JOBS, else the CPUs)
+#   tests/run.sh --tier check build         (the fast tier of `make check`)
+#   TEST_FILTER=trace tests/run.sh build    (substring filter)
 #
 # A test passes with exit 0, is SKIPPED with exit 77 (it must say why on its output), and
 # fails otherwise. A Criterion program that exits 0 with every case skipped (cr_skip_test) is
-# SKIPPED too, with its first case's reason; one with some cases skipped passes and says so. Root tests (real BPF, perf events; kind "root", and "rootsan" which also
-# runs in the ASan variant) need root and kernel BTF; without them
-# they are reported SKIPPED loudly, never passed.
-#   tests/run.sh build build/asan build/tsan
-#   TEST_FILTER=trace tests/run.sh build     (substring filter)
+# SKIPPED too, with its first case's reason; one with some cases skipped passes and says so.
+#
+# Kinds (tests.list): unit (every variant but TSan), tsan (every variant), plain (the normal
+# build only: lints and packaging), root (real BPF and perf events: the normal build) and
+# rootsan (root, also under ASan). Root tests need root and kernel BTF; without them they are
+# reported SKIPPED loudly, never passed.
+#
+# Side by side or alone: a root test runs alone unless its source says `ctxprof-test:
+# parallel` in its first 40 lines (it selects only its own targets and asserts no rate), and
+# a unit test runs side by side unless it says `ctxprof-test: alone`. The parallel tests run
+# first, $jobs at a time; then the others one by one, each holding the host lock exclusively
+# (the parallel ones hold it shared), so that two runs on one host do not disturb each
+# other's rates either. `ctxprof-test: check` puts a test in the fast tier (every unit and
+# plain test is in it).
 set -u
 cd "$(dirname "$0")/.."
-pass=0 fail=0 skip=0
-failed=()
-times=() # "SECONDS NAME" of every test run: the slowest are listed at the end
 logdir=build/test-logs
+resdir=$logdir/results
 mkdir -p "$logdir"
+rm -rf "$resdir"
+mkdir -p "$resdir"
 timeout_s=${TEST_TIMEOUT:-900}
+jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+tier=all
+lock=${TEST_LOCK:-/run/lock/ctxprof-tests.lock}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-j) jobs=$2; shift 2 ;;
+	-j*) jobs=${1#-j}; shift ;;
+	--tier) tier=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+[ "$jobs" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: -j needs a number, not '$jobs'" >&2; exit 2; }
+case "$tier" in all | check) ;; *) echo "tests/run.sh: no tier '$tier' (all, check)" >&2; exit 2 ;; esac
+[ -w "$(dirname "$lock")" ] || lock=${TMPDIR:-/tmp}/ctxprof-tests.lock
 
 can_root=1
 why_root=""
 if [ "$(id -u)" != 0 ]; then can_root=0; why_root="not root"; fi
 if [ ! -r /sys/kernel/btf/vmlinux ]; then can_root=0; why_root="${why_root:+$why_root, }no /sys/kernel/btf/vmlinux"; fi
 
-run_one() { # variant kind path
+# the source of a test: the script itself, or the .c of a built program
+source_of() { # VARIANT PATH
+	local t=${2#"$1"/}
+	[ -f "$2" ] && [[ "$2" == *.sh ]] && { echo "$2"; return; }
+	echo "$t.c"
+}
+# the words after "ctxprof-test:" in the first 40 lines of the test's source
+marks_of() { # VARIANT PATH
+	local src
+	src=$(source_of "$1" "$2")
+	[ -f "$src" ] || return 0
+	head -n 40 "$src" | sed -n 's/.*ctxprof-test:[[:space:]]*\([a-z ,]*\).*/\1/p' | tr ',' ' '
+}
+
+# run_one VARIANT KIND PATH: runs a test and writes its result (the line printed, the verdict
+# and the time) to $resdir; the log in $logdir
+run_one() {
 	local variant=$1 kind=$2 t=$3
 	local name="$variant:${t#"$variant"/}"
-	[ -n "${TEST_FILTER:-}" ] && [[ "$name" != *"$TEST_FILTER"* ]] && return
-	if { [ "$kind" = root ] || [ "$kind" = rootsan ]; } && [ $can_root = 0 ]; then
-		echo "SKIPPED  $name   (needs root + BTF: $why_root)"
-		skip=$((skip + 1)); return
-	fi
-	local log="$logdir/$(echo "$name" | tr '/:' '__').log"
-	local t0=$SECONDS rc
+	local id
+	id=$(echo "$name" | tr '/:' '__')
+	local log="$logdir/$id.log" res="$resdir/$id"
+	local t0=$SECONDS rc line verdict
 	# Criterion programs name each case and its verdict ([SKIP] a::b: why) at verbosity 1.
 	# Under the sanitizers they run their cases one at a time: Criterion 2.4's parallel runner
 	# leaks 48 bytes of its own (calloc inside criterion_run_all_tests), which LeakSanitizer
@@ -44,36 +85,121 @@ run_one() { # variant kind path
 	env "${env[@]}" timeout --kill-after=10 "$timeout_s" "$t" >"$log" 2>&1 </dev/null
 	rc=$?
 	local dt=$((SECONDS - t0))
-	times+=("$dt $name")
 	local skipped
 	skipped=$(grep -c '^\[SKIP\] ' "$log")
 	if [ $rc = 0 ] && [ "$skipped" -gt 0 ] && grep -q '^\[====\] Synthesis: Tested: 0 ' "$log"; then
-		echo "SKIPPED  $name   (every case skipped: $(grep -m1 '^\[SKIP\] ' "$log" | cut -c8-160))"
-		skip=$((skip + 1))
+		verdict=SKIPPED
+		line="SKIPPED  $name   (every case skipped: $(grep -m1 '^\[SKIP\] ' "$log" | cut -c8-160))"
 	elif [ $rc = 0 ]; then
 		local note=""
 		[ "$skipped" -gt 0 ] && note="; $skipped cases skipped: $(grep -m1 '^\[SKIP\] ' "$log" | cut -c8-120)"
-		echo "PASS     $name   (${dt}s$note)"; pass=$((pass + 1))
+		verdict=PASS
+		line="PASS     $name   (${dt}s$note)"
 	elif [ $rc = 77 ]; then
-		echo "SKIPPED  $name   ($(grep -m1 -i 'skip' "$log" | cut -c1-160))"; skip=$((skip + 1))
+		verdict=SKIPPED
+		line="SKIPPED  $name   ($(grep -m1 -i 'skip' "$log" | cut -c1-160))"
 	else
-		echo "FAIL     $name   (exit $rc, ${dt}s) — log: $log"
-		tail -n 40 "$log" | sed 's/^/    | /'
-		fail=$((fail + 1)); failed+=("$name")
+		verdict=FAIL
+		line="FAIL     $name   (exit $rc, ${dt}s) — log: $log"$'\n'"$(tail -n 40 "$log" | sed 's/^/    | /')"
 	fi
+	printf '%s %s %s\n%s\n' "$verdict" "$dt" "$name" "$line" >"$res.tmp" && mv "$res.tmp" "$res"
 }
 
+# the queue: "KIND VARIANT PATH" entries by tier (check, then rest) and by side by side / alone
+par_check=() alone_check=() par_rest=() alone_rest=() skipped_lines=()
 for variant in "$@"; do
 	list="$variant/tests.list"
-	[ -f "$list" ] || { echo "FAIL     $variant: no $list"; fail=$((fail + 1)); continue; }
+	if [ ! -f "$list" ]; then
+		skipped_lines+=("FAIL     $variant: no $list")
+		continue
+	fi
 	while read -r kind t; do
 		case "$variant" in
 		*/tsan) [ "$kind" = tsan ] || continue ;;
 		*/asan) [ "$kind" = unit ] || [ "$kind" = tsan ] || [ "$kind" = rootsan ] || continue ;;
 		*) ;;
 		esac
-		run_one "$variant" "$kind" "$t"
-	done < "$list"
+		name="$variant:${t#"$variant"/}"
+		[ -n "${TEST_FILTER:-}" ] && [[ "$name" != *"$TEST_FILTER"* ]] && continue
+		marks=" $(marks_of "$variant" "$t") "
+		tierof=rest
+		case "$variant" in */asan | */tsan) ;; *)
+			{ [ "$kind" = unit ] || [ "$kind" = tsan ] || [ "$kind" = plain ] || [[ "$marks" == *" check "* ]]; } && tierof=check ;;
+		esac
+		[ "$tier" = check ] && [ $tierof = rest ] && continue
+		if { [ "$kind" = root ] || [ "$kind" = rootsan ]; } && [ $can_root = 0 ]; then
+			skipped_lines+=("SKIPPED  $name   (needs root + BTF: $why_root)")
+			continue
+		fi
+		how=par
+		case "$kind" in
+		root | rootsan) [[ "$marks" == *" parallel "* ]] || how=alone ;;
+		*) [[ "$marks" == *" alone "* ]] && how=alone ;;
+		esac
+		eval "${how}_$tierof+=(\"\$kind \$variant \$t\")"
+	done <"$list"
+done
+
+# print the results not printed yet, in the order they ended
+printed=" "
+report() {
+	local f
+	for f in $(ls -tr "$resdir" 2>/dev/null); do
+		[[ "$f" == *.tmp ]] && continue
+		[[ "$printed" == *" $f "* ]] && continue
+		printed="$printed$f "
+		tail -n +2 "$resdir/$f"
+	done
+}
+for l in "${skipped_lines[@]}"; do echo "$l"; done
+
+# run_tier NAME PAR ALONE (array names): the side-by-side ones $jobs at a time, each holding
+# the host lock shared, then the others one by one, each holding it exclusively
+tier_times=()
+run_tier() {
+	local -n par_=$2 alone_=$3
+	local t0=$SECONDS running=0 entry kind variant t
+	[ $((${#par_[@]} + ${#alone_[@]})) -gt 0 ] || return 0
+	for entry in "${par_[@]}"; do
+		read -r kind variant t <<<"$entry"
+		while [ $running -ge "$jobs" ]; do
+			wait -n
+			running=$((running - 1))
+			report
+		done
+		(exec {lk}>>"$lock"; flock -s "$lk"; run_one "$variant" "$kind" "$t") &
+		running=$((running + 1))
+	done
+	while [ $running -gt 0 ]; do
+		wait -n
+		running=$((running - 1))
+		report
+	done
+	local t1=$SECONDS
+	for entry in "${alone_[@]}"; do
+		read -r kind variant t <<<"$entry"
+		(exec {lk}>>"$lock"; flock -x "$lk"; run_one "$variant" "$kind" "$t")
+		report
+	done
+	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d alone in %d s' "$1" \
+		$((SECONDS - t0)) ${#par_[@]} $((t1 - t0)) ${#alone_[@]} $((SECONDS - t1)))")
+}
+run_tier check par_check alone_check
+run_tier rest par_rest alone_rest
+
+pass=0 fail=0 skip=0
+failed=()
+for l in "${skipped_lines[@]}"; do
+	case "$l" in FAIL*) fail=$((fail + 1)); failed+=("${l#FAIL     }") ;; *) skip=$((skip + 1)) ;; esac
+done
+for f in "$resdir"/*; do
+	[ -f "$f" ] || continue
+	read -r verdict dt name <"$f"
+	case "$verdict" in
+	PASS) pass=$((pass + 1)) ;;
+	SKIPPED) skip=$((skip + 1)) ;;
+	*) fail=$((fail + 1)); failed+=("$name") ;;
+	esac
 done
 
 # The source format is part of the tests.
@@ -87,10 +213,12 @@ if [ -z "${TEST_FILTER:-}" ] || [[ format == *"$TEST_FILTER"* ]]; then
 fi
 
 echo
-if [ ${#times[@]} -gt 0 ]; then
+if ls "$resdir"/* >/dev/null 2>&1; then
 	echo "slowest tests:"
-	printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ printf "  %5ds  %s\n", $1, $2 }'
+	for f in "$resdir"/*; do head -n 1 "$f"; done | sort -k2,2rn | head -n 10 |
+		awk '{ printf "  %5ds  %s\n", $2, $3 }'
 fi
+[ ${#tier_times[@]} -gt 0 ] && printf '%s\n' "${tier_times[@]}"
 [ $fail -gt 0 ] && printf 'failed: %s\n' "${failed[@]}"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

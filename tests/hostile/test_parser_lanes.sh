@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # Issue 19 item 6, the parser helper as a shared target: one helper parsed every user's files,
 # so a user whose files crash it (a libelf/libdw bug is enough) had it restarted at most once
 # a second, and every other request in between refused: the frames of everyone else's new

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # Issue 31 item 3, parser lanes per user: one helper parsed every non-root user's files and
 # every process's OpenTelemetry process context (OTEL_CTX), so a user whose bytes crash that
 # helper made everyone else's contexts and frames wait or fail. Now each owner has a lane of

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # The daemon as each packaged deployment starts it, with exactly the capabilities it grants:
 # the systemd unit (CapabilityBoundingSet=, with NoNewPrivileges=yes and ProtectProc=invisible:
 # its /proc mounted hidepid=invisible, in a mount namespace of its own), the Kubernetes sidecar

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # ctxprof daemon on a full disk: the output directory is a small tmpfs that fills up while
 # the daemon records. Chunks that cannot be appended are lost and logged, the daemon keeps
 # running and sampling, the file keeps every complete chunk (the JDK reads it), writing

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # ctxprof daemon output: settings from an INI file (inline comments), directory 0750, files
 # 0640 named ctxprof-HOST-YYYYMMDDTHHMMSSZ.jfr, written as .jfr.part (every finished chunk
 # readable while it grows) and renamed when rotated; rotation by period and by size;

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # ctxprof daemon crash recovery: a daemon killed with SIGKILL leaves NAME.jfr.part behind,
 # possibly with a partial chunk at its end (killed inside the append). The next daemon
 # started on the directory cuts such a file back to its complete chunks and renames it to

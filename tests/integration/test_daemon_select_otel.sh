@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # ctxprof daemon, mode context, with OpenTelemetry writers only (no libctx, no Custom Labels):
 # a process that publishes the OTEP 4947 thread context (wl_otel: otel_thread_ctx_v1 in the
 # executable) and one that publishes the OTEP 4719 process context alone (wl_otel_pctxonly)

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # ctxprof daemon, split = process: two wl_attrib processes get their own rotated recordings
 # named ctxprof-HOST-PID-COMM-YYYYMMDDTHHMMSSZ.jfr (.jfr.part while open, 0640), the status
 # file names each target's current file, a process that exits gets its file finished while

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # `ctxprof status` tells a live daemon from a dead or hung one, by its exit status (0
 # running, 1 dead, 3 stopped or absent, 5 stale) and in words, in the table and in --json
 # (daemon.state): a running daemon; one stopped with SIGSTOP until its status file is older

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # The daemon delivers every finished recording to a real HTTP receiver (Pyroscope's /ingest
 # shape: multipart jfr + labels) and loses none through faults: the receiver down at start,
 # answering 500 for a while, 429 with Retry-After, hanging past the timeout, closing the

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # One series per service, Pyroscope (/ingest, format = jfr): two services under one daemon
 # (split = process; series_lib.sh) arrive as two applications named by their service.name
 # (checkout-svc, cart-svc), not as the one `application` of [upload], each tagged with

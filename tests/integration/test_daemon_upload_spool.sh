@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # The upload spool: profiles the backend has not accepted yet survive a SIGKILL of the
 # daemon (every one is delivered by the next daemon, and so is the recording that was in
 # progress, once recovered), also when the daemon is killed while a request hangs (what

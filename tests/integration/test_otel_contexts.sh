@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # Context cases other writers publish (issue 21), each read with exactly the expected labels
 # and service.name (tests/workloads/wl_otel.c, WL_OTEL_HOSTILE in work_H; A and B as usual):
 #   zeroids  valid record, all-zero trace and span ids, attributes: every work_H sample has

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # The OpenTelemetry thread context of musl processes (musl-gcc, Debian's musl-tools: mapped
 # as /usr/lib/x86_64-linux-musl/libc.so, a name no pattern matches), written by
 # tests/workloads/otel_spec_writer.c in a legacy general-dynamic library (DTPMOD64: musl's

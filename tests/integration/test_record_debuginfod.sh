@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # debuginfod is off unless CTXPROF_DEBUGINFOD=1 (stack/debuginfod_policy.h): with
 # DEBUGINFOD_URLS pointing at a listener on 127.0.0.1 that counts connections, a DWARF
 # recording (unwinding and symbolization both look for debug files) makes none; opted in, it

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # record --filter (context filters, issue 21): a filtered recording keeps exactly the samples
 # that an unfiltered recording's `report` attributes to the filter. Two records sample the
 # demo workload (libctx labels route = /checkout|/search|/login, tier = free|pro|enterprise)

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # HTML flame graph (`report --html FILE.jfr`, `record -o FILE.html`): headless Chromium
 # (Debian's, driven by playwright-core, tests/js/flame_check.js) opens the page from
 # file:// with every other request refused; the graph renders with no script error; the

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # OTLP profiles output (`-o FILE.otlp`): one ExportProfilesServiceRequest that protoc decodes
 # against the UPSTREAM opentelemetry-proto files (../shared/tools/otel-proto, not the
 # project's copy) and that keeps the dictionary's rules (zero values at index 0, indices in

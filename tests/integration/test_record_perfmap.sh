@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # JIT frames named from the runtime's perf map (docs/perf-map.md): `ctxprof record -- node
 # --perf-basic-prof app.js` names the hot JavaScript functions in the folded output exactly
 # as `perf record -g` names them from the same /tmp/perf-PID.map (perf is run on the same

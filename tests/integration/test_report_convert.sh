@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # `ctxprof report --format collapsed|pprof|otlp|html -o OUT FILE.jfr` converts what the daemon
 # and `record -o FILE.jfr` write, with the sinks `record` writes directly. On one recording of
 # wl_attrib (labels phase=A/B, spans): protoc decodes the OTLP output against the UPSTREAM

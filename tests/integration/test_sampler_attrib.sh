@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # Attribution: every sample whose stack holds work_A carries phase=A and span 0xA (and B
 # likewise), with long-lived and with many short-lived threads; FP stacks reach main with
 # names (main;long_thread;run_phases;work_X).

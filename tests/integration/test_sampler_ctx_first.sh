@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # Context from the first sample (issue 15). A thread that had context never shows a sample
 # without it: not in the first milliseconds after `record -p` attaches (the TLS location is
 # resolved before the target's samples count), and not after a late dlopen of libctx (the

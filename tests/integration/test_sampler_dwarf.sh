@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # --call-graph dwarf (in-kernel .eh_frame unwinding) and dwarf-copy (16 KiB stack copy +
 # libdwfl) reach main through libc's qsort callbacks (libc has no frame pointers) in >= 99% of
 # samples of the no-frame-pointer fixture fx_qsort, and say none of them stopped early; of

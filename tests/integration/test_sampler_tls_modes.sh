@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # Context through every way a process can hold libctx, end to end through BPF: libctx.so as
 # DT_NEEDED (TLSDESC static), libctx.a in a non-PIE executable, dlopen'ed (static TLS from
 # glibc's surplus) and dlopen'ed with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 (dynamic

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: parallel
 # record --upload URL: a one-off capture is sent to a real HTTP receiver (Pyroscope's
 # /ingest shape) after it is written: JFR with the labels snapshot (Grafana's JFR parser
 # reads it, every sample's context is named), pprof that `go tool pprof` reads with the
