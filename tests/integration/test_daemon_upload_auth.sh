@@ -45,9 +45,18 @@ logged() { grep -c -- "$1" "$DLOG"; }
 # every file listed in $TMP/expect (those finished at a point of the test) has arrived: the
 # daemon keeps finishing files, so "all of them" would be a race under load
 expected_received() {
-	local f
 	refresh_hashes
-	while read -r f; do grep -qx "$(sha256sum <"$f" | cut -d' ' -f1)" "$TMP/rh" || return 1; done <"$TMP/expect"
+	expected_hashes | grep -qvxFf "$TMP/rh" && return 1
+	return 0
+}
+# the hashes of the files listed in $TMP/expect, one per line
+expected_hashes() {
+	local ex
+	mapfile -t ex <"$TMP/expect"
+	[ ${#ex[@]} -gt 0 ] || return 0
+	sha256_cached "${ex[@]}"
+	ex=("${ex[@]//\//_}")
+	cat "${ex[@]/#/$TMP/sha/}"
 }
 ustat() { grep '^upload name=default ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 MURL=
@@ -121,12 +130,9 @@ metrics
 recv_mode ok
 touch "$TMP/refused.sums"
 missing_only_refused() {
-	local f fh
 	refresh_hashes
-	while read -r f; do
-		fh=$(sha256sum <"$f" | cut -d' ' -f1)
-		grep -qx "$fh" "$TMP/rh" || grep -qx "$fh" "$TMP/refused.sums" || return 1
-	done <"$TMP/expect"
+	expected_hashes | grep -vxFf "$TMP/rh" | grep -qvxFf "$TMP/refused.sums" && return 1
+	return 0
 }
 n=0
 for code in 400 413 422; do

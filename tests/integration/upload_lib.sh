@@ -52,24 +52,31 @@ otlp_hash_new() {
 	done
 	[ ${#todo[@]} = 0 ] || $CHECK content-sha "${todo[@]}" || fail "otlp_check.py content-sha"
 }
+# sha256_cached FILE...: each FILE's sha256 computed once (one sha256sum for all of those not
+# seen yet) into $TMP/sha/ (never beside it: $OUT is the daemon's). Files received or finished
+# never change, and the waits poll every one of them: hashing each again at every poll made
+# the upload tests quadratic (minutes under load). sha_of FILE prints it.
+sha_path() { echo "$TMP/sha/${1//\//_}"; }
+sha256_cached() {
+	local f h todo=()
+	mkdir -p "$TMP/sha"
+	for f in "$@"; do [ -f "$f" ] && [ ! -s "$(sha_path "$f")" ] && todo+=("$f"); done
+	[ ${#todo[@]} = 0 ] && return 0
+	sha256sum "${todo[@]}" | while read -r h f; do echo "$h" >"$(sha_path "$f")"; done
+}
+sha_of() { sha256_cached "$1" && cat "$(sha_path "$1")"; }
 # the hash of every body received (see UPLOAD_FORMAT), one per line, sorted
 received_hashes() {
-	local d
 	otlp_hash_new
-	for d in "$RECV"/req-[0-9]*; do
-		if [ -f "$d/jfr" ]; then
-			sha256sum <"$d/jfr" | cut -d' ' -f1
-		elif [ -s "$d/otlp.sha" ]; then
-			cat "$d/otlp.sha"
-		fi
-	done | sort
+	sha256_cached "$RECV"/req-[0-9]*/jfr
+	cat "$(sha_path "$RECV")"_req-[0-9]*_jfr "$RECV"/req-[0-9]*/otlp.sha 2>/dev/null | sort
 }
 # the hash a delivery of the finished recording $1 has (otlp: after otlp_hash_new)
 file_hash() {
 	if [ "$UPLOAD_FORMAT" = otlp ]; then
 		cat "$TMP/fh/$(basename "$1").otlp.sha"
 	else
-		sha256sum <"$1" | cut -d' ' -f1
+		sha_of "$1"
 	fi
 }
 # every finished recording in $OUT arrived (byte for byte): "nothing finished is lost". The
