@@ -11,7 +11,7 @@
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 trap 'stop_receiver; cleanup' EXIT
-PORT=$(free_port)
+start_receiver_down
 cat >"$TMP/ctxprof.conf" <<CONF
 [targets]
 mode = selectors
@@ -63,7 +63,7 @@ fault() { # MODE SEEN_REGEX LOG_TEXT
 wait_for 60 "two files finished" eval '[ "$(finished)" -ge 2 ]'
 wait_for 30 "a failed connection logged" eval '[ "$(logged "(connect")" -gt 0 ]'
 [ "$(ls "$OUT/spool/default/"*.entry | wc -l)" -ge 1 ] || fail "nothing in the spool"
-start_receiver "$PORT"
+receiver_up
 wait_for 90 "every finished file delivered once the receiver is up" caught_up
 echo "receiver down at start: ok ($(received) delivered)"
 # what arrived is what Pyroscope takes: the newest request with samples decodes with

@@ -6,14 +6,16 @@
 RECV=$TMP/recv
 RPID=
 mkdir -p "$RECV"
-# free_port: a port nothing listens on now (for a receiver that starts later)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# start_receiver_down: a receiver that holds its port (PORT) but refuses connections until
+# receiver_up: "the receiver is down", without a free port another test could take meanwhile
+start_receiver_down() { start_receiver down; }
+receiver_up() { touch "$RECV/up"; }
 # start_receiver [PORT]: the receiver in the background; PORT set once it listens
 start_receiver() {
 	rm -f "$RECV/port"
 	python3 "$(dirname "$0")/upload_receiver.py" "$RECV" ${1:+"$1"} &
 	RPID=$!
-	wait_for 10 "the HTTP receiver listening" test -s "$RECV/port"
+	wait_for 60 "the HTTP receiver listening" test -s "$RECV/port"
 	PORT=$(cat "$RECV/port")
 }
 stop_receiver() { [ -n "$RPID" ] && kill "$RPID" 2>/dev/null && wait "$RPID" 2>/dev/null; RPID=; }
@@ -56,13 +58,14 @@ otlp_hash_new() {
 # seen yet) into $TMP/sha/ (never beside it: $OUT is the daemon's). Files received or finished
 # never change, and the waits poll every one of them: hashing each again at every poll made
 # the upload tests quadratic (minutes under load). sha_of FILE prints it.
+# (The loops spell the path out, ${f//\//_}: a $(sha_path) a file would be a process a file.)
 sha_path() { echo "$TMP/sha/${1//\//_}"; }
 sha256_cached() {
 	local f h todo=()
-	mkdir -p "$TMP/sha"
-	for f in "$@"; do [ -f "$f" ] && [ ! -s "$(sha_path "$f")" ] && todo+=("$f"); done
+	[ -d "$TMP/sha" ] || mkdir -p "$TMP/sha"
+	for f in "$@"; do [ -f "$f" ] && [ ! -s "$TMP/sha/${f//\//_}" ] && todo+=("$f"); done
 	[ ${#todo[@]} = 0 ] && return 0
-	sha256sum "${todo[@]}" | while read -r h f; do echo "$h" >"$(sha_path "$f")"; done
+	sha256sum "${todo[@]}" | while read -r h f; do echo "$h" >"$TMP/sha/${f//\//_}"; done
 }
 sha_of() { sha256_cached "$1" && cat "$(sha_path "$1")"; }
 # the hash of every body received (see UPLOAD_FORMAT), one per line, sorted
@@ -72,26 +75,30 @@ received_hashes() {
 	cat "$(sha_path "$RECV")"_req-[0-9]*_jfr "$RECV"/req-[0-9]*/otlp.sha 2>/dev/null | sort
 }
 # the hash a delivery of the finished recording $1 has (otlp: after otlp_hash_new)
-file_hash() {
+file_hash() { finished_hashes "$1"; }
+# finished_hashes FILE...: the hash a delivery of each finished recording has, one per line
+# (otlp: after otlp_hash_new); fails when one has none yet
+finished_hashes() {
+	local f paths=()
 	if [ "$UPLOAD_FORMAT" = otlp ]; then
-		cat "$TMP/fh/$(basename "$1").otlp.sha"
+		for f in "$@"; do paths+=("$TMP/fh/${f##*/}.otlp.sha"); done
 	else
-		sha_of "$1"
+		sha256_cached "$@"
+		for f in "$@"; do paths+=("$TMP/sha/${f//\//_}"); done
 	fi
+	[ ${#paths[@]} = 0 ] || cat "${paths[@]}" 2>/dev/null
 }
 # every finished recording in $OUT arrived (byte for byte): "nothing finished is lost". The
 # files are listed and hashed first, what arrived is looked at after (hashing an OTLP
-# delivery takes longer than a rotation: a file finished meanwhile is for the next call)
+# delivery takes longer than a rotation: a file finished meanwhile is for the next call).
+# A few processes whatever the number of files: the waits poll it while files accumulate.
 all_finished_received() {
-	local missing=0 f h
-	ls "$OUT"/ctxprof-*.jfr 2>/dev/null >"$TMP/finished.list"
+	local fin
+	mapfile -t fin < <(ls "$OUT"/ctxprof-*.jfr 2>/dev/null)
 	otlp_hash_new
-	while read -r f; do file_hash "$f"; done <"$TMP/finished.list" >"$TMP/finished.hashes"
+	finished_hashes "${fin[@]}" >"$TMP/finished.hashes" || return 1
 	refresh_hashes
-	while read -r h; do
-		grep -qx "$h" "$TMP/rh" || missing=$((missing + 1))
-	done <"$TMP/finished.hashes"
-	[ "$missing" = 0 ]
+	! grep -qvxFf "$TMP/rh" "$TMP/finished.hashes"
 }
 refresh_hashes() { received_hashes >"$TMP/rh"; }
 # no profile arrived twice ("delivered once")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""upload_receiver.py DIR [PORT] — a Pyroscope-like /ingest (and OTLP/HTTP
-/v1development/profiles) receiver for the upload tests.
+"""upload_receiver.py DIR [PORT | down] — a Pyroscope-like /ingest (and OTLP/HTTP
+/v1development/profiles) receiver for the upload tests. With "down" it binds a free port
+(DIR/port) but refuses connections until DIR/up exists.
 
 Python's standard library only (http.server, email). Listens on 127.0.0.1 on PORT or a free
 port (written to DIR/port once listening) and records every request it answers 2xx as
@@ -152,9 +153,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 http.server.ThreadingHTTPServer.allow_reuse_address = True
 server = http.server.ThreadingHTTPServer(
-    ("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 else 0), Handler)
+    ("127.0.0.1", int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] != "down" else 0),
+    Handler, bind_and_activate=False)
 server.daemon_threads = True
+server.server_bind()
 with open(os.path.join(DIR, "port.tmp"), "w") as f:
     f.write(str(server.server_address[1]))
 os.rename(os.path.join(DIR, "port.tmp"), os.path.join(DIR, "port"))
+# "down": the port bound, not listening (a connection is refused, as with no server at all,
+# and no other process can take the port meanwhile) until DIR/up exists
+while sys.argv[-1] == "down" and not os.path.exists(os.path.join(DIR, "up")):
+    time.sleep(0.05)
+server.server_activate()
 server.serve_forever()
