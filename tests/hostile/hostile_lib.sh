@@ -597,7 +597,7 @@ assert_sigterm_under_fuse() {
 	local rc=$?
 	DPID=
 	[ "$rc" = 0 ] || fail "daemon exited $rc after SIGTERM"
-	for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+	jfr_ok_all "$OUT"/*.jfr
 }
 proc_state() { awk '/^State/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 daemon_gone() { ! kill -0 "$DPID" 2>/dev/null || [ "$(proc_state "$DPID")" = Z ]; }

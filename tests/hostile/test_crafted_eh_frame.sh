@@ -96,5 +96,5 @@ echo "CPU ticks over the attack: the daemon's sampling thread $((m1 - m0)), the 
 assert_rate_kept
 assert_fresh
 stop_daemon
-for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+jfr_ok_all "$OUT"/*.jfr
 echo PASS

@@ -58,5 +58,5 @@ echo "under the crash loop: parser_restarts $(dstat parser_restarts), system hel
 	"the root-owned binary's frames named"
 assert_fresh
 stop_daemon
-for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+jfr_ok_all "$OUT"/*.jfr
 echo PASS

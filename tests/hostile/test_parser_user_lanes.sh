@@ -92,5 +92,5 @@ echo "under the crash loop: parser_restarts $r0 -> $r1, parser_lanes $(dstat par
 	"the second user's lane $VL never restarted, its context and frames named"
 assert_fresh
 stop_daemon
-for f in "$OUT"/*.jfr; do jfr_ok "$f"; done
+jfr_ok_all "$OUT"/*.jfr
 echo PASS

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # Issue 19 item 6 for `record`: once BPF is loaded, the perf events are open and the targets
 # added, record keeps only the daemon's capabilities (+ CAP_DAC_OVERRIDE for its output):
 # no CAP_SYS_ADMIN, CAP_BPF or CAP_PERFMON; its parser helper (its child, found by pid) runs

@@ -117,6 +117,19 @@ jfr_ok() {
 		fail "jfr print --json $1 is not valid JSON"
 	return 0
 }
+# jfr_ok_all FILE...: jfr_ok of every file with three JDK runs in all, not three a file (a
+# test with a file per process has dozens: minutes of JVM starts). Each file must be
+# non-empty; their concatenation is what the JDK reads (a JFR file is a sequence of
+# self-contained chunks, `jfr assemble` joins them so), so every chunk of every file is
+# summarised, printed and printed as JSON, and a torn or foreign file breaks the parse where
+# it starts.
+jfr_ok_all() {
+	local f
+	[ $# -gt 0 ] || fail "jfr_ok_all: no file"
+	for f in "$@"; do [ -s "$f" ] || fail "$f is empty"; done
+	cat "$@" >"$TMP/all-files.jfr" || fail "cannot join $*"
+	jfr_ok "$TMP/all-files.jfr"
+}
 # samples with context (a contextId or a span) of the given tids in a file: prints the count
 # (osThreadId is the tid; samples of a process are told apart by the tids it printed)
 samples_of_tids() { # FILE TID...

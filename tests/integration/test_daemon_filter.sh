@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # The daemon's context filter, `[sampling] filter`: with `filter = route=/checkout,!tier=free`
 # a daemon sampling this run's cgroup (the demo workload, libctx labels route and tier, and a
 # busy shell loop without context) writes only /checkout samples of the pro and enterprise

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # ctxprof daemon operations: capabilities dropped after setup (CapEff of the running daemon
 # holds only the kept set, no CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN) while a process started
 # afterwards is still located (context) and sampled; `ctxprof status` and `--json` show it;

@@ -48,7 +48,7 @@ n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["recordi
 [ "$(cat "$OUT/notours.jfr.part")" = keep ] || fail "a file that is not ours was touched"
 cut=$(sed -n 's/.*recovered 1 recordings left in progress (\([0-9]*\) bytes .*removed 1 .*/\1/p' "$DLOG")
 [ -n "$cut" ] && [ "$cut" -ge 3000 ] || { cat "$DLOG"; fail "no recovery line in the log"; }
-for f in "$OUT"/ctxprof-*.jfr; do jfr_ok "$f"; done
+jfr_ok_all "$OUT"/ctxprof-*.jfr
 echo "recovered $F: $good bytes, $n samples; partial chunk cut, empty .part removed"
 
 # a second daemon on a directory another daemon writes to leaves that one's file alone

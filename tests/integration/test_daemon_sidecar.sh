@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # ctxprof daemon as a sidecar: a target and the daemon in a new PID + mount namespace
 # (unshare --pid --fork --mount-proc), the daemon selecting by name. BPF translates pids with
 # bpf_get_ns_current_pid_tgid: the recording must carry the namespace-local tids the workload

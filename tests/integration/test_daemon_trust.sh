@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # ctxprof daemon against a user who prepares its output directory (docs/daemon.md once used
 # /tmp/prof): dangling symlinks planted by `nobody` under the predictable .part/.jfr, status
 # and lock names must never make the root daemon create a file where they point. Refused at

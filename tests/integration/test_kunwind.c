@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* ctxprof-test: parallel check */
 /*
  * test_kunwind.c — the in-kernel unwinder's tables in real BPF maps (no sampling): this test
  * process's own mappings are synced; every module's table is built once and loaded byte for

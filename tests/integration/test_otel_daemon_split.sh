@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # ctxprof daemon, split = process, a process that publishes an OpenTelemetry process context
 # (OTEP 4719) with service.name = checkout-svc: its file is named after the service
 # (ctxprof-HOST-PID-checkout-svc-TIME.jfr.part), not the executable, while a process without

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # Interrupted writers: the OTel writer (TLSDESC library) updates its record in place by
 # clearing `valid`, writing the new trace id, pausing 20 us, writing the rest and setting
 # `valid` again (WL_OTEL_PROTO=flip-slow), while a per-thread timer signal interrupts every

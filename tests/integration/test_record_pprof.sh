@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # pprof output (`-o FILE.pb.gz`): Go's own pprof reads the file; its sample total is the
 # recording's (--stats-json); every work_A/work_B sample carries its context as sample labels
 # (phase, span_id), as the folded output attributes it (test_sampler_attrib.sh);

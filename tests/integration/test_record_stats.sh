@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # record --stats-json FILE: one JSON object with the counters record prints at exit, whose
 # numbers agree with the recording itself: the JFR file holds exactly the samples it says
 # were written (counted by the JDK's `jfr summary`), nothing was received but not written,

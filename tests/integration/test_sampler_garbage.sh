@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel check
 # A target that scribbles garbage into its labelset (wild pointers, huge lengths,
 # count = 2^63, NULL keys, duplicates, invalid UTF-8) never crashes ctxprof and never yields
 # a wrong label: the only labels allowed are the ones wl_garbage documents.
