@@ -189,7 +189,7 @@ static int reap_failed(pid_t pid)
         return 0;
 }
 
-static int spawn(struct lane *pc, char *why, size_t whylen)
+static int spawn(struct lane *pc, int deadline_ms, char *why, size_t whylen)
 {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -211,7 +211,7 @@ static int spawn(struct lane *pc, char *why, size_t whylen)
         pc->starts++;
         struct parser_head h;
         int fd = -1;
-        int err = parser_chan_recv(sv[0], &h, NULL, 0, &fd, PARSER_DEADLINE_MS);
+        int err = parser_chan_recv(sv[0], &h, NULL, 0, &fd, deadline_ms);
         if (fd >= 0)
                 close(fd);
         if (!err && h.type != PARSER_READY)
@@ -268,7 +268,7 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
         snprintf(pc->system.tag, sizeof(pc->system.tag), "ctxprof-parser:system");
         /* the system lane's helper now: a parser user that does not exist, or a confinement
          * step that fails, stops the caller at its start, not at its first request */
-        int err = spawn(&pc->system, why, whylen);
+        int err = spawn(&pc->system, PARSER_START_MS, why, whylen);
         if (err) {
                 lane_destroy(&pc->system);
                 free(pc);
@@ -325,7 +325,7 @@ static int ensure_running(struct lane *pc)
         if (pc->starts && mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)
                 return -EAGAIN;
         pc->st.restarts += pc->starts > 0; /* a user lane's first helper is no restart */
-        return spawn(pc, why, sizeof(why)) ? -EAGAIN : 0;
+        return spawn(pc, PARSER_DEADLINE_MS, why, sizeof(why)) ? -EAGAIN : 0;
 }
 
 static int await_answer(struct lane *pc, uint16_t type, void *resp, uint32_t cap, uint32_t *got,
@@ -449,7 +449,7 @@ static void prestart_lane(struct parser_client *pc, uint32_t owner)
         struct lane *l = &pc->users[slot];
         pthread_mutex_lock(&l->lock);
         lane_take(pc, l, owner);
-        if (!spawn(l, why, sizeof(why)))
+        if (!spawn(l, PARSER_START_MS, why, sizeof(why)))
                 unlock(l);
         else
                 pthread_mutex_unlock(&l->lock);

@@ -15,7 +15,7 @@ wl=$!
 trap 'kill -KILL $wl 2>/dev/null; wait $wl 2>/dev/null; rm -rf "$TMP"' EXIT
 
 # record_then_kill FILE CHANGES: start record, SIGKILL it right after the file's CHANGES-th
-# change once it is non-empty; prints the number of changes seen. Fails after 30 s.
+# change once it is non-empty; prints the number of changes seen. Fails after 90 s.
 record_then_kill() {
 	python3 - "$CTXPROF" "$wl" "$1" "$2" <<'PY'
 import os, signal, subprocess, sys, time
@@ -23,7 +23,7 @@ ctxprof, pid, path, want = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4
 rec = subprocess.Popen([ctxprof, "record", "-q", "-F", "20000", "--chunk-period", "3s",
                         "-p", pid, "-d", "60s", "-o", path],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-last, seen, deadline = None, 0, time.monotonic() + 30
+last, seen, deadline = None, 0, time.monotonic() + 90
 while seen < want:
     try:
         st = os.stat(path)
@@ -34,7 +34,7 @@ while seen < want:
         pass
     if rec.poll() is not None or time.monotonic() > deadline:
         rec.kill()
-        sys.exit("record exited or the file did not change within 30 s (seen %d)" % seen)
+        sys.exit("record exited or the file did not change within 90 s (seen %d)" % seen)
 rec.send_signal(signal.SIGKILL)
 rec.wait()
 print(seen)
