@@ -8,6 +8,7 @@
 #   tests/run.sh -j 4 build                 (jobs; default $TEST_JOBS, else the CPUs)
 #   tests/run.sh --tier check build         (the fast tier of `make check`)
 #   TEST_FILTER=trace tests/run.sh build    (substring filter)
+#   TEST_PHASE=parallel|alone tests/run.sh build   (only the side-by-side or the alone tests)
 #
 # A test passes with exit 0, is SKIPPED with exit 77 (it must say why on its output), and
 # fails otherwise. A Criterion program that exits 0 with every case skipped (cr_skip_test) is
@@ -136,6 +137,7 @@ for variant in "$@"; do
 		root | rootsan) [[ "$marks" == *" parallel "* ]] || how=alone ;;
 		*) [[ "$marks" == *" alone "* ]] && how=alone ;;
 		esac
+		case "${TEST_PHASE:-}-$how" in -* | parallel-par | alone-alone) ;; *) continue ;; esac
 		eval "${how}_$tierof+=(\"\$kind \$variant \$t\")"
 	done <"$list"
 done
