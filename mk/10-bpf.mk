@@ -24,5 +24,9 @@ $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(B)/gen/vmlinux.h
 
 $(B)/gen/%.skel.h: $(B)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+# Kept, not deleted as an intermediate: once its .d names it, a deleted object is a missing
+# target, and the next make (a packaging test's `make install` while other tests run the
+# binary) rebuilt the skeleton and relinked build/ctxprof under them ("Text file busy").
+.SECONDARY: $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 
 -include $(wildcard $(B)/bpf/*.d)

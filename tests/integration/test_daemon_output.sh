@@ -32,10 +32,14 @@ status-file = $ST
 CONF
 start_daemon --config "$TMP/ctxprof.conf"
 # while the first file is open: a .part with finished chunks only
-part_with_chunk() { P=$(ls "$OUT"/*.jfr.part 2>/dev/null | head -1) && chunks_over "$P" 0; }
-wait_for 20 "a .jfr.part with a finished chunk" part_with_chunk
+# (copied first, then looked at: the file is renamed every 3 s, sooner than a loaded host
+# starts the Python that counts its chunks)
+part_with_chunk() {
+	P=$(ls "$OUT"/*.jfr.part 2>/dev/null | head -1) && cp "$P" "$TMP/snapshot.jfr" 2>/dev/null &&
+		chunks_over "$TMP/snapshot.jfr" 0
+}
+wait_for 60 "a .jfr.part with a finished chunk" part_with_chunk
 [ -n "$P" ] || fail "no .jfr.part while recording: $(ls -la "$OUT")"
-cp "$P" "$TMP/snapshot.jfr"
 jfr_ok "$TMP/snapshot.jfr"
 # two files rotated (rotate-period 3s); the one open now is finished at SIGTERM
 wait_for 30 "two files rotated" eval '[ "$(ls "$OUT"/*.jfr 2>/dev/null | wc -l)" -ge 2 ]'

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: alone (make install rewrites build/libctx.pc for its own PREFIX)
 # `make install` into a scratch DESTDIR with a non-default PREFIX: checks the installed tree
 # (binary, libctx and its symlinks, headers, libctx.pc with the right prefix, dynlist, unit,
 # config, docs), then compiles and links a small libctx program against the installed copy

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: alone (make install rewrites build/libctx.pc for its own PREFIX)
 # The systemd unit: `systemd-analyze verify` must accept it without a single warning (verify
 # needs ExecStart's binary to exist, so a copy points at the built ctxprof and the source
 # config), the installed copy (make install into a scratch root) must verify too, and the
