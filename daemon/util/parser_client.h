@@ -35,11 +35,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PARSER_DEADLINE_MS    2000 /* one request, and a helper's start once running */
+#define PARSER_DEADLINE_MS 2000 /* one request, and a helper's start once running */
 /* the first helpers' start, in parser_client_start (the caller's setup, before any sampling):
  * exec, the dynamic loader and the confinement steps took over 2 s on a loaded 2-vCPU host,
  * and `record` failed to start (its helper killed at the deadline) */
-#define PARSER_START_MS 10000
+#define PARSER_START_MS       10000
 #define PARSER_RESTART_MIN_MS 1000 /* between two starts of the helper */
 #define PARSER_JOB_WAIT_MS    200  /* a target job's wait for another thread's request */
 /* the symbolizer's (the writer thread's) wait for another thread's request in its lane: one
