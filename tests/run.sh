@@ -83,7 +83,9 @@ run_one() {
 	# reports as the program's (test_jfr_writer, 3 runs of 3; none with one job).
 	local env=(TEST_BUILD="$variant" CRITERION_VERBOSITY_LEVEL=1)
 	case "$variant" in */asan | */tsan) env+=(CRITERION_JOBS=1) ;; esac
-	env "${env[@]}" timeout --kill-after=10 "$timeout_s" "$t" >"$log" 2>&1 </dev/null
+	# the test never holds the host lock itself ({LOCK_FD}>&-: closed in its process only): a
+	# process it leaves behind would keep the lock and stall the alone tests for good
+	env "${env[@]}" timeout --kill-after=10 "$timeout_s" "$t" >"$log" 2>&1 </dev/null {LOCK_FD}>&-
 	rc=$?
 	local dt=$((SECONDS - t0))
 	local skipped
@@ -169,7 +171,7 @@ run_tier() {
 			running=$((running - 1))
 			report
 		done
-		(exec {lk}>>"$lock"; flock -s "$lk"; run_one "$variant" "$kind" "$t") &
+		(exec {lk}>>"$lock"; flock -s "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t") &
 		running=$((running + 1))
 	done
 	while [ $running -gt 0 ]; do
@@ -180,7 +182,7 @@ run_tier() {
 	local t1=$SECONDS
 	for entry in "${alone_[@]}"; do
 		read -r kind variant t <<<"$entry"
-		(exec {lk}>>"$lock"; flock -x "$lk"; run_one "$variant" "$kind" "$t")
+		(exec {lk}>>"$lock"; flock -x "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t")
 		report
 	done
 	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d alone in %d s' "$1" \
