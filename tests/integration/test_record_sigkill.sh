@@ -10,7 +10,9 @@
 command -v jfr >/dev/null || need_oracle "the JDK's jfr"
 ROUNDS=${KILL_ROUNDS:-30}
 
-"$WL/wl_attrib" long 600 8 >/dev/null 2>&1 &
+# an hour, past any run of the rounds (600 s ran out before round 30 where a round took 20 s);
+# finite, so that a killed test leaves no spinning workload for long
+"$WL/wl_attrib" long 3600 8 >/dev/null 2>&1 &
 wl=$!
 trap 'kill -KILL $wl 2>/dev/null; wait $wl 2>/dev/null; rm -rf "$TMP"' EXIT
 
