@@ -53,10 +53,7 @@ expected_received() {
 expected_hashes() {
 	local ex
 	mapfile -t ex <"$TMP/expect"
-	[ ${#ex[@]} -gt 0 ] || return 0
-	sha256_cached "${ex[@]}"
-	ex=("${ex[@]//\//_}")
-	cat "${ex[@]/#/$TMP/sha/}"
+	finished_hashes "${ex[@]}"
 }
 ustat() { grep '^upload name=default ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 MURL=

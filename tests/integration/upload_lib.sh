@@ -57,7 +57,7 @@ otlp_hash_new() {
 # sha256_cached FILE...: each FILE's sha256 computed once (one sha256sum for all of those not
 # seen yet) into $TMP/sha/ (never beside it: $OUT is the daemon's). Files received or finished
 # never change, and the waits poll every one of them: hashing each again at every poll made
-# the upload tests quadratic (minutes under load). sha_of FILE prints it.
+# the upload tests quadratic (minutes under load). finished_hashes FILE... prints them.
 # (The loops spell the path out, ${f//\//_}: a $(sha_path) a file would be a process a file.)
 sha_path() { echo "$TMP/sha/${1//\//_}"; }
 sha256_cached() {
@@ -67,7 +67,6 @@ sha256_cached() {
 	[ ${#todo[@]} = 0 ] && return 0
 	sha256sum "${todo[@]}" | while read -r h f; do echo "$h" >"$TMP/sha/${f//\//_}"; done
 }
-sha_of() { sha256_cached "$1" && cat "$(sha_path "$1")"; }
 # the hash of every body received (see UPLOAD_FORMAT), one per line, sorted
 received_hashes() {
 	otlp_hash_new
