@@ -43,6 +43,8 @@ struct decoded_sample {
         const char *process; /* process name: the OpenTelemetry resource's service.name when
                               * the process publishes one, else comm at first sight / exec */
         const char *service; /* that service.name, NULL when none (file names) */
+        const char *image;   /* the process's own name (comm at first sight / exec), never
+                              * its service: a change means a new image */
         const struct decoded_resource *resource; /* the process's resource, NULL = none */
         int has_span;                            /* checksum valid */
         uint64_t span_id;

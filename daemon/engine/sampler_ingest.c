@@ -304,7 +304,7 @@ static int decode_context(struct sampler *s, struct proc *p, const struct record
         memcpy(s->comm, r->comm, CTXPROF_COMM_LEN);
         s->comm[CTXPROF_COMM_LEN] = '\0';
         ds->comm = s->comm;
-        ds->process = p->name;
+        ds->process = ds->image = p->name;
         if (off) {
                 ds->off_cpu = 1;
                 ds->duration_ns = off->duration_ns;

@@ -52,6 +52,8 @@
 struct recording {
         pid_t pid;                          /* 0 = the host (shared) recording */
         char process[CTXPROF_COMM_LEN + 1]; /* the sampler's process name at the first sample */
+        char image[CTXPROF_COMM_LEN + 1];   /* its image's name then (never the service) */
+        int otel_named;                     /* process is the service.name it published */
         char comm[CTXPROF_COMM_LEN + 1];    /* for the file name: executable's base name */
         char name[64];                      /* jdk.ActiveRecording name */
         struct workload_identity id;        /* what its uploads are named and tagged by */
@@ -225,7 +227,7 @@ static void cache_identity(struct recording_set *rs, const struct recording *r)
 }
 
 static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process,
-                    const char *service)
+                    const char *service, const char *image)
 {
         struct timespec ts;
         struct jfr_sink_opts jo = {
@@ -241,6 +243,8 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
 
         r->pid = pid;
         snprintf(r->process, sizeof(r->process), "%s", process ? process : "");
+        snprintf(r->image, sizeof(r->image), "%s", image ? image : "");
+        r->otel_named = service && *service;
         if (pid) {
                 /* the target's own strings: made safe for file names, logs and upload tags */
                 if (!cached_identity(rs, pid, r->process, &r->id))
@@ -402,7 +406,7 @@ static int close_rec(struct recording_set *rs, struct recording *r,
 
 static int open_host(struct recording_set *rs)
 {
-        int err = open_rec(rs, &rs->host_rec, 0, NULL, NULL);
+        int err = open_rec(rs, &rs->host_rec, 0, NULL, NULL, NULL);
 
         rs->host_procs.n = rs->host_procs.last = 0;
         rs->host_procs.grouped = 0;
@@ -512,12 +516,26 @@ int recording_set_start(struct recording_set *rs)
         return 0;
 }
 
+/* r's process published its service.name after its first samples in r, with the same image:
+ * r is still its file, named by the service from now on (its upload's series too). */
+static int service_arrived(struct recording *r, const char *service, const char *image)
+{
+        if (r->otel_named || !service || !*service ||
+            strncmp(r->image, image ? image : "", CTXPROF_COMM_LEN))
+                return 0;
+        snprintf(r->process, sizeof(r->process), "%s", service);
+        workload_identity_set_service(&r->id, service);
+        r->otel_named = 1;
+        return 1;
+}
+
 /* split=process: the open recording of this process, opened if there is room; NULL when the
  * sample has to go to the shared file. */
-static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const char *process,
-                                  const char *service)
+static struct recording *proc_rec(struct recording_set *rs, const struct decoded_sample *ds)
 {
+        const char *process = ds->process ? ds->process : "";
         struct recording *r = rs->last;
+        pid_t pid = ds->pid;
         unsigned i;
         uint64_t now;
 
@@ -529,7 +547,8 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
                                 break;
                         }
         }
-        if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
+        if (r && strncmp(r->process, process, CTXPROF_COMM_LEN) &&
+            !service_arrived(r, ds->service, ds->image)) {
                 /* exec'ed into another command (or the pid was reused): a new file. The old
                  * one is finished at the next tick, not inside the sample callback. It keeps
                  * its slot until then; with no slot left for the new file it is finished
@@ -569,7 +588,7 @@ static struct recording *proc_rec(struct recording_set *rs, pid_t pid, const cha
         if (rs->proc_fail_ms && now - rs->proc_fail_ms < OPEN_RETRY_MS)
                 return NULL;
         r = calloc(1, sizeof(*r));
-        if (!r || open_rec(rs, r, pid, process, service)) {
+        if (!r || open_rec(rs, r, pid, process, ds->service, ds->image)) {
                 free(r);
                 rs->proc_fail_ms = now ? now : 1;
                 return NULL; /* to the shared host file */
@@ -621,7 +640,7 @@ static int route(void *ctx, const struct decoded_sample *ds)
         struct recording *r;
 
         if (rs->split == SPLIT_PROCESS) {
-                r = proc_rec(rs, ds->pid, ds->process ? ds->process : "", ds->service);
+                r = proc_rec(rs, ds);
                 if (r) {
                         r->samples++;
                         return r->sink.sample(r->sink.ctx, ds);
