@@ -142,8 +142,18 @@ static int recover(struct jfr_file *f, uint64_t *key_floor)
 }
 
 /* JFR_FILE_REPLACE on a regular file: remember the real name and its directory. */
+/* The name a new state of the file has between its link and its rename: one per file, so
+ * that a writer killed in between (SIGKILL: nothing of ours runs) leaves this one at most,
+ * which the next writer of the file removes (setup_replace, link_next). */
+static void tmp_name(const struct jfr_file *f, char *name, size_t cap)
+{
+        snprintf(name, cap, ".%.200s.ctxprof.tmp", f->base);
+}
+
 static int setup_replace(struct jfr_file *f)
 {
+        char name[NAME_MAX + 1];
+
         struct stat st;
         if (fstat(f->fd, &st))
                 return -errno;
@@ -159,6 +169,8 @@ static int setup_replace(struct jfr_file *f)
         *slash = '/';
         if (f->dirfd < 0)
                 return -errno;
+        tmp_name(f, name, sizeof(name));
+        unlinkat(f->dirfd, name, 0); /* a killed writer's: ENOENT as a rule */
         f->replace = 1;
         return 0;
 }
@@ -283,9 +295,14 @@ static int open_next(struct jfr_file *f, char *name, size_t cap)
                 return -errno;
         fd = openat(f->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == ENOENT)) {
-                snprintf(name, cap, ".%.200s.ctxprof-%d.tmp", f->base, (int)getpid());
-                fd = openat(f->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                            0600);
+                tmp_name(f, name, cap);
+                for (int tries = 0; tries < 2; tries++) {
+                        fd = openat(f->dirfd, name,
+                                    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+                        if (fd >= 0 || errno != EEXIST)
+                                break;
+                        unlinkat(f->dirfd, name, 0); /* left by a writer killed here */
+                }
         }
         if (fd < 0)
                 return -errno;
@@ -304,7 +321,7 @@ static int link_next(struct jfr_file *f, int fd, char *name, size_t cap)
 {
         char proc[64];
 
-        snprintf(name, cap, ".%.200s.ctxprof-%d.tmp", f->base, (int)getpid());
+        tmp_name(f, name, cap);
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         for (int tries = 0; tries < 2; tries++) {
                 if (!linkat(AT_FDCWD, proc, f->dirfd, name, AT_SYMLINK_FOLLOW))

@@ -3,7 +3,9 @@
  * test_jfr_file.c — the chunk-level file (daemon/jfr/jfr_file.c): complete-prefix scan,
  * an in-place append whose error path cannot cut its bytes off (ftruncate fails), and
  * JFR_FILE_REPLACE: a reader polling the path, and a SIGKILL at any instant, never see a
- * partial chunk; mode and symlinks survive the renames; no temporary file is left.
+ * partial chunk; mode and symlinks survive the renames; no temporary file is left (a writer
+ * SIGKILLed between the link of its next state and the rename leaves its one hidden name,
+ * which the file's next writer removes).
  * Chunks here are synthetic (a valid header, a patterned body): what is inside a chunk is
  * the writer's business (test_jfr_writer.c checks it against the JDK).
  */
@@ -255,8 +257,27 @@ static int kill_rounds(const char *dir, int flags, int rounds)
                 waitpid(pid, &status, 0);
                 uint64_t size, good = prefix_of(path, &size);
                 torn += good != size;
-                cr_assert(flags != JFR_FILE_REPLACE || dir_entries(dir) == 1,
-                          "a temporary file was left behind");
+                if (flags != JFR_FILE_REPLACE)
+                        continue;
+                /* killed between the link of the next state and its rename (SIGKILL: no
+                 * cleanup runs): that one hidden name only, removed by the file's next writer */
+                char tmp[160];
+                struct stat tst;
+                snprintf(tmp, sizeof(tmp), "%s/.k.jfr.ctxprof.tmp", dir);
+                int linked = !lstat(tmp, &tst);
+                cr_assert_eq(dir_entries(dir), 1 + linked, "a temporary file was left behind");
+                if (linked) {
+                        struct jfr_file *next;
+                        cr_assert_eq(jfr_file_open(&next, path, flags | JFR_FILE_NO_FSYNC, NULL),
+                                     0);
+                        cr_assert_eq(jfr_file_close(next), 0);
+                        cr_assert_eq(dir_entries(dir), 1,
+                                     "the next writer left a killed writer's temporary");
+                        fprintf(stderr,
+                                "round %d: killed between link and rename; the next "
+                                "writer removed its temporary\n",
+                                r);
+                }
         }
         unlink(path);
         return torn;
