@@ -14,16 +14,12 @@
 static const cap_value_t keep[] = {CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE, CAP_DAC_READ_SEARCH,
                                    CAP_SYSLOG};
 #define NKEEP ((int)(sizeof(keep) / sizeof(keep[0])))
-/* Permitted (and in the bounding set) but never effective: what a restarted parser helper
- * needs after its exec to give up root (service/parser_confine.c). */
-static const cap_value_t for_helper[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP};
-#define NHELPER ((int)(sizeof(for_helper) / sizeof(for_helper[0])))
 
 int privileges_drop(unsigned flags)
 {
         cap_t cur = cap_get_proc(), nw = NULL;
-        cap_value_t held[NKEEP + 1 + NHELPER];
-        int i, n = 0, neff, err = 0;
+        cap_value_t held[NKEEP + 1];
+        int i, n = 0, err = 0;
         cap_value_t c;
 
         if (!cur)
@@ -40,19 +36,12 @@ int privileges_drop(unsigned flags)
                 if (!cap_get_flag(cur, CAP_DAC_OVERRIDE, CAP_PERMITTED, &v) && v == CAP_SET)
                         held[n++] = CAP_DAC_OVERRIDE;
         }
-        neff = n;
-        for (i = 0; i < NHELPER; i++) {
-                cap_flag_value_t v = CAP_CLEAR;
-
-                if (!cap_get_flag(cur, for_helper[i], CAP_PERMITTED, &v) && v == CAP_SET)
-                        held[n++] = for_helper[i];
-        }
         nw = cap_init();
         if (!nw) {
                 err = -errno;
                 goto out;
         }
-        if (n && ((neff && cap_set_flag(nw, CAP_EFFECTIVE, neff, held, CAP_SET)) ||
+        if (n && (cap_set_flag(nw, CAP_EFFECTIVE, n, held, CAP_SET) ||
                   cap_set_flag(nw, CAP_PERMITTED, n, held, CAP_SET))) {
                 err = -errno;
                 goto out;

@@ -8,6 +8,7 @@
 #include "util/clock.h"
 #include "util/parser_chan.h"
 #include "util/parser_lanes.h"
+#include "util/parser_spawner.h"
 #include "util/parser_wire.h"
 
 #include <errno.h>
@@ -23,13 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHILD_FD     3 /* the helper's end of the socketpair, in the helper */
-#define SELF_EXE     "/proc/self/exe"
-#define NS_PER_MS    1000000ull
-#define ERRNO_MAX    4095 /* a helper status below -ERRNO_MAX is not an errno */
-#define REAP_WAIT_MS 200  /* a helper that failed to start: time to collect its exit code */
-#define LATE_MAX     8    /* helpers not ended in time, reaped later */
-#define TAG_MAX      40   /* a helper's argv[0]: which lane it is */
+#define NS_PER_MS 1000000ull
+#define ERRNO_MAX 4095 /* a helper status below -ERRNO_MAX is not an errno */
+#define LATE_MAX  8    /* helpers not ended in time, reaped later */
+#define TAG_MAX   40   /* a helper's argv[0]: which lane it is */
 
 /* One helper process and its request lock: a lane (parser_client.h: files only root could
  * have written go to the system lane, everything else to its owner's). */
@@ -37,7 +35,8 @@ struct lane {
         pthread_mutex_t lock;
         char user[PARSER_USER_MAX + 1];
         char tag[TAG_MAX]; /* argv[0] of its helper: "ctxprof-parser:system", ":uid=N" */
-        uint32_t owner;    /* a user lane: the owner its helper serves (when keyed) */
+        struct parser_spawner *spawner; /* the client's: starts its helper */
+        uint32_t owner;                 /* a user lane: the owner its helper serves (when keyed) */
         int keyed;
         pid_t pid; /* 0: none running */
         int sock;
@@ -55,6 +54,7 @@ struct lane {
 };
 
 struct parser_client {
+        struct parser_spawner *spawner; /* forked first: the only holder of CAP_SETUID & co */
         struct lane system;
         /* table_lock: the table, retired, evictions, lanes_full and a user lane's change of
          * owner; held for bookkeeping only, never during a request. Order: a lane's lock,
@@ -108,7 +108,7 @@ void parser_exit_reason(int ws, char *buf, size_t len)
                                  step_names[c - PARSER_EXIT_ARGS], c);
                 else
                         snprintf(buf, len, "parser helper exited with %d%s", c,
-                                 c == 127 ? " (exec of " SELF_EXE " failed)" : "");
+                                 c == 127 ? " (exec of /proc/self/exe failed)" : "");
         } else if (WIFSIGNALED(ws)) {
                 snprintf(buf, len, "parser helper killed by signal %d%s", WTERMSIG(ws),
                          WTERMSIG(ws) == SIGSYS ? " (a system call outside its seccomp filter)"
@@ -116,31 +116,6 @@ void parser_exit_reason(int ws, char *buf, size_t len)
         } else {
                 snprintf(buf, len, "parser helper did not start");
         }
-}
-
-/* The child between fork and exec: only async-signal-safe calls. */
-static void exec_helper(int sock, const char *user, char *tag)
-{
-        sigset_t none;
-
-        /* The mask survives exec: the daemon's loop blocks SIGTERM/SIGINT/SIGHUP for its
-         * signalfd and a caller thread may block more; the helper's deadline is SIGALRM. */
-        sigemptyset(&none);
-        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-                _exit(127);
-        if (sock == CHILD_FD) {
-                if (fcntl(sock, F_SETFD, 0) < 0)
-                        _exit(127);
-        } else if (dup2(sock, CHILD_FD) < 0) {
-                _exit(127);
-        }
-        if (close_range(CHILD_FD + 1, ~0u, 0) < 0)
-                _exit(127);
-        char fdarg[] = {'0' + CHILD_FD, 0};
-        char *const argv[] = {tag, PARSER_MODE, fdarg, (char *)user, NULL};
-        char *const envp[] = {NULL}; /* nothing of ours: no DEBUGINFOD_URLS, no LD_* */
-        execve(SELF_EXE, argv, envp);
-        _exit(127);
 }
 
 /* The helper's end: its socket closed (an idle helper exits), SIGKILL (refused once it runs
@@ -171,66 +146,41 @@ static void kill_reap(struct lane *pc)
         pc->sock = -1;
 }
 
-/* The wait status of a helper that did not say READY (its socket is closed by now): its exit
- * if it exits soon, else it is sent SIGKILL; 0 when it did not end even then. */
-static int reap_failed(pid_t pid)
-{
-        int ws = 0;
-        for (int i = 0; i < 2 * REAP_WAIT_MS; i++) {
-                if (i == REAP_WAIT_MS)
-                        kill(pid, SIGKILL);
-                pid_t r = waitpid(pid, &ws, WNOHANG);
-                if (r == pid)
-                        return ws;
-                if (r < 0 && errno != EINTR)
-                        return 0;
-                usleep(1000);
-        }
-        return 0;
-}
-
 static int spawn(struct lane *pc, int deadline_ms, char *why, size_t whylen)
 {
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-                snprintf(why, whylen, "socketpair: %s", strerror(errno));
-                return -errno;
+        pid_t pid = 0;
+        int sock = -1;
+        int err = parser_spawner_spawn(pc->spawner, pc->user, pc->tag, deadline_ms, &pid, &sock);
+        if (err) {
+                snprintf(why, whylen, "the helper spawner: %s",
+                         err == -EPIPE ? "gone" : strerror(-err));
+                return err == -EPIPE ? -ECHILD : err;
         }
-        pid_t pid = fork();
-        if (pid < 0) {
-                int e = errno;
-                close(sv[0]);
-                close(sv[1]);
-                snprintf(why, whylen, "fork: %s", strerror(e));
-                return -e;
-        }
-        if (pid == 0)
-                exec_helper(sv[1], pc->user, pc->tag);
-        close(sv[1]);
         pc->started_ns = mono_ns();
         pc->starts++;
         struct parser_head h;
         int fd = -1;
-        int err = parser_chan_recv(sv[0], &h, NULL, 0, &fd, deadline_ms);
+        err = parser_chan_recv(sock, &h, NULL, 0, &fd, deadline_ms);
         if (fd >= 0)
                 close(fd);
         if (!err && h.type != PARSER_READY)
                 err = -EPROTO;
         if (err) {
-                close(sv[0]);
-                parser_exit_reason(reap_failed(pid), why, whylen);
+                close(sock);
+                parser_exit_reason(parser_reap_child(pid), why, whylen);
                 return err == -EPIPE ? -ECHILD : err;
         }
         pc->pid = pid;
-        pc->sock = sv[0];
+        pc->sock = sock;
         return 0;
 }
 
 /* A lane with no helper yet (user lanes start theirs at their first request). */
-static void lane_init(struct lane *l, const char *user)
+static void lane_init(struct lane *l, const char *user, struct parser_spawner *spawner)
 {
         memset(l, 0, sizeof(*l));
         l->sock = -1;
+        l->spawner = spawner;
         snprintf(l->user, sizeof(l->user), "%s", user && *user ? user : PARSER_USER_DEFAULT);
         pthread_mutex_init(&l->lock, NULL);
         pthread_mutex_init(&l->snap_lock, NULL);
@@ -264,20 +214,29 @@ int parser_client_start(const char *user, struct parser_client **out, char *why,
         struct parser_client *pc = calloc(1, sizeof(*pc));
         if (!pc)
                 return -ENOMEM;
-        lane_init(&pc->system, user);
+        /* the spawner first, while the caller still holds what a helper needs to give up
+         * root: after the caller's drop, only the spawner keeps it */
+        int err = parser_spawner_start(&pc->spawner);
+        if (err) {
+                snprintf(why, whylen, "the helper spawner did not start: %s", strerror(-err));
+                free(pc);
+                return err;
+        }
+        lane_init(&pc->system, user, pc->spawner);
         snprintf(pc->system.tag, sizeof(pc->system.tag), "ctxprof-parser:system");
         /* the system lane's helper now: a parser user that does not exist, or a confinement
          * step that fails, stops the caller at its start, not at its first request */
-        int err = spawn(&pc->system, PARSER_START_MS, why, whylen);
+        err = spawn(&pc->system, PARSER_START_MS, why, whylen);
         if (err) {
                 lane_destroy(&pc->system);
+                parser_spawner_stop(pc->spawner);
                 free(pc);
                 return err;
         }
         publish(&pc->system);
         pthread_mutex_init(&pc->table_lock, NULL);
         for (int i = 0; i < PARSER_LANES_MAX; i++)
-                lane_init(&pc->users[i], user);
+                lane_init(&pc->users[i], user, pc->spawner);
         prestart_lane(pc, 0);
         *out = pc;
         return 0;
@@ -294,6 +253,7 @@ void parser_client_stop(struct parser_client *pc)
         for (int i = 0; i < PARSER_LANES_MAX; i++)
                 lane_stop(&pc->users[i]);
         pthread_mutex_destroy(&pc->table_lock);
+        parser_spawner_stop(pc->spawner);
         free(pc);
 }
 

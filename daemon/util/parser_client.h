@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * parser_client.h — the daemon's side of its parser helper: a process started by fork + exec
- * of /proc/self/exe in PARSER_MODE (service/parser_server.h confines it: no root, no
+ * parser_client.h — the daemon's side of its parser helper: a process started by clone + exec
+ * of /proc/self/exe in PARSER_MODE, by the spawner the client forks first (parser_spawner.h:
+ * the caller keeps no privilege for restarts; the helper is still the caller's child)
+ * (service/parser_server.h confines it: no root, no
  * capabilities, seccomp), holding the other end of a SOCK_SEQPACKET socketpair and nothing
  * else. One request at a time per helper (callers from any thread are serialized by a lock), each
  * with a deadline: on timeout, on the helper's death or on an answer that breaks the framing the
@@ -82,7 +84,8 @@ struct parser_stats {
 _Static_assert(sizeof(struct parser_stats) % sizeof(uint64_t) == 0,
                "parser_stats is summed over the lanes as an array of uint64_t");
 
-/* Starts the system lane's helper as user (NULL or "": PARSER_USER_DEFAULT; the user lanes'
+/* Forks the helper spawner (so: before the caller drops its capabilities), then starts the
+ * system lane's helper as user (NULL or "": PARSER_USER_DEFAULT; the user lanes'
  * run as the same user, started later) and waits for it to say it is confined. 0, or -errno
  * with the reason in why (the step the helper failed at). */
 int parser_client_start(const char *user, struct parser_client **out, char *why, size_t whylen);

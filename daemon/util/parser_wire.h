@@ -23,6 +23,7 @@ enum parser_type {
         PARSER_PCTX = 3,  /* decode an OTEP 4719 process context (engine/pctx_wire.h) */
         PARSER_TLS = 4,   /* thread-local variables of an ELF file (tls/tls_wire.h) */
         PARSER_CFI = 5,   /* the unwind table of an ELF file (stack/cfi_wire.h) */
+        PARSER_SPAWN = 6, /* daemon -> its helper spawner: start a helper (parser_spawner.c) */
 };
 
 struct parser_head {

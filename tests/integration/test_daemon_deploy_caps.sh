@@ -47,7 +47,13 @@ deployed() { # NAME CAPS [HIDE [TRACE]]
 	chmod +x "$w"
 	CTXPROF=$w
 }
-helper_of() { cat /proc/"$1"/task/*/children 2>/dev/null | tr ' ' '\n' | grep -v '^$' | head -1; }
+# the first of PID's children that runs `ctxprof __parser` (not its helper spawner)
+helper_of() {
+	local k
+	for k in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		[ "$(tr '\0' '\n' <"/proc/$k/cmdline" 2>/dev/null | sed -n 2p)" = __parser ] && echo "$k" && return
+	done
+}
 # the daemon started (DPID), its helper confined, the other user's process (USER_PROC)
 # sampled with context
 check_running() { # NAME

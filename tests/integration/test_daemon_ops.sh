@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # ctxprof-test: parallel check
 # ctxprof daemon operations: capabilities dropped after setup (CapEff of the running daemon
-# holds only the kept set, no CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN) while a process started
+# holds only the kept set, no CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN, none of CAP_SETUID/SETGID/
+# SETPCAP in any set: only its helper spawner keeps those three) while a process started
 # afterwards is still located (context) and sampled; `ctxprof status` and `--json` show it;
 # SIGHUP with a new selector picks a process the old one did not; SIGHUP with a bad file is
 # logged and the old configuration keeps running; SIGTERM exits 0. (The process name in the
@@ -29,6 +30,24 @@ for bit in 21 38 39 24 12; do
 	[ $(((0x$eff >> bit) & 1)) = 0 ] || fail "capability $bit still effective ($eff)"
 done
 [ $(((0x$eff >> 19) & 1)) = 1 ] || fail "CAP_SYS_PTRACE dropped ($eff)"
+# nothing kept for the parser helpers' restarts: CAP_SETGID 6, CAP_SETUID 7, CAP_SETPCAP 8
+# are in no set of the daemon; its helper spawner (forked before the drop, comm
+# ctxprof-spawn) holds those three and nothing else
+for set in CapPrm CapBnd; do
+	v=$(awk -v k="$set:" '$1 == k { print $2 }' /proc/$DPID/status)
+	[ $(((0x$v >> 6) & 7)) = 0 ] || fail "the daemon's $set $v still has CAP_SETGID/SETUID/SETPCAP"
+done
+spawner=
+for k in $(cat /proc/$DPID/task/*/children 2>/dev/null); do
+	[ "$(cat /proc/$k/comm 2>/dev/null)" = ctxprof-spawn ] && spawner=$k
+done
+[ -n "$spawner" ] || fail "no helper spawner (ctxprof-spawn) among the daemon's children"
+for set in CapPrm CapEff CapBnd; do
+	v=$(awk -v k="$set:" '$1 == k { print $2 }' /proc/$spawner/status)
+	[ "$v" = 00000000000001c0 ] || fail "the helper spawner's $set is $v, not CAP_SETGID|SETUID|SETPCAP"
+done
+[ "$(awk '/^NoNewPrivs/ { print $2 }' /proc/$spawner/status)" = 1 ] || fail "the spawner lacks no_new_privs"
+echo "daemon CapPrm $(awk '/^CapPrm/ { print $2 }' /proc/$DPID/status); helper spawner $spawner CapPrm 00000000000001c0"
 threads_dropped 2
 # a process started after the drop is sampled with context
 spawn -g a "$WL/wl_attrib" long 0 2 >/dev/null
