@@ -516,17 +516,16 @@ int recording_set_start(struct recording_set *rs)
         return 0;
 }
 
-/* r's process published its service.name after its first samples in r, with the same image:
- * r is still its file, named by the service from now on (its upload's series too). */
-static int service_arrived(struct recording *r, const char *service, const char *image)
+/* r's process published its service.name after its first samples in r, with the same image
+ * (not an exec): r's upload is that service's series too, though r is finished like a file
+ * of another command (its name says the executable; the next file's, the service). */
+static void service_arrived(struct recording *r, const char *service, const char *image)
 {
         if (r->otel_named || !service || !*service ||
             strncmp(r->image, image ? image : "", CTXPROF_COMM_LEN))
-                return 0;
-        snprintf(r->process, sizeof(r->process), "%s", service);
+                return;
         workload_identity_set_service(&r->id, service);
         r->otel_named = 1;
-        return 1;
 }
 
 /* split=process: the open recording of this process, opened if there is room; NULL when the
@@ -547,9 +546,10 @@ static struct recording *proc_rec(struct recording_set *rs, const struct decoded
                                 break;
                         }
         }
-        if (r && strncmp(r->process, process, CTXPROF_COMM_LEN) &&
-            !service_arrived(r, ds->service, ds->image)) {
-                /* exec'ed into another command (or the pid was reused): a new file. The old
+        if (r && strncmp(r->process, process, CTXPROF_COMM_LEN)) {
+                service_arrived(r, ds->service, ds->image);
+                /* exec'ed into another command (or the pid was reused), or named by the
+                 * service.name it published since (see service_arrived): a new file. The old
                  * one is finished at the next tick, not inside the sample callback. It keeps
                  * its slot until then; with no slot left for the new file it is finished
                  * here, as the new file needs it (close_proc: its writer ends in the

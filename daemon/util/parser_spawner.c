@@ -28,10 +28,10 @@
 #define CHILD_FD        3 /* the helper's end of its socketpair, in the helper */
 #define SELF_EXE        "/proc/self/exe"
 #define SPAWNER_COMM    "ctxprof-spawn"
-#define SPAWN_TAG_MAX   40 /* a helper's argv[0] */
-#define CAP_WORDS       2  /* _LINUX_CAPABILITY_VERSION_3: 64 capabilities in two words */
-#define CAP_MAX_PROBE   63 /* the bounding set is probed up to here (EINVAL past the last) */
-#define STALE_MAX       8  /* helpers whose answer came after its deadline, reaped later */
+#define SPAWN_TAG_MAX   40  /* a helper's argv[0] */
+#define CAP_WORDS       2   /* _LINUX_CAPABILITY_VERSION_3: 64 capabilities in two words */
+#define CAP_MAX_PROBE   63  /* the bounding set is probed up to here (EINVAL past the last) */
+#define STALE_MAX       8   /* helpers whose answer came after its deadline, reaped later */
 #define REAP_WAIT_MS    200 /* a child that should end: time to collect its exit status */
 #define SPAWNER_EXIT_OK 0
 /* the spawner's exit status when a step before serving failed */
@@ -190,8 +190,8 @@ static void __attribute__((noreturn)) spawner_main(int sock, pid_t caller)
                 if (err) /* the caller closed its end, or is gone */
                         _exit(SPAWNER_EXIT_OK);
                 if (h.type != PARSER_SPAWN || h.len != sizeof(req)) {
-                        h = (struct parser_head){.type = PARSER_SPAWN, .seq = h.seq,
-                                                 .status = -EINVAL};
+                        h = (struct parser_head){
+                            .type = PARSER_SPAWN, .seq = h.seq, .status = -EINVAL};
                         parser_chan_send(sock, &h, NULL, 0, -1);
                         continue;
                 }
