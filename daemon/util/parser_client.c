@@ -150,14 +150,15 @@ static int spawn(struct lane *pc, int deadline_ms, char *why, size_t whylen)
 {
         pid_t pid = 0;
         int sock = -1;
+        /* a start, even one the spawner fails: the restart limit holds for it too */
+        pc->started_ns = mono_ns();
+        pc->starts++;
         int err = parser_spawner_spawn(pc->spawner, pc->user, pc->tag, deadline_ms, &pid, &sock);
         if (err) {
                 snprintf(why, whylen, "the helper spawner: %s",
                          err == -EPIPE ? "gone" : strerror(-err));
                 return err == -EPIPE ? -ECHILD : err;
         }
-        pc->started_ns = mono_ns();
-        pc->starts++;
         struct parser_head h;
         int fd = -1;
         err = parser_chan_recv(sock, &h, NULL, 0, &fd, deadline_ms);
