@@ -26,7 +26,6 @@
 
 #define NS_PER_MS 1000000ull
 #define ERRNO_MAX 4095 /* a helper status below -ERRNO_MAX is not an errno */
-#define LATE_MAX  8    /* helpers not ended in time, reaped later */
 #define TAG_MAX   40   /* a helper's argv[0]: which lane it is */
 
 /* One helper process and its request lock: a lane (parser_client.h: files only root could
@@ -43,7 +42,7 @@ struct lane {
         uint32_t seq;
         uint64_t started_ns; /* last start */
         int starts;
-        pid_t late[LATE_MAX]; /* ended helpers not reaped yet (0: free) */
+        struct parser_late late; /* helpers not ended in time, reaped later */
         struct parser_stats st;
         /* What parser_client_stats and _pid read: a copy made after each request under its
          * own lock, so that the loop never waits for a request another thread holds. */
@@ -135,11 +134,7 @@ static void kill_reap(struct lane *pc)
                 }
                 if (!reaped) { /* stopped, or stuck: reaped later when it ends */
                         pc->st.unreaped++;
-                        for (int i = 0; i < LATE_MAX; i++)
-                                if (!pc->late[i]) {
-                                        pc->late[i] = pc->pid;
-                                        break;
-                                }
+                        parser_late_add(&pc->late, pc->pid);
                 }
         }
         pc->pid = 0;
@@ -278,9 +273,7 @@ static uint32_t file_owner(int fd)
 static int ensure_running(struct lane *pc)
 {
         char why[128];
-        for (int i = 0; i < LATE_MAX; i++)
-                if (pc->late[i] && waitpid(pc->late[i], NULL, WNOHANG) != 0)
-                        pc->late[i] = 0;
+        parser_late_reap(&pc->late);
         if (pc->pid > 0)
                 return 0;
         if (pc->starts && mono_ns() - pc->started_ns < PARSER_RESTART_MIN_MS * NS_PER_MS)

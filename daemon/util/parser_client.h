@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * parser_client.h — the daemon's side of its parser helper: a process started by clone + exec
- * of /proc/self/exe in PARSER_MODE, by the spawner the client forks first (parser_spawner.h:
- * the caller keeps no privilege for restarts; the helper is still the caller's child)
- * (service/parser_server.h confines it: no root, no
+ * of /proc/self/exe in PARSER_MODE by the spawner the client forks first (parser_spawner.h:
+ * the caller keeps no privilege for restarts; the helper is still the caller's child), and
+ * confined by service/parser_server.h (no root, no
  * capabilities, seccomp), holding the other end of a SOCK_SEQPACKET socketpair and nothing
  * else. One request at a time per helper (callers from any thread are serialized by a lock), each
  * with a deadline: on timeout, on the helper's death or on an answer that breaks the framing the

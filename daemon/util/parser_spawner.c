@@ -31,7 +31,6 @@
 #define SPAWN_TAG_MAX   40  /* a helper's argv[0] */
 #define CAP_WORDS       2   /* _LINUX_CAPABILITY_VERSION_3: 64 capabilities in two words */
 #define CAP_MAX_PROBE   63  /* the bounding set is probed up to here (EINVAL past the last) */
-#define STALE_MAX       8   /* helpers whose answer came after its deadline, reaped later */
 #define REAP_WAIT_MS    200 /* a child that should end: time to collect its exit status */
 #define SPAWNER_EXIT_OK 0
 /* the spawner's exit status when a step before serving failed */
@@ -58,7 +57,7 @@ struct parser_spawner {
         int sock;
         pid_t pid;
         uint32_t seq;
-        pid_t stale[STALE_MAX]; /* helpers answered too late (their socket closed): reap */
+        struct parser_late stale; /* helpers answered too late (their socket closed) */
 };
 
 /* The capabilities a helper needs before its exec to give up root (parser_confine.c). */
@@ -266,21 +265,20 @@ int parser_spawner_start(struct parser_spawner **out)
         return 0;
 }
 
-/* Reap the helpers answered too late, once they ended. */
-static void reap_stale(struct parser_spawner *sp)
+void parser_late_add(struct parser_late *l, pid_t pid)
 {
-        for (int i = 0; i < STALE_MAX; i++)
-                if (sp->stale[i] && waitpid(sp->stale[i], NULL, WNOHANG) != 0)
-                        sp->stale[i] = 0;
-}
-
-static void add_stale(struct parser_spawner *sp, pid_t pid)
-{
-        for (int i = 0; i < STALE_MAX; i++)
-                if (!sp->stale[i]) {
-                        sp->stale[i] = pid;
+        for (int i = 0; i < PARSER_LATE_MAX; i++)
+                if (!l->pid[i]) {
+                        l->pid[i] = pid;
                         return;
                 }
+}
+
+void parser_late_reap(struct parser_late *l)
+{
+        for (int i = 0; i < PARSER_LATE_MAX; i++)
+                if (l->pid[i] && waitpid(l->pid[i], NULL, WNOHANG) != 0)
+                        l->pid[i] = 0;
 }
 
 /* The answer to request seq: older answers (their request timed out) are dropped, their
@@ -301,7 +299,7 @@ static int await_spawned(struct parser_spawner *sp, uint32_t seq, int deadline_m
                                 close(fd);
                         if (h.type == PARSER_SPAWN && !h.status && h.len == sizeof(pid32) &&
                             pid32 > 0)
-                                add_stale(sp, pid32);
+                                parser_late_add(&sp->stale, pid32);
                         continue;
                 }
                 if (h.status) {
@@ -335,7 +333,7 @@ int parser_spawner_spawn(struct parser_spawner *sp, const char *user, const char
         memcpy(req.user, user, strlen(user));
         memcpy(req.tag, tag, strlen(tag));
         pthread_mutex_lock(&sp->lock);
-        reap_stale(sp);
+        parser_late_reap(&sp->stale);
         h.seq = ++sp->seq;
         err = parser_chan_send(sp->sock, &h, &req, sizeof(req), -1);
         if (!err)
@@ -344,20 +342,13 @@ int parser_spawner_spawn(struct parser_spawner *sp, const char *user, const char
         return err;
 }
 
-pid_t parser_spawner_pid(const struct parser_spawner *sp)
-{
-        return sp ? sp->pid : 0;
-}
-
 void parser_spawner_stop(struct parser_spawner *sp)
 {
         if (!sp)
                 return;
         close(sp->sock);
         parser_reap_child(sp->pid);
-        for (int i = 0; i < STALE_MAX; i++)
-                if (sp->stale[i])
-                        waitpid(sp->stale[i], NULL, WNOHANG);
+        parser_late_reap(&sp->stale);
         pthread_mutex_destroy(&sp->lock);
         free(sp);
 }

@@ -28,12 +28,20 @@ int parser_spawner_start(struct parser_spawner **out);
  * -errno (socketpair, clone). Any thread; requests are serialized. */
 int parser_spawner_spawn(struct parser_spawner *sp, const char *user, const char *tag,
                          int deadline_ms, pid_t *pid, int *sock);
-/* The spawner's pid (0 when none). */
-pid_t parser_spawner_pid(const struct parser_spawner *sp);
 /* The wait status of a child of the caller that should end now (a helper that did not say
  * READY, its socket closed; the spawner): reaped within 200 ms, else sent SIGKILL and reaped
  * within as much again; 0 when it did not end even then. */
 int parser_reap_child(pid_t pid);
+
+/* Children of the caller (helpers) not reaped in time, reaped once they end (0: a free slot);
+ * one that finds the list full stays a zombie until the caller exits. */
+#define PARSER_LATE_MAX 8
+struct parser_late {
+        pid_t pid[PARSER_LATE_MAX];
+};
+void parser_late_add(struct parser_late *l, pid_t pid);
+/* Reaps those that ended (WNOHANG) and frees their slots. */
+void parser_late_reap(struct parser_late *l);
 /* Closes the spawner's socket (it exits), reaps it and frees sp. NULL is a no-op. */
 void parser_spawner_stop(struct parser_spawner *sp);
 
