@@ -39,9 +39,9 @@
 #define AUXV_MAX_BYTES  4096 /* auxv holds a few dozen pairs */
 #define SYM_CACHE_SLOTS 8    /* distinct loaders (glibc, musl, a container's) */
 #define FD_HEADROOM     256  /* descriptors beyond those per target the process keeps */
-/* Descriptors each target may hold: its probe here, and its pin twice (util/proc_pin.h: the
- * process table's and its maps cache's). */
-#define FDS_PER_TARGET  3
+/* Descriptors each target may hold: its probe here, and its pin three times (util/proc_pin.h:
+ * the process table's, its maps cache's and its job's while one runs). */
+#define FDS_PER_TARGET  4
 #define UPROBE_PMU_TYPE "/sys/bus/event_source/devices/uprobe/type"
 #define FUSE_MAGIC      0x65735546 /* a FUSE file's reads are served by a user process */
 

@@ -84,6 +84,10 @@ enum proc_job_kind { PROC_JOB_LOCATE, PROC_JOB_PCTX, PROC_JOB_PERF_MAP };
 struct proc_job {
         enum proc_job_kind kind;
         pid_t pid;
+        /* p->pin's own copy: the job reads by pid, and what it read is p's only if p still
+         * lives once it is done (util/proc_pin.h); unpinned when the dup failed (the job
+         * then ends in -ESRCH) */
+        struct proc_pin pin;
         uint64_t image; /* p->image at the start */
         /* PROC_JOB_LOCATE */
         uint64_t exec_gen; /* BPF's exec count read before the image was */
@@ -107,9 +111,10 @@ static struct proc_job *proc_job_new(enum proc_job_kind kind, const struct proc 
 {
         struct proc_job *jb = calloc(1, sizeof(*jb));
 
-        if (jb)
-                *jb = (struct proc_job){
-                    .kind = kind, .pid = p->pid, .image = p->image, .pmap_fd = -1};
+        if (!jb)
+                return NULL;
+        *jb = (struct proc_job){.kind = kind, .pid = p->pid, .image = p->image, .pmap_fd = -1};
+        proc_pin_dup(&jb->pin, &p->pin);
         return jb;
 }
 
@@ -120,6 +125,7 @@ static void proc_job_drop(void *arg)
         otel_pctx_clear(&jb->pc);
         if (jb->pmap_fd >= 0)
                 close(jb->pmap_fd);
+        proc_pin_close(&jb->pin);
         free(jb);
 }
 
@@ -427,6 +433,28 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                                                                            : TLS_RETRY_SLOW_NS);
 }
 
+/* What a job read by pid is its process's only if that process still lives now: while it
+ * lives nothing else can hold the pid. Otherwise the pid may have gone to another process
+ * (another user's) midway, and everything the job found is dropped (-ESRCH). */
+static void proc_job_pinned(struct proc_job *jb)
+{
+        if (!proc_pin_check(&jb->pin, &jb->st))
+                return;
+        if (jb->kind == PROC_JOB_LOCATE) {
+                memset(&jb->loc, 0, sizeof(jb->loc));
+                jb->err = -ESRCH;
+        } else if (jb->kind == PROC_JOB_PCTX) {
+                uint64_t published = jb->pc.published_ns;
+
+                otel_pctx_clear(&jb->pc);
+                jb->pc.published_ns = published;
+                jb->ret = -ESRCH;
+        } else if (jb->pmap_fd >= 0) {
+                close(jb->pmap_fd);
+                jb->pmap_fd = -1;
+        }
+}
+
 static void proc_job_run(void *arg)
 {
         struct proc_job *jb = arg;
@@ -437,6 +465,7 @@ static void proc_job_run(void *arg)
                 jb->ret = otel_pctx_refresh(jb->pid, jb->owner, &jb->pc, jb->now, &jb->pst);
         else
                 jb->pmap_fd = perf_map_find(jb->pid, &jb->pmap, &jb->st);
+        proc_job_pinned(jb);
 }
 
 /* *dst += *src, counter by counter (all uint64_t). */
@@ -588,6 +617,10 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
         if (!t->jobs) {
                 int err = tls_locate(p->pid, &loc, &t->target);
 
+                if (proc_pin_check(&p->pin, &t->target)) { /* as proc_job_pinned */
+                        memset(&loc, 0, sizeof(loc));
+                        err = -ESRCH;
+                }
                 proc_located(t, p, now, exec_gen, err, &loc);
                 return;
         }
@@ -636,6 +669,7 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
         jb->pc.published_ns = p->otel.published_ns;
         if (!t->jobs) {
                 proc_job_run(jb);
+                target_stats_add(&t->target, &jb->st);
                 if (t->pctx_stats)
                         pctx_stats_add(t->pctx_stats, &jb->pst);
                 pctx_applied(p, &jb->pc, jb->ret, now);
@@ -709,6 +743,13 @@ int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms)
                         timeout_ms = (int)ms;
         }
         return timeout_ms;
+}
+
+int proc_exited(const struct proc *p)
+{
+        if (p->pin.pidfd < 0)
+                return proc_gone(p->pid);
+        return proc_pin_check(&p->pin, NULL) == -ESRCH;
 }
 
 int proc_gone(pid_t pid)

@@ -147,5 +147,8 @@ int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms);
 
 /* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
 int proc_gone(pid_t pid);
+/* 1 if p's process no longer runs: its pin says it exited (proc_gone(p->pid) would see
+ * whatever process holds the pid now); by pid when p could not be pinned. */
+int proc_exited(const struct proc *p);
 
 #endif

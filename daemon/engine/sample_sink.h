@@ -45,6 +45,8 @@ struct decoded_sample {
         const char *service; /* that service.name, NULL when none (file names) */
         const char *image;   /* the process's own name (comm at first sight / exec), never
                               * its service: a change means a new image */
+        uint64_t start;      /* the process's start time (clock ticks since boot, field 22 of
+                              * /proc/PID/stat: its identity, util/proc_pin.h), 0 = unknown */
         const struct decoded_resource *resource; /* the process's resource, NULL = none */
         int has_span;                            /* checksum valid */
         uint64_t span_id;

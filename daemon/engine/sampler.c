@@ -108,13 +108,22 @@ void forget_target(struct sampler *s, struct proc *p)
         proc_mark_dead(p, 1, mono_ns());
 }
 
+struct proc *sampler_proc_new(struct sampler *s, pid_t pid, const char *comm)
+{
+        struct proc *p = procs_new(&s->procs, pid, comm, mono_ns());
+
+        if (p && s->unwinder)
+                dwarf_unwinder_forget(s->unwinder, pid);
+        return p;
+}
+
 /* Targets whose exit the daemon missed leave the map (BPF removes the others at their exit). */
 static void sweep_dead(struct sampler *s)
 {
         size_t i;
 
         for (i = 0; i < s->procs.n; i++)
-                if (s->procs.v[i].alive && proc_gone(s->procs.v[i].pid))
+                if (s->procs.v[i].alive && proc_exited(&s->procs.v[i]))
                         sampler_remove_target(s, s->procs.v[i].pid);
 }
 
@@ -159,7 +168,7 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         }
         p = procs_find(&s->procs, pid);
         if (!p || !p->alive)
-                p = procs_new(&s->procs, pid, NULL, mono_ns());
+                p = sampler_proc_new(s, pid, NULL);
         if (!p)
                 return -ENOSPC;
         /* A target before it is located: an exec from now on is counted (and reported), so
@@ -173,7 +182,7 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 return err;
         }
         /* An exit between the checks above and the insert emitted no event: look again. */
-        if (proc_gone(pid)) {
+        if (proc_exited(p)) {
                 sampler_remove_target(s, pid);
                 return -ESRCH;
         }

@@ -259,12 +259,9 @@ static struct proc *sample_proc(struct sampler *s, const struct ctxprof_sample_r
             !sampler_add_target(s, (pid_t)r->tgid))
                 p = procs_find(&s->procs, (pid_t)r->tgid); /* in a selected cgroup: a target now */
         if (!p) {
-                char path[32];
-
                 /* a forked child seen before its event (or whose event the budget refused) */
-                p = procs_new(&s->procs, (pid_t)r->tgid, NULL, mono_ns());
-                snprintf(path, sizeof(path), "/proc/%u", r->tgid);
-                if (p && access(path, F_OK)) /* a late sample of a process already gone */
+                p = sampler_proc_new(s, (pid_t)r->tgid, NULL);
+                if (p && proc_exited(p)) /* a late sample of a process already gone */
                         proc_mark_dead(p, 0, mono_ns());
         }
         if (!p) {
@@ -305,6 +302,7 @@ static int decode_context(struct sampler *s, struct proc *p, const struct record
         s->comm[CTXPROF_COMM_LEN] = '\0';
         ds->comm = s->comm;
         ds->process = ds->image = p->name;
+        ds->start = p->pin.start;
         if (off) {
                 ds->off_cpu = 1;
                 ds->duration_ns = off->duration_ns;
@@ -366,6 +364,12 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
                           ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs, v->stack,
                                          v->stack_len, s->ips, CTXPROF_MAX_FRAMES, &ut)
                           : -ESRCH;
+                /* libdwfl read p's maps and opened its files by pid: they were p's only if p
+                 * still lives (util/proc_pin.h); its state, cached per pid, goes too */
+                if (cnt > 0 && proc_pin_check(&p->pin, &s->st.target)) {
+                        dwarf_unwinder_forget(s->unwinder, p->pid);
+                        cnt = -ESRCH;
+                }
                 if (cnt > 0) {
                         ku_compare(s, p, v, s->ips, cnt, ut);
                         add_user_frames(s, p, s->ips, (unsigned)cnt, &n, truncated);
@@ -454,7 +458,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
         switch (e->event) {
         case CTXPROF_EV_FORK:
                 if (!p || !p->alive)
-                        p = procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns());
+                        p = sampler_proc_new(s, (pid_t)e->tgid, comm);
                 ku_sync(s, p, 0);
                 break;
         case CTXPROF_EV_EXEC_OTHER:
@@ -472,7 +476,7 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
                 }
                 p = procs_find(&s->procs, (pid_t)e->tgid);
                 if (!p || !p->alive) {
-                        ku_sync(s, procs_new(&s->procs, (pid_t)e->tgid, comm, mono_ns()), 0);
+                        ku_sync(s, sampler_proc_new(s, (pid_t)e->tgid, comm), 0);
                         break;
                 }
                 snprintf(p->name, sizeof(p->name), "%s", comm);

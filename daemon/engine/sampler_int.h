@@ -71,6 +71,9 @@ struct sampler {
 void ku_sync(struct sampler *s, struct proc *p, int refresh);
 void hook_proc(struct sampler *s, struct proc *p);
 void forget_target(struct sampler *s, struct proc *p);
+/* A new entry for the process that has pid now (procs_new), with no state left of an
+ * earlier process of that pid (the DWARF unwinder's cache is per pid); NULL when full. */
+struct proc *sampler_proc_new(struct sampler *s, pid_t pid, const char *comm);
 
 /* sampler_ingest.c: the callback of both rings (libbpf ring_buffer_sample_fn) */
 int on_record(void *ctx, void *data, size_t size);

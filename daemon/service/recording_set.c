@@ -226,8 +226,8 @@ static void cache_identity(struct recording_set *rs, const struct recording *r)
         rs->closed[i].id = r->id;
 }
 
-static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, const char *process,
-                    const char *service, const char *image)
+static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, uint64_t start,
+                    const char *process, const char *service, const char *image)
 {
         struct timespec ts;
         struct jfr_sink_opts jo = {
@@ -248,7 +248,7 @@ static int open_rec(struct recording_set *rs, struct recording *r, pid_t pid, co
         if (pid) {
                 /* the target's own strings: made safe for file names, logs and upload tags */
                 if (!cached_identity(rs, pid, r->process, &r->id))
-                        workload_identity_read(pid, service, r->process, rs->host, &r->id,
+                        workload_identity_read(pid, start, service, r->process, rs->host, &r->id,
                                                rs->o.target);
                 command_of(&r->id, r->comm, sizeof(r->comm));
         } else {
@@ -406,7 +406,7 @@ static int close_rec(struct recording_set *rs, struct recording *r,
 
 static int open_host(struct recording_set *rs)
 {
-        int err = open_rec(rs, &rs->host_rec, 0, NULL, NULL, NULL);
+        int err = open_rec(rs, &rs->host_rec, 0, 0, NULL, NULL, NULL);
 
         rs->host_procs.n = rs->host_procs.last = 0;
         rs->host_procs.grouped = 0;
@@ -588,7 +588,7 @@ static struct recording *proc_rec(struct recording_set *rs, const struct decoded
         if (rs->proc_fail_ms && now - rs->proc_fail_ms < OPEN_RETRY_MS)
                 return NULL;
         r = calloc(1, sizeof(*r));
-        if (!r || open_rec(rs, r, pid, process, ds->service, ds->image)) {
+        if (!r || open_rec(rs, r, pid, ds->start, process, ds->service, ds->image)) {
                 free(r);
                 rs->proc_fail_ms = now ? now : 1;
                 return NULL; /* to the shared host file */
@@ -623,8 +623,8 @@ static void host_process(struct recording_set *rs, const struct decoded_sample *
                         h->refused = ds->pid;
                         return;
                 }
-                workload_identity_read(ds->pid, ds->service, ds->process, rs->host, &h->id[i],
-                                       rs->o.target);
+                workload_identity_read(ds->pid, ds->start, ds->service, ds->process, rs->host,
+                                       &h->id[i], rs->o.target);
                 h->otel[i] = ds->service && *ds->service;
                 h->n++;
         } else if (!h->otel[i] && ds->service && *ds->service) {

@@ -14,6 +14,7 @@
 #include "service/workload_identity.h"
 #include "util/name.h"
 #include "util/proc_lines.h"
+#include "util/proc_pin.h"
 
 #define CONTAINER_HEX 64
 #define UUID_CHARS    36
@@ -96,14 +97,13 @@ void workload_cgroup_parse(const char *path, char container_id[WORKLOAD_CONTAINE
         }
 }
 
-/* The cgroup v2 path ("0::PATH") of pid into the identity. */
-static void read_cgroup(pid_t pid, struct workload_identity *id, struct target_stats *st)
+/* The cgroup v2 path ("0::PATH") of procdir's process into the identity. */
+static void read_cgroup(int procdir, struct workload_identity *id, struct target_stats *st)
 {
-        char fn[64], *line;
+        char *line;
         struct proc_lines r;
 
-        snprintf(fn, sizeof(fn), "/proc/%d/cgroup", (int)pid);
-        if (proc_lines_open(&r, fn, PROC_LINE_MAX_SHORT, st))
+        if (proc_lines_openat(&r, procdir, "cgroup", PROC_LINE_MAX_SHORT, st))
                 return;
         while (proc_lines_next(&r, &line, NULL) > 0)
                 if (!strncmp(line, "0::", 3)) {
@@ -113,18 +113,38 @@ static void read_cgroup(pid_t pid, struct workload_identity *id, struct target_s
         proc_lines_close(&r);
 }
 
-void workload_identity_read(pid_t pid, const char *service, const char *fallback, const char *host,
-                            struct workload_identity *id, struct target_stats *st)
+/* /proc/PID of the process with start time start (any when 0): a descriptor or -1. */
+static int identity_dir(pid_t pid, uint64_t start, struct target_stats *st)
 {
-        char path[64], exe[PATH_MAX];
+        uint64_t now_start;
+        int dir = proc_pid_dir(pid);
+
+        if (dir < 0 || !start)
+                return dir;
+        int r = proc_stat_start(dir, &now_start);
+
+        if (r || now_start != start) {
+                if (!r) /* another process holds the pid now */
+                        target_stats_count(TARGET_STATS_FIELD(st, pid_recycled));
+                close(dir);
+                return -1;
+        }
+        return dir;
+}
+
+void workload_identity_read(pid_t pid, uint64_t start, const char *service, const char *fallback,
+                            const char *host, struct workload_identity *id, struct target_stats *st)
+{
+        char exe[PATH_MAX];
         const char *base = "";
-        ssize_t n;
+        ssize_t n = -1;
+        int dir = identity_dir(pid, start, st);
 
         memset(id, 0, sizeof(*id));
         id->pid = pid;
         snprintf(id->host, sizeof(id->host), "%s", host ? host : "");
-        snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-        n = readlink(path, exe, sizeof(exe) - 1);
+        if (dir >= 0)
+                n = readlinkat(dir, "exe", exe, sizeof(exe) - 1);
         if (n > 0) {
                 exe[n] = '\0';
                 if ((size_t)n > strlen(DELETED) && !strcmp(exe + n - strlen(DELETED), DELETED))
@@ -141,7 +161,10 @@ void workload_identity_read(pid_t pid, const char *service, const char *fallback
                            : fallback ? fallback
                                       : "",
                            "unknown");
-        read_cgroup(pid, id, st);
+        if (dir >= 0) {
+                read_cgroup(dir, id, st);
+                close(dir);
+        }
 }
 
 void workload_identity_set_service(struct workload_identity *id, const char *service)

@@ -41,9 +41,12 @@ void workload_cgroup_parse(const char *path, char container_id[WORKLOAD_CONTAINE
 /* The identity of process pid: exe from /proc/PID/exe, container and pod from the cgroup v2
  * line of /proc/PID/cgroup (lines too long counted in st, may be NULL), service = service
  * (NULL or "": the executable's name, else `fallback`), host copied. Always fills *id (a
- * field it cannot read stays ""). */
-void workload_identity_read(pid_t pid, const char *service, const char *fallback, const char *host,
-                            struct workload_identity *id, struct target_stats *st);
+ * field it cannot read stays ""). start (non-zero): the process's start time (its identity,
+ * util/proc_pin.h); when pid is another process's now, nothing of /proc/PID is read (counted
+ * pid_recycled): both files are read through one /proc/PID, whose process has that start. */
+void workload_identity_read(pid_t pid, uint64_t start, const char *service, const char *fallback,
+                            const char *host, struct workload_identity *id,
+                            struct target_stats *st);
 
 /* The service of id set to service (a service.name the process published later). */
 void workload_identity_set_service(struct workload_identity *id, const char *service);

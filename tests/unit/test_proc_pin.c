@@ -5,7 +5,9 @@
  * /proc/sys/kernel/ns_last_pid under its lock). A read by pid then gets the second child's
  * bytes (what every /proc/PID read of the daemon did before pins); every read through the
  * old pin (its /proc/PID directory, its maps, process_vm_readv) fails with -ESRCH, never
- * returns them, and is counted as pid_recycled. Skipped (loudly) when not root.
+ * returns them, and is counted as pid_recycled. So does a job of the process table
+ * (engine/procs.h), which reads by pid: the victim's OpenTelemetry process context (its
+ * service.name) is never taken as the old process's. Skipped (loudly) when not root.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -21,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctx/ctx.h"
+#include "engine/procs.h"
 #include "stack/modules.h"
 #include "stack/proc_maps.h"
 #include "util/clock.h"
@@ -39,6 +43,8 @@
 
 /* What a child holds in memory (read with process_vm_readv at the same address in both). */
 static char secret[32] = "attacker-bytes";
+/* The service.name a child publishes in its process context (libctx, OTEP 4719), or NULL. */
+static const char *child_service;
 
 /* A child named name that says it is ready on a pipe, then waits to be killed. */
 static pid_t spawn(const char *name, const char *bytes, uid_t uid)
@@ -52,6 +58,8 @@ static pid_t spawn(const char *name, const char *bytes, uid_t uid)
                 snprintf(secret, sizeof(secret), "%s", bytes);
                 prctl(PR_SET_NAME, name);
                 if (uid && setresuid(uid, uid, uid))
+                        _exit(1);
+                if (child_service && ctx_set_resource(child_service, NULL, NULL, NULL))
                         _exit(1);
                 /* never outlives a failed test (after setresuid, which clears it) */
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -224,5 +232,45 @@ Test(proc_pin, recycled_pid_never_reads_the_new_process, .timeout = 60)
         proc_maps_free(pm);
         modules_free(mods);
         proc_pin_close(&pin);
+        kill_reap(b);
+}
+
+Test(proc_pin, recycled_pid_job_keeps_nothing, .timeout = 60)
+{
+        need_root();
+        pid_t a = spawn(OLD_NAME, "attacker-bytes", 0);
+        struct modules *mods = modules_new();
+        cr_assert_not_null(mods);
+        struct procs t;
+        cr_assert_eq(procs_init(&t, mods), 0); /* no job pool: jobs run in the caller */
+        struct proc *p = procs_new(&t, a, OLD_NAME, mono_ns());
+        cr_assert_not_null(p);
+
+        kill_reap(a);
+        child_service = "victim_secret_svc";
+        pid_t b = spawn_at(a, NEW_NAME, NEW_SECRET, VICTIM_UID);
+        child_service = NULL;
+        if (b < 0)
+                cr_skip_test("SKIPPED: pid %d kept going to other processes", (int)a);
+
+        /* p's exit is not handled yet (its event still queued): its process-context job
+         * runs, and reads by pid what is the victim's now */
+        uint64_t before = t.target.pid_recycled;
+        proc_pctx_refresh(&t, p, mono_ns(), 0);
+        cr_assert_null(p->otel.service_name,
+                       "the victim's service.name %s taken as the old process's",
+                       p->otel.service_name);
+        cr_assert_eq(p->otel.n_res, 0);
+        cr_assert_gt(t.target.pid_recycled, before, "the job's refusal is not counted");
+
+        /* what the victim publishes is readable, so the refusal above is the pin's */
+        struct proc *pb = procs_new(&t, b, NEW_NAME, mono_ns());
+        cr_assert_not_null(pb);
+        proc_pctx_refresh(&t, pb, mono_ns(), 0);
+        cr_assert_not_null(pb->otel.service_name);
+        cr_assert_str_eq(pb->otel.service_name, "victim_secret_svc");
+
+        procs_free(&t);
+        modules_free(mods);
         kill_reap(b);
 }

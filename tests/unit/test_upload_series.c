@@ -13,6 +13,7 @@
 
 #include "service/upload_series.h"
 #include "service/workload_identity.h"
+#include "util/proc_pin.h"
 
 #define CID  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID  "8f4a1b2c-3d4e-5f60-7182-93a4b5c6d7e8"
@@ -60,13 +61,34 @@ Test(workload_identity, cgroup_paths)
 Test(workload_identity, own_process)
 {
         struct workload_identity id;
-        workload_identity_read(getpid(), "svc, with {bad}=bytes\n", "x", "h1", &id, NULL);
+        workload_identity_read(getpid(), 0, "svc, with {bad}=bytes\n", "x", "h1", &id, NULL);
         cr_expect_str_eq(id.service, "svc__with__bad__bytes_");
         cr_expect_str_eq(id.host, "h1");
         cr_expect_eq(id.pid, getpid());
         cr_expect_str_eq(id.exe, "test_upload_series");
-        workload_identity_read(getpid(), NULL, "x", "h1", &id, NULL);
+        workload_identity_read(getpid(), 0, NULL, "x", "h1", &id, NULL);
         cr_expect_str_eq(id.service, "test_upload_series", "no service.name: the executable");
+}
+
+/* A sample's process is known by its start time too: /proc/PID of a process with another
+ * start (the pid went to another process) is not read, and that is counted. */
+Test(workload_identity, another_process_by_its_start)
+{
+        struct workload_identity id;
+        struct target_stats st = {0};
+        uint64_t start;
+        int dir = proc_pid_dir(getpid());
+
+        cr_assert(dir >= 0);
+        cr_assert_eq(proc_stat_start(dir, &start), 0);
+        close(dir);
+        workload_identity_read(getpid(), start, NULL, "x", "h1", &id, &st);
+        cr_expect_str_eq(id.exe, "test_upload_series", "its own start: read");
+        cr_expect_eq(st.pid_recycled, 0);
+        workload_identity_read(getpid(), start + 1, NULL, "x", "h1", &id, &st);
+        cr_expect_str_eq(id.exe, "", "another start: /proc/PID is another process's");
+        cr_expect_str_eq(id.service, "x", "named by the caller's fallback");
+        cr_expect_eq(st.pid_recycled, 1);
 }
 
 static struct workload_identity ident(void)
