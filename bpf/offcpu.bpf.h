@@ -178,6 +178,8 @@ int BPF_PROG(ctxprof_offcpu_switch, bool preempt, struct task_struct *prev,
 
         if (!blocks && !target_maybe(next))
                 return 0;
+        if (!sampling_on)
+                return 0; /* not started yet (sampler.bpf.c) */
         now = bpf_ktime_get_ns();
         ntid = next->pid;
         e = bpf_map_lookup_elem(&offcpu_threads, &ntid);

@@ -139,6 +139,11 @@ struct {
         __type(value, __u32);
 } cgroups SEC(".maps");
 __u32 ncgroups = 0; /* written by the daemon at run time (selectors reload) */
+/* 0 until user space can drain the rings (sampler_start): a target's sample or off-CPU
+ * interval before that is not taken, as perf takes none before it starts, instead of filling
+ * the ring while targets are added and located (and then lost). Tested after the checks that
+ * dismiss a non-target: those pay nothing for it. */
+__u32 sampling_on = 0;
 static const struct ctxprof_tls_target no_location = {};
 
 /*
@@ -523,7 +528,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         if (cur_ids(&tgid, &tid))
                 return 0;
         t = target_of(tgid, &flags);
-        if (!t)
+        if (!t || !sampling_on)
                 return 0;
         c = bpf_map_lookup_elem(&counters, &zero);
         count(c, CTXPROF_CNT_SAMPLES);

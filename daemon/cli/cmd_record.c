@@ -42,11 +42,11 @@
 #include "sink/flame_html.h"
 #include "sink/otlp.h"
 #include "sink/pprof.h"
+#include "ctxprof/tls_target.h"
 #include "engine/sampler.h"
 #include "util/clock.h"
 #include "util/event_loop.h"
-
-#define MAX_PIDS 64
+#include "util/grow.h"
 
 static volatile sig_atomic_t stop_requested; /* the signal that asked to stop, 0 = none */
 
@@ -68,7 +68,8 @@ static void help(FILE *f)
                "stops, drains and writes everything collected.\n"
                "\n"
                "options:\n"
-               "  -p, --pid PID[,PID...]     processes to sample\n"
+               "  -p, --pid PID[,PID...]     processes to sample (any number, up to 4096; may be\n"
+               "                             given again)\n"
                "  -F, --freq HZ              samples per second per CPU (default 99)\n"
                "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
                "                             still running then gets SIGTERM\n"
@@ -138,20 +139,51 @@ static void help(FILE *f)
                "3 when the recording was written but --upload failed (the file is kept).\n");
 }
 
-static int parse_pids(char *s, pid_t *pids, int *n)
+#define PIDS_FIRST_CAP 64
+
+/* -p LIST (the option may be given again: the lists add up) into *pids, each process once;
+ * at most CTXPROF_MAX_TARGETS in all (what one recording samples at once). 0, or 2 with the
+ * bad token (or the count) printed. */
+static int parse_pids(char *s, pid_t **pids, size_t *n, size_t *cap)
 {
         char *tok, *save = NULL, *end;
+        size_t before = *n;
 
         for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                size_t i;
                 long v;
 
                 errno = 0;
                 v = strtol(tok, &end, 10);
-                if (errno || *end || v <= 0 || v > INT_MAX || *n >= MAX_PIDS)
-                        return -1;
-                pids[(*n)++] = (pid_t)v;
+                if (errno || *end || v <= 0 || v > INT_MAX) {
+                        fprintf(stderr,
+                                "ctxprof record: bad PID '%s' in -p (a comma-separated list of "
+                                "process ids)\n",
+                                tok);
+                        return 2;
+                }
+                for (i = 0; i < *n && (*pids)[i] != (pid_t)v; i++)
+                        ;
+                if (i < *n)
+                        continue; /* named twice: sampled once */
+                if (*n == CTXPROF_MAX_TARGETS) {
+                        fprintf(stderr,
+                                "ctxprof record: -p names more than %u processes, the most one "
+                                "recording samples at once\n",
+                                CTXPROF_MAX_TARGETS);
+                        return 2;
+                }
+                if (grow_array((void **)pids, cap, sizeof(**pids), *n + 1, PIDS_FIRST_CAP)) {
+                        fprintf(stderr, "ctxprof record: out of memory\n");
+                        return 2;
+                }
+                (*pids)[(*n)++] = (pid_t)v;
         }
-        return *n ? 0 : -1;
+        if (*n == before) {
+                fprintf(stderr, "ctxprof record: -p names no process\n");
+                return 2;
+        }
+        return 0;
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -335,8 +367,8 @@ static int check_pid(pid_t pid)
 /* What the command line asked for. */
 struct record_opts {
         struct sampler_opts o;
-        pid_t pids[MAX_PIDS];
-        int npids;
+        pid_t *pids; /* -p, each once (malloc'ed) */
+        size_t npids, pids_cap;
         char **cmd; /* -- COMMAND ARGS..., or NULL with -p */
         uint64_t duration_ms;
         const char *outpath;
@@ -393,11 +425,7 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
 
         switch (opt) {
         case 'p':
-                if (parse_pids(arg, ro->pids, &ro->npids)) {
-                        fprintf(stderr, "ctxprof record: bad PID list '%s'\n", arg);
-                        return 2;
-                }
-                return 0;
+                return parse_pids(arg, &ro->pids, &ro->npids, &ro->pids_cap);
         case 'F':
                 if (config_parse_count(arg, 1, CONFIG_FREQ_MAX, &ro->o.freq)) {
                         fprintf(stderr, "ctxprof record: bad frequency '%s' (1..%d)\n", arg,
@@ -542,7 +570,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {NULL, 0, NULL, 0},
         };
         struct sigaction sa;
-        int opt, i, rc;
+        int opt, rc;
 
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+p:F:d:o:qh", longopts, NULL)) != -1) {
@@ -559,8 +587,8 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
                 help(stderr);
                 return 2;
         }
-        for (i = 0; i < ro->npids; i++)
-                if (check_pid(ro->pids[i]))
+        for (size_t k = 0; k < ro->npids; k++)
+                if (check_pid(ro->pids[k]))
                         return 1;
         if (freq_above_limit(ro->o.freq))
                 return 1;
@@ -614,7 +642,8 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
 static int add_targets(struct recording *r)
 {
         const struct record_opts *ro = r->ro;
-        int i, err;
+        size_t i;
+        int err;
 
         if (ro->cmd) {
                 if (launch_exec(&r->cmd, ro->cmd, &stop_requested))
@@ -644,6 +673,7 @@ static int add_targets(struct recording *r)
                         return -1;
                 }
         }
+        sampler_locate_wait(r->s); /* all at once: a thousand PIDs wait no longer than one */
         return 0;
 }
 
@@ -671,17 +701,10 @@ static int start_parser(struct recording *r, int debuginfod)
  * one thread): only the daemon's capabilities kept, and CAP_DAC_OVERRIDE for the output
  * (docs/daemon.md, "Trust boundary"). COMMAND, forked before, keeps what it had. 0 or -1
  * (printed). */
-static int confine(struct recording *r)
+static int confine(void)
 {
-        int err;
+        int err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
 
-        /* A uprobe needs CAP_SYS_ADMIN: hook the targets' loaders now, as the daemon does
-         * (engine/load_hook.h), so that an exec or dlopen after the drop is still seen. */
-        err = sampler_hook_loader_wide(r->s);
-        if (err && !r->ro->quiet)
-                fprintf(stderr, "ctxprof: library-load hook for every process failed: %s\n",
-                        strerror(-err));
-        err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
         if (err) {
                 fprintf(stderr, "ctxprof: dropping capabilities failed: %s\n", strerror(-err));
                 return -1;
@@ -727,9 +750,18 @@ static int setup(struct recording *r)
         }
         if (start_parser(r, debuginfod))
                 return -1;
+        /* A uprobe needs CAP_SYS_ADMIN, which confine drops: the loaders in use are hooked
+         * for every process now, as the daemon does (engine/load_hook.h), so that an exec or
+         * dlopen after the drop is still seen. Before the targets are added: a probe per
+         * target, replaced by these afterwards, cost ~50 ms each to detach (a thousand PIDs
+         * took most of a minute). */
+        err = sampler_hook_loader_wide(r->s);
+        if (err && !ro->quiet)
+                fprintf(stderr, "ctxprof: library-load hook for every process failed: %s\n",
+                        strerror(-err));
         if (add_targets(r) || stop_requested)
                 return -1; /* during setup: abandon it, the output untouched */
-        return confine(r);
+        return confine();
 }
 
 /* Setup stage, last step: only now is the output created or truncated. A signal that
@@ -773,6 +805,8 @@ static int open_output(struct recording *r)
                         return -1;
                 }
         }
+        /* the loop drains from here on: sampling starts, then COMMAND runs */
+        sampler_start(r->s);
         if (ro->cmd && launch_run(&r->cmd, ro->cmd))
                 return -1;
         r->started = 1;
@@ -1050,8 +1084,10 @@ static int cmd_record(int argc, char **argv)
 
         record_upload_defaults(&ro.up);
         rc = parse_args(argc, argv, &ro);
-        if (rc >= 0)
+        if (rc >= 0) {
+                free(ro.pids);
                 return rc;
+        }
         rc = 1;
         if (!setup(&r) && !open_output(&r)) {
                 sample_loop(&r);
@@ -1063,6 +1099,7 @@ static int cmd_record(int argc, char **argv)
             record_upload(&ro.up, ro.outpath, ro.format, r.start_wall_ns / NS_PER_SEC,
                           (uint64_t)time(NULL), ro.quiet))
                 rc = RECORD_UPLOAD_FAILED;
+        free(ro.pids);
         return rc;
 }
 

@@ -648,6 +648,32 @@ void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns)
         target_jobs_collect(t->jobs, mono_ns(), procs_job_done, t);
 }
 
+/* A process with a job in flight, or NULL. */
+static struct proc *proc_with_job(struct procs *t)
+{
+        for (size_t i = 0; i < t->n; i++)
+                if (t->v[i].job_id)
+                        return &t->v[i];
+        return NULL;
+}
+
+void procs_jobs_wait(struct procs *t, uint64_t idle_ns, uint64_t until_ns)
+{
+        uint64_t progress = mono_ns();
+        struct proc *p;
+
+        if (!t->jobs)
+                return;
+        while ((p = proc_with_job(t))) {
+                uint64_t stop = progress + idle_ns < until_ns ? progress + idle_ns : until_ns;
+
+                if (mono_ns() >= stop || !target_jobs_wait(t->jobs, p->job_id, stop))
+                        return;
+                target_jobs_collect(t->jobs, mono_ns(), procs_job_done, t);
+                progress = mono_ns();
+        }
+}
+
 void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing)
 {
         int first = !p->otel.checked_ns;

@@ -127,6 +127,9 @@ void proc_mapped(struct procs *t, struct proc *p, uint64_t now);
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now);
 /* p's job in flight, if any: wait for it until the monotonic time until_ns and apply it. */
 void proc_locate_wait(struct procs *t, struct proc *p, uint64_t until_ns);
+/* Every job in flight: waited for and applied, until none is left, or no job has finished
+ * for idle_ns (one stalled target holds the caller no longer), or the time until_ns. */
+void procs_jobs_wait(struct procs *t, uint64_t idle_ns, uint64_t until_ns);
 /* Read p's OpenTelemetry process context again when it may have changed: PCTX_CHECK_NS
  * since the last look, or keys_missing (a sample names a key index the key map does not
  * have yet: a key is published before a thread uses it). A job (when t->jobs is set):

@@ -29,9 +29,13 @@
 #include "util/clock.h"
 #include "util/proc_lines.h"
 
-/* sampler_add_target waits this long at most for the new target's location (a job on a
- * worker, engine/procs.c): long enough for a real process, short beside a stalled one. */
-#define ADD_LOCATE_WAIT_NS 250000000ull /* 250 ms */
+/* sampler_locate_wait waits for the targets' locations (jobs on workers, engine/procs.c)
+ * until no job has finished for ADD_LOCATE_WAIT_NS (long enough for a real process, short
+ * beside a stalled one), and LOCATE_WAIT_MAX_NS at most in all: many targets (record -p with
+ * a thousand PIDs) are located on two workers, and the recording does not wait for them
+ * all; the rest are located while it samples. */
+#define ADD_LOCATE_WAIT_NS 250000000ull  /* 250 ms */
+#define LOCATE_WAIT_MAX_NS 2000000000ull /* 2 s */
 /* sampler_stop handles what the rings hold for at most this long; the rest (a full ring of
  * DWARF records can take seconds to unwind on a busy host) is counted, not handled, so a
  * stop (SIGINT, SIGTERM, the end of -d) is prompt. */
@@ -186,18 +190,14 @@ int sampler_add_target(struct sampler *s, pid_t pid)
                 sampler_remove_target(s, pid);
                 return -ESRCH;
         }
-        /* Located before sampler_add_target returns (before a started command runs), or
-         * retried from sampler_poll: context from the first sample where possible. The job
-         * runs off this thread; it is waited for ADD_LOCATE_WAIT_NS at most. */
+        /* Located by a job off this thread: record waits for all its targets' jobs at once
+         * (sampler_locate_wait, before sampling starts and its command runs), so that
+         * context comes from the first sample where possible. The daemon (targets chosen by
+         * exec_filter) never blocks its loop on one target: its samples wait for the
+         * location through the pending mark, and under churn a wait per new process left
+         * most of them unattached (test_daemon_split_churn). */
         proc_location_pending(p, now);
         proc_locate_tls(&s->procs, p, now);
-        /* Only record waits (its command starts after this returns). The daemon (targets
-         * chosen by exec_filter) never blocks its loop on one target: its samples wait for
-         * the location through the pending mark, and under churn a wait per new process
-         * left most of them unattached (test_daemon_split_churn). */
-        if (!s->opts.exec_filter)
-                proc_locate_wait(&s->procs, p, now + ADD_LOCATE_WAIT_NS);
-        /* Hooked once located: attaching takes milliseconds its samples would wait for. */
         hook_proc(s, p);
         ku_sync(s, p, 0);
         return 0;
@@ -410,12 +410,23 @@ static void drain_begin(struct sampler *s, uint64_t deadline_ns)
         s->drain_cut = 0;
 }
 
+void sampler_locate_wait(struct sampler *s)
+{
+        procs_jobs_wait(&s->procs, ADD_LOCATE_WAIT_NS, mono_ns() + LOCATE_WAIT_MAX_NS);
+}
+
+void sampler_start(struct sampler *s)
+{
+        __atomic_store_n(&s->skel->bss->sampling_on, 1, __ATOMIC_RELEASE);
+}
+
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
         int n, err, pending_release = 0, samples_cut;
         unsigned total;
         size_t i;
 
+        sampler_start(s); /* (a no-op once started) */
         for (i = 0; i < s->procs.n; i++)
                 pending_release |= s->procs.v[i].forget_pending;
         /* Wake up for a pending TLS retry: context starts as early as possible. */

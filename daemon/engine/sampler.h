@@ -152,11 +152,20 @@ struct sampler;
  * sink->sample is called from sampler_poll(). On failure returns -errno and *stage. */
 int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
                 enum sampler_stage *stage);
+/* Sampling starts: until this is called, the BPF programs take no sample and no off-CPU
+ * interval (the perf events run, the lifecycle events are reported). Call it when the
+ * consumer's loop is about to drain, after the targets are added and before a launched
+ * command is let run; sampler_poll calls it too, should the caller not have. */
+void sampler_start(struct sampler *);
 /* Start sampling process pid (and its future threads). -ESRCH no such process, -EPERM/-EACCES
- * not permitted, -ENOSPC more than CTXPROF_MAX_TARGETS. Its TLS is located before this
- * returns when it can be (else retried from sampler_poll); samples taken before count only if
- * they have context. */
+ * not permitted, -ENOSPC more than CTXPROF_MAX_TARGETS. Its TLS is located by a job
+ * (sampler_locate_wait waits for it; else it is taken from sampler_poll); samples taken
+ * before count only if they have context. */
 int sampler_add_target(struct sampler *, pid_t pid);
+/* Wait for the location jobs of the targets added (all at once: until none is left, a
+ * stalled one 250 ms at most, 2 s in all), so that their first samples have context. For a
+ * caller that adds its targets before sampling starts (record); never the daemon's loop. */
+void sampler_locate_wait(struct sampler *);
 /* Sample every process in these cgroup v2 paths (as in /proc/PID/cgroup, "/a/b") or below
  * them, checked in the kernel at each sample: such a process becomes a target (with
  * context) at its first sample, whenever it moved in. Replaces the previous set; at most

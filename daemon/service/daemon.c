@@ -1031,6 +1031,7 @@ static int start_sampling(struct daemon *d)
         if (start_metrics(d))
                 return -1;
         scan_proc(d);
+        sampler_start(d->s); /* the loop drains from here on */
         write_status(d, "running");
         retain(d);
         logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),

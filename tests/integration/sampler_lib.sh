@@ -99,7 +99,7 @@ chunks_over() { # FILE N
 }
 # true once process PID has execed FILE (its /proc/PID/exe)
 execed() { [ "$(readlink "/proc/$1/exe")" = "$(readlink -f "$2")" ]; }
-# true once ctxprof (PID) has its perf events open, i.e. samples
+# true once ctxprof (PID) has its perf events open: it samples from its loop's start, moments later
 sampling() {
 	local f
 	for f in /proc/"$1"/fd/*; do
