@@ -58,85 +58,88 @@ static void on_signal(int sig)
 static void help(FILE *f)
 {
         fprintf(
-            f, "usage: ctxprof record -p PID[,PID...] [OPTIONS]\n"
-               "       ctxprof record [OPTIONS] -- COMMAND [ARGS...]\n"
-               "\n"
-               "Sample the threads of running processes (or of COMMAND and the processes it\n"
-               "starts) with perf events and eBPF. Every sample carries the thread's span id and\n"
-               "Custom Labels (when the target uses libctx or another Custom Labels v1 writer)\n"
-               "and its stack. Threads started after attach are sampled too. Ctrl-C / SIGTERM\n"
-               "stops, drains and writes everything collected.\n"
-               "\n"
-               "options:\n"
-               "  -p, --pid PID[,PID...]     processes to sample (any number, up to 4096; may be\n"
-               "                             given again)\n"
-               "  -F, --freq HZ              samples per second per CPU (default 99)\n"
-               "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
-               "                             still running then gets SIGTERM\n"
-               "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
-               "                             created or truncated only once setup succeeded\n"
-               "      --format jfr|collapsed|pprof|otlp|html\n"
-               "                             jfr: JDK Flight Recorder chunks (default when FILE\n"
-               "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
-               "                             (flamegraph.pl, speedscope):\n"
-               "                             PROC-PID;THREAD;key=value...;frames N\n"
-               "                             pprof: gzip'd profile.proto, labels as sample\n"
-               "                             labels (default when FILE ends in .pb.gz)\n"
-               "                             otlp: one OTLP ExportProfilesServiceRequest\n"
-               "                             (profiles v1development), labels as sample\n"
-               "                             attributes (default when FILE ends in .otlp)\n"
-               "                             html: one self-contained flame graph page, with\n"
-               "                             search, zoom, filter and split by label or span\n"
-               "                             (default when FILE ends in .html)\n"
-               "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
-               "      --parser-user USER     the user the parser helper runs as (default nobody)\n"
-               "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
-               "                             1.6 KiB each); more become [unknown stack], counted\n"
-               "      --call-graph fp|dwarf|dwarf-copy|dwarf-check\n"
-               "                             fp: frame pointers (default, cheapest); dwarf:\n"
-               "                             unwind with .eh_frame in the kernel; dwarf-copy:\n"
-               "                             copy 16 KiB of user stack, unwind in user space\n"
-               "                             (libdwfl); dwarf-check: both, libdwfl's recorded,\n"
-               "                             compared\n"
-               "      --event cpu-clock|cycles|off-cpu|wall\n"
-               "                             cpu-clock, cycles: CPU samples (cycles needs a\n"
-               "                             hardware PMU); off-cpu: the intervals a thread\n"
-               "                             is blocked (sched_switch), with the blocking stack\n"
-               "                             and its context; wall: cpu-clock samples plus\n"
-               "                             off-CPU intervals. collapsed values are then\n"
-               "                             microseconds\n"
-               "      --offcpu-min TIME      off-cpu/wall: drop shorter intervals in the kernel\n"
-               "                             (default 1ms)\n"
-               "      --filter TERM[,TERM...]\n"
-               "                             record only samples whose context matches every\n"
-               "                             TERM (repeatable: all must match): has-context,\n"
-               "                             has-no-context, KEY (has label KEY), KEY=VALUE,\n"
-               "                             !KEY, !KEY=VALUE; the others are counted, not\n"
-               "                             stored\n"
-               "      --span-frames          add a span=ID pseudo-frame after the labels\n"
-               "      --no-kernel            user frames only\n"
-               "      --stats-json FILE      at exit, once the recording is written, write its\n"
-               "                             counters (those printed at exit) to FILE as one\n"
-               "                             JSON object (also with -q)\n"
-               "      --upload URL           then send the file (jfr or pprof) to Pyroscope's\n"
-               "                             URL/ingest, or (otlp) gzip'd to an OTLP receiver's\n"
-               "                             URL/v1development/profiles;\n"
-               "                             --upload-app NAME, --upload-tags k=v,..,\n"
-               "                             --upload-header-file F (\"Name: value\" lines),\n"
-               "                             --upload-basic-auth-file F (user:password),\n"
-               "                             --upload-timeout TIME (default 30s)\n"
-               "  -q, --quiet                no status line, no counters\n"
-               "  -h, --help                 this text\n"
-               "\n"
-               "With -- COMMAND, processes forked by COMMAND are followed; with -p, only the\n"
-               "given processes (and all their threads). Needs root (CAP_BPF, CAP_PERFMON,\n"
-               "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n"
-               "\n"
-               "Exit status: 0 when the recording was written; with -- COMMAND that ended on\n"
-               "its own, COMMAND's status instead (128+N if signal N killed it); 1 when\n"
-               "recording failed, 2 for a usage error, 128+N when signal N (SIGINT, SIGTERM)\n"
-               "came before recording started (nothing is written, COMMAND is not run);\n"
-               "3 when the recording was written but --upload failed (the file is kept).\n");
+            f,
+            "usage: ctxprof record -p PID[,PID...] [OPTIONS]\n"
+            "       ctxprof record [OPTIONS] -- COMMAND [ARGS...]\n"
+            "\n"
+            "Sample the threads of running processes (or of COMMAND and the processes it\n"
+            "starts) with perf events and eBPF. Every sample carries the thread's span id and\n"
+            "Custom Labels (when the target uses libctx or another Custom Labels v1 writer)\n"
+            "and its stack. Threads started after attach are sampled too. Ctrl-C / SIGTERM\n"
+            "stops, drains and writes everything collected.\n"
+            "\n"
+            "options:\n"
+            "  -p, --pid PID[,PID...]     processes to sample (any number, up to 4096; may be\n"
+            "                             given again)\n"
+            "  -F, --freq HZ              samples per second per CPU (default 99)\n"
+            "  -d, --duration TIME        stop after TIME (e.g. 30, 30s, 500ms, 2m); a COMMAND\n"
+            "                             still running then gets SIGTERM\n"
+            "  -o, --output FILE          write to FILE (default: standard output); FILE is\n"
+            "                             created or truncated only once setup succeeded\n"
+            "      --format jfr|collapsed|pprof|otlp|html\n"
+            "                             jfr: JDK Flight Recorder chunks (default when FILE\n"
+            "                             ends in .jfr; needs -o); collapsed: folded stacks\n"
+            "                             (flamegraph.pl, speedscope):\n"
+            "                             PROC-PID;THREAD;key=value...;frames N\n"
+            "                             pprof: gzip'd profile.proto, labels as sample\n"
+            "                             labels (default when FILE ends in .pb.gz)\n"
+            "                             otlp: one OTLP ExportProfilesServiceRequest\n"
+            "                             (profiles v1development), labels as sample\n"
+            "                             attributes (default when FILE ends in .otlp)\n"
+            "                             html: one self-contained flame graph page, with\n"
+            "                             search, zoom, filter and split by label or span\n"
+            "                             (default when FILE ends in .html)\n"
+            "      --chunk-period TIME    jfr: write a complete chunk every TIME (default 60s)\n"
+            "      --parser-user USER     the user the parser helper runs as (default nobody)\n"
+            "      --ring-size SIZE       the sample ring (e.g. 64M; default: a second of every\n"
+            "                             CPU's samples at the rate, 8M to 128M)\n"
+            "      --max-stacks N         jfr: distinct stacks per chunk (default 16384, about\n"
+            "                             1.6 KiB each); more become [unknown stack], counted\n"
+            "      --call-graph fp|dwarf|dwarf-copy|dwarf-check\n"
+            "                             fp: frame pointers (default, cheapest); dwarf:\n"
+            "                             unwind with .eh_frame in the kernel; dwarf-copy:\n"
+            "                             copy 16 KiB of user stack, unwind in user space\n"
+            "                             (libdwfl); dwarf-check: both, libdwfl's recorded,\n"
+            "                             compared\n"
+            "      --event cpu-clock|cycles|off-cpu|wall\n"
+            "                             cpu-clock, cycles: CPU samples (cycles needs a\n"
+            "                             hardware PMU); off-cpu: the intervals a thread\n"
+            "                             is blocked (sched_switch), with the blocking stack\n"
+            "                             and its context; wall: cpu-clock samples plus\n"
+            "                             off-CPU intervals. collapsed values are then\n"
+            "                             microseconds\n"
+            "      --offcpu-min TIME      off-cpu/wall: drop shorter intervals in the kernel\n"
+            "                             (default 1ms)\n"
+            "      --filter TERM[,TERM...]\n"
+            "                             record only samples whose context matches every\n"
+            "                             TERM (repeatable: all must match): has-context,\n"
+            "                             has-no-context, KEY (has label KEY), KEY=VALUE,\n"
+            "                             !KEY, !KEY=VALUE; the others are counted, not\n"
+            "                             stored\n"
+            "      --span-frames          add a span=ID pseudo-frame after the labels\n"
+            "      --no-kernel            user frames only\n"
+            "      --stats-json FILE      at exit, once the recording is written, write its\n"
+            "                             counters (those printed at exit) to FILE as one\n"
+            "                             JSON object (also with -q)\n"
+            "      --upload URL           then send the file (jfr or pprof) to Pyroscope's\n"
+            "                             URL/ingest, or (otlp) gzip'd to an OTLP receiver's\n"
+            "                             URL/v1development/profiles;\n"
+            "                             --upload-app NAME, --upload-tags k=v,..,\n"
+            "                             --upload-header-file F (\"Name: value\" lines),\n"
+            "                             --upload-basic-auth-file F (user:password),\n"
+            "                             --upload-timeout TIME (default 30s)\n"
+            "  -q, --quiet                no status line, no counters\n"
+            "  -h, --help                 this text\n"
+            "\n"
+            "With -- COMMAND, processes forked by COMMAND are followed; with -p, only the\n"
+            "given processes (and all their threads). Needs root (CAP_BPF, CAP_PERFMON,\n"
+            "CAP_SYS_PTRACE) and a kernel with BTF (/sys/kernel/btf/vmlinux).\n"
+            "\n"
+            "Exit status: 0 when the recording was written; with -- COMMAND that ended on\n"
+            "its own, COMMAND's status instead (128+N if signal N killed it); 1 when\n"
+            "recording failed, 2 for a usage error, 128+N when signal N (SIGINT, SIGTERM)\n"
+            "came before recording started (nothing is written, COMMAND is not run);\n"
+            "3 when the recording was written but --upload failed (the file is kept).\n");
 }
 
 #define PIDS_FIRST_CAP 64
@@ -408,6 +411,7 @@ enum {
         OPT_NOKERNEL,
         OPT_CHUNK,
         OPT_MAXSTACKS,
+        OPT_RINGSIZE,
         OPT_STATS_JSON,
         OPT_OFFCPU_MIN,
         OPT_FILTER,
@@ -464,6 +468,17 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
         case OPT_PARSER_USER:
                 ro->parser_user = arg;
                 return 0;
+        case OPT_RINGSIZE: {
+                uint64_t bytes;
+
+                if (config_parse_size(arg, 0, CONFIG_RING_SIZE_MAX, &bytes)) {
+                        fprintf(stderr, "ctxprof record: bad --ring-size '%s' (a size up to 1G)\n",
+                                arg);
+                        return 2;
+                }
+                ro->o.ring_bytes = (size_t)bytes;
+                return 0;
+        }
         case OPT_MAXSTACKS:
                 if (config_parse_count(arg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
                                        &ro->max_stacks)) {
@@ -551,6 +566,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
             {"format", required_argument, NULL, OPT_FORMAT},
             {"chunk-period", required_argument, NULL, OPT_CHUNK},
             {"max-stacks", required_argument, NULL, OPT_MAXSTACKS},
+            {"ring-size", required_argument, NULL, OPT_RINGSIZE},
             {"call-graph", required_argument, NULL, OPT_CALLGRAPH},
             {"event", required_argument, NULL, OPT_EVENT},
             {"span-frames", no_argument, NULL, OPT_SPAN},

@@ -360,6 +360,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "events_lost", st.events_lost);
         num(f, "threads", st.threads);
         num(f, "processes", st.processes);
+        num(f, "ring_bytes", st.ring_bytes);
         num(f, "refused_stacks", st.refused_stacks);
         num(f, "refused_label_sets", st.refused_labels);
         num(f, "refused_threads", st.refused_threads);

@@ -546,6 +546,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
 {
         *out = s->st;
         out->processes = s->procs.processes;
+        out->ring_bytes = s->ring_bytes;
         out->tls_located = s->procs.tls_located;
         out->tls_errors = s->procs.tls_errors;
         out->targets_stuck = s->procs.stuck;

@@ -33,7 +33,8 @@ struct sampler_opts {
         int call_graph; /* enum sampler_callgraph: fp, dwarf (in-kernel), dwarf-copy, dwarf-check */
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
-        size_t ring_bytes;   /* sample ring size (power of two, >= page size); 0 = default */
+        size_t ring_bytes;   /* sample ring size (rounded up to a power of two); 0 = sized by
+                              * CPUs x rate (sampler_ring_bytes) */
         /* event off-cpu / wall: intervals shorter than this are dropped in the kernel
          * (0 = CTXPROF_OFFCPU_MIN_NS_DEFAULT); threads tracked at once (0 = default) */
         uint64_t offcpu_min_ns;
@@ -119,6 +120,7 @@ struct sampler_stats {
         uint64_t stop_discarded; /* records left in the rings when sampler_stop ran out of time */
         uint64_t threads;        /* distinct tids seen */
         uint64_t processes;      /* targets known (added, forked) */
+        uint64_t ring_bytes;     /* the sample ring's size (sampler_ring_bytes) */
         uint64_t tls_located;    /* successful TLS locations (incl. redo after exec) */
         uint64_t tls_errors;     /* locations that failed for good */
         /* target jobs (engine/target_jobs.h): jobs past their deadline (their worker left
@@ -152,6 +154,10 @@ struct sampler;
  * sink->sample is called from sampler_poll(). On failure returns -errno and *stage. */
 int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, struct sampler **out,
                 enum sampler_stage *stage);
+/* The sample ring's size for o on ncpu CPUs: o->ring_bytes rounded up to a power of two, or
+ * by default one second of every CPU's samples at o->freq (512 B a sample, 17 KiB with a
+ * stack copy), at least 8 MiB (32 MiB with a copy), at most 128 MiB. */
+size_t sampler_ring_bytes(const struct sampler_opts *o, unsigned ncpu);
 /* Sampling starts: until this is called, the BPF programs take no sample and no off-CPU
  * interval (the perf events run, the lifecycle events are reported). Call it when the
  * consumer's loop is about to drain, after the targets are added and before a launched

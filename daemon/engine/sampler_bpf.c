@@ -25,8 +25,16 @@
 #include "engine/target_jobs.h"
 #include "sampler.skel.h"
 
-#define DEFAULT_RING_BYTES (8u << 20)
-#define PROC_PID_INIT_INO  0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
+/* The sample ring, sized for the rate (sampler_ring_bytes): RING_SECONDS of every CPU's
+ * samples at the rate asked, at RING_REC_BYTES each (a frame-pointer record with a deep
+ * user stack and a kernel stack; measured: 8 MiB held 0.25 s of 16 CPUs x 4000 Hz) or
+ * RING_COPY_REC_BYTES (one with a 16 KiB stack copy), between the floors and the ceiling. */
+#define DEFAULT_RING_BYTES  (8u << 20)
+#define RING_SECONDS        1 /* a consumer held up this long (a chunk cut, a slow disk) loses none */
+#define RING_REC_BYTES      512u
+#define RING_COPY_REC_BYTES (17u << 10)
+#define RING_AUTO_MAX_BYTES (128ull << 20)
+#define PROC_PID_INIT_INO   0xEFFFFFFCu /* the host's PID namespace (linux/proc_ns.h) */
 
 /* Modes: which of the two unwinders run (sampling_names.h). */
 static int cg_copies(int cg)
@@ -62,7 +70,7 @@ static int open_perf_event(const struct sampler_opts *o, int cpu)
         return (int)syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-#define DWARF_RING_BYTES    (32u << 20) /* dwarf records carry a 16 KiB stack copy each */
+#define DWARF_RING_BYTES    (32u << 20) /* dwarf-copy's floor: records of 16 KiB and more */
 #define NS_PER_MS           1000000ull
 #define LOCATE_DELAY_MAX_MS 1000
 #define RECORD_DELAY_MAX_US 10000
@@ -103,6 +111,30 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
                         return -ENOMEM;
         }
         return 0;
+}
+
+static size_t pow2_at_least(uint64_t v)
+{
+        size_t r = (size_t)sysconf(_SC_PAGESIZE);
+
+        while (r < v && r < ((size_t)1 << 40))
+                r <<= 1;
+        return r;
+}
+
+size_t sampler_ring_bytes(const struct sampler_opts *o, unsigned ncpu)
+{
+        uint64_t floor = cg_copies(o->call_graph) ? DWARF_RING_BYTES : DEFAULT_RING_BYTES;
+        uint64_t rec = cg_copies(o->call_graph) ? RING_COPY_REC_BYTES : RING_REC_BYTES;
+        uint64_t want = (uint64_t)(ncpu ? ncpu : 1) * o->freq * rec * RING_SECONDS;
+
+        if (o->ring_bytes)
+                return pow2_at_least(o->ring_bytes);
+        if (!SAMPLER_EV_HAS_PERF(o->event) || want < floor)
+                want = floor;
+        if (want > RING_AUTO_MAX_BYTES)
+                want = RING_AUTO_MAX_BYTES;
+        return pow2_at_least(want);
 }
 
 /* The off-CPU programs (bpf/offcpu.bpf.h) are loaded only for the off-cpu and wall events;
@@ -174,9 +206,8 @@ static int sampler_open_bpf(struct sampler *s)
                 s->skel->rodata->pidns_dev = (__u64)ns.st_dev;
                 s->skel->rodata->pidns_ino = (__u64)ns.st_ino;
         }
-        ring = o->ring_bytes ? o->ring_bytes : DEFAULT_RING_BYTES;
-        if (cg_copies(o->call_graph) && !o->ring_bytes)
-                ring = DWARF_RING_BYTES;
+        ring = sampler_ring_bytes(o, (unsigned)libbpf_num_possible_cpus());
+        s->ring_bytes = ring;
         s->skel->rodata->wakeup_bytes = ring / 4;
         /* The row array is allocated whole at load: only when it is used. */
         if (bpf_map__set_max_entries(s->skel->maps.ku_rows, uses_ku(o) ? ku_row_cap() : 1))

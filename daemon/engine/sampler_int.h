@@ -29,6 +29,7 @@ struct sampler {
         struct sampler_opts opts;
         struct sample_sink sink;
         struct sampler_bpf *skel;
+        size_t ring_bytes; /* the sample ring's size (sampler_ring_bytes) */
         int ncpu;
         int *perf_fds; /* -1 when closed/owned by a link */
         struct bpf_link **links;

@@ -22,6 +22,7 @@ const char *const config_keys[] = {
     "sampling.event",
     "sampling.call-graph",
     "sampling.offcpu-min",
+    "sampling.ring-size",
     "sampling.filter",
     /* [targets] */
     "targets.mode",
@@ -259,6 +260,8 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                                                         &c->offcpu_min_us);
                 if (!strcmp(key, "filter"))
                         return set_filter(c, v);
+                if (!strcmp(key, "ring-size"))
+                        return config_parse_size(v, 0, CONFIG_RING_SIZE_MAX, &c->ring_size);
         } else if (!strcmp(sec, "targets")) {
                 if (!strcmp(key, "mode"))
                         return pick_name(v, SAMPLING_NAMES_MODE, &c->mode);
@@ -331,6 +334,7 @@ const char *config_values(const char *key)
         } help[] = {
             {"frequency", "a count from 1 to 100000"},
             {"offcpu-min", "a duration up to 1h (e.g. 500us, 2ms; 0 = every interval)"},
+            {"ring-size", "a size up to 1G (0 = sized by CPUs and frequency)"},
             {"filter", "TERM[,TERM...], each has-context, has-no-context, KEY, KEY=VALUE, !KEY "
                        "or !KEY=VALUE (at most 16)"},
             {"chunk-period", "a duration from 100ms to 1h"},

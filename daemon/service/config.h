@@ -25,6 +25,7 @@ enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 #define CONFIG_FREQ_MAX       100000 /* samples per second per CPU (perf's own ceiling) */
 /* max-stacks: each stack slot costs about 1.6 KiB (three trace tables with frame arenas) */
 #define CONFIG_MAX_STACKS_MIN 256
+#define CONFIG_RING_SIZE_MAX  (1ull << 30) /* the sample ring: 1 GiB of kernel memory at most */
 #define CONFIG_MAX_STACKS_MAX 262144
 /* Durations (ms) and sizes (bytes): anything longer than ten years or larger than a PiB is a
  * typo, and stays far from the 64-bit nanosecond and byte arithmetic that uses them. A chunk
@@ -47,6 +48,7 @@ struct daemon_config {
         int event;              /* enum sampler_event */
         int call_graph;         /* enum sampler_callgraph */
         uint64_t offcpu_min_us; /* event off-cpu/wall: shorter intervals are dropped */
+        uint64_t ring_size;     /* the sample ring, bytes (0 = sampler_ring_bytes' default) */
         /* context filter (engine/context_filter.h), checked when set; "" = none */
         char filter[CONFIG_LIST_LEN];
         /* [targets] */

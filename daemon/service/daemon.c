@@ -812,7 +812,8 @@ static void reload(struct daemon *d)
                 return;
         }
         if (nc.frequency != d->cfg.frequency || nc.event != d->cfg.event ||
-            nc.call_graph != d->cfg.call_graph || nc.offcpu_min_us != d->cfg.offcpu_min_us)
+            nc.call_graph != d->cfg.call_graph || nc.offcpu_min_us != d->cfg.offcpu_min_us ||
+            nc.ring_size != d->cfg.ring_size)
                 logm(LOG_WARNING, "reload: [sampling] changes take effect at the next start");
         nc.frequency = d->cfg.frequency;
         nc.event = d->cfg.event;
@@ -823,6 +824,7 @@ static void reload(struct daemon *d)
         memcpy(nc.metrics_listen, d->cfg.metrics_listen, sizeof(nc.metrics_listen));
         nc.metrics_allow_remote = d->cfg.metrics_allow_remote;
         nc.offcpu_min_us = d->cfg.offcpu_min_us;
+        nc.ring_size = d->cfg.ring_size;
         ns = target_select_new(&nc);
         if (!ns) {
                 logm(LOG_ERROR, "reload failed: out of memory");
@@ -944,6 +946,7 @@ static int start_sampling(struct daemon *d)
             .event = d->cfg.event,
             .call_graph = d->cfg.call_graph,
             .offcpu_min_ns = d->cfg.offcpu_min_us ? d->cfg.offcpu_min_us * NS_PER_US : 1,
+            .ring_bytes = (size_t)d->cfg.ring_size,
             .kernel_stacks = 1,
             .follow_children = 1,
             .exec_filter = exec_filter,

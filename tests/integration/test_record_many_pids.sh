@@ -5,7 +5,8 @@
 # busy one, named in one list (one of them twice) and in a second -p, are all targets
 # (`processes` in --stats-json counts each once), and the busy one's samples are written with
 # their stacks. A bad token is named in the error (exit 2), and more PIDs than one recording
-# samples at once (CTXPROF_MAX_TARGETS, 4,096) are refused the same way.
+# samples at once (CTXPROF_MAX_TARGETS, 4,096) are refused the same way. --ring-size sets
+# the sample ring (rounded up to a power of two: ring_bytes in --stats-json).
 . "$(dirname "$0")/sampler_lib.sh"
 
 N_IDLE=1000
@@ -63,7 +64,7 @@ cat "$TMP/bad.err"
 [ $rc = 2 ] || fail "4097 PIDs: exit $rc, want 2"
 grep -q "more than 4096" "$TMP/bad.err" || fail "the error does not say the bound"
 
-record_ok 300 -F 499 -d 3 -p "$idle,$first" -p "$busy" -o "$TMP/r.jfr"
+record_ok 300 -F 499 -d 3 --ring-size 3M -p "$idle,$first" -p "$busy" -o "$TMP/r.jfr"
 procs=$(stat_json .processes)
 samples=$(stat_json .received)
 nostack=$(stat_json .no_stack)
@@ -71,4 +72,6 @@ echo "targets $procs (want $((N_IDLE + 1))), samples $samples, without a stack $
 [ "$procs" = $((N_IDLE + 1)) ] || fail "$procs processes are targets, want $((N_IDLE + 1))"
 [ "$samples" -ge 100 ] || fail "only $samples samples of the busy target"
 [ "$nostack" = 0 ] || fail "$nostack samples without their stack"
+ring=$(stat_json .ring_bytes)
+[ "$ring" = $((4 << 20)) ] || fail "--ring-size 3M: a ring of $ring bytes, want 4 MiB"
 echo PASS
