@@ -45,7 +45,7 @@ for k in "Type=simple" "KillSignal=SIGTERM" 'ExecReload=/bin/kill -HUP $MAINPID'
 	"RuntimeDirectory=ctxprof" "ProtectHome=read-only" "PrivateTmp=yes" \
 	"RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" "LockPersonality=yes" "MemoryDenyWriteExecute=yes" \
 	"SystemCallArchitectures=native" "LimitCORE=0" "ProtectKernelLogs=yes" \
-	"ProtectKernelTunables=yes" "PrivateMounts=yes" "TasksMax=256" "ProtectProc=invisible" \
+	"ProtectKernelTunables=yes" "PrivateMounts=yes" "TasksMax=256" "Nice=-10" "ProtectProc=invisible" \
 	"SystemCallFilter=@system-service bpf perf_event_open seccomp" "SystemCallErrorNumber=EPERM"; do
 	grep -qxF "$k" "$U" || fail "unit lacks $k"
 done
