@@ -301,9 +301,10 @@ static void json_jfr(FILE *f, const struct jfr_sink_counters *jc)
         fprintf(f,
                 ",\n  \"jfr\": {\"chunks_written\": %" PRIu64 ", \"bytes_written\": %" PRIu64
                 ", \"samples_written\": %" PRIu64 ", \"samples_dropped\": %" PRIu64
-                ", \"trace_table_bytes\": %" PRIu64 ", \"traces_dropped\": %" PRIu64,
+                ", \"trace_table_bytes\": %" PRIu64 ", \"traces_dropped\": %" PRIu64
+                ", \"chunks_cut_early\": %" PRIu64,
                 jc->chunks_written, jc->bytes_written, jc->samples_written, jc->samples_dropped,
-                jc->table_memory_bytes, jc->traces_dropped);
+                jc->table_memory_bytes, jc->traces_dropped, jc->chunks_cut_early);
         /* samples that lost a new stack / label set / thread / resource to a store's bound */
         fprintf(f,
                 ", \"refused\": {\"stacks\": %" PRIu64 ", \"label_sets\": %" PRIu64

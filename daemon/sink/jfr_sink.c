@@ -61,6 +61,14 @@
 #define THREADS_LIGHT     64u
 #define STACK_LIGHT_DIV   64            /* light: under 1/64 of the trace table */
 #define RES_MAX           SHARE_TARGETS /* processes with a resource per chunk */
+/* A chunk is cut before its period ends once one of its stores is CUT_EARLY_NUM/DEN full
+ * (samples, new stacks, label sets, threads): what would have come after the bound goes to
+ * the next chunk instead of being dropped or refused. Not sooner than CUT_EARLY_MIN_NS after
+ * the chunk began: meanwhile each process's share of a store holds a flooding one back, so
+ * it cannot force a storm of tiny chunks. */
+#define CUT_EARLY_NUM    7u
+#define CUT_EARLY_DEN    8u
+#define CUT_EARLY_MIN_NS 1000000000ull /* 1 s */
 
 struct thread_ent {
         pid_t tid; /* 0 = empty bucket (tid 0 is the idle task, never a target) */
@@ -136,6 +144,7 @@ struct jfr_sink {
         struct jfr_sink_engine_counters last; /* engine counters at the previous cut */
         uint64_t traces_dropped;              /* consuming thread only */
         struct target_share *share;           /* consuming thread only */
+        int cut_early;                        /* a store of cur nears its bound (bounds_near) */
 
         pthread_t writer;
         int writer_started;
@@ -411,6 +420,22 @@ static uint64_t put_stack(struct jfr_sink *s, const struct decoded_sample *ds, i
         return id;
 }
 
+static int store_near(uint64_t used, uint64_t bound)
+{
+        return used * CUT_EARLY_DEN >= bound * CUT_EARLY_NUM;
+}
+
+/* 1 when a store of the current chunk nears its bound: the chunk is cut early. */
+static int bounds_near(struct jfr_sink *s)
+{
+        const struct batch *b = &s->cur;
+
+        return store_near(b->n, s->o.max_samples_per_chunk) ||
+               store_near(trace_table_fill(s->tt), trace_table_capacity(s->tt)) ||
+               store_near(b->arena_len + (uint64_t)b->lset_n * LSET_CHARGE, LABEL_STORE_BYTES) ||
+               store_near(b->thr_n, THREADS_MAX);
+}
+
 static int sink_sample(void *ctx, const struct decoded_sample *ds)
 {
         struct jfr_sink *s = ctx;
@@ -449,6 +474,8 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
                     .blocked_in = NULL},
             .off_cpu = ds->off_cpu,
         };
+        if (!s->cut_early && bounds_near(s))
+                s->cut_early = 1;
         return err < 0 ? err : refused;
 }
 
@@ -823,6 +850,12 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
         j->b = s->cur;
         s->cur = next;
         j->end_mono = now;
+        if (s->cut_early && now - j->b.start_mono < s->o.chunk_period_ns) {
+                pthread_mutex_lock(&s->mu);
+                s->c.chunks_cut_early++;
+                pthread_mutex_unlock(&s->mu);
+        }
+        s->cut_early = 0;
 
         /* The ids this chunk refers to, sorted for the processor's lookups. */
         j->ids = malloc((j->b.n ? j->b.n : 1) * sizeof(*j->ids));
@@ -880,7 +913,7 @@ int jfr_sink_tick(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine
 {
         unsigned queued;
 
-        if (now - s->cur.start_mono < s->o.chunk_period_ns)
+        if (now < jfr_sink_next_cut(s))
                 return 0;
         pthread_mutex_lock(&s->mu);
         queued = s->queued;
@@ -892,7 +925,11 @@ int jfr_sink_tick(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine
 
 uint64_t jfr_sink_next_cut(const struct jfr_sink *s)
 {
-        return s->cur.start_mono + s->o.chunk_period_ns;
+        uint64_t period = s->o.chunk_period_ns;
+
+        if (s->cut_early && period > CUT_EARLY_MIN_NS)
+                period = CUT_EARLY_MIN_NS;
+        return s->cur.start_mono + period;
 }
 
 void jfr_sink_finish_begin(struct jfr_sink *s, const struct jfr_sink_engine_counters *c)

@@ -67,11 +67,12 @@ struct jfr_sink_refused {
 /* What the sink did, cumulative. */
 struct jfr_sink_counters {
         uint64_t chunks_written, bytes_written, samples_written;
-        uint64_t samples_dropped; /* chunk full, or its write failed */
-        uint64_t traces_dropped;  /* trace table could not store the stack */
-        uint64_t chunks_failed;   /* writes that failed (earlier chunks stay intact) */
-        int last_error;           /* -errno of the last failed write, 0 if none */
-        int latest_error;         /* -errno of the most recent write, 0 if it succeeded */
+        uint64_t chunks_cut_early; /* before their period ended: a store neared its bound */
+        uint64_t samples_dropped;  /* chunk full, or its write failed */
+        uint64_t traces_dropped;   /* trace table could not store the stack */
+        uint64_t chunks_failed;    /* writes that failed (earlier chunks stay intact) */
+        int last_error;            /* -errno of the last failed write, 0 if none */
+        int latest_error;          /* -errno of the most recent write, 0 if it succeeded */
         uint64_t table_memory_bytes;
         struct jfr_sink_refused refused;
 };
@@ -87,8 +88,9 @@ void jfr_sink_set_modules(struct jfr_sink *s, struct modules *m);
 int jfr_sink_tick(struct jfr_sink *s, uint64_t now_mono_ns,
                   const struct jfr_sink_engine_counters *c);
 /* When the current chunk's period ends (CLOCK_MONOTONIC ns): jfr_sink_tick cuts from then
- * on (unless the writer is behind), and only then needs the engine counters. Consuming
- * thread. */
+ * on (unless the writer is behind), and only then needs the engine counters. Earlier (1 s
+ * after the chunk began at the soonest) once a store of the chunk is 7/8 full: samples, new
+ * stacks, label sets or threads; counted in chunks_cut_early. Consuming thread. */
 uint64_t jfr_sink_next_cut(const struct jfr_sink *s);
 /* Cuts the last chunk and waits until the writer has written everything. Returns 0 or the
  * first write error (-errno); every chunk written before an error stays readable. */
