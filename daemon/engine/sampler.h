@@ -102,6 +102,7 @@ struct sampler_stats {
         /* the kernel's run-time stats of the sampling program (every invocation, targets or
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */
         uint64_t bpf_run_ns, bpf_run_cnt;
+        uint64_t bpf_load_kernel_us; /* kernel CPU of loading the programs (the verifier) */
         /* from ingestion */
         uint64_t received;           /* sample records consumed */
         uint64_t received_bytes;     /* bytes of those records (ring use per sample) */

@@ -10,6 +10,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -111,6 +112,16 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
                         return -ENOMEM;
         }
         return 0;
+}
+
+/* Kernel CPU time of the calling thread, µs (the BPF verifier runs in the loader's bpf()). */
+static uint64_t thread_kernel_us(void)
+{
+        struct rusage ru;
+
+        if (getrusage(RUSAGE_THREAD, &ru))
+                return 0;
+        return (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
 }
 
 static size_t pow2_at_least(uint64_t v)
@@ -305,8 +316,11 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
                 err = sampler_open_bpf(s);
         }
         if (!err) {
+                uint64_t before = thread_kernel_us();
+
                 *stage = SAMPLER_STAGE_LOAD;
                 err = sampler_bpf__load(s->skel);
+                s->st.bpf_load_kernel_us = thread_kernel_us() - before;
         }
         if (!err) {
                 s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);

@@ -5,7 +5,8 @@
 # libdwfl) reach main through libc's qsort callbacks (libc has no frame pointers) in >= 99% of
 # samples of the no-frame-pointer fixture fx_qsort, and say none of them stopped early; of
 # wl_deep, whose stack is deeper than dwarf-copy's 16 KiB copy, dwarf-copy says at exit that
-# unwinding stopped early, and in which module: wl_deep.
+# unwinding stopped early, and in which module: wl_deep. The kernel CPU the BPF load took (the
+# verifier) is reported in --stats-json.
 . "$(dirname "$0")/sampler_lib.sh"
 FX=$B/tests/fixtures/fx_qsort
 [ -x "$FX" ] || fail "no $FX"
@@ -15,6 +16,10 @@ for cg in dwarf dwarf-copy; do
 	main=$(count "$TMP/out.txt" '^fx_qsort-[0-9]+;[^;]*;(.*;)?main;')
 	cb=$(count "$TMP/out.txt" ';main;run_sort;.*qsort.*;cmp_slow')
 	echo "fx_qsort ($cg): $total samples, $main reach main, $cb show main;run_sort;...qsort...;cmp_slow"
+	# the verifier's time is reported (issue 32 item 6: dwarf's loads ~1 s of kernel CPU)
+	load_us=$(stat_json .bpf_load_kernel_us)
+	echo "fx_qsort ($cg): loading the BPF programs took $load_us us of kernel CPU"
+	[ "$load_us" -gt 0 ] || fail "the BPF load's kernel CPU is not reported"
 	[ "$total" -ge 200 ] || fail "too few samples ($total)"
 	[ $((main * 100)) -ge $((total * 99)) ] || fail "only $main of $total samples reach main"
 	[ "$cb" -ge $((total / 2)) ] || fail "callback chain through qsort missing"
