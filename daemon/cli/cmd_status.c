@@ -221,7 +221,8 @@ static int cmd_status(int argc, char **argv)
         const char *path = STATUS_FILE_DEFAULT;
         int opt, json = 0, ntargets = 0, nuploads = 0, have_daemon = 0;
         struct verdict v = {.exit = EXIT_UNKNOWN};
-        char line[4096], why[PATH_MAX + 128];
+        char *line = NULL, why[PATH_MAX + 128];
+        size_t line_cap = 0;
         struct stat st;
         FILE *f;
 
@@ -252,7 +253,9 @@ static int cmd_status(int argc, char **argv)
         }
         if (fstat(fileno(f), &st))
                 st.st_mtime = time(NULL);
-        while (fgets(line, sizeof(line), f)) {
+        /* whole lines, however long (the daemon's grows with its counters: a fixed buffer cut
+         * it, and its tail read as a line of its own) */
+        while (getline(&line, &line_cap, f) > 0) {
                 struct status_record r;
 
                 if (status_record_parse(line, &r))
@@ -281,6 +284,7 @@ static int cmd_status(int argc, char **argv)
                         print_upload(&r, json, nuploads++);
                 }
         }
+        free(line);
         fclose(f);
         if (!have_daemon) {
                 snprintf(why, sizeof(why), "%s has no daemon record", path);

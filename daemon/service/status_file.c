@@ -128,6 +128,10 @@ static const struct field upload_fields[] = {
 };
 
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+/* A parsed record keeps STATUS_MAX_FIELDS pairs: a record with more would lose its last ones. */
+_Static_assert(NFIELDS(daemon_fields) <= STATUS_MAX_FIELDS, "daemon record over STATUS_MAX_FIELDS");
+_Static_assert(NFIELDS(target_fields) <= STATUS_MAX_FIELDS, "target record over STATUS_MAX_FIELDS");
+_Static_assert(NFIELDS(upload_fields) <= STATUS_MAX_FIELDS, "upload record over STATUS_MAX_FIELDS");
 
 __attribute__((format(printf, 2, 3))) static void text_printf(struct status_text *t,
                                                               const char *fmt, ...)

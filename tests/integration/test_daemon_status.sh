@@ -68,6 +68,22 @@ stop_daemon
 status_rc
 cat "$TMP/st.out"
 [ "$RC" = 3 ] && grep -q "^daemon .*(stopped" "$TMP/st.out" || fail "status of a stopped daemon exited $RC"
+# a daemon line longer than any fixed buffer (it grows with the daemon's counters): read whole,
+# its state found after 8 KiB of another field
+cp "$ST" "$TMP/st.saved"
+stopped_pid=$(sed -n 's/^daemon pid=\([0-9]*\) .*/\1/p' "$ST")
+python3 - "$ST" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines(True)
+for i, l in enumerate(lines):
+    if l.startswith("daemon "):
+        lines[i] = "daemon pad=" + "x" * 8192 + " " + l[len("daemon "):]
+open(sys.argv[1], "w").write("".join(lines))
+PY
+status_rc
+[ "$RC" = 3 ] && grep -q "^daemon $stopped_pid (stopped" "$TMP/st.out" ||
+	{ cat "$TMP/st.out"; fail "a daemon line over 8 KiB: exit $RC, its pid or state not read"; }
+cp "$TMP/st.saved" "$ST"
 # no file at all
 rm -f "$ST"
 status_rc --json
