@@ -357,6 +357,7 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
                 s->frames[n].flags = CTXPROF_FRAME_KERNEL | (i ? CTXPROF_FRAME_RETADDR : 0);
         }
         if (d && (r->flags & CTXPROF_SF_REGS) && v->stack_len && s->unwinder) {
+                uint64_t reports = dwarf_unwinder_reports(s->unwinder);
                 int ut = 0, cnt;
 
                 ku_resync(s, p, r); /* dwarf-check: the in-kernel side's list */
@@ -364,9 +365,11 @@ static unsigned build_frames(struct sampler *s, struct proc *p, const struct rec
                           ? dwarf_unwind(s->unwinder, p->pid, (const uint64_t *)d->regs, v->stack,
                                          v->stack_len, s->ips, CTXPROF_MAX_FRAMES, &ut)
                           : -ESRCH;
-                /* libdwfl read p's maps and opened its files by pid: they were p's only if p
-                 * still lives (util/proc_pin.h); its state, cached per pid, goes too */
-                if (cnt > 0 && proc_pin_check(&p->pin, &s->st.target)) {
+                /* When libdwfl read p's maps and opened its files (by pid) in this call, they
+                 * were p's only if p still lives (util/proc_pin.h); else its state, cached per
+                 * pid, goes too. State read earlier, while p lived, stays good. */
+                if (cnt > 0 && dwarf_unwinder_reports(s->unwinder) != reports &&
+                    proc_pin_check(&p->pin, &s->st.target)) {
                         dwarf_unwinder_forget(s->unwinder, p->pid);
                         cnt = -ESRCH;
                 }

@@ -46,6 +46,7 @@ struct dwarf_unwinder {
         struct pid_state *buckets[NBUCKETS];
         unsigned npids;
         uint64_t tick;
+        uint64_t reports;          /* module reports made (each reads the target by pid) */
         struct target_stats topen; /* module files refused (find_elf) */
 };
 
@@ -243,6 +244,7 @@ static const Dwfl_Thread_Callbacks thread_cb = {
 
 static int report(struct pid_state *st)
 {
+        st->u->reports++;
         st->last_report_ns = mono_ns();
         dwfl_report_begin(st->dwfl);
         int r = dwfl_linux_proc_report(st->dwfl, st->pid);
@@ -428,6 +430,11 @@ int dwarf_unwind(struct dwarf_unwinder *u, pid_t pid, const uint64_t regs[UNWIND
         }
         *truncated = ret != 0;
         return n;
+}
+
+uint64_t dwarf_unwinder_reports(const struct dwarf_unwinder *u)
+{
+        return u->reports;
 }
 
 void dwarf_unwinder_target_stats(const struct dwarf_unwinder *u, struct target_stats *sum)

@@ -44,5 +44,8 @@ void dwarf_unwinder_forget(struct dwarf_unwinder *, pid_t pid); /* process exite
 /* Adds the unwinder's refusals (module files find_elf would not open, maps lines too long)
  * to *sum. */
 void dwarf_unwinder_target_stats(const struct dwarf_unwinder *, struct target_stats *sum);
+/* How many times the unwinder has read a process's modules (its maps, by pid, and the files
+ * they name): a caller that pins its processes checks the pin after a call that read. */
+uint64_t dwarf_unwinder_reports(const struct dwarf_unwinder *);
 
 #endif
