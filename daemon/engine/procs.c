@@ -606,7 +606,6 @@ void procs_job_done(void *ctx, uint64_t id, enum target_job_end end, void *arg)
  * end of its job, when locating runs on t->jobs). */
 void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
 {
-        struct ctxprof_tls_target loc;
         struct proc_job *lj;
         uint64_t exec_gen;
 
@@ -614,22 +613,19 @@ void proc_locate_tls(struct procs *t, struct proc *p, uint64_t now)
             now < p->tls_next_ns)
                 return;
         exec_gen = proc_exec_gen(t, p->pid);
-        if (!t->jobs) {
-                int err = tls_locate(p->pid, &loc, &t->target);
-
-                if (proc_pin_check(&p->pin, &t->target)) { /* as proc_job_pinned */
-                        memset(&loc, 0, sizeof(loc));
-                        err = -ESRCH;
-                }
-                proc_located(t, p, now, exec_gen, err, &loc);
-                return;
-        }
         lj = proc_job_new(PROC_JOB_LOCATE, p);
         if (!lj) {
                 p->tls_next_ns = now + TLS_RETRY_FAST_NS;
                 return;
         }
         lj->exec_gen = exec_gen;
+        if (!t->jobs) { /* no pool: the job runs here */
+                proc_job_run(lj);
+                target_stats_add(&t->target, &lj->st);
+                proc_located(t, p, now, exec_gen, lj->err, &lj->loc);
+                proc_job_drop(lj);
+                return;
+        }
         p->locate_again = 0;
         p->job_id = target_jobs_submit(t->jobs, p->owner, proc_job_run, proc_job_drop, lj,
                                        TLS_JOB_DEADLINE_NS);
