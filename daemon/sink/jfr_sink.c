@@ -309,6 +309,13 @@ static int batch_resource(struct batch *b, const struct decoded_sample *ds)
         return e->attributes ? 0 : -ENOMEM;
 }
 
+/* What the label store holds, measured against LABEL_STORE_BYTES: arena bytes of the
+ * interned sets and LSET_CHARGE index bytes per set. */
+static uint64_t label_store_used(size_t arena_len, uint32_t nsets)
+{
+        return arena_len + (uint64_t)nsets * LSET_CHARGE;
+}
+
 /* Context id of the sample's label set in this chunk (0 = no labels): 0,
  * SAMPLE_SINK_LABELS_REFUSED (a new set its process has no share left for: id 0) or
  * -ENOMEM. A set already interned costs nothing and is never refused. */
@@ -366,7 +373,7 @@ static int batch_labels(struct batch *b, struct target_share *sh, const struct d
                 if (!e->id) {
                         uint64_t charge = len + LSET_CHARGE;
                         /* the arena below start holds exactly the interned sets */
-                        uint64_t used = start + (uint64_t)b->lset_n * LSET_CHARGE;
+                        uint64_t used = label_store_used(start, b->lset_n);
                         if (!share_allows(sh, ds->pid, SHARE_LABEL_BYTES, used, charge)) {
                                 b->arena_len = start;
                                 b->refused.label_sets++;
@@ -432,7 +439,7 @@ static int bounds_near(struct jfr_sink *s)
 
         return store_near(b->n, s->o.max_samples_per_chunk) ||
                store_near(trace_table_fill(s->tt), trace_table_capacity(s->tt)) ||
-               store_near(b->arena_len + (uint64_t)b->lset_n * LSET_CHARGE, LABEL_STORE_BYTES) ||
+               store_near(label_store_used(b->arena_len, b->lset_n), LABEL_STORE_BYTES) ||
                store_near(b->thr_n, THREADS_MAX);
 }
 
