@@ -422,51 +422,19 @@ static const char *const upload_opt_names[] = {
     "", "app", "tags", "header-file", "basic-auth-file", "timeout"};
 #define N_UPLOAD_OPTS (sizeof(upload_opt_names) / sizeof(upload_opt_names[0]))
 
-/* Parse stage: one option. 0, or the exit status of a usage error (printed). */
-static int parse_option(int opt, char *arg, struct record_opts *ro)
+/* Parse stage, what is sampled and how (the sampler's options): 0, the exit status of a
+ * usage error (printed), or -1 when opt is not one of these. */
+static int parse_sampling_option(int opt, char *arg, struct record_opts *ro)
 {
         int v;
 
         switch (opt) {
-        case 'p':
-                return parse_pids(arg, &ro->pids, &ro->npids, &ro->pids_cap);
         case 'F':
                 if (config_parse_count(arg, 1, CONFIG_FREQ_MAX, &ro->o.freq)) {
                         fprintf(stderr, "ctxprof record: bad frequency '%s' (1..%d)\n", arg,
                                 CONFIG_FREQ_MAX);
                         return 2;
                 }
-                return 0;
-        case 'd':
-                if (config_parse_duration(arg, 0, CONFIG_DURATION_MAX_MS, &ro->duration_ms)) {
-                        fprintf(stderr, "ctxprof record: bad duration '%s' (at most 3650d)\n", arg);
-                        return 2;
-                }
-                return 0;
-        case 'o':
-                ro->outpath = arg;
-                return 0;
-        case OPT_FORMAT:
-                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr") && strcmp(arg, "pprof") &&
-                    strcmp(arg, "otlp") && strcmp(arg, "html")) {
-                        fprintf(stderr,
-                                "ctxprof record: unknown format '%s' (jfr, collapsed, pprof, "
-                                "otlp or html)\n",
-                                arg);
-                        return 2;
-                }
-                ro->format = arg;
-                return 0;
-        case OPT_CHUNK:
-                if (config_parse_duration(arg, CONFIG_CHUNK_PERIOD_MIN_MS,
-                                          CONFIG_CHUNK_PERIOD_MAX_MS, &ro->chunk_ms)) {
-                        fprintf(stderr, "ctxprof record: bad chunk period '%s' (100ms to 1h)\n",
-                                arg);
-                        return 2;
-                }
-                return 0;
-        case OPT_PARSER_USER:
-                ro->parser_user = arg;
                 return 0;
         case OPT_RINGSIZE: {
                 uint64_t bytes;
@@ -479,14 +447,6 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                 ro->o.ring_bytes = (size_t)bytes;
                 return 0;
         }
-        case OPT_MAXSTACKS:
-                if (config_parse_count(arg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
-                                       &ro->max_stacks)) {
-                        fprintf(stderr, "ctxprof record: bad --max-stacks '%s' (%d to %d)\n", arg,
-                                CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX);
-                        return 2;
-                }
-                return 0;
         case OPT_CALLGRAPH:
                 v = sampling_name_parse(SAMPLING_NAMES_CALLGRAPH, arg);
                 if (v < 0) {
@@ -531,14 +491,68 @@ static int parse_option(int opt, char *arg, struct record_opts *ro)
                          arg);
                 return 0;
         }
+        case OPT_NOKERNEL:
+                ro->o.kernel_stacks = 0;
+                return 0;
+        default:
+                return -1;
+        }
+}
+
+/* Parse stage: one option. 0, or the exit status of a usage error (printed). */
+static int parse_option(int opt, char *arg, struct record_opts *ro)
+{
+        int rc = parse_sampling_option(opt, arg, ro);
+
+        if (rc >= 0)
+                return rc;
+        switch (opt) {
+        case 'p':
+                return parse_pids(arg, &ro->pids, &ro->npids, &ro->pids_cap);
+        case 'd':
+                if (config_parse_duration(arg, 0, CONFIG_DURATION_MAX_MS, &ro->duration_ms)) {
+                        fprintf(stderr, "ctxprof record: bad duration '%s' (at most 3650d)\n", arg);
+                        return 2;
+                }
+                return 0;
+        case 'o':
+                ro->outpath = arg;
+                return 0;
+        case OPT_FORMAT:
+                if (strcmp(arg, "collapsed") && strcmp(arg, "jfr") && strcmp(arg, "pprof") &&
+                    strcmp(arg, "otlp") && strcmp(arg, "html")) {
+                        fprintf(stderr,
+                                "ctxprof record: unknown format '%s' (jfr, collapsed, pprof, "
+                                "otlp or html)\n",
+                                arg);
+                        return 2;
+                }
+                ro->format = arg;
+                return 0;
+        case OPT_CHUNK:
+                if (config_parse_duration(arg, CONFIG_CHUNK_PERIOD_MIN_MS,
+                                          CONFIG_CHUNK_PERIOD_MAX_MS, &ro->chunk_ms)) {
+                        fprintf(stderr, "ctxprof record: bad chunk period '%s' (100ms to 1h)\n",
+                                arg);
+                        return 2;
+                }
+                return 0;
+        case OPT_PARSER_USER:
+                ro->parser_user = arg;
+                return 0;
+        case OPT_MAXSTACKS:
+                if (config_parse_count(arg, CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX,
+                                       &ro->max_stacks)) {
+                        fprintf(stderr, "ctxprof record: bad --max-stacks '%s' (%d to %d)\n", arg,
+                                CONFIG_MAX_STACKS_MIN, CONFIG_MAX_STACKS_MAX);
+                        return 2;
+                }
+                return 0;
         case OPT_STATS_JSON:
                 ro->stats_path = arg;
                 return 0;
         case OPT_SPAN:
                 ro->span_frames = 1;
-                return 0;
-        case OPT_NOKERNEL:
-                ro->o.kernel_stacks = 0;
                 return 0;
         case 'q':
                 ro->quiet = 1;
