@@ -144,6 +144,10 @@ __u32 ncgroups = 0; /* written by the daemon at run time (selectors reload) */
  * the ring while targets are added and located (and then lost). Tested after the checks that
  * dismiss a non-target: those pay nothing for it. */
 __u32 sampling_on = 0;
+/* CLOCK_MONOTONIC ns of the consumer's last visit to its ring (before and after it waits,
+ * and while it drains), written by user space (sampler.c); 0 before its first: the cause of
+ * a sample lost to a full ring (count_lost). */
+volatile __u64 consumer_ns = 0;
 static const struct ctxprof_tls_target no_location = {};
 
 /*
@@ -449,6 +453,21 @@ static __always_inline int send_record(struct ctxprof_sample_rec *r, __u64 len, 
         return bpf_ringbuf_output(&samples, r, len, flags) ? -1 : 0;
 }
 
+/* A sample the full ring refused, counted with its cause: the consumer had not started, was
+ * away from its ring (blocked, busy elsewhere, starved of CPU) or was draining it. */
+static __always_inline void count_lost(struct ctxprof_counters *c)
+{
+        __u64 seen = consumer_ns;
+
+        count(c, CTXPROF_CNT_LOST);
+        if (!seen)
+                count(c, CTXPROF_CNT_LOST_UNSTARTED);
+        else if (bpf_ktime_get_ns() - seen > CTXPROF_CONSUMER_AWAY_NS)
+                count(c, CTXPROF_CNT_LOST_AWAY);
+        else
+                count(c, CTXPROF_CNT_LOST_DRAINING);
+}
+
 /*
  * Dwarf mode: the user stack from sp, page by page, as the record's last part at buf + pos.
  * bpf_probe_read_user is all-or-nothing, and a thread's stack often ends a few KiB above sp
@@ -562,7 +581,7 @@ int ctxprof_sample(struct bpf_perf_event_data *ctx)
         if (d)
                 pos = copy_user_stack(d, buf->b, pos, c);
         if (send_record(r, pos, sizeof(*buf), c))
-                count(c, CTXPROF_CNT_LOST);
+                count_lost(c);
         return 0;
 }
 

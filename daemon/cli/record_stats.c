@@ -64,7 +64,9 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
         fprintf(
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu (the sample ring "
-            "was full: the consumer fell behind), not read at stop %llu, no stack %llu, "
+            "was full: %llu before the consumer started, %llu while it was away from the ring "
+            "over 20 ms, blocked or starved of CPU, %llu while it drained, a ring too small for "
+            "the rate: --ring-size), not read at stop %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
             "stale TLS locations refused %llu, stacks not DWARF-unwound %llu (frame pointers "
             "used instead), stacks cut short %llu (DWARF unwinding stopped before the outermost "
@@ -72,8 +74,9 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             "info), events lost %llu, threads %llu, processes %llu%s%s%s\n",
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
-            (unsigned long long)st.stop_discarded, (unsigned long long)st.no_stack,
-            (unsigned long long)st.ctx.torn_spans,
+            (unsigned long long)st.lost_unstarted, (unsigned long long)st.lost_away,
+            (unsigned long long)st.lost_draining, (unsigned long long)st.stop_discarded,
+            (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),
             (unsigned long long)st.ctx.dropped, (unsigned long long)st.tls_stale,
             (unsigned long long)st.unwind_errors, (unsigned long long)st.unwind_truncated,
@@ -350,6 +353,9 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "filtered", st.filtered);
         num(f, "filtered_in_kernel", st.filtered_in_kernel);
         num(f, "lost", st.lost);
+        num(f, "lost_before_consumer", st.lost_unstarted);
+        num(f, "lost_consumer_away", st.lost_away);
+        num(f, "lost_consumer_draining", st.lost_draining);
         num(f, "not_read_at_stop", st.stop_discarded);
         num(f, "no_stack", st.no_stack);
         num(f, "torn_span_reads", st.ctx.torn_spans);

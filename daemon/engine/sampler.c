@@ -415,6 +415,20 @@ void sampler_locate_wait(struct sampler *s)
         procs_jobs_wait(&s->procs, ADD_LOCATE_WAIT_NS, mono_ns() + LOCATE_WAIT_MAX_NS);
 }
 
+/* Written at most once a millisecond: consumer_ns shares a cache line with sampling_on, which
+ * every sample's program reads. */
+#define CONSUMER_SEEN_EVERY_NS NS_PER_MS
+
+/* BPF tells a sample lost while this thread drains from one lost while it is away
+ * (count_lost, sampler.bpf.c): it is at the ring before it waits, after, and while it drains. */
+void consumer_seen(struct sampler *s, uint64_t now)
+{
+        if (now - s->consumer_ns < CONSUMER_SEEN_EVERY_NS)
+                return;
+        s->consumer_ns = now;
+        __atomic_store_n(&s->skel->bss->consumer_ns, now, __ATOMIC_RELAXED);
+}
+
 void sampler_start(struct sampler *s)
 {
         __atomic_store_n(&s->skel->bss->sampling_on, 1, __ATOMIC_RELEASE);
@@ -436,8 +450,10 @@ int sampler_poll(struct sampler *s, int timeout_ms)
         if (s->drain_cut)
                 timeout_ms = 0;
         drain_begin(s, 0);
+        consumer_seen(s, mono_ns());
         n = poll_rings_and_jobs(s, timeout_ms);
         s->last_drain_ns = mono_ns();
+        consumer_seen(s, s->last_drain_ns);
         if (n < 0 && n != DRAIN_CUT && n != -EINTR)
                 return n;
         /* poll returns on timeout without consuming records submitted with no wakeup */

@@ -81,6 +81,10 @@ struct sampler_stats {
         uint64_t samples, lost, no_tp, span_faults, labelset_faults, label_faults;
         uint64_t ustack_errors, kstack_errors, stack_copy_errors, events_lost, wakeups;
         uint64_t tls_stale; /* samples whose location was made before the target's last exec */
+        /* `lost` by cause (they sum to it): before the consumer's first drain, while it was
+         * away from the ring (CTXPROF_CONSUMER_AWAY_NS: blocked, busy elsewhere, starved of
+         * CPU), while it was draining (the ring too small for the rate) */
+        uint64_t lost_unstarted, lost_away, lost_draining;
         /* off-CPU (event off-cpu / wall): intervals emitted, dropped under the minimum,
          * not tracked for lack of a slot, lost (ring full), slots freed at thread exit and
          * of those still open; slots in use now; the sched_switch program's run time */

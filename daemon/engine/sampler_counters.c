@@ -31,6 +31,9 @@ void sampler_counters_read(int counters_fd, int ncpu, struct sampler_stats *out)
                                 sum[k] += v[i].c[k];
                 out->samples = sum[CTXPROF_CNT_SAMPLES];
                 out->lost = sum[CTXPROF_CNT_LOST];
+                out->lost_unstarted = sum[CTXPROF_CNT_LOST_UNSTARTED];
+                out->lost_away = sum[CTXPROF_CNT_LOST_AWAY];
+                out->lost_draining = sum[CTXPROF_CNT_LOST_DRAINING];
                 out->no_tp = sum[CTXPROF_CNT_NO_TP];
                 out->span_faults = sum[CTXPROF_CNT_SPAN_FAULT];
                 out->labelset_faults = sum[CTXPROF_CNT_LABELSET_FAULT];

@@ -506,12 +506,15 @@ static int handle_event(struct sampler *s, const void *data, size_t size)
 /* 1 when the drain's time budget is spent (the record just handled still counts). */
 static int drain_spent(struct sampler *s)
 {
+        uint64_t now = mono_ns();
+
+        consumer_seen(s, now); /* draining: a sample lost now is not lost while away */
         if (!s->drain_count++) {
                 if (!s->drain_deadline_ns)
-                        s->drain_deadline_ns = mono_ns() + DRAIN_BUDGET_NS;
+                        s->drain_deadline_ns = now + DRAIN_BUDGET_NS;
                 return 0;
         }
-        if (mono_ns() < s->drain_deadline_ns)
+        if (now < s->drain_deadline_ns)
                 return 0;
         s->drain_cut = 1;
         s->st.drains_cut++;

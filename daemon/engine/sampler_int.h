@@ -56,6 +56,7 @@ struct sampler {
         uint64_t record_delay_ns;   /* CTXPROF_TEST_RECORD_DELAY_US, see on_record */
         uint64_t last_sweep_ns;
         uint64_t last_drain_ns; /* the last sampler_poll (see sampler_next_due) */
+        uint64_t consumer_ns;   /* the last value written to BPF's consumer_ns */
         /* when the last EXEC_OTHER event was handled (mono ns): BPF wakes the consumer at
          * most once per CTXPROF_EXEC_OTHER_WAKE_GAP_NS, so the rest of a burst waits for a
          * drain the consumer schedules itself (sampler_next_due) */
@@ -78,5 +79,8 @@ struct proc *sampler_proc_new(struct sampler *s, pid_t pid, const char *comm);
 
 /* sampler_ingest.c: the callback of both rings (libbpf ring_buffer_sample_fn) */
 int on_record(void *ctx, void *data, size_t size);
+
+/* This thread is at its ring now (mono ns): see consumer_seen in sampler.c. */
+void consumer_seen(struct sampler *s, uint64_t now);
 
 #endif

@@ -137,6 +137,12 @@ static const struct labelled labelled[] = {
      "what",
      {V("span", st.span_faults), V("labelset", st.labelset_faults), V("label", st.label_faults),
       V("otel", st.otel_faults)}},
+    {"ctxprof_samples_lost_by_cause_total",
+     "ctxprof_samples_lost_total by cause: before (the consumer had not drained yet), away (no "
+     "drain for 20 ms: the daemon was blocked, busy elsewhere or starved of CPU), draining (the "
+     "ring is too small for the rate: raise ring-size).",
+     "cause",
+     {V("before", st.lost_unstarted), V("away", st.lost_away), V("draining", st.lost_draining)}},
     {"ctxprof_offcpu_dropped_total",
      "Off-CPU intervals not reported, by reason: short (under the minimum duration), full (no "
      "free slot at switch-out), lost (ring full), open_exit (the thread exited while blocked).",

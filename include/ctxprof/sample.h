@@ -265,6 +265,12 @@ _Static_assert(sizeof(struct ctxprof_event_rec) == 48, "event record: 48 bytes, 
  * execs still costs at most one wakeup per gap. */
 #define CTXPROF_EXEC_OTHER_WAKE_GAP_NS 10000000ull /* 10 ms */
 
+/* A sample lost to a full ring counts as CTXPROF_CNT_LOST_AWAY when the consumer has not been
+ * at its ring for this long: a drain interval (it polls at least every 100 ms when idle, and
+ * a forced wakeup reaches it within a scheduling latency), so longer means it was blocked,
+ * busy elsewhere or starved of CPU; shorter, it was draining and the ring is too small. */
+#define CTXPROF_CONSUMER_AWAY_NS 20000000ull /* 20 ms */
+
 /* Per-CPU counters (map `counters`, one entry). Indices into ctxprof_counters.c[]. */
 enum ctxprof_counter {
         CTXPROF_CNT_SAMPLES = 0,      /* target samples taken */
@@ -298,6 +304,10 @@ enum ctxprof_counter {
         CTXPROF_CNT_TARGETS_FULL, /* a target's child not made a target: `targets` full */
         CTXPROF_CNT_DL_NOTIFY,    /* library-load hook hits in targets (uprobe or sys_exit) */
         CTXPROF_CNT_FILTERED,     /* no context source read and the filter needs one: not sent */
+        /* CTXPROF_CNT_LOST by its cause (they sum to it), from `consumer_ns` (sampler.bpf.c) */
+        CTXPROF_CNT_LOST_UNSTARTED, /* the consumer had not drained yet */
+        CTXPROF_CNT_LOST_AWAY,      /* no drain for CTXPROF_CONSUMER_AWAY_NS: blocked or starved */
+        CTXPROF_CNT_LOST_DRAINING,  /* the consumer was draining: the ring too small for the rate */
         CTXPROF_CNT_MAX,
 };
 
