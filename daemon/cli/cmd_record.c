@@ -625,6 +625,7 @@ static int parse_args(int argc, char **argv, struct record_opts *ro)
         cap_rate(&ro->o);
         ro->cmd = optind < argc ? argv + optind : NULL;
         ro->o.follow_children = ro->cmd != NULL;
+        ro->o.per_task = 1; /* a PID list or a command: non-targets take no interrupt */
 
         /* No SA_RESTART: a blocking setup step (an output FIFO, waiting for the command)
          * returns EINTR. */

@@ -368,11 +368,13 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "threads", st.threads);
         num(f, "processes", st.processes);
         num(f, "ring_bytes", st.ring_bytes);
+        num(f, "perf_events_per_thread", st.task_events);
         num(f, "refused_stacks", st.refused_stacks);
         num(f, "refused_label_sets", st.refused_labels);
         num(f, "refused_threads", st.refused_threads);
         /* 0 unless kernel.bpf_stats_enabled=1 */
         num(f, "bpf_ns_per_sample", st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0);
+        num(f, "bpf_runs", st.bpf_run_cnt); /* the sampling program's runs, every process's */
         num(f, "bpf_load_kernel_us", st.bpf_load_kernel_us);
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
         json_unwind_stops(f, s);

@@ -24,6 +24,7 @@
 #include "engine/sampler_counters.h"
 #include "engine/sampler_int.h"
 #include "engine/target_jobs.h"
+#include "engine/task_events.h"
 #include "sampler.skel.h"
 #include "stack/proc_maps.h"
 #include "util/clock.h"
@@ -189,6 +190,15 @@ int sampler_add_target(struct sampler *s, pid_t pid)
         if (proc_exited(p)) {
                 sampler_remove_target(s, pid);
                 return -ESRCH;
+        }
+        /* Per task: its threads' events, after the insert (BPF knows the target first). */
+        if (s->task_events) {
+                err = task_events_add(s->task_events, pid);
+                s->st.task_events = task_events_count(s->task_events);
+                if (err) {
+                        sampler_remove_target(s, pid);
+                        return err;
+                }
         }
         /* Located by a job off this thread: record waits for all its targets' jobs at once
          * (sampler_locate_wait, before sampling starts and its command runs), so that
@@ -524,6 +534,8 @@ int sampler_stop(struct sampler *s)
                         bpf_link__destroy(s->links[i]);
                         s->links[i] = NULL;
                 }
+                task_events_free(s->task_events);
+                s->task_events = NULL;
                 s->stopped = 1;
         }
         /* No new samples: what the rings hold is finite, handled within STOP_DRAIN_BUDGET_NS

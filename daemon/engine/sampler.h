@@ -33,8 +33,12 @@ struct sampler_opts {
         int call_graph; /* enum sampler_callgraph: fp, dwarf (in-kernel), dwarf-copy, dwarf-check */
         int kernel_stacks;   /* 1: kernel frames too */
         int follow_children; /* 1: processes forked by targets become targets */
-        size_t ring_bytes;   /* sample ring size (rounded up to a power of two); 0 = sized by
-                              * CPUs x rate (sampler_ring_bytes) */
+        /* 1 (record): each target's threads get sampling events of their own, inherited by
+         * the threads (and, following children, the processes) they create, so non-targets
+         * take no sampling interrupt (engine/task_events.h); 0 (the daemon): one per CPU */
+        int per_task;
+        size_t ring_bytes; /* sample ring size (rounded up to a power of two); 0 = sized by
+                            * CPUs x rate (sampler_ring_bytes) */
         /* event off-cpu / wall: intervals shorter than this are dropped in the kernel
          * (0 = CTXPROF_OFFCPU_MIN_NS_DEFAULT); threads tracked at once (0 = default) */
         uint64_t offcpu_min_ns;
@@ -126,6 +130,7 @@ struct sampler_stats {
         uint64_t threads;        /* distinct tids seen */
         uint64_t processes;      /* targets known (added, forked) */
         uint64_t ring_bytes;     /* the sample ring's size (sampler_ring_bytes) */
+        uint64_t task_events;    /* per_task: the targets' threads' events opened */
         uint64_t tls_located;    /* successful TLS locations (incl. redo after exec) */
         uint64_t tls_errors;     /* locations that failed for good */
         /* target jobs (engine/target_jobs.h): jobs past their deadline (their worker left

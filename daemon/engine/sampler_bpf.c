@@ -24,6 +24,7 @@
 #include "engine/load_hook.h"
 #include "engine/sampler_int.h"
 #include "engine/target_jobs.h"
+#include "engine/task_events.h"
 #include "sampler.skel.h"
 
 /* The sample ring, sized for the rate (sampler_ring_bytes): RING_SECONDS of every CPU's
@@ -53,21 +54,27 @@ static int uses_ku(const struct sampler_opts *o)
         return cg_kunwind(o->call_graph) || SAMPLER_EV_HAS_OFFCPU(o->event);
 }
 
+/* The sampling event's attributes, per CPU or per thread alike. */
+static void perf_attr(const struct sampler_opts *o, struct perf_event_attr *a)
+{
+        memset(a, 0, sizeof(*a));
+        a->size = sizeof(*a);
+        if (o->event == SAMPLER_EV_CYCLES) {
+                a->type = PERF_TYPE_HARDWARE;
+                a->config = PERF_COUNT_HW_CPU_CYCLES;
+        } else {
+                a->type = PERF_TYPE_SOFTWARE;
+                a->config = PERF_COUNT_SW_CPU_CLOCK;
+        }
+        a->freq = 1;
+        a->sample_freq = o->freq;
+}
+
 static int open_perf_event(const struct sampler_opts *o, int cpu)
 {
         struct perf_event_attr a;
 
-        memset(&a, 0, sizeof(a));
-        a.size = sizeof(a);
-        if (o->event == SAMPLER_EV_CYCLES) {
-                a.type = PERF_TYPE_HARDWARE;
-                a.config = PERF_COUNT_HW_CPU_CYCLES;
-        } else {
-                a.type = PERF_TYPE_SOFTWARE;
-                a.config = PERF_COUNT_SW_CPU_CLOCK;
-        }
-        a.freq = 1;
-        a.sample_freq = o->freq;
+        perf_attr(o, &a);
         return (int)syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
@@ -232,7 +239,9 @@ static int sampler_open_bpf(struct sampler *s)
         return err ? err : bpf_map__set_max_entries(s->skel->maps.samples, (__u32)ring);
 }
 
-/* Stage PERF: one sampling event per possible CPU (an offline one is skipped). */
+/* Stage PERF: one sampling event per possible CPU (an offline one is skipped); per task, an
+ * event on this thread checks the attributes (rate, PMU, permission) here, and each target's
+ * threads get theirs when it is added (sampler_add_target). */
 static int sampler_open_perf(struct sampler *s)
 {
         int i;
@@ -248,6 +257,12 @@ static int sampler_open_perf(struct sampler *s)
                 s->perf_fds[i] = -1;
         if (!SAMPLER_EV_HAS_PERF(s->opts.event))
                 return 0; /* off-CPU only: the sched_switch program is the sampler */
+        if (s->opts.per_task) {
+                struct perf_event_attr a;
+
+                perf_attr(&s->opts, &a);
+                return task_events_probe(&a);
+        }
         for (i = 0; i < s->ncpu; i++) {
                 s->perf_fds[i] = open_perf_event(&s->opts, i);
                 if (s->perf_fds[i] < 0 && errno != ENODEV) /* ENODEV: possible but offline */
@@ -272,8 +287,17 @@ static int sampler_attach(struct sampler *s)
                 s->perf_fds[i] = -1;
                 attached++;
         }
-        if (!attached && SAMPLER_EV_HAS_PERF(s->opts.event))
+        if (s->opts.per_task && SAMPLER_EV_HAS_PERF(s->opts.event)) {
+                struct perf_event_attr a;
+
+                perf_attr(&s->opts, &a);
+                s->task_events = task_events_new(bpf_program__fd(s->skel->progs.ctxprof_sample), &a,
+                                                 s->opts.follow_children);
+                if (!s->task_events)
+                        return -ENOMEM;
+        } else if (!attached && SAMPLER_EV_HAS_PERF(s->opts.event)) {
                 return -ENODEV;
+        }
         err = sampler_bpf__attach(s->skel); /* the tp_btf lifecycle programs */
         if (err)
                 return err;
@@ -370,6 +394,7 @@ void sampler_free(struct sampler *s)
                 return;
         ring_buffer__free(s->rb);
         ring_buffer__free(s->rb_spill);
+        task_events_free(s->task_events);
         if (s->links)
                 for (c = 0; c < s->ncpu; c++)
                         bpf_link__destroy(s->links[c]);

@@ -33,8 +33,9 @@ struct sampler {
         int ncpu;
         int *perf_fds; /* -1 when closed/owned by a link */
         struct bpf_link **links;
-        struct ring_buffer *rb;       /* ring `samples`: samples and lifecycle events */
-        struct ring_buffer *rb_spill; /* ring `events`: events that found `samples` full */
+        struct task_events *task_events; /* opts.per_task: the targets' threads' events */
+        struct ring_buffer *rb;          /* ring `samples`: samples and lifecycle events */
+        struct ring_buffer *rb_spill;    /* ring `events`: events that found `samples` full */
         struct modules *modules;
         struct dwarf_unwinder *unwinder; /* dwarf-copy, dwarf-check */
         struct kunwind *ku; /* dwarf, dwarf-check, off-CPU: the in-kernel unwinder's tables */
