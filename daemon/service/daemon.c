@@ -48,10 +48,15 @@
 #include "service/uploader.h"
 #include "util/clock.h"
 #include "util/event_loop.h"
+#include "util/grow.h"
 #include "util/proc_lines.h"
 
-#define PEND_MAX         1024
-#define PEND_WINDOW_NS   3000000000ull /* context mode: give a new image 3 s to publish */
+#define PEND_MAX       1024
+#define PEND_WINDOW_NS 3000000000ull /* context mode: give a new image 3 s to publish */
+/* the running processes at start and reload, examined from the loop in slices this long:
+ * a drain's budget (engine/sampler_ingest.c, DRAIN_BUDGET_NS): the rings are drained between */
+#define SCAN_SLICE_NS    20000000ull /* 20 ms */
+#define SCAN_QUEUE_FIRST 1024
 #define REAP_MARGIN_NS   1000000000ull /* modules dead this long before a writer's batch */
 #define RETAIN_PERIOD_MS 30000
 
@@ -118,8 +123,12 @@ struct daemon {
         unsigned nup;
         struct pending pend[PEND_MAX];
         int npend;
+        /* the running processes still to examine (scan_proc), in slices (scan_slice) */
+        pid_t *scanq;
+        size_t nscan, scan_pos, scan_cap;
+        unsigned scan_selected;
         struct event_loop *loop; /* signals, the rings, every deadline below */
-        int dl_drain, dl_pend, dl_tick, dl_retain, dl_status, dl_metrics;
+        int dl_drain, dl_pend, dl_tick, dl_retain, dl_status, dl_metrics, dl_scan;
         int stop; /* SIGTERM/SIGINT, or a ring error */
 };
 
@@ -505,13 +514,37 @@ static void cgroups_to_kernel(struct daemon *d)
                      n - (unsigned)got, n, CTXPROF_MAX_CGROUPS);
 }
 
+/* One running process against the current selection: made a target, asked again soon, or
+ * (after a reload) dropped. */
+static void scan_one(struct daemon *d, pid_t pid)
+{
+        int m = target_select_match(d->sel, pid, NULL);
+
+        if (m == 1 && !sampler_is_target(d->s, pid)) {
+                add_target(d, pid, "running");
+                d->scan_selected++;
+        } else if (m == TARGET_SELECT_BUSY) {
+                /* not known yet (a target stays one): asked again soon */
+                if (!sampler_is_target(d->s, pid))
+                        pend_add(d, pid);
+        } else if (m != 1 && sampler_is_target(d->s, pid)) {
+                sampler_remove_target(d->s, pid);
+        }
+}
+
+/* Every running process is listed now and examined in slices of SCAN_SLICE_NS from the loop
+ * (scan_slice): in context mode examining one reads its maps and ELF files, about 10 ms on a
+ * loaded host, and with a thousand processes the first status and the first drain waited
+ * 13.7 s for all of them. */
 static void scan_proc(struct daemon *d)
 {
-        cgroups_to_kernel(d);
         struct dirent *e;
-        DIR *dp = opendir("/proc");
-        unsigned n = 0;
+        DIR *dp;
 
+        cgroups_to_kernel(d);
+        dp = opendir("/proc");
+        d->nscan = d->scan_pos = 0;
+        d->scan_selected = 0;
         if (!dp) {
                 logm(LOG_ERROR, "cannot read /proc: %s", strerror(errno));
                 return;
@@ -519,24 +552,34 @@ static void scan_proc(struct daemon *d)
         while ((e = readdir(dp))) {
                 char *end;
                 long pid = strtol(e->d_name, &end, 10);
-                int m;
 
-                if (*end || pid <= 0)
+                if (*end || pid <= 0 || pid > INT32_MAX)
                         continue;
-                m = target_select_match(d->sel, (pid_t)pid, NULL);
-                if (m == 1 && !sampler_is_target(d->s, (pid_t)pid)) {
-                        add_target(d, (pid_t)pid, "running");
-                        n++;
-                } else if (m == TARGET_SELECT_BUSY) {
-                        /* not known yet (a target stays one): asked again soon */
-                        if (!sampler_is_target(d->s, (pid_t)pid))
-                                pend_add(d, (pid_t)pid);
-                } else if (m != 1 && sampler_is_target(d->s, (pid_t)pid)) {
-                        sampler_remove_target(d->s, (pid_t)pid);
+                if (grow_array((void **)&d->scanq, &d->scan_cap, sizeof(*d->scanq), d->nscan + 1,
+                               SCAN_QUEUE_FIRST)) {
+                        logm(LOG_ERROR,
+                             "no memory to list the running processes: %zu of them "
+                             "examined now, the others at their next exec",
+                             d->nscan);
+                        break;
                 }
+                d->scanq[d->nscan++] = (pid_t)pid;
         }
         closedir(dp);
-        logm(LOG_INFO, "%u running processes selected", n);
+        logm(LOG_DEBUG, "%zu running processes to examine", d->nscan);
+}
+
+/* A slice of the scan: processes examined until SCAN_SLICE_NS has passed. */
+static void scan_slice(struct daemon *d)
+{
+        uint64_t end = mono_ns() + SCAN_SLICE_NS;
+
+        while (d->scan_pos < d->nscan && mono_ns() < end)
+                scan_one(d, d->scanq[d->scan_pos++]);
+        if (d->scan_pos == d->nscan && d->nscan) {
+                logm(LOG_INFO, "%u running processes selected", d->scan_selected);
+                d->nscan = d->scan_pos = 0;
+        }
 }
 
 /* Threads of pid, from /proc/PID/status (lines capped: util/proc_lines.h). */
@@ -1069,6 +1112,12 @@ static void loop_pend(void *ctx, uint64_t now)
         pend_poll(ctx);
 }
 
+static void loop_scan(void *ctx, uint64_t now)
+{
+        (void)now;
+        scan_slice(ctx);
+}
+
 static void loop_retain(void *ctx, uint64_t now)
 {
         struct daemon *d = ctx;
@@ -1116,6 +1165,7 @@ static void loop_after(void *ctx, uint64_t now)
 
         event_loop_set(d->loop, d->dl_drain, sampler_next_due(d->s));
         event_loop_set(d->loop, d->dl_pend, pend_next_due(d));
+        event_loop_set(d->loop, d->dl_scan, d->scan_pos < d->nscan ? now : EVENT_LOOP_NEVER);
         event_loop_set(d->loop, d->dl_tick,
                        tick == UINT64_MAX ? EVENT_LOOP_NEVER : tick * NS_PER_MS);
 }
@@ -1135,6 +1185,7 @@ static int loop_setup(struct daemon *d)
         }
         d->dl_drain = event_loop_add_deadline(l, loop_drain, d);
         d->dl_pend = event_loop_add_deadline(l, loop_pend, d);
+        d->dl_scan = event_loop_add_deadline(l, loop_scan, d);
         d->dl_tick = event_loop_add_deadline(l, loop_tick, d);
         d->dl_retain = event_loop_add_deadline(l, loop_retain, d);
         d->dl_status = event_loop_add_deadline(l, loop_status, d);
@@ -1195,6 +1246,7 @@ void daemon_free(struct daemon *d)
         cfi_table_use_parser(NULL);
         parser_client_stop(d->parser);
         target_select_free(d->sel);
+        free(d->scanq);
         if (d->dir_lock >= 0)
                 close(d->dir_lock);
         event_loop_free(d->loop);
