@@ -26,12 +26,8 @@
 # (the parallel ones hold it shared), so that two runs on one host do not disturb each
 # other's rates either. `ctxprof-test: check` puts a test in the fast tier (every unit and
 # plain test is in it).
-#
-# `ctxprof-test: lane NAME` (a root test): the tests of lane NAME run one after another, the
-# lane side by side with the parallel tests (one of the $jobs), each holding the host lock
-# shared: tests that may not meet each other (e.g. whole-host daemons attacked by a user
-# of their own) but that measure nothing another test disturbs. `ctxprof-test: long` starts a
-# side-by-side test first, so that the phase does not end waiting for it alone.
+# `ctxprof-test: long` starts a side-by-side test first, so that the phase does not end
+# waiting for it alone.
 set -u
 cd "$(dirname "$0")/.."
 logdir=build/test-logs
@@ -115,7 +111,7 @@ run_one() {
 }
 
 # the queue: "KIND VARIANT PATH" entries by tier (check, then rest) and by side by side / alone
-par_check=() alone_check=() par_rest=() alone_rest=() lane_check=() lane_rest=() skipped_lines=()
+par_check=() alone_check=() par_rest=() alone_rest=() skipped_lines=()
 for variant in "$@"; do
 	list="$variant/tests.list"
 	if [ ! -f "$list" ]; then
@@ -145,12 +141,8 @@ for variant in "$@"; do
 		root | rootsan) [[ "$marks" == *" parallel "* ]] || how=alone ;;
 		*) [[ "$marks" == *" alone "* ]] && how=alone ;;
 		esac
-		lane=$(sed -n 's/.* lane \([a-z0-9_-]*\) .*/\1/p' <<<"$marks")
-		[ -n "$lane" ] && how=lane
-		case "${TEST_PHASE:-}-$how" in -* | parallel-par | parallel-lane | alone-alone) ;; *) continue ;; esac
-		if [ $how = lane ]; then
-			eval "lane_$tierof+=(\"\$lane \$kind \$variant \$t\")"
-		elif [ $how = par ] && [[ "$marks" == *" long "* ]]; then
+		case "${TEST_PHASE:-}-$how" in -* | parallel-par | alone-alone) ;; *) continue ;; esac
+		if [ $how = par ] && [[ "$marks" == *" long "* ]]; then
 			eval "par_$tierof=(\"\$kind \$variant \$t\" \"\${par_$tierof[@]}\")"
 		else
 			eval "${how}_$tierof+=(\"\$kind \$variant \$t\")"
@@ -171,29 +163,13 @@ report() {
 }
 for l in "${skipped_lines[@]}"; do echo "$l"; done
 
-# run_lane NAME ENTRIES...: the tests of one lane one after another ("LANE KIND VARIANT
-# PATH" entries, those of other lanes skipped), each holding the host lock shared
-run_lane() {
-	local name=$1 entry lane kind variant t
-	shift
-	for entry in "$@"; do
-		read -r lane kind variant t <<<"$entry"
-		[ "$lane" = "$name" ] || continue
-		(exec {lk}>>"$lock"; flock -s "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t")
-	done
-}
-# run_tier NAME PAR ALONE LANE (array names): each lane (one job) and the side-by-side ones,
-# $jobs at a time, each holding the host lock shared; then the others one by one, each
-# holding it exclusively
+# run_tier NAME PAR ALONE (array names): the side-by-side ones $jobs at a time, each holding
+# the host lock shared, then the others one by one, each holding it exclusively
 tier_times=()
 run_tier() {
-	local -n par_=$2 alone_=$3 lane_=$4
-	local t0=$SECONDS running=0 entry kind variant t lane
-	[ $((${#par_[@]} + ${#alone_[@]} + ${#lane_[@]})) -gt 0 ] || return 0
-	for lane in $(for entry in "${lane_[@]}"; do echo "${entry%% *}"; done | sort -u); do
-		run_lane "$lane" "${lane_[@]}" &
-		running=$((running + 1))
-	done
+	local -n par_=$2 alone_=$3
+	local t0=$SECONDS running=0 entry kind variant t
+	[ $((${#par_[@]} + ${#alone_[@]})) -gt 0 ] || return 0
 	for entry in "${par_[@]}"; do
 		read -r kind variant t <<<"$entry"
 		while [ $running -ge "$jobs" ]; do
@@ -215,11 +191,11 @@ run_tier() {
 		(exec {lk}>>"$lock"; flock -x "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t")
 		report
 	done
-	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s (%d of them in lanes), %3d alone in %d s' \
-		"$1" $((SECONDS - t0)) $((${#par_[@]} + ${#lane_[@]})) $((t1 - t0)) ${#lane_[@]} ${#alone_[@]} $((SECONDS - t1)))")
+	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d alone in %d s' "$1" \
+		$((SECONDS - t0)) ${#par_[@]} $((t1 - t0)) ${#alone_[@]} $((SECONDS - t1)))")
 }
-run_tier check par_check alone_check lane_check
-run_tier rest par_rest alone_rest lane_rest
+run_tier check par_check alone_check
+run_tier rest par_rest alone_rest
 
 pass=0 fail=0 skip=0
 failed=()

@@ -10,8 +10,6 @@
 # the helper, not the daemon's sampling thread, spent the CPU time of the builds (before, the
 # helper spent none: the wait for it fails); the status stays fresh; the control target keeps
 # its context sample rate; the recording reads back.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 LIBCTX=$(readlink -f "$B/libctx.so")

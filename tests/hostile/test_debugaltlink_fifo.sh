@@ -6,8 +6,6 @@
 # that name, relative to the module's directory, when it loaded the DWARF (libdwfl) or at the
 # first reference into it (libdw). An alt file is found by its build id only now, and DWARF
 # whose alt file is not found that way is not read (the symbol table names the frames).
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/debuginfo_lib.sh"
 debuginfo_setup
 APP=$ATK_HOME/app

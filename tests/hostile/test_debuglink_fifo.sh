@@ -8,8 +8,6 @@
 # the FIFO is never opened, the status stays fresh, the control target keeps its rate,
 # SIGTERM stops the daemon, and what it recorded before the attack is readable.
 # The default daemon but for a 2 s chunk period (the symbolizer runs at each chunk cut).
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/debuginfo_lib.sh"
 debuginfo_setup
 # no DWARF of its own (so elfutils looks for a separate debug file), its symbols kept

@@ -7,8 +7,6 @@
 # frames with its symbols: a profile the attacker may read then held names of a file only
 # root may read. Debug files are found by build id only now: the file is never opened and
 # none of its names (all prefixed rootonly_ here) reach the recording.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/debuginfo_lib.sh"
 debuginfo_setup
 APP=$ATK_HOME/app

@@ -8,8 +8,6 @@
 # symbolizer's lookups stay in the skeleton, and this test passes on it too. It guards the
 # rule (DWARF with split units is not read at all now: the symbol table names the frames)
 # against an elfutils or a symbolizer that reads split units.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/debuginfo_lib.sh"
 debuginfo_setup
 APP=$ATK_HOME/app

@@ -6,8 +6,6 @@
 # driver's open and release as root. The default daemon must refuse the long line
 # (refused_lines), never open the node (inotify), stay fresh and keep sampling the control
 # target with context.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

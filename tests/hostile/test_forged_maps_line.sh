@@ -6,8 +6,6 @@
 # maps for context variables: it must refuse the long line (counted: refused_lines), never
 # open the FIFO (an open blocks the daemon), stay fresh and keep sampling the control target
 # with context.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

@@ -7,8 +7,6 @@
 # thread: no status, no sampling, no SIGTERM). The daemon must refuse the file (counted:
 # on_fuse in refused_files), stay fresh, keep sampling the control target with context, keep
 # what it recorded readable and stop on SIGTERM in its normal time.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

@@ -11,8 +11,6 @@
 # the target's mmap lock, and every uprobe attach on a library it maps waits behind it):
 # its job is abandoned (jobs_abandoned), the attacker marked stuck and still sampled, the
 # status fresh, the control target sampled with context, and SIGTERM served.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

@@ -10,8 +10,6 @@
 # the dentry cache alone (RESOLVE_CACHED: a mapped file's path is there, pinned by the
 # mapping): the attacker's name is not, so it is refused at once (refused_files), no daemon
 # thread waits in the server, the status stays fresh and the control keeps its rate.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

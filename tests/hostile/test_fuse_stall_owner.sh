@@ -9,8 +9,6 @@
 # TARGET_JOBS_STUCK_PER_OWNER (2) workers: the attacker's other targets are marked stuck
 # without a job, and a process started after the attack is sampled with context. The
 # status stays fresh and SIGTERM is served.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 ATTACKERS=10
 

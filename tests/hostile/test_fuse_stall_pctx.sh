@@ -8,8 +8,6 @@
 # sampling loop as a job with a deadline: abandoned (jobs_abandoned), the attacker marked
 # (stuck=yes), the status fresh, the control target sampled with context, the attacker still
 # sampled, what was recorded readable, and SIGTERM served while the worker still waits.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

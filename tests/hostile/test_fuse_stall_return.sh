@@ -9,8 +9,6 @@
 # the target is no longer marked (stuck=no) and gets jobs again, the status stays fresh, the
 # control target is sampled with context. Before, a target once stuck stayed stuck for the
 # daemon's life, whatever had made its job late.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

@@ -10,8 +10,6 @@
 # refuse both by the identity check (not a regular file; another dev:inode: refused_files),
 # never open either (the FIFO blocks a plain open), stay fresh and keep sampling the control
 # target with context.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 attacker_user

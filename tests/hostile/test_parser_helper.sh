@@ -11,8 +11,6 @@
 # (its module asked again, not refused). A parser user that does not exist makes the daemon exit non-zero at start, saying why;
 # so does call-graph = dwarf-copy or dwarf-check (libdwfl would parse target DWARF in the
 # daemon) without --no-drop-privileges.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 WL=$(readlink -f "$B/tests/workloads/wl_deep")

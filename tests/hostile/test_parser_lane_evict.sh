@@ -8,8 +8,6 @@
 # service.name), the least recently used idle lanes evicted (parser_evictions), never more
 # than eight user lanes' helpers running (parser_lanes, and the daemon's children), and no
 # evicted helper left behind.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 WL=$B/tests/workloads/wl_otel

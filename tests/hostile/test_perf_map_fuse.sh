@@ -9,8 +9,6 @@
 # target's samples froze. Now the perf map is looked for in a target job and refused like a
 # mapped file on FUSE (counted: on_fuse, in refused_files): no daemon thread ever waits in
 # the server, the status stays fresh and the control target keeps its context rate.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 FX=${FX_PERF_MAP:-$B/tests/fixtures/fx_perf_map}
 [ -x "$FX" ] || fail "no $FX (run make)"

@@ -10,8 +10,6 @@
 # owner of /proc/PID now). The daemon must never name A's frames from it (no
 # victim_secret_fn in any recording) and must count the refusal (pid_recycled). Before
 # pins, the daemon named A's frames with B's function.
-# ctxprof-test: lane hostile (a daemon of its own and an attacker's processes, nothing measured
-# that another test disturbs; one hostile test at a time: another's attacker is not this one's)
 . "$(dirname "$0")/hostile_lib.sh"
 
 [ "$(uname -m)" = x86_64 ] || skip "the spinning target's code is x86-64 (jmp .)"

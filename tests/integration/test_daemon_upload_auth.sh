@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel, long
 # Uploads never lose the spool to an auth error (issue 19 item 7). A backend that rotated
 # its token (401), or answers 403 or 404, pauses the upload target: every profile stays in
 # the spool (none deleted, the pause logged once, shown by the status file and the metrics);

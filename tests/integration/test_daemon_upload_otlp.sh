@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel, long
 # [upload] format = otlp: the daemon converts each finished JFR file to one gzip'd OTLP
 # ExportProfilesServiceRequest and POSTs it to URL/v1development/profiles through the same
 # spool and backoff as Pyroscope uploads. Every body decodes with protoc against the

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel, long
 # One series per service in the default configuration (split = host): the one host file is
 # uploaded as one OTLP resource per process its samples came from (the JFR thread's pid),
 # named by its service, with its pid, executable, container and pod: the test of

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel, long
 # One series per service in the default configuration (split = host) for Pyroscope
 # (format = jfr, POST /ingest): the one host file holds two services, so it is uploaded as one
 # request per process (a pprof of that process's samples, format=pprof) named by its service,

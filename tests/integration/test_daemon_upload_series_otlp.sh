@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: parallel
+# ctxprof-test: parallel, long
 # One series per service, OTLP (format = otlp): two services under one daemon (split =
 # process, or $SERIES_SPLIT: test_daemon_upload_series_host.sh runs this with the default
 # split = host; series_lib.sh) arrive as resources whose service.name is theirs (checkout-svc,
