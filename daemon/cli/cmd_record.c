@@ -277,7 +277,7 @@ static void report_setup_error(int err, enum sampler_stage stage, const struct s
                                 what);
                 else if (err == -EACCES || err == -EPERM)
                         fprintf(stderr,
-                                "ctxprof: not permitted to open CPU-wide perf events (%s): "
+                                "ctxprof: not permitted to open perf events (%s): "
                                 "run as root or with CAP_PERFMON, or lower "
                                 "/proc/sys/kernel/perf_event_paranoid\n",
                                 what);
