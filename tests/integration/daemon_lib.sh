@@ -46,8 +46,10 @@ spawn() {
 		shift 2
 		mkdir -p "$g" || fail "cannot create cgroup $g"
 	fi
-	(echo "$BASHPID" >"$g/cgroup.procs" || fail "cannot move a process into $g"
-	[ "$nice" = 0 ] || renice -n "$nice" -p "$BASHPID" >/dev/null || fail "cannot renice a process"
+	# reniced before it joins the cgroup: renice runs as a child, which the daemon would
+	# take for one of the test's processes there
+	([ "$nice" = 0 ] || renice -n "$nice" -p "$BASHPID" >/dev/null || fail "cannot renice a process"
+	echo "$BASHPID" >"$g/cgroup.procs" || fail "cannot move a process into $g"
 	exec "$@") &
 	SPAWNED=$!
 	KIDS="$KIDS $SPAWNED"
