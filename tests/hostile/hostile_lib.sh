@@ -81,9 +81,6 @@
 # Each test: attacker_user; start_control; start_default_daemon; rate_baseline; the attack;
 # then the asserts. A test picks targets by pid (CONTROL, SPAWNED), never by name.
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/daemon_lib.sh"
-# the control target, the attacker and its neighbours compete for the CPU as equals (nice 0):
-# an attack may take the CPU, and the control's rate is measured against it
-SPAWN_NICE=0
 ATK=
 ATK_UID=
 ATK_HOME=

@@ -33,24 +33,14 @@ trap cleanup EXIT
 # its subgroup SUBGROUP, created on demand) from before its exec, so the daemon sees it
 # there at the exec; its pid in SPAWNED (and in KIDS, killed at exit). Redirections on the
 # call apply to CMD.
-# CMD runs at nice $SPAWN_NICE (default 10): a test's busy workloads only need to be busy
-# enough to be sampled, and at nice 0 they took the CPU from the daemon, the JDK and the
-# test itself on a 2-CPU host running tests side by side: three upload tests side by side
-# took 175-271 s at nice 0, 49-84 s at nice 10, 35-69 s at nice 19. Not 19: there a
-# workload got too few samples (under 50 in 30 s at 99 Hz) beside busy nice-0 processes.
-# The hostile tests set SPAWN_NICE=0 (the attacker competes with the control as an equal).
 spawn() {
-	local g=$CG nice=${SPAWN_NICE-10}
+	local g=$CG
 	if [ "$1" = -g ]; then
 		g=$CG/$2
 		shift 2
 		mkdir -p "$g" || fail "cannot create cgroup $g"
 	fi
-	# reniced before it joins the cgroup: renice runs as a child, which the daemon would
-	# take for one of the test's processes there
-	([ "$nice" = 0 ] || renice -n "$nice" -p "$BASHPID" >/dev/null || fail "cannot renice a process"
-	echo "$BASHPID" >"$g/cgroup.procs" || fail "cannot move a process into $g"
-	exec "$@") &
+	(echo "$BASHPID" >"$g/cgroup.procs" || fail "cannot move a process into $g"; exec "$@") &
 	SPAWNED=$!
 	KIDS="$KIDS $SPAWNED"
 }

@@ -17,7 +17,7 @@ CTX=$(readlink -f "$CTXPROF")
 WLD=$(readlink -f "$WL")
 mkdir -p "$OUT"
 # a matching process on the host, outside the namespace
-nice -n 10 "$WL/wl_attrib" long 0 1 >/dev/null &
+"$WL/wl_attrib" long 0 1 >/dev/null &
 HOSTP=$!
 KIDS="$KIDS $HOSTP"
 # (the shell in the namespace waits for facts with this file's wait_for)

@@ -66,10 +66,12 @@ wait_for 30 "a failed connection logged" eval '[ "$(logged "(connect")" -gt 0 ]'
 receiver_up
 wait_for 90 "every finished file delivered once the receiver is up" caught_up
 echo "receiver down at start: ok ($(received) delivered)"
-# what arrived is what Pyroscope takes: the newest request with samples decodes with
+# what arrived is what Pyroscope takes: the request with most samples decodes with
 # Grafana's parser and its labels snapshot names every sample's context (OTLP: it keeps the
 # dictionary's rules)
-last=$(ls -d "$RECV"/req-[0-9]* | sort -t- -k2 -n | tail -1)
+# (the request whose profile is largest: beside other tests a chunk may hold few samples)
+last=$(ls -S "$RECV"/req-[0-9]*/jfr "$RECV"/req-[0-9]*/otlp 2>/dev/null | head -1)
+last=${last%/*}
 if [ "$UPLOAD_FORMAT" = otlp ]; then
 	[ -f "$last/otlp.txt" ] || otlp_decode "$last/otlp" "$last/otlp.txt"
 	$CHECK check "$last/otlp.txt" || fail "$last/otlp breaks the dictionary's rules"

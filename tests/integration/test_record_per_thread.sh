@@ -11,10 +11,10 @@
 KIDS=
 trap 'kill $KIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 # a busy process that is no target: with per-CPU events it would be interrupted at -F
-nice -n 10 sh -c 'while :; do :; done' &
+sh -c 'while :; do :; done' &
 KIDS="$KIDS $!"
 # a target for -p: wl_attrib with two workers (its main thread one of them)
-nice -n 10 "$WL/wl_attrib" long 0 2 >/dev/null &
+"$WL/wl_attrib" long 0 2 >/dev/null &
 T=$!
 KIDS="$KIDS $T"
 wait_for 10 "the -p target's threads" eval '[ "$(ls /proc/'"$T"'/task | wc -l)" -ge 2 ]'

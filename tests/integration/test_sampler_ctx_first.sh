@@ -33,7 +33,7 @@ held() { # samples the last record held back (0 if it does not say)
 attach_mode() { # name VAR=value|- workload: ATTACHES short recordings of one running process
 	local name=$1 envspec=$2 wl=$3 i w m total=0 missing=0 bad=0 pend=0 pid
 	[ "$envspec" = - ] && envspec=
-	nice -n 10 env $envspec "$wl" long 0 2 noctx >/dev/null &
+	env $envspec "$wl" long 0 2 noctx >/dev/null &
 	pid=$!
 	KIDS="$KIDS $pid"
 	# wait for the workload to run with context (its libctx is loaded before threads start)
