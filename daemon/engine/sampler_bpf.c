@@ -2,7 +2,8 @@
 /*
  * engine/sampler_bpf.c — the sampler's BPF lifecycle: the state that needs no kernel object,
  * the skeleton opened and configured (read-only data, map sizes, off-CPU programs), loaded,
- * the per-CPU perf events opened and attached, the library-load hook, the two ring consumers;
+ * the perf events opened and attached (one per CPU, or record's per-thread set of
+ * engine/task_events.h), the library-load hook, the two ring consumers;
  * sampler_new runs these stages in order and sampler_free undoes them all. Must never print,
  * never handle a ring record (sampler_ingest.c) and never touch a target process.
  */
