@@ -10,9 +10,11 @@
 
 #include "cli/json_out.h"
 #include "cli/record_stats.h"
+#include "ctxprof/sample.h"
 #include "stack/symbolize.h"
 #include "util/parser_client.h"
 #include "stack/sigbus_guard.h"
+#include "util/clock.h"
 
 #define UNWIND_STOPS_SHOWN 5 /* modules named in the "stopped early" line */
 
@@ -65,8 +67,8 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             stderr,
             "ctxprof: samples %llu (received %llu, %llu with context), lost %llu (the sample ring "
             "was full: %llu before the consumer started, %llu while it was away from the ring "
-            "over 20 ms, blocked or starved of CPU, %llu while it drained, a ring too small for "
-            "the rate: --ring-size), not read at stop %llu, no stack %llu, "
+            "over %llu ms, blocked or starved of CPU, %llu while it drained, a ring too small "
+            "for the rate: --ring-size), not read at stop %llu, no stack %llu, "
             "torn span reads %llu, label read faults %llu, labels dropped %llu, "
             "stale TLS locations refused %llu, stacks not DWARF-unwound %llu (frame pointers "
             "used instead), stacks cut short %llu (DWARF unwinding stopped before the outermost "
@@ -75,6 +77,7 @@ void record_stats_print(struct sampler *s, struct collapsed *c)
             (unsigned long long)st.samples, (unsigned long long)st.received,
             (unsigned long long)st.with_context, (unsigned long long)st.lost,
             (unsigned long long)st.lost_unstarted, (unsigned long long)st.lost_away,
+            (unsigned long long)(CTXPROF_CONSUMER_AWAY_NS / NS_PER_MS),
             (unsigned long long)st.lost_draining, (unsigned long long)st.stop_discarded,
             (unsigned long long)st.no_stack, (unsigned long long)st.ctx.torn_spans,
             (unsigned long long)(st.label_faults + st.labelset_faults),

@@ -559,7 +559,7 @@ static void scan_proc(struct daemon *d)
                                SCAN_QUEUE_FIRST)) {
                         logm(LOG_ERROR,
                              "no memory to list the running processes: %zu of them "
-                             "examined now, the others at their next exec",
+                             "examined, the others at their next exec",
                              d->nscan);
                         break;
                 }

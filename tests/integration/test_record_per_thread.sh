@@ -9,7 +9,14 @@
 # instruction, and `-p` opens one event per thread of each listed process.
 . "$(dirname "$0")/sampler_lib.sh"
 KIDS=
-trap 'kill $KIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+bpf_stats=
+per_thread_cleanup() {
+	[ -n "$bpf_stats" ] && echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled
+	kill $KIDS 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$TMP"
+}
+trap per_thread_cleanup EXIT
 # a busy process that is no target: with per-CPU events it would be interrupted at -F
 sh -c 'while :; do :; done' &
 KIDS="$KIDS $!"
@@ -22,16 +29,16 @@ nthreads=$(ls "/proc/$T/task" | wc -l)
 
 sysctl_lock /proc/sys/kernel/bpf_stats_enabled
 bpf_stats=$(cat /proc/sys/kernel/bpf_stats_enabled)
-trap 'echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled; kill $KIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 # 1. a command that forks two processes of two workers each: all sampled, nothing else
-record_ok 60 -F 999 -o "$TMP/cmd.folded" --stats-json "$TMP/cmd.json" -- \
+record_ok 60 -F 999 -o "$TMP/cmd.folded" -- \
 	sh -c '"$0" long 2 2 >/dev/null & "$0" long 2 2 >/dev/null; wait' "$WL/wl_attrib"
-cp "$TMP/cmd.json" "$TMP/stats.json"
+cp "$TMP/stats.json" "$TMP/cmd.json"
 # 2. -p: one event per listed thread
-record_ok 60 -F 999 -p "$T" -d 2s -o "$TMP/p.folded" --stats-json "$TMP/p.json"
+record_ok 60 -F 999 -p "$T" -d 2s -o "$TMP/p.folded"
+cp "$TMP/stats.json" "$TMP/p.json"
 echo "$bpf_stats" >/proc/sys/kernel/bpf_stats_enabled
-trap 'kill $KIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+bpf_stats= # put back: from now on another run may own the setting
 sysctl_unlock
 
 samples=$(stat_json .samples "$TMP/cmd.json")
