@@ -379,6 +379,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
         num(f, "bpf_ns_per_sample", st.bpf_run_cnt && st.samples ? st.bpf_run_ns / st.samples : 0);
         num(f, "bpf_runs", st.bpf_run_cnt); /* the sampling program's runs, every process's */
         num(f, "bpf_load_kernel_us", st.bpf_load_kernel_us);
+        num(f, "bpf_verified_insns", st.bpf_verified_insns);
         num(f, "truncated_file_pages_read_as_zeros", sigbus_guard_repaired());
         json_unwind_stops(f, s);
         json_ctx_missing(f, &st);

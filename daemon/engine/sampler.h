@@ -111,6 +111,7 @@ struct sampler_stats {
          * not): 0/0 unless kernel.bpf_stats_enabled=1 */
         uint64_t bpf_run_ns, bpf_run_cnt;
         uint64_t bpf_load_kernel_us; /* kernel CPU of loading the programs (the verifier) */
+        uint64_t bpf_verified_insns; /* instructions the verifier processed, every program */
         /* from ingestion */
         uint64_t received;           /* sample records consumed */
         uint64_t received_bytes;     /* bytes of those records (ring use per sample) */

@@ -23,6 +23,7 @@
 #include "engine/ktrace_text.h"
 #include "engine/kunwind.h"
 #include "engine/load_hook.h"
+#include "engine/sampler_counters.h"
 #include "engine/sampler_int.h"
 #include "engine/target_jobs.h"
 #include "engine/task_events.h"
@@ -130,6 +131,20 @@ static uint64_t thread_kernel_us(void)
         if (getrusage(RUSAGE_THREAD, &ru))
                 return 0;
         return (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+}
+
+/* The verifier's work for every loaded program of obj (instructions processed). */
+static uint64_t verified_insns(struct bpf_object *obj)
+{
+        struct bpf_program *p;
+        uint64_t sum = 0;
+
+        bpf_object__for_each_program(p, obj)
+        {
+                if (bpf_program__autoload(p))
+                        sum += bpf_prog_verified_insns(bpf_program__fd(p));
+        }
+        return sum;
 }
 
 static size_t pow2_at_least(uint64_t v)
@@ -347,6 +362,8 @@ int sampler_new(const struct sampler_opts *o, const struct sample_sink *sink, st
                 err = sampler_bpf__load(s->skel);
                 s->st.bpf_load_kernel_us = thread_kernel_us() - before;
         }
+        if (!err)
+                s->st.bpf_verified_insns = verified_insns(s->skel->obj);
         if (!err) {
                 s->procs.targets_fd = bpf_map__fd(s->skel->maps.targets);
                 s->procs.exec_gens_fd = bpf_map__fd(s->skel->maps.exec_gens);

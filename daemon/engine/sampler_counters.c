@@ -80,6 +80,17 @@ int bpf_prog_run_time(int prog_fd, uint64_t *run_ns, uint64_t *run_cnt)
         return 0;
 }
 
+uint32_t bpf_prog_verified_insns(int prog_fd)
+{
+        struct bpf_prog_info info;
+        __u32 len = sizeof(info);
+
+        memset(&info, 0, sizeof(info));
+        if (prog_fd < 0 || bpf_obj_get_info_by_fd(prog_fd, &info, &len))
+                return 0;
+        return info.verified_insns;
+}
+
 unsigned bpf_map_count_u32(int fd)
 {
         __u32 key, next, *prev = NULL;

@@ -15,6 +15,9 @@
 void sampler_counters_read(int counters_fd, int ncpu, struct sampler_stats *out);
 /* A program's run time and runs (0/0 unless kernel.bpf_stats_enabled=1). 0, or -1 (unchanged). */
 int bpf_prog_run_time(int prog_fd, uint64_t *run_ns, uint64_t *run_cnt);
+/* Instructions the verifier processed for prog_fd (0 when the kernel does not say): its work
+ * at load, as a count (kernel CPU time varies with the host). */
+uint32_t bpf_prog_verified_insns(int prog_fd);
 /* Entries of a BPF hash map keyed by __u32 (walks it). */
 unsigned bpf_map_count_u32(int fd);
 
