@@ -14,7 +14,7 @@ SM_WORKLOADS := $(SM_WL)/wl_attrib $(SM_WL)/wl_garbage $(SM_WL)/wl_attrib_so \
                 $(SM_WL)/wl_attrib_nopie $(SM_WL)/wl_attrib_dlopen $(SM_WL)/wl_exec_ctx \
                 $(SM_WL)/wl_exec_plain $(SM_WL)/wl_deep
 TEST_TARGETS += $(SM_WORKLOADS)
-BENCHES += bench/bench_sampler.sh
+BENCHES += bench/bench_sampler.sh bench/bench_scale.sh
 
 $(SM_WL)/wl_attrib: tests/workloads/wl_attrib.c $(LIBCTX_A) libctx/libctx.dynlist
 	@echo "  CC      $< (workload)"
