@@ -284,10 +284,11 @@ static void json_hooks(FILE *f, const struct sampler_stats *st)
                 ",\n  \"target_jobs\": {\"abandoned\": %" PRIu64 ", \"refused\": %" PRIu64
                 ", \"refused_owner\": %" PRIu64 ", \"stuck_workers\": %" PRIu64
                 ", \"targets_stuck\": %" PRIu64 ", \"targets_returned\": %" PRIu64
-                ", \"tls_located\": %" PRIu64 ", \"tls_errors\": %" PRIu64 "}",
+                ", \"tls_located\": %" PRIu64 ", \"tls_errors\": %" PRIu64
+                ", \"first_wait_skips\": %" PRIu64 "}",
                 st->jobs_abandoned, st->jobs_refused, st->jobs_refused_owner,
                 st->jobs_stuck_workers, st->targets_stuck, st->targets_returned, st->tls_located,
-                st->tls_errors);
+                st->tls_errors, st->first_wait_skips);
 }
 
 static void json_offcpu(FILE *f, const struct sampler_stats *st)

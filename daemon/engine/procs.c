@@ -78,6 +78,12 @@
 /* A process's first look waits this long at most (for its locating job, then for its own):
  * its first samples are named by the service the context names. */
 #define PCTX_FIRST_WAIT_NS 50000000ull /* 50 ms */
+/* Those waits hold the consuming thread, so together they take at most half of it: a token
+ * bucket refilled at half the wall time, holding at most two waits' worth. Past it a first
+ * look does not wait (counted): a thousand processes seen at once cost the loop 100 ms per
+ * 200 ms until the bucket refills, not 50-100 ms each (a minute and more of lost samples). */
+#define PCTX_FIRST_WAIT_BURST_NS (2 * PCTX_FIRST_WAIT_NS)
+#define PCTX_FIRST_WAIT_MIN_NS   1000000ull /* a shorter wait is not made: 1 ms */
 
 /* What a job on a target reads and finds: its own copy of everything (engine/target_jobs.h). */
 enum proc_job_kind { PROC_JOB_LOCATE, PROC_JOB_PCTX, PROC_JOB_PERF_MAP };
@@ -98,13 +104,24 @@ struct proc_job {
         struct otel_pctx pc;
         int ret;
         uint64_t now;
-        uint32_t owner; /* p->owner: whose parser lane decodes its payload */
+        uint64_t delay_ns; /* tests: t->pctx_delay_ns, slept before the read */
+        uint32_t owner;    /* p->owner: whose parser lane decodes its payload */
         struct otel_pctx_stats pst;
         /* PROC_JOB_PERF_MAP: the perf map found (a descriptor owned by the job until taken,
          * -1 when none) and its identity */
         int pmap_fd;
         struct perf_map_file pmap;
 };
+
+/* Tests only (fault injection): sleep ns (0: return). */
+static void test_delay(uint64_t ns)
+{
+        struct timespec d = {.tv_sec = (time_t)(ns / 1000000000ull),
+                             .tv_nsec = (long)(ns % 1000000000ull)};
+
+        if (ns)
+                nanosleep(&d, NULL);
+}
 
 /* A job of kind for p, or NULL (-ENOMEM). */
 static struct proc_job *proc_job_new(enum proc_job_kind kind, const struct proc *p)
@@ -411,13 +428,8 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                 }
         }
         loc->exec_gen = exec_gen;
-        if (t->locate_delay_ns) {
-                /* Tests: the daemon preempted between reading the image and publishing. */
-                struct timespec d = {.tv_sec = (time_t)(t->locate_delay_ns / 1000000000ull),
-                                     .tv_nsec = (long)(t->locate_delay_ns % 1000000000ull)};
-
-                nanosleep(&d, NULL);
-        }
+        /* Tests: the daemon preempted between reading the image and publishing. */
+        test_delay(t->locate_delay_ns);
         if (proc_publish(t, p, loc)) {
                 /* The process is gone (or never made it into the map): nothing to sample. */
                 p->tls_state = PROC_TLS_GAVE_UP;
@@ -459,12 +471,14 @@ static void proc_job_run(void *arg)
 {
         struct proc_job *jb = arg;
 
-        if (jb->kind == PROC_JOB_LOCATE)
+        if (jb->kind == PROC_JOB_LOCATE) {
                 jb->err = tls_locate(jb->pid, &jb->loc, &jb->st);
-        else if (jb->kind == PROC_JOB_PCTX)
+        } else if (jb->kind == PROC_JOB_PCTX) {
+                test_delay(jb->delay_ns); /* tests: a slow read (a loaded host, a busy pool) */
                 jb->ret = otel_pctx_refresh(jb->pid, jb->owner, &jb->pc, jb->now, &jb->pst);
-        else
+        } else {
                 jb->pmap_fd = perf_map_find(jb->pid, &jb->pmap, &jb->st);
+        }
         proc_job_pinned(jb);
 }
 
@@ -670,6 +684,39 @@ void procs_jobs_wait(struct procs *t, uint64_t idle_ns, uint64_t until_ns)
         }
 }
 
+/* The time a first look may wait now, the bucket refilled to now. */
+static uint64_t first_wait_allowed(struct procs *t, uint64_t now)
+{
+        if (!t->first_wait_at_ns) {
+                t->first_wait_tokens_ns = PCTX_FIRST_WAIT_BURST_NS;
+        } else if (now > t->first_wait_at_ns) {
+                t->first_wait_tokens_ns += (now - t->first_wait_at_ns) / 2;
+                if (t->first_wait_tokens_ns > PCTX_FIRST_WAIT_BURST_NS)
+                        t->first_wait_tokens_ns = PCTX_FIRST_WAIT_BURST_NS;
+        }
+        t->first_wait_at_ns = now;
+        return t->first_wait_tokens_ns < PCTX_FIRST_WAIT_NS ? t->first_wait_tokens_ns
+                                                            : PCTX_FIRST_WAIT_NS;
+}
+
+/* A first look waits for p's job in flight, within the bucket (see PCTX_FIRST_WAIT_BURST_NS). */
+static void first_look_wait(struct procs *t, struct proc *p)
+{
+        uint64_t start, allowed, took;
+
+        if (!t->jobs || !p->job_id)
+                return;
+        start = mono_ns();
+        allowed = first_wait_allowed(t, start);
+        if (allowed < PCTX_FIRST_WAIT_MIN_NS) {
+                t->first_wait_skips++;
+                return;
+        }
+        proc_locate_wait(t, p, start + allowed);
+        took = mono_ns() - start;
+        t->first_wait_tokens_ns -= took < t->first_wait_tokens_ns ? took : t->first_wait_tokens_ns;
+}
+
 void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing)
 {
         int first = !p->otel.checked_ns;
@@ -680,13 +727,14 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
         if (now - p->otel.checked_ns < PCTX_CHECK_NS && !keys_missing)
                 return;
         if (first)
-                proc_locate_wait(t, p, now + PCTX_FIRST_WAIT_NS);
+                first_look_wait(t, p); /* for its locating job */
         if (p->job_id || p->stuck)
                 return; /* one job per target: looked at again at a later sample */
         jb = proc_job_new(PROC_JOB_PCTX, p);
         if (!jb)
                 return;
         jb->now = now;
+        jb->delay_ns = t->pctx_delay_ns;
         jb->owner = p->owner;
         jb->pc.published_ns = p->otel.published_ns;
         if (!t->jobs) {
@@ -701,8 +749,8 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
         p->job_id = target_jobs_submit(t->jobs, p->owner, proc_job_run, proc_job_drop, jb,
                                        TLS_JOB_DEADLINE_NS);
         p->otel.checked_ns = now; /* (every worker stuck: not again before PCTX_CHECK_NS) */
-        if (p->job_id && first)
-                proc_locate_wait(t, p, mono_ns() + PCTX_FIRST_WAIT_NS);
+        if (first)
+                first_look_wait(t, p); /* for its own */
 }
 
 void proc_perf_map_due(struct procs *t, struct proc *p, uint64_t now)

@@ -87,14 +87,19 @@ struct procs {
         int targets_fd;           /* BPF map `targets` (not owned) */
         int exec_gens_fd;         /* BPF map `exec_gens` (not owned) */
         uint64_t locate_delay_ns; /* tests only: CTXPROF_TEST_LOCATE_DELAY_MS */
+        uint64_t pctx_delay_ns;   /* tests only: CTXPROF_TEST_PCTX_DELAY_MS */
         struct target_jobs *jobs; /* where locating runs (not owned); NULL = in the caller */
         struct otel_pctx_stats *pctx_stats; /* process-context counters (not owned), or NULL */
         /* counters (struct sampler_stats reports them) */
-        uint64_t processes;         /* entries created */
-        uint64_t tls_located;       /* locations published */
-        uint64_t tls_errors;        /* locations that failed */
-        uint64_t stuck;             /* processes marked stuck (a job past its deadline) */
-        uint64_t stuck_returned;    /* ... no longer stuck: the stuck job's worker came back */
+        uint64_t processes;        /* entries created */
+        uint64_t tls_located;      /* locations published */
+        uint64_t tls_errors;       /* locations that failed */
+        uint64_t stuck;            /* processes marked stuck (a job past its deadline) */
+        uint64_t stuck_returned;   /* ... no longer stuck: the stuck job's worker came back */
+        uint64_t first_wait_skips; /* a first process-context look's waits not made: the
+                                    * loop's budget for them was spent (procs.c) */
+        /* that budget (procs.c, PCTX_FIRST_WAIT_BURST_NS): tokens left, refilled at */
+        uint64_t first_wait_tokens_ns, first_wait_at_ns;
         struct target_stats target; /* the locator's refusals (maps lines, files) */
 };
 

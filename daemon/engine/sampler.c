@@ -579,6 +579,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         out->tls_errors = s->procs.tls_errors;
         out->targets_stuck = s->procs.stuck;
         out->targets_returned = s->procs.stuck_returned;
+        out->first_wait_skips = s->procs.first_wait_skips;
         if (s->jobs) {
                 struct target_jobs_stats js;
 

@@ -140,7 +140,7 @@ struct sampler_stats {
          * targets marked stuck (no more jobs; sampled without context), and targets no
          * longer stuck (the stuck job's worker came back: engine/procs.h) */
         uint64_t jobs_abandoned, jobs_refused, jobs_refused_owner, jobs_stuck_workers,
-            targets_stuck, targets_returned;
+            targets_stuck, targets_returned, first_wait_skips;
         struct context_decode_stats ctx;
         struct sampler_ctx_missing ctx_missing;
         /* OpenTelemetry thread context (OTEP 4947) and process context (OTEP 4719) */

@@ -108,6 +108,13 @@ static int sampler_alloc(const struct sampler_opts *o, const struct sample_sink 
         if (ms > 0)
                 s->procs.locate_delay_ns =
                     (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;
+        /* ... for test_daemon_first_look.sh: a delay (ms, at most LOCATE_DELAY_MAX_MS) before
+         * each process-context read, a slow job ... */
+        d = getenv("CTXPROF_TEST_PCTX_DELAY_MS");
+        ms = d ? strtol(d, NULL, 10) : 0;
+        if (ms > 0)
+                s->procs.pctx_delay_ns =
+                    (uint64_t)(ms < LOCATE_DELAY_MAX_MS ? ms : LOCATE_DELAY_MAX_MS) * NS_PER_MS;
         /* ... and for test_record_load.sh: a delay (us, at most RECORD_DELAY_MAX_US) per
          * record, a consumer slower than the samples it gets. */
         d = getenv("CTXPROF_TEST_RECORD_DELAY_US");

@@ -707,6 +707,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .jobs_abandoned = st.jobs_abandoned,
             .targets_stuck = st.targets_stuck,
             .targets_returned = st.targets_returned,
+            .first_wait_skips = st.first_wait_skips,
         };
         snprintf(sd->load_hook, sizeof(sd->load_hook), "%s", st.hook.name ? st.hook.name : "none");
         snprintf(sd->state, sizeof(sd->state), "%s", state);

@@ -173,11 +173,12 @@ static const struct labelled labelled[] = {
      "(past its deadline, its worker left blocked), refused (every worker stuck), "
      "refused_owner (not run: the target's owner already holds 2 workers stuck), "
      "targets_stuck (targets marked: no more jobs, sampled without context), targets_returned "
-     "(no longer: the stuck job's worker came back).",
+     "(no longer: the stuck job's worker came back), first_wait_skips (a new process's first "
+     "process-context look not waited for: the loop's budget for such waits was spent).",
      "outcome",
      {V("abandoned", st.jobs_abandoned), V("refused", st.jobs_refused),
       V("refused_owner", st.jobs_refused_owner), V("targets_stuck", st.targets_stuck),
-      V("targets_returned", st.targets_returned)}},
+      V("targets_returned", st.targets_returned), V("first_wait_skips", st.first_wait_skips)}},
     {"ctxprof_errors_total",
      "Errors by kind: sink (a sample the output refused), bad_record (a malformed ring record), "
      "tls_locate (a process whose context variables could not be located), event_lost (a "

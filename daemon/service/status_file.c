@@ -98,6 +98,7 @@ static const struct field daemon_fields[] = {
     D("jobs_abandoned", F_U64, jobs_abandoned),
     D("targets_stuck", F_U64, targets_stuck),
     D("targets_returned", F_U64, targets_returned),
+    D("first_wait_skips", F_U64, first_wait_skips),
     D("cap_eff", F_HEX, cap_eff),
 };
 

@@ -77,6 +77,7 @@ struct status_daemon {
          * those no longer stuck (sampler_stats: jobs_abandoned, targets_stuck,
          * targets_returned) */
         uint64_t jobs_abandoned, targets_stuck, targets_returned;
+        uint64_t first_wait_skips; /* first-look waits not made: their budget was spent */
 };
 
 /* One "target" line: a sampled process. */
