@@ -35,15 +35,21 @@
 #define FIRST_CAP         64          /* elements of a key-indexed array at first growth */
 #define SAMPLES_FIRST_CAP 1024        /* samples of a chunk at first growth */
 
+/* A chunk's sample until the chunk is encoded: 48 B (a chunk holds up to a million). An
+ * off-CPU interval's own fields are stored apart (most samples are CPU samples). */
 struct stored_sample {
         uint64_t ticks, trace_id;
         uint64_t span_id, root_span_id;
         uint32_t context_id, thread_key; /* thread_key 0: resolve by tid */
         pid_t tid;
-        /* off-CPU interval: off_cpu != 0; blocked_in = index in offcpu_strs + 1, 0 = none */
-        uint32_t off_cpu, state, blocked_in;
-        uint64_t duration_ns, runq_ns;
+        uint32_t off; /* off-CPU: index in offs + 1; 0 = a CPU sample */
 };
+struct stored_off {
+        uint64_t duration_ns, runq_ns;
+        uint32_t state, blocked_in; /* blocked_in: index in offcpu_strs + 1, 0 = none */
+};
+_Static_assert(sizeof(struct stored_sample) == 48, "a stored sample is 48 bytes");
+_Static_assert(sizeof(struct stored_off) == 24, "an off-CPU interval adds 24 bytes");
 
 struct jfr_writer {
         struct jfr_file *file;
@@ -73,6 +79,8 @@ struct jfr_writer {
         uint32_t *thread_list, nthreads, thread_cap; /* thread keys used in this chunk */
         struct stored_sample *samples;
         size_t nsamples, sample_cap;
+        struct stored_off *offs; /* the off-CPU samples' intervals */
+        size_t noffs, offs_cap;
         uint32_t unknown_stack_key; /* 0 = not created yet */
         uint64_t chunk_dropped_keys, chunk_unknown_stacks, chunk_threads_refused;
         struct jfr_buf proc_events; /* this chunk's ctxprof.ProcessContext events */
@@ -212,6 +220,7 @@ void jfr_writer_close(struct jfr_writer *w)
                 jfr_buf_free(bufs[i]);
         free(w->thread_list);
         free(w->samples);
+        free(w->offs);
         free(w);
 }
 
@@ -251,6 +260,7 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         w->nclasses = w->nmethods = w->nstacks = 0;
         w->nthreads = 0;
         w->nsamples = 0;
+        w->noffs = 0;
         w->unknown_stack_key = 0;
         w->chunk_dropped_keys = w->chunk_unknown_stacks = w->chunk_threads_refused = 0;
         jfr_buf_reset(&w->proc_events);
@@ -532,6 +542,9 @@ static int store_sample(struct jfr_writer *w, const struct jfr_sample *s,
                 return -EINVAL;
         int err = grow_array((void **)&w->samples, &w->sample_cap, sizeof(*w->samples),
                              w->nsamples + 1, SAMPLES_FIRST_CAP);
+        if (!err && off)
+                err = grow_array((void **)&w->offs, &w->offs_cap, sizeof(*w->offs), w->noffs + 1,
+                                 SAMPLES_FIRST_CAP);
         if (err)
                 return err;
         struct stored_sample *o = &w->samples[w->nsamples];
@@ -543,21 +556,22 @@ static int store_sample(struct jfr_writer *w, const struct jfr_sample *s,
         o->context_id = s->context_id;
         o->tid = s->tid;
         if (off) {
-                w->chunk_offcpu++;
-                o->off_cpu = 1;
-                o->state = off->state;
-                o->duration_ns = off->duration_ns;
-                o->runq_ns = off->runq_ns;
-        }
-        if (off && off->blocked_in) {
-                char t[JFR_MAX_STRING];
-                size_t n =
-                    jfr_utf8_sanitize(off->blocked_in, strlen(off->blocked_in), t, sizeof(t));
-                uint32_t idx;
+                struct stored_off *so = &w->offs[w->noffs];
 
-                if ((err = jfr_strtab_intern(&w->offcpu_strs, t, n, &idx, NULL)))
-                        return err;
-                o->blocked_in = idx + 1;
+                *so = (struct stored_off){
+                    .duration_ns = off->duration_ns, .runq_ns = off->runq_ns, .state = off->state};
+                if (off->blocked_in) {
+                        char t[JFR_MAX_STRING];
+                        size_t n = jfr_utf8_sanitize(off->blocked_in, strlen(off->blocked_in), t,
+                                                     sizeof(t));
+                        uint32_t idx;
+
+                        if ((err = jfr_strtab_intern(&w->offcpu_strs, t, n, &idx, NULL)))
+                                return err;
+                        so->blocked_in = idx + 1;
+                }
+                w->chunk_offcpu++;
+                o->off = (uint32_t)++w->noffs;
         }
         uint32_t k;
         if (jfr_u64map_get(&w->tids, (uint32_t)s->tid, &k))
@@ -742,9 +756,10 @@ static int sample_stack(struct jfr_writer *w, uint64_t trace_id, uint32_t *key)
 static void put_offcpu(struct jfr_writer *w, const struct stored_sample *s, uint32_t th,
                        uint32_t st, uint32_t ctx)
 {
+        const struct stored_off *o = &w->offs[s->off - 1];
         struct jfr_buf *b = &w->scratch;
-        uint64_t t0 = file_ticks(w, s->ticks), t1 = file_ticks(w, s->ticks + s->duration_ns);
-        uint32_t state = s->state;
+        uint64_t t0 = file_ticks(w, s->ticks), t1 = file_ticks(w, s->ticks + o->duration_ns);
+        uint32_t state = o->state;
 
         if (state != JFR_OFFCPU_SLEEPING && state != JFR_OFFCPU_UNINTERRUPTIBLE)
                 state = JFR_OFFCPU_OTHER;
@@ -753,12 +768,12 @@ static void put_offcpu(struct jfr_writer *w, const struct stored_sample *s, uint
         jfr_buf_varint(b, th);
         jfr_buf_varint(b, st);
         jfr_buf_varint(b, state);
-        if (s->blocked_in)
-                jfr_buf_string(b, jfr_strtab_str(&w->offcpu_strs, s->blocked_in - 1),
-                               w->offcpu_strs.len[s->blocked_in - 1]);
+        if (o->blocked_in)
+                jfr_buf_string(b, jfr_strtab_str(&w->offcpu_strs, o->blocked_in - 1),
+                               w->offcpu_strs.len[o->blocked_in - 1]);
         else
                 jfr_buf_u8(b, 0); /* null string */
-        jfr_buf_varint(b, s->runq_ns);
+        jfr_buf_varint(b, o->runq_ns);
         jfr_buf_varint(b, ctx); /* contextId */
         jfr_buf_varint(b, s->span_id);
         jfr_buf_varint(b, s->root_span_id);
@@ -782,7 +797,7 @@ static int put_samples(struct jfr_writer *w)
                         return err;
                 if (s->context_id)
                         jfr_u64map_get(&w->sets, s->context_id, &ctx);
-                if (s->off_cpu) {
+                if (s->off) {
                         put_offcpu(w, s, th, st, ctx);
                         continue;
                 }

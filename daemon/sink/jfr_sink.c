@@ -89,17 +89,23 @@ struct res_ent {
         char *service, *attributes; /* owned */
 };
 
-/* A sample of a batch: a CPU sample, or with off_cpu an off-CPU interval. */
-struct batch_sample {
-        struct jfr_sample s;
-        struct jfr_offcpu off; /* off.blocked_in is filled in by the writer thread */
-        int off_cpu;
+/* An off-CPU interval's own fields, kept apart from its sample: a chunk holds up to a million
+ * samples, most of them CPU samples, 40 B each (with these inline, 80 B each). In sample
+ * order; `sample` is its sample's index in the batch. */
+struct batch_off {
+        uint64_t duration_ns, runq_ns; /* blocked (run-queue delay included); of it runnable */
+        uint32_t sample;
+        uint32_t state; /* enum jfr_offcpu_state */
 };
+_Static_assert(sizeof(struct jfr_sample) == 40, "a buffered sample is 40 bytes");
+_Static_assert(sizeof(struct batch_off) == 24, "an off-CPU interval adds 24 bytes");
 
 /* One chunk's worth of samples and what they refer to. */
 struct batch {
-        struct batch_sample *samples;
+        struct jfr_sample *samples;
         size_t n, cap;
+        struct batch_off *offs; /* the off-CPU samples' intervals, in sample order */
+        size_t noffs, offs_cap;
         char *arena; /* label sets: per label u32 key_len, key, u32 value_len, value */
         size_t arena_len, arena_cap;
         struct lset_ent *lsets; /* open addressing, power-of-two size */
@@ -163,6 +169,7 @@ struct jfr_sink {
 static void batch_free(struct batch *b)
 {
         free(b->samples);
+        free(b->offs);
         free(b->arena);
         free(b->lsets);
         free(b->threads);
@@ -452,7 +459,9 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
         int err, refused = 0;
 
         if (b->n >= s->o.max_samples_per_chunk ||
-            grow_array((void **)&b->samples, &b->cap, sizeof(*b->samples), b->n + 1, FIRST_CAP)) {
+            grow_array((void **)&b->samples, &b->cap, sizeof(*b->samples), b->n + 1, FIRST_CAP) ||
+            (ds->off_cpu && grow_array((void **)&b->offs, &b->offs_cap, sizeof(*b->offs),
+                                       b->noffs + 1, FIRST_CAP))) {
                 pthread_mutex_lock(&s->mu);
                 s->c.samples_dropped++;
                 pthread_mutex_unlock(&s->mu);
@@ -468,18 +477,18 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
                 refused |= err;
         if (err >= 0)
                 err = batch_resource(b, ds);
-        b->samples[b->n++] = (struct batch_sample){
-            .s = {.ticks = ds->time_ns,
-                  .trace_id = id,
-                  .span_id = ds->has_span ? ds->span_id : 0,
-                  .root_span_id = ds->has_span ? ds->root_span_id : 0,
-                  .context_id = ctx_id,
-                  .tid = tid},
-            .off = {.duration_ns = ds->duration_ns,
-                    .runq_ns = ds->runq_ns,
-                    .state = offcpu_state(ds->off_state),
-                    .blocked_in = NULL},
-            .off_cpu = ds->off_cpu,
+        if (ds->off_cpu)
+                b->offs[b->noffs++] = (struct batch_off){.duration_ns = ds->duration_ns,
+                                                         .runq_ns = ds->runq_ns,
+                                                         .sample = (uint32_t)b->n,
+                                                         .state = offcpu_state(ds->off_state)};
+        b->samples[b->n++] = (struct jfr_sample){
+            .ticks = ds->time_ns,
+            .trace_id = id,
+            .span_id = ds->has_span ? ds->span_id : 0,
+            .root_span_id = ds->has_span ? ds->root_span_id : 0,
+            .context_id = ctx_id,
+            .tid = tid,
         };
         if (!s->cut_early && bounds_near(s))
                 s->cut_early = 1;
@@ -597,19 +606,23 @@ static int cmp_stack_id(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-/* A sample of the job, with the blocking function of its stack when it is off-CPU (the
- * job's stacks are sorted by id). */
-static int add_job_sample(struct jfr_writer *w, const struct job *j, const struct batch_sample *bs)
+/* A sample of the job; an off-CPU one (off, else NULL) with the blocking function of its
+ * stack (the job's stacks are sorted by id). */
+static int add_job_sample(struct jfr_writer *w, const struct job *j, const struct jfr_sample *smp,
+                          const struct batch_off *off)
 {
-        struct jfr_offcpu o = bs->off;
-        struct stack_rec key = {.id = bs->s.trace_id};
+        struct stack_rec key = {.id = smp->trace_id};
         const struct stack_rec *st;
+        struct jfr_offcpu o;
 
-        if (!bs->off_cpu)
-                return jfr_writer_add_sample(w, &bs->s);
+        if (!off)
+                return jfr_writer_add_sample(w, smp);
         st = bsearch(&key, j->stacks, j->nstacks, sizeof(*j->stacks), cmp_stack_id);
-        o.blocked_in = st && st->blocked_in[0] ? st->blocked_in : NULL;
-        return jfr_writer_add_offcpu(w, &bs->s, &o);
+        o = (struct jfr_offcpu){.duration_ns = off->duration_ns,
+                                .runq_ns = off->runq_ns,
+                                .state = (enum jfr_offcpu_state)off->state,
+                                .blocked_in = st && st->blocked_in[0] ? st->blocked_in : NULL};
+        return jfr_writer_add_offcpu(w, smp, &o);
 }
 
 static int write_labels(struct jfr_writer *w, const struct batch *b, const struct lset_ent *e)
@@ -659,8 +672,12 @@ static int write_job(struct jfr_sink *s, struct symctx *sc, struct job *j, size_
         for (uint32_t i = 0; !err && i < b->lset_cap; i++)
                 if (b->lsets[i].id)
                         err = write_labels(s->w, b, &b->lsets[i]);
-        for (size_t i = 0; !err && i < b->n; i++)
-                err = add_job_sample(s->w, j, &b->samples[i]);
+        for (size_t i = 0, k = 0; !err && i < b->n; i++) {
+                const struct batch_off *off =
+                    k < b->noffs && b->offs[k].sample == i ? &b->offs[k++] : NULL;
+
+                err = add_job_sample(s->w, j, &b->samples[i], off);
+        }
         if (err) {
                 jfr_writer_abort_chunk(s->w);
                 return err;
@@ -868,7 +885,7 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
         j->ids = malloc((j->b.n ? j->b.n : 1) * sizeof(*j->ids));
         if (j->ids) {
                 for (size_t i = 0; i < j->b.n; i++)
-                        j->ids[i] = j->b.samples[i].s.trace_id;
+                        j->ids[i] = j->b.samples[i].trace_id;
                 qsort(j->ids, j->b.n, sizeof(*j->ids), cmp_u64);
                 for (size_t i = 0; i < j->b.n; i++)
                         if (!j->nids || j->ids[j->nids - 1] != j->ids[i])
