@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * elf_syms.c — one offline elfutils session per module: file offset to raw names (see
- * elf_syms.h). Owns the Dwfl, the module's PT_LOAD table and its dwz alt file. Must never
+ * elf_syms.h). Owns the Dwfl, the module's PT_LOAD table and its dwz alt file; a Go binary
+ * without .symtab is named from its .gopclntab (go_pclntab.h). Must never
  * print, open the module by a name, follow a debug link (debuginfo_find.h), intern or
  * demangle (the caller does, with its bounds).
  */
 #include "stack/elf_syms.h"
 #include "stack/debuginfo_find.h"
+#include "stack/go_pclntab.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -33,6 +35,7 @@ struct elf_syms {
         int dwarf;                  /* its DWARF may be read (debuginfo_dwarf_prepare said so) */
         struct debuginfo_module dm; /* the module's userdata for the find_debuginfo hook */
         struct debuginfo_alt alt;   /* its dwz alt file, freed after dwfl_end */
+        struct go_pclntab go;       /* a Go binary's function table (into the Elf's data) */
 };
 
 /* The module's ELF is the descriptor (dwfl_report_elf), never found by name; debug files by
@@ -55,6 +58,31 @@ void elf_syms_free(struct elf_syms *e)
 }
 
 /* The PT_LOAD segments of elf, to turn file offsets into addresses. */
+/* A Go binary's .gopclntab, for the names .symtab would give (stripped with -s -w). */
+static void load_gopclntab(struct elf_syms *e, Elf *elf)
+{
+        GElf_Addr text = 0;
+        Elf_Data *data = NULL;
+        Elf_Scn *scn = NULL;
+        size_t shstrndx;
+
+        if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+                return;
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr sh;
+                const char *name;
+
+                if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+                        continue;
+                if (!strcmp(name, ".text"))
+                        text = sh.sh_addr;
+                else if (!strcmp(name, ".gopclntab") && sh.sh_type == SHT_PROGBITS)
+                        data = elf_getdata(scn, NULL);
+        }
+        if (data && data->d_buf)
+                go_pclntab_init(&e->go, data->d_buf, data->d_size, text);
+}
+
 static int load_segs(struct elf_syms *e, Elf *elf)
 {
         size_t nph = 0;
@@ -104,6 +132,7 @@ struct elf_syms *elf_syms_open(int fd, const char *name, int *dwarf_refused, int
                 elf_syms_free(e);
                 return NULL;
         }
+        load_gopclntab(e, elf);
         /* Before any lookup that may ask find_debuginfo or read DWARF. */
         GElf_Word crc;
         e->dm = (struct debuginfo_module){.dwfl = dwfl,
@@ -230,6 +259,8 @@ int elf_syms_resolve(struct elf_syms *e, uint64_t off, struct elf_sym_entry *out
         GElf_Sym sym;
         GElf_Off soff = 0;
         const char *sname = dwfl_module_addrinfo(e->mod, addr, &soff, &sym, NULL, NULL, NULL);
+        if (!sname)
+                sname = go_pclntab_name(&e->go, addr - e->bias); /* Go, stripped */
         if (n > 0) {
                 const char *dn = out[n - 1].function;
                 if (sname && (!dn || (is_mangled(sname) && !is_mangled(dn) && !strstr(dn, "::") &&

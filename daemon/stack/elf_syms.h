@@ -3,9 +3,10 @@
  * elf_syms.h — the elfutils half of symbolization: one module's ELF (from a descriptor) and
  * its DWARF (debug file by build id only, debuginfo_find.h) turned into raw names for a file
  * offset: the inline chain (innermost first, the real function last) with file:line, or the
- * symbol-table name. Names are as the file has them (mangled, not cut, not interned) and live
- * as long as the elf_syms. It runs in the parser helper (service/parser_server.c) or, without
- * one, in the daemon (stack/symbolize.c). Never prints; never opens the module by a name.
+ * symbol-table name (for a Go binary without one, the name its .gopclntab gives). Names are as the
+ * file has them (mangled, not cut, not interned) and live as long as the elf_syms. It runs in the
+ * parser helper (service/parser_server.c) or, without one, in the daemon (stack/symbolize.c). Never
+ * prints; never opens the module by a name.
  */
 #ifndef CTXPROF_ELF_SYMS_H
 #define CTXPROF_ELF_SYMS_H
