@@ -4,8 +4,10 @@
 # inode, polled by a tight loop): every file must still open in the JDK (`jfr summary`) and
 # in `ctxprof report` (exit 0, no warning about a torn tail). Appending chunks in place
 # left a partial chunk in about a third of such kills; JFR_WRITER_REPLACE must leave none.
-# The target is a workload this script starts, selected by its PID. KILL_ROUNDS=N to change
-# the number of kills (default 30).
+# A kill between a new state's link and its rename may leave that state's temporary file, at
+# most one per output: the next writer of the output removes it. The target is a workload
+# this script starts, selected by its PID. KILL_ROUNDS=N to change the number of kills
+# (default 30).
 . "$(dirname "$0")/sampler_lib.sh"
 command -v jfr >/dev/null || need_oracle "the JDK's jfr"
 ROUNDS=${KILL_ROUNDS:-30}
@@ -72,8 +74,19 @@ if ! jfr summary "$TMP/all.jfr" >"$TMP/sum.out" 2>&1; then
 	done
 	echo "the files joined do not read as one recording; one by one: $bad rejected"
 fi
-left=$(find "$TMP" -maxdepth 1 -name '.*.tmp' | wc -l)
+left=$(find "$TMP" -maxdepth 1 -name '.*.ctxprof.tmp' | wc -l)
 echo "killed $ROUNDS recordings right after a file change (files of $((bytes / ROUNDS / 1024)) KiB on average): $bad unreadable, $left temporary files left"
 [ "$bad" = 0 ] || fail "$bad of $ROUNDS killed recordings are unreadable"
-[ "$left" = 0 ] || fail "temporary files left in the output directory"
+# A kill between a new state's link and its rename leaves that state's temporary file: one
+# name per output (.NAME.ctxprof.tmp), so at most one per output, and the next writer of the
+# output removes it (jfr_file.c). Checked as the design says, not "none left": such a kill
+# is rare, not impossible.
+for t in $(find "$TMP" -maxdepth 1 -name '.*.ctxprof.tmp'); do
+	out=${t##*/.}
+	out=$TMP/${out%.ctxprof.tmp}
+	[ -f "$out" ] || fail "temporary file $t belongs to no output of this test"
+	"$CTXPROF" record -q -F 99 -p "$wl" -d 1 -o "$out" || fail "record to $out failed"
+	[ ! -e "$t" ] || fail "the next writer of $out did not remove $t"
+	echo "$t: removed by the next writer of ${out##*/}"
+done
 echo PASS
