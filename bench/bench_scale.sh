@@ -10,6 +10,10 @@
 #  - for each: samples, lost, without their stack, dropped by the writer, chunks cut early,
 #    its own CPU seconds (user + system) and peak RSS; for ctxprof, the lost samples by cause
 #    and the CPU per sample.
+# Then SCALE_PROCS (default 1000; 0: skipped) busy context-publishing processes (wl_attrib, one
+# thread each) and the daemon as packaged (mode context, 99 Hz, nice -10): the seconds until
+# every one is located (its status line says context=yes), then the daemon's CPU (% of a
+# core) over SCALE_SECS (default 20) and its RSS.
 # Needs root. B=build dir (default build); PERF=perf binary (default perf).
 set -u
 cd "$(dirname "$0")/.."
@@ -89,3 +93,38 @@ else
 fi
 echo "(cpu_s: the profiler's own user + system seconds; rss_kb: its peak RSS; dropped and cut:"
 echo " the JFR writer's samples dropped at a chunk's bound and chunks cut early before it)"
+stop_workload
+
+SCALE_PROCS=${SCALE_PROCS:-1000}
+SCALE_SECS=${SCALE_SECS:-20}
+LOCATE_DEADLINE=180 # seconds: past it, the count reached is printed
+[ "$SCALE_PROCS" -gt 0 ] || exit 0
+echo
+echo "# $SCALE_PROCS busy context-publishing processes, the daemon in mode context at 99 Hz"
+for ((i = 0; i < SCALE_PROCS; i++)); do
+	"$WL" long 0 1 >/dev/null 2>&1 &
+	pids+=($!)
+done
+st=$TMP/status
+t0=$(date +%s.%N)
+nice -n -10 "$CTXPROF" daemon --directory "$TMP/out" --status-file "$st" >"$TMP/daemon.log" 2>&1 &
+dpid=$!
+located=0
+while :; do
+	located=$(grep -c '^target .* context=yes' "$st" 2>/dev/null)
+	t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	[ "${located:-0}" -ge "$SCALE_PROCS" ] && break
+	kill -0 "$dpid" 2>/dev/null || { echo "the daemon exited: $(tail -3 "$TMP/daemon.log")"; exit 0; }
+	awk -v t="$t" -v d=$LOCATE_DEADLINE 'BEGIN { exit !(t > d) }' && break
+	sleep 1 # a measuring poll: the status file is rewritten every 2 s
+done
+echo "located: ${located:-0} of $SCALE_PROCS after $t s (daemon started at 0)"
+cpu0=$(awk '{ print $14 + $15 }' "/proc/$dpid/stat")
+sleep "$SCALE_SECS" # the measuring window
+cpu1=$(awk '{ print $14 + $15 }' "/proc/$dpid/stat")
+rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")
+awk -v a="$cpu0" -v b="$cpu1" -v s="$SCALE_SECS" -v hz="$(getconf CLK_TCK)" -v r="$rss" 'BEGIN {
+	printf "daemon once they are located: %.1f%% of a core over %d s, RSS %d KiB\n",
+		(b - a) * 100 / hz / s, s, r }'
+kill -TERM "$dpid"
+wait "$dpid" 2>/dev/null

@@ -43,6 +43,11 @@ same_as_perf() { # PERF_NAMES OURS
 	pt=$(awk '{ n += $1 } END { print n }' "$1")
 	while read -r n name; do
 		[ "$n" -gt $((pt / 20)) ] || continue
+		# The script's top-level code (no function name: "JS:^ APP/app.js:1:1") runs once
+		# and tiers up on its own schedule: one run (perf's, under load) had it baseline-
+		# compiled in 400 frames, the other left it in the interpreter, whose frames are
+		# node's builtin, not in the perf map. Only named functions compare across runs.
+		[[ "$name" =~ ^JS:[*^~+]?\  ]] && { echo "  (not compared: $name, the script's top level)"; continue; }
 		grep -qxF "$name" "$2" || fail "perf names '$name' ($n frames), ctxprof does not"
 	done <"$1"
 }
