@@ -6,7 +6,10 @@
  * produce main -> run_sort -> qsort... -> cmp_slow -> leaf. Also: bad input, dead pids.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "stack_sampler.h"
 
@@ -127,6 +130,27 @@ Test(unwind_dwarf, bad_input_and_dead_pid)
         dwarf_unwinder_free(u);
 }
 
+/* 1 once pid maps a file whose maps line holds needle, polled every 10 ms for up to 10 s. */
+static int wait_mapped(pid_t pid, const char *needle)
+{
+        char path[64], line[1024];
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+        for (int i = 0; i < 1000; i++) {
+                FILE *f = fopen(path, "r");
+                int found = 0;
+
+                while (f && !found && fgets(line, sizeof(line), f))
+                        found = strstr(line, needle) != NULL;
+                if (f)
+                        fclose(f);
+                if (found)
+                        return 1;
+                usleep(10000);
+        }
+        return 0;
+}
+
 Test(unwind_dwarf, code_mapped_after_attach_is_found, .timeout = 120)
 {
         char path[512];
@@ -155,6 +179,9 @@ Test(unwind_dwarf, code_mapped_after_attach_is_found, .timeout = 120)
 
         /* now the plugin gets mapped and runs */
         cr_assert_eq(write(in, "g", 1), 1);
+        /* the fact first (a loaded host may run the fixture's dlopen late: 6 of 20 samples
+         * came before it in one run), then past our own re-read limits */
+        cr_assert(wait_mapped(pid, "libfx_plugin.so"), "the plugin was not mapped within 10 s");
         usleep(200000); /* > UNWIND_REREPORT_NS and PROC_MAPS_REFRESH_NS */
         int ok = 0, total = 20;
         for (int i = 0; i < total; i++) {
