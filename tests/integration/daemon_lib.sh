@@ -63,6 +63,22 @@ start_daemon() {
 	DPID=$!
 	wait_for 30 "the daemon's first status file" daemon_up
 }
+# start_daemon ARGS... with a config (MCONF) that selects this run's cgroup and serves the
+# metrics on a free loopback port (listen = 127.0.0.1:0); URL: the address the log names
+MCONF=$TMP/metrics.conf
+start_daemon_metrics() {
+	cat >"$MCONF" <<CONF
+[targets]
+mode = selectors
+cgroup = $CGSEL
+[metrics]
+listen = 127.0.0.1:0
+CONF
+	start_daemon --config "$MCONF" "$@"
+	wait_for 20 "the metrics address in the log" \
+		grep -q 'metrics: serving http://127.0.0.1:[0-9]*/metrics' "$DLOG"
+	URL=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$DLOG" | head -1)
+}
 stop_daemon() {
 	kill -TERM "$DPID"
 	wait "$DPID"

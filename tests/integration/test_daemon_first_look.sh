@@ -15,15 +15,8 @@ for _ in $(seq $N); do
 	spawn "$WL/wl_attrib" long 0 1 >/dev/null
 	P="$P $SPAWNED"
 done
-cat >"$TMP/c.conf" <<CONF
-[targets]
-mode = selectors
-cgroup = $CGSEL
-[metrics]
-listen = 127.0.0.1:0
-CONF
 export CTXPROF_TEST_PCTX_DELAY_MS=1000
-start_daemon --config "$TMP/c.conf"
+start_daemon_metrics
 unset CTXPROF_TEST_PCTX_DELAY_MS
 for p in $P; do
 	wait_for 90 "process $p sampled with context" target_over "$p" 0 context_samples
@@ -31,8 +24,6 @@ done
 skips=$(dstat first_wait_skips)
 echo "first-look waits skipped: ${skips:-none}"
 [ "${skips:-0}" -ge 1 ] || fail "no first-look wait was skipped: the loop waited for all $N"
-URL=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$DLOG" | head -1)
-[ -n "$URL" ] || fail "no metrics address in the log"
 m=$(curl -sf "$URL" | grep '^ctxprof_target_jobs_total{outcome="first_wait_skips"}')
 echo "metrics: $m"
 [ "${m##* }" -ge 1 ] || fail "the metric does not count the skipped waits"

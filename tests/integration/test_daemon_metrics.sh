@@ -11,18 +11,9 @@
 # malformed address is a config error (exit 2).
 . "$(dirname "$0")/daemon_lib.sh"
 PROM="python3 $(dirname "$0")/prom_check.py"
-cat >"$TMP/c.conf" <<CONF
-[targets]
-mode = selectors
-cgroup = $CGSEL
-[metrics]
-listen = 127.0.0.1:0
-CONF
 spawn bash -c 'while :; do :; done'
 BUSY=$SPAWNED
-start_daemon --config "$TMP/c.conf"
-wait_for 20 "the metrics address in the log" grep -q 'metrics: serving http://127.0.0.1:[0-9]*/metrics' "$DLOG"
-URL=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$DLOG" | head -1)
+start_daemon_metrics
 PORT=${URL##*:}
 PORT=${PORT%/metrics}
 echo "endpoint $URL"
@@ -94,7 +85,7 @@ refused() { # EXIT-STATUS LOG-REGEX ARGS...
 	local want=$1 re=$2 rc
 	shift 2
 	: >"$TMP/r.log"
-	timeout 30 "$CTXPROF" daemon --config "$TMP/c.conf" --directory "$OUT" --status-file "$ST" "$@" >"$TMP/r.log" 2>&1
+	timeout 30 "$CTXPROF" daemon --config "$MCONF" --directory "$OUT" --status-file "$ST" "$@" >"$TMP/r.log" 2>&1
 	rc=$?
 	cat "$TMP/r.log"
 	[ "$rc" = "$want" ] || fail "daemon $* exited $rc, want $want"
