@@ -369,11 +369,16 @@ static int noctx_key_of(int fd, struct noctx_key *k)
         return 0;
 }
 
+static uint64_t file_key_hash(const struct noctx_key *k)
+{
+        return (k->ino ^ k->dev << 40 ^ k->size << 20 ^ (uint64_t)k->mtime_ns) *
+               0x9E3779B97F4A7C15ull;
+}
+
 /* 1 if the file k names is known to hold none of our variables; with add, remember that. */
 static int noctx_check(const struct noctx_key *k, int add)
 {
-        uint64_t h =
-            (k->ino ^ k->dev << 40 ^ k->size << 20 ^ (uint64_t)k->mtime_ns) * 0x9E3779B97F4A7C15ull;
+        uint64_t h = file_key_hash(k);
         int found = 0;
 
         pthread_mutex_lock(&noctx.lock);
@@ -398,6 +403,45 @@ static int noctx_check(const struct noctx_key *k, int add)
                 }
         }
         pthread_mutex_unlock(&noctx.lock);
+        return found;
+}
+
+/*
+ * Files known to define one of our variables, with what their scan found. 1,000 processes
+ * linking the same libctx.so would otherwise send it to the parser helper 1,000 times at
+ * their first locate, and again at each selector check and re-locate. Known by the same
+ * identity as noctx (device, inode, size, modification time); a slot is overwritten by the
+ * next file whose key hashes to it. Under a lock held for a copy only.
+ */
+#define CTX_FILE_SLOTS 64 /* power of two */
+static struct {
+        pthread_mutex_t lock;
+        struct ctx_file {
+                struct noctx_key key; /* ino 0 = empty */
+                struct elf_tls_info info;
+                struct elf_tls_sym syms[NSYMS];
+        } slot[CTX_FILE_SLOTS];
+} ctx_files = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* 1 and *info, syms filled if the file k names was scanned before and defines a variable;
+ * with add, remember info and syms for it instead. */
+static int ctx_file_cache(const struct noctx_key *k, int add, struct elf_tls_info *info,
+                          struct elf_tls_sym *syms)
+{
+        struct ctx_file *e = &ctx_files.slot[(file_key_hash(k) >> 32) & (CTX_FILE_SLOTS - 1)];
+        int found = 0;
+
+        pthread_mutex_lock(&ctx_files.lock);
+        if (add) {
+                e->key = *k;
+                e->info = *info;
+                memcpy(e->syms, syms, sizeof(e->syms));
+        } else if (e->key.ino && !memcmp(&e->key, k, sizeof(*k))) {
+                *info = e->info;
+                memcpy(syms, e->syms, sizeof(e->syms));
+                found = 1;
+        }
+        pthread_mutex_unlock(&ctx_files.lock);
         return found;
 }
 
@@ -445,6 +489,38 @@ static void use_musl_dtv(struct ctxprof_tls_target *t)
                         vars[i]->dtv_stride = MUSL_DTV_STRIDE;
 }
 
+/* The scan of the object open (O_PATH) at opath: 0 and *info, syms when it defines one of our
+ * variables, 1 when it defines none, -EBUSY (the helper was not asked: symbols_only runs on
+ * the sampling loop and never waits for it) or another -errno (not ELF, corrupt, unreadable).
+ * Both verdicts are remembered by the file's identity (noctx, ctx_files). */
+static int scan_object(int opath, int symbols_only, struct elf_tls_info *info,
+                       struct elf_tls_sym *syms, struct target_stats *st)
+{
+        struct noctx_key key;
+        int keyed = noctx_key_of(opath, &key) == 0;
+
+        if (keyed && noctx_check(&key, 0))
+                return 1;
+        if (keyed && ctx_file_cache(&key, 0, info, syms))
+                return 0;
+        int fd = target_reopen(opath, st);
+        if (fd < 0)
+                return fd;
+        int rc = symbols_only ? elf_tls_scan_nowait(fd, sym_names, NSYMS, 1, info, syms)
+                              : elf_tls_scan(fd, sym_names, NSYMS, 1, info, syms);
+        close(fd);
+        if (rc)
+                return rc;
+        if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined && !syms[SYM_OTEL].defined) {
+                if (keyed)
+                        noctx_check(&key, 1);
+                return 1;
+        }
+        if (keyed)
+                ctx_file_cache(&key, 1, info, syms);
+        return 0;
+}
+
 /* tls_locate, or with symbols_only tls_declares_context: 1 at the first module that defines a
  * context variable, the target's memory never read. */
 static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *st,
@@ -472,30 +548,16 @@ static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats
                         }
                         continue; /* refused or unreadable: cannot be ours to know about */
                 }
-                struct noctx_key key;
-                int keyed = noctx_key_of(opath, &key) == 0;
-                int fd = keyed && noctx_check(&key, 0) ? -1 : target_reopen(opath, st);
-                close(opath);
-                if (fd < 0)
-                        continue;
                 struct elf_tls_info info;
                 struct elf_tls_sym syms[NSYMS];
-                /* symbols_only runs on the sampling loop: it never waits for the helper */
-                int rc = symbols_only ? elf_tls_scan_nowait(fd, sym_names, NSYMS, 1, &info, syms)
-                                      : elf_tls_scan(fd, sym_names, NSYMS, 1, &info, syms);
-                close(fd);
+                int rc = scan_object(opath, symbols_only, &info, syms, st);
+                close(opath);
                 if (rc == -EBUSY) {
                         err = -EBUSY;
                         break;
                 }
                 if (rc)
-                        continue; /* not ELF, corrupt: not a context source */
-                if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined &&
-                    !syms[SYM_OTEL].defined) {
-                        if (keyed)
-                                noctx_check(&key, 1);
-                        continue;
-                }
+                        continue; /* not ELF, corrupt, ours to skip: not a context source */
                 int has_labels =
                     !found_labels && syms[SYM_LABELS].defined && syms[SYM_LABELS].type == STT_TLS;
                 int has_span =

@@ -418,7 +418,36 @@ Test(tls_locate, file_rewritten_in_place_is_read_again)
         cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
         cr_assert_neq(t.labels.mode, CTXPROF_TLS_NONE, "the rewritten file was not read again");
         fx_stop(&f);
+        /* and back: a file that defined our variables is not taken for what it was either */
+        usleep(10000);
+        rewrite_file(none, dst);
+        fx_start(&f, "tls_fx_rewritten", NULL, NULL);
+        cr_assert_eq(tls_locate(f.pid, &t, NULL), 0);
+        cr_assert_eq(t.labels.mode, CTXPROF_TLS_NONE, "the rewritten file's old variables stayed");
+        fx_stop(&f);
         unlink(dst);
+}
+
+Test(tls_locate, a_second_process_of_the_same_files_opens_none_of_them)
+{
+        struct target_stats st1 = {0}, st2 = {0};
+        struct ctxprof_tls_target t1, t2;
+        struct fx f;
+
+        fx_start(&f, "tls_fx_so", NULL, NULL);
+        cr_assert_eq(tls_locate(f.pid, &t1, &st1), 0);
+        fx_stop(&f);
+        cr_assert_neq(t1.labels.mode, CTXPROF_TLS_NONE);
+        cr_assert_gt(st1.opened, 0);
+        fx_start(&f, "tls_fx_so", NULL, NULL);
+        cr_assert_eq(tls_locate(f.pid, &t2, &st2), 0);
+        fx_stop(&f);
+        /* every file was read before: those without context and the library with it */
+        cr_assert_eq(st2.opened, 0, "%lu files read again", (unsigned long)st2.opened);
+        cr_assert_eq(t2.labels.mode, t1.labels.mode);
+        cr_assert_eq(t2.labels.tp_offset, t1.labels.tp_offset);
+        cr_assert_eq(t2.span.mode, t1.span.mode);
+        cr_assert_eq(t2.span.tp_offset, t1.span.tp_offset);
 }
 
 Test(tls_locate, dead_and_zombie_pid)
