@@ -47,11 +47,23 @@ struct module_entry {
         uint64_t serial;  /* unique over the registry's life: tells a reused id apart */
         uint32_t refs;    /* proc_maps table entries that point at it */
         uint64_t dead_ns; /* CLOCK_MONOTONIC when refs fell to 0; 0 while referenced */
+        /* the file fd holds, as fstat saw it when kept (what by_file indexes it by) */
+        struct file_id {
+                dev_t dev;
+                ino_t ino;
+                off_t size;
+                int64_t mtime_ns, ctime_ns;
+        } fid;
+        struct module_entry *file_next; /* by_file chain; in it while fd is kept */
 };
+_Static_assert(sizeof(struct file_id) == 40, "file_id is compared with memcmp: no padding");
 
 struct modules {
         pthread_mutex_t lock;
         struct module_entry *buckets[NBUCKETS];
+        /* entries with a kept fd by that file's device and inode: a process mapping a file
+         * the registry holds open is given its module without opening or parsing the file */
+        struct module_entry *by_file[NBUCKETS];
         struct module_entry **byid; /* index = id - CTXPROF_MODULE_FIRST; NULL = retired */
         size_t n, cap;              /* ids minted (byid's length), its capacity */
         uint32_t *free_ids;         /* retired ids, reused first */
@@ -189,6 +201,87 @@ static void remember_mapper(struct module_entry *e, const struct module_key *k)
         e->ino = k->ino;
 }
 
+static int64_t ts_ns(const struct timespec *t)
+{
+        return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* The identity of the file open at fd; -errno when fstat fails. */
+static int file_id_of(int fd, struct file_id *id)
+{
+        struct stat st;
+
+        if (fstat(fd, &st))
+                return -errno;
+        *id = (struct file_id){.dev = st.st_dev,
+                               .ino = st.st_ino,
+                               .size = st.st_size,
+                               .mtime_ns = ts_ns(&st.st_mtim),
+                               .ctime_ns = ts_ns(&st.st_ctim)};
+        return 0;
+}
+
+static uint32_t file_hash(dev_t dev, ino_t ino)
+{
+        return (uint32_t)(((uint64_t)ino ^ (uint64_t)dev << 32) * 0x9E3779B97F4A7C15ull >> 32);
+}
+
+/* Keep fd (the caller's, duplicated) as e's, and index e by its file. */
+static void keep_fd(struct modules *m, struct module_entry *e, int fd)
+{
+        if (m->nfds >= MODULES_MAX_FDS)
+                return;
+        e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (e->fd < 0)
+                return;
+        m->nfds++;
+        if (file_id_of(e->fd, &e->fid))
+                return;
+        uint32_t h = file_hash(e->fid.dev, e->fid.ino) % NBUCKETS;
+        e->file_next = m->by_file[h];
+        m->by_file[h] = e;
+}
+
+/* Take e out of the by_file index (if it is in it). */
+static void unindex_file(struct modules *m, struct module_entry *e)
+{
+        if (e->fd < 0)
+                return;
+        for (struct module_entry **pp = &m->by_file[file_hash(e->fid.dev, e->fid.ino) % NBUCKETS];
+             *pp; pp = &(*pp)->file_next)
+                if (*pp == e) {
+                        *pp = e->file_next;
+                        return;
+                }
+}
+
+int modules_ref_file(struct modules *m, const struct module_key *k, uint32_t *id)
+{
+        struct file_id now;
+        int found = 0;
+
+        if (!m || !k || !id)
+                return 0;
+        pthread_mutex_lock(&m->lock);
+        for (struct module_entry *e = m->by_file[file_hash(k->dev, k->ino) % NBUCKETS]; e;
+             e = e->file_next) {
+                if (e->fid.dev != k->dev || e->fid.ino != k->ino)
+                        continue;
+                /* the kept fd pins the inode, so (dev, inode) is still this file; a file
+                 * rewritten in place since (same inode, new contents) is read again */
+                if (file_id_of(e->fd, &now) || memcmp(&now, &e->fid, sizeof(now)))
+                        continue;
+                remember_mapper(e, k);
+                entry_ref(m, e);
+                *id = e->id;
+                m->st.reused++;
+                found = 1;
+                break;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return found;
+}
+
 int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32_t *id)
 {
         if (!m || !k || !k->path || !id || k->build_id_len > MODULES_BUILD_ID_MAX ||
@@ -215,11 +308,8 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
         if (e) {
                 /* Known file: adopt a descriptor if we have none yet (first sight may have
                  * been without access). */
-                if (e->fd < 0 && fd >= 0 && m->nfds < MODULES_MAX_FDS) {
-                        e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                        if (e->fd >= 0)
-                                m->nfds++;
-                }
+                if (e->fd < 0 && fd >= 0)
+                        keep_fd(m, e, fd);
                 remember_mapper(e, k);
                 entry_ref(m, e);
                 *id = e->id;
@@ -239,11 +329,8 @@ int modules_intern(struct modules *m, const struct module_key *k, int fd, uint32
                 goto out;
         }
         e->fd = -1;
-        if (fd >= 0 && m->nfds < MODULES_MAX_FDS) {
-                e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                if (e->fd >= 0)
-                        m->nfds++;
-        }
+        if (fd >= 0)
+                keep_fd(m, e, fd);
         int pinned = e->fd >= 0 && !k->build_id_len;
         e->key = pinned ? pkey : fkey;
         e->hash = pinned ? ph : fh;
@@ -323,6 +410,7 @@ unsigned modules_reap(struct modules *m, uint64_t before_ns)
                                m->nfree + 1, BYID_FIRST_CAP))
                         break;
                 unhash(m, e);
+                unindex_file(m, e);
                 if (e->fd >= 0)
                         m->nfds--;
                 m->byid[i] = NULL;

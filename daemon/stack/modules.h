@@ -70,6 +70,11 @@ struct module_key {
  * it when it keeps one, the caller still owns fd.
  * -ENOSPC when MODULES_MAX is reached, -ENOMEM, -EINVAL. */
 int modules_intern(struct modules *, const struct module_key *key, int fd, uint32_t *id);
+/* The module of a file the registry keeps open, without opening or reading it: 1 and *id
+ * (with a reference, as modules_intern) when key's device and inode are those of a kept
+ * file whose size, modification and change times have not changed since; 0 otherwise (the
+ * caller opens the file and interns it). */
+int modules_ref_file(struct modules *, const struct module_key *key, uint32_t *id);
 
 /* A new read-only descriptor of the module's file for symbolization (caller closes it), or
  * -errno: -ENOENT unknown id or file no longer reachable, -ESTALE the mapping now holds another
@@ -98,6 +103,7 @@ struct modules_stats {
         uint64_t retired;     /* modules reaped (ids freed) */
         uint64_t full;        /* registrations refused: MODULES_MAX reached */
         uint64_t target_full; /* refused: one process over PROC_MAPS_MAX_MODULES */
+        uint64_t reused;      /* registrations by modules_ref_file: no open, no ELF read */
 };
 void modules_get_stats(struct modules *, struct modules_stats *out);
 /* proc_maps.c: a process registered more than its bound (counted here). */

@@ -106,7 +106,10 @@ static uint32_t module_register(struct proc_maps *pm, int procdir, const struct 
                                  .map_start = m->start,
                                  .map_end = m->end};
         unsigned char bid[MODULES_BUILD_ID_MAX];
+        uint32_t id = CTXPROF_MODULE_UNKNOWN;
         int fd = -1;
+        if (m->path[0] == '/' && modules_ref_file(pm->mods, &key, &id))
+                return id; /* a file kept open already: most processes share their libraries */
         if (m->path[0] == '/') {
                 struct target_file tf = {.start = m->start,
                                          .end = m->end,
@@ -123,7 +126,6 @@ static uint32_t module_register(struct proc_maps *pm, int procdir, const struct 
                         }
                 }
         }
-        uint32_t id = CTXPROF_MODULE_UNKNOWN;
         if (modules_intern(pm->mods, &key, fd, &id) < 0)
                 id = CTXPROF_MODULE_UNKNOWN;
         if (fd >= 0)

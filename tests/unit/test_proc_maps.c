@@ -268,3 +268,68 @@ Test(proc_maps, an_expensive_process_is_reread_only_within_its_share)
         close(fd);
         modules_free(mods);
 }
+
+/* An executable mapping of a new two-page file in dir (not ELF: no build id shares its
+ * module with another file): its address; *path, *fd. */
+static char *map_new_file(const char *dir, char *path, size_t len, int *fd)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        char buf[8192];
+
+        memset(buf, 0xcc, sizeof(buf));
+        snprintf(path, len, "%s/code", dir);
+        *fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+        cr_assert_geq(*fd, 0);
+        cr_assert_eq(write(*fd, buf, (size_t)(2 * page)), 2 * page);
+        char *m = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, *fd, 0);
+        cr_assert_neq(m, MAP_FAILED);
+        return m;
+}
+
+Test(proc_maps, a_file_the_registry_keeps_is_not_opened_again_unless_rewritten)
+{
+        struct modules *mods = modules_new();
+        struct modules_stats ms0, ms1;
+        struct proc_maps *a = NULL, *b = NULL, *c = NULL;
+        struct ctxprof_frame fa, fb, fc;
+        char dir[] = "/tmp/ctxprof-pm-XXXXXX", path[PATH_MAX];
+        int fd;
+
+        cr_assert_not_null(mods);
+        cr_assert_not_null(mkdtemp(dir));
+        char *m = map_new_file(dir, path, sizeof(path), &fd);
+        uint64_t ip = (uint64_t)(uintptr_t)m + 9;
+
+        /* two tables over the same mappings: two processes sharing their files */
+        cr_assert_eq(proc_maps_open(mods, getpid(), &a), 0);
+        uint64_t opened = modules_target_stats(mods)->opened;
+        modules_get_stats(mods, &ms0);
+        cr_assert_eq(proc_maps_open(mods, getpid(), &b), 0);
+        modules_get_stats(mods, &ms1);
+        cr_assert_eq(modules_target_stats(mods)->opened, opened,
+                     "the second table opened %lu files the registry keeps open",
+                     (unsigned long)(modules_target_stats(mods)->opened - opened));
+        cr_assert_gt(ms1.reused, ms0.reused);
+        cr_assert_eq(proc_maps_resolve(a, ip, &fa), 0);
+        cr_assert_eq(proc_maps_resolve(b, ip, &fb), 0);
+        cr_assert_geq(fa.module_id, CTXPROF_MODULE_FIRST);
+        cr_assert_eq(fb.module_id, fa.module_id);
+
+        /* the same inode rewritten in place (new contents, new times): read again */
+        struct timespec later[2] = {{.tv_sec = 1}, {.tv_sec = 1}};
+        cr_assert_eq(pwrite(fd, "x", 1, 4096), 1);
+        cr_assert_eq(futimens(fd, later), 0);
+        cr_assert_eq(proc_maps_open(mods, getpid(), &c), 0);
+        cr_assert_gt(modules_target_stats(mods)->opened, opened, "a rewritten file was trusted");
+        cr_assert_eq(proc_maps_resolve(c, ip, &fc), 0);
+        cr_assert_geq(fc.module_id, CTXPROF_MODULE_FIRST);
+
+        proc_maps_free(a);
+        proc_maps_free(b);
+        proc_maps_free(c);
+        munmap(m, (size_t)sysconf(_SC_PAGESIZE));
+        close(fd);
+        unlink(path);
+        rmdir(dir);
+        modules_free(mods);
+}
