@@ -177,15 +177,15 @@ static void json_otel(FILE *f, const struct sampler_stats *st)
                 o->duplicates, o->unknown_keys, o->values_truncated, o->labels_dropped, o->shadowed,
                 o->root_span_bad);
         fprintf(f,
-                ", \"process_context\": {\"decoded\": %" PRIu64 ", \"absent\": %" PRIu64
-                ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64 ", \"torn\": %" PRIu64
-                ", \"decode_errors\": %" PRIu64 ", \"too_deep\": %" PRIu64
+                ", \"process_context\": {\"decoded\": %" PRIu64 ", \"quick\": %" PRIu64
+                ", \"absent\": %" PRIu64 ", \"bad_header\": %" PRIu64 ", \"too_large\": %" PRIu64
+                ", \"torn\": %" PRIu64 ", \"decode_errors\": %" PRIu64 ", \"too_deep\": %" PRIu64
                 ", \"bad_schema\": %" PRIu64 ", \"bad_keys\": %" PRIu64
                 ", \"read_faults\": %" PRIu64 ", \"parser_failed\": %" PRIu64
                 ", \"parser_busy\": %" PRIu64 "}}",
-                p->decoded, p->absent, p->bad_header, p->too_large, p->torn, p->decode_errors,
-                p->too_deep, p->bad_schema, p->bad_keys, p->read_faults, p->parser_failed,
-                p->parser_busy);
+                p->decoded, p->quick, p->absent, p->bad_header, p->too_large, p->torn,
+                p->decode_errors, p->too_deep, p->bad_schema, p->bad_keys, p->read_faults,
+                p->parser_failed, p->parser_busy);
 }
 
 /* "target_files": hostile target input the daemon refused, by reason (util/target_stats.h),

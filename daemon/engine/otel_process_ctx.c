@@ -373,6 +373,23 @@ int otel_pctx_present(pid_t pid, struct target_stats *st)
         return err == -ENOENT ? 0 : err ? err : 1;
 }
 
+/* 1 if the header decoded last is still where it was found, with the same timestamp: a
+ * quick look (one process_vm_readv) that lets the maps read wait, at most OTEL_PCTX_QUICK_MAX
+ * times in a row (a second mapping published elsewhere is found by the maps read). */
+static int unchanged_where_found(pid_t pid, struct otel_pctx *pc)
+{
+        struct pctx_header h;
+
+        if (!pc->at || !pc->published_ns || pc->quick_checks >= OTEL_PCTX_QUICK_MAX)
+                return 0;
+        if (tls_vm_read(pid, pc->at, &h, sizeof(h)) ||
+            memcmp(h.signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) || h.version != PCTX_VERSION ||
+            h.published_at_ns != pc->published_ns)
+                return 0;
+        pc->quick_checks++;
+        return 1;
+}
+
 int otel_pctx_refresh(pid_t pid, uint32_t owner, struct otel_pctx *pc, uint64_t now,
                       struct otel_pctx_stats *st)
 {
@@ -383,12 +400,19 @@ int otel_pctx_refresh(pid_t pid, uint32_t owner, struct otel_pctx *pc, uint64_t 
         int err;
 
         pc->checked_ns = now;
+        if (unchanged_where_found(pid, pc)) {
+                st->quick++;
+                return 0;
+        }
+        pc->quick_checks = 0;
+        pc->at = 0;
         err = find_mapping(pid, &at, &st->target);
         if (err) {
                 if (err == -ENOENT)
                         st->absent++;
                 return err == -ENOENT ? 0 : err;
         }
+        pc->at = at;
         /* process_vm_readv, not /proc/PID/mem: a payload in a FUSE-backed page waits for
          * its server without holding the target's mmap lock (tls/tls_locate.h) */
         err = tls_vm_read(pid, at, &h, sizeof(h));
@@ -418,6 +442,7 @@ int otel_pctx_refresh(pid_t pid, uint32_t owner, struct otel_pctx *pc, uint64_t 
                 return err;
         }
         next.published_ns = h.published_at_ns;
+        next.at = at;
         next.next_ns = pc->next_ns;
         next.backoff_ns = pc->backoff_ns;
         next.checked_ns = now;

@@ -27,12 +27,15 @@ struct parser_client;
 #define OTEL_PCTX_MAX_PAYLOAD  (1u << 20) /* 1 MiB: bigger is refused */
 #define OTEL_PCTX_MAX_RESOURCE 64
 #define OTEL_PCTX_VALUE_MAX    256 /* resource values kept as text up to this many bytes */
+#define OTEL_PCTX_QUICK_MAX    16  /* refreshes by the header alone between two maps reads */
 
 struct otel_pctx {
         uint64_t published_ns; /* header timestamp of the payload decoded; 0 = none yet */
         uint64_t next_ns;      /* no refresh before (rate limit, CLOCK_MONOTONIC) */
         uint64_t checked_ns;   /* last refresh attempt */
         uint64_t backoff_ns;   /* the caller's retry interval (grows while nothing changes) */
+        uint64_t at;           /* where the mapping's header was last found; 0 = not found */
+        unsigned quick_checks; /* refreshes since the last maps read that read only the header */
         char **keys;           /* threadlocal.attribute_key_map; NULL slot = unusable name */
         unsigned n_keys;
         char **res_keys, **res_values; /* resource attributes as strings */
@@ -42,6 +45,7 @@ struct otel_pctx {
 
 struct otel_pctx_stats {
         uint64_t decoded;       /* payloads read and decoded */
+        uint64_t quick;         /* refreshes that found the header unchanged where it was */
         uint64_t absent;        /* refreshes that found no OTEL_CTX mapping */
         uint64_t bad_header;    /* signature or version not OTEP 4719's */
         uint64_t too_large;     /* payload_size over OTEL_PCTX_MAX_PAYLOAD: refused */
@@ -60,7 +64,10 @@ struct otel_pctx_stats {
 
 /*
  * Read pid's process context again if its header's timestamp changed since the last
- * decode: 1 = decoded anew, 0 = unchanged (or nothing to read: absent counted), -errno
+ * decode. The header is read where it was last found first (pc->at): when it is still there
+ * with the decoded timestamp, /proc/PID/maps is not read (quick, counted), but at least
+ * every OTEL_PCTX_QUICK_MAX refreshes it is. 1 = decoded anew, 0 = unchanged (or nothing to
+ * read: absent counted), -errno
  * (counted; the previous decode, if any, stays). Sets pc->checked_ns = now. The payload is
  * decoded in the parser lane of pid's real uid as read after the payload (util/parser_client.h),
  * owner's (the caller's; UINT32_MAX: not known) when it cannot be read.

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,13 +69,19 @@
 
 /* The OpenTelemetry process context (engine/otel_process_ctx.h): looked at every
  * PCTX_CHECK_NS, at most every PCTX_RETRY_NS when keys are missing, doubling up to
- * PCTX_CHECK_NS while refreshes find nothing new (a process that never publishes one, or
- * names keys it never publishes, costs a maps scan a second at most), and up to PCTX_ALONE_NS
- * (50 ms doubled 7 times) for a process without an OTel thread context that has published
- * none yet (every sampled process is looked at: OTEP 4719). */
+ * PCTX_CHECK_NS while refreshes find nothing new (a process that names keys it never
+ * publishes costs a maps scan a second at most), and up to PCTX_ALONE_NS (50 ms doubled 7
+ * times) for a process that has published none yet and whose samples need no key names from
+ * it (every sampled process is looked at: OTEP 4719; 1,000 processes with a thread context
+ * but no process context would otherwise cost 1,000 maps reads a second). */
 #define PCTX_CHECK_NS 1000000000ull
-#define PCTX_RETRY_NS 50000000ull
-#define PCTX_ALONE_NS 6400000000ull
+/* ... and with many processes, each one's look comes at most every PCTX_CHECK_SHARE_NS times
+ * the processes in the table: at most 50 routine looks a second over them all (1,000
+ * processes: every 20 s each). A sample naming keys its process lacks is looked at within
+ * PCTX_CHECK_NS whatever their number. */
+#define PCTX_CHECK_SHARE_NS 20000000ull /* 20 ms */
+#define PCTX_RETRY_NS       50000000ull
+#define PCTX_ALONE_NS       6400000000ull
 /* A process's first look waits this long at most (for its locating job, then for its own):
  * its first samples are named by the service the context names. */
 #define PCTX_FIRST_WAIT_NS 50000000ull /* 50 ms */
@@ -497,6 +504,7 @@ static void pctx_stats_add(struct otel_pctx_stats *dst, const struct otel_pctx_s
 static void pctx_applied(struct proc *p, struct otel_pctx *pc, int ret, uint64_t now)
 {
         uint64_t next = p->otel.next_ns, backoff = p->otel.backoff_ns;
+        int keys_wanted = p->otel_keys_wanted;
 
         if (ret == 1) {
                 otel_pctx_clear(&p->otel);
@@ -504,6 +512,8 @@ static void pctx_applied(struct proc *p, struct otel_pctx *pc, int ret, uint64_t
                 memset(pc, 0, sizeof(*pc));
         } else {
                 p->otel.published_ns = pc->published_ns; /* a payload that did not decode */
+                p->otel.at = pc->at;
+                p->otel.quick_checks = pc->quick_checks;
         }
         p->otel.checked_ns = now;
         p->otel.next_ns = next;
@@ -511,9 +521,9 @@ static void pctx_applied(struct proc *p, struct otel_pctx *pc, int ret, uint64_t
         if (ret == 1 || !p->otel.backoff_ns)
                 p->otel.backoff_ns = PCTX_RETRY_NS;
         else if (p->otel.backoff_ns < PCTX_CHECK_NS ||
-                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns &&
-                  p->published.otel.mode == CTXPROF_TLS_NONE))
+                 (p->otel.backoff_ns < PCTX_ALONE_NS && !p->otel.published_ns && !keys_wanted))
                 p->otel.backoff_ns *= 2;
+        p->otel_keys_wanted = 0;
         p->otel.next_ns = now + p->otel.backoff_ns;
 }
 
@@ -717,14 +727,27 @@ static void first_look_wait(struct procs *t, struct proc *p)
         t->first_wait_tokens_ns -= took < t->first_wait_tokens_ns ? took : t->first_wait_tokens_ns;
 }
 
+/* The least time between two routine looks at one process's context (PCTX_CHECK_SHARE_NS). */
+static uint64_t pctx_check_interval(const struct procs *t)
+{
+        uint64_t shared = (uint64_t)t->n * PCTX_CHECK_SHARE_NS;
+
+        return shared > PCTX_CHECK_NS ? shared : PCTX_CHECK_NS;
+}
+
 void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_missing)
 {
         int first = !p->otel.checked_ns;
         struct proc_job *jb;
 
+        if (keys_missing && !p->otel_keys_wanted) {
+                p->otel_keys_wanted = 1; /* looked at within PCTX_CHECK_NS, whatever the backoff */
+                if (p->otel.next_ns > p->otel.checked_ns + PCTX_CHECK_NS)
+                        p->otel.next_ns = p->otel.checked_ns + PCTX_CHECK_NS;
+        }
         if (!p->alive || p->stuck || now < p->otel.next_ns)
                 return;
-        if (now - p->otel.checked_ns < PCTX_CHECK_NS && !keys_missing)
+        if (now - p->otel.checked_ns < pctx_check_interval(t) && !keys_missing)
                 return;
         if (first)
                 first_look_wait(t, p); /* for its locating job */

@@ -64,6 +64,9 @@ struct proc {
         char name[CTXPROF_COMM_LEN + 1];
         struct proc_maps *maps; /* NULL until opened */
         struct otel_pctx otel;  /* its OpenTelemetry process context (OTEP 4719), if any */
+        int otel_keys_wanted;   /* a sample since the last look named keys it does not have */
+        unsigned threads;       /* its live threads when last counted (proc_threads) */
+        uint64_t threads_ns;    /* ... at this time; 0 = never */
         uint64_t ku_sync_ns;    /* its in-kernel unwinding mapping list was last written */
         int ku_incomplete;      /* ... without a table being built or put off (kunwind_sync
                                  * returned 1) */

@@ -70,10 +70,13 @@ for kind in $kinds; do
 	decoded=$(jq .otel.process_context.decoded "$TMP/alone_$kind.json")
 	calls=$(jq .parser.pctx_calls "$TMP/alone_$kind.json")
 	echo "alone_$kind: $all samples, $named named checkout-svc-$WPID;" \
-		"process_context $(jq -c '.otel.process_context | {decoded, absent}' "$TMP/alone_$kind.json")," \
+		"process_context $(jq -c '.otel.process_context | {decoded, quick, absent}' "$TMP/alone_$kind.json")," \
 		"$calls decoded by the parser helper"
 	[ "$decoded" -ge 1 ] && [ "$calls" -ge "$decoded" ] ||
 		fail "alone_$kind: process contexts not decoded by the parser helper ($calls of $decoded)"
+	# looked at again by its header where it was found, not by reading the maps each time
+	[ "$(jq .otel.process_context.quick "$TMP/alone_$kind.json")" -ge 1 ] ||
+		fail "alone_$kind: no look at the unchanged context was a quick one"
 	[ "$all" -ge 300 ] || fail "alone_$kind: too few samples ($all)"
 	[ "$named" = "$all" ] || fail "alone_$kind: $((all - named)) samples not named by service.name"
 done
