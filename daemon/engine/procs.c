@@ -760,6 +760,8 @@ void proc_pctx_refresh(struct procs *t, struct proc *p, uint64_t now, int keys_m
         jb->delay_ns = t->pctx_delay_ns;
         jb->owner = p->owner;
         jb->pc.published_ns = p->otel.published_ns;
+        jb->pc.at = p->otel.at;
+        jb->pc.quick_checks = p->otel.quick_checks;
         if (!t->jobs) {
                 proc_job_run(jb);
                 target_stats_add(&t->target, &jb->st);
@@ -862,4 +864,21 @@ int proc_gone(pid_t pid)
         buf[n] = '\0';
         rp = strrchr(buf, ')');
         return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X' || rp[2] == 'x');
+}
+
+#define PROC_TASK_DIR_LINKS 2 /* /proc/PID/task: "." and "..", then one per thread */
+
+unsigned proc_threads(struct proc *p, uint64_t now)
+{
+        char path[48];
+        struct stat st;
+
+        if (p->threads_ns && now - p->threads_ns < PROC_THREADS_STALE_NS)
+                return p->threads;
+        p->threads_ns = now;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
+        p->threads = stat(path, &st) || st.st_nlink < PROC_TASK_DIR_LINKS
+                         ? 0
+                         : (unsigned)(st.st_nlink - PROC_TASK_DIR_LINKS);
+        return p->threads;
 }

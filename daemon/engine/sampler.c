@@ -375,10 +375,11 @@ int sampler_is_target(struct sampler *s, pid_t pid)
 
 void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
 {
+        uint64_t now = mono_ns();
         size_t i;
 
         for (i = 0; i < s->procs.n; i++) {
-                const struct proc *p = &s->procs.v[i];
+                struct proc *p = &s->procs.v[i];
                 struct sampler_target t;
 
                 if (!p->alive)
@@ -390,6 +391,7 @@ void sampler_foreach_target(struct sampler *s, sampler_target_fn fn, void *ctx)
                                             .stacks_refused = p->stacks_refused,
                                             .labels_refused = p->labels_refused,
                                             .threads_refused = p->threads_refused,
+                                            .threads = proc_threads(p, now),
                                             .context_located = p->tls_state == PROC_TLS_LOCATED,
                                             .stuck = p->stuck};
                 fn(ctx, &t);

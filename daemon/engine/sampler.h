@@ -203,6 +203,7 @@ struct sampler_target {
         const char *name;
         uint64_t samples, with_context; /* samples consumed for it; those with context */
         uint64_t stacks_refused, labels_refused, threads_refused; /* by a store's bound */
+        unsigned threads;    /* live threads, counted at most PROC_THREADS_STALE_NS ago */
         int context_located; /* its Custom Labels / span variables are located */
         int stuck;           /* a job on it passed its deadline: no more jobs, no context */
 };

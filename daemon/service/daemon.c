@@ -49,7 +49,6 @@
 #include "util/clock.h"
 #include "util/event_loop.h"
 #include "util/grow.h"
-#include "util/proc_lines.h"
 
 #define PEND_MAX       1024
 #define PEND_WINDOW_NS 3000000000ull /* context mode: give a new image 3 s to publish */
@@ -582,17 +581,6 @@ static void scan_slice(struct daemon *d)
         }
 }
 
-/* Threads of pid, from /proc/PID/status (lines capped: util/proc_lines.h). */
-static unsigned proc_threads(pid_t pid)
-{
-        char v[32];
-        unsigned n = 0;
-
-        if (proc_status_value(pid, "Threads", v, sizeof(v), NULL) || sscanf(v, "%u", &n) != 1)
-                return 0;
-        return n;
-}
-
 struct status_ctx {
         struct status_text *t;
         struct daemon *d;
@@ -608,7 +596,7 @@ static void status_target(void *ctx, const struct sampler_target *t)
             .stacks_refused = t->stacks_refused,
             .labels_refused = t->labels_refused,
             .threads_refused = t->threads_refused,
-            .threads = proc_threads(t->pid),
+            .threads = t->threads,
             .context_located = t->context_located,
             .stuck = t->stuck,
         };
