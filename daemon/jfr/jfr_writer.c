@@ -77,8 +77,9 @@ struct jfr_writer {
         uint32_t nclasses, nmethods, nstacks;
         struct jfr_buf class_pool, method_pool, stack_pool, scratch, tail, out;
         uint32_t *thread_list, nthreads, thread_cap; /* thread keys used in this chunk */
-        struct stored_sample *samples;
+        struct stored_sample *samples;               /* those not encoded when added (encode_now) */
         size_t nsamples, sample_cap;
+        size_t nencoded;         /* CPU samples of this chunk encoded into out when added */
         struct stored_off *offs; /* the off-CPU samples' intervals */
         size_t noffs, offs_cap;
         uint32_t unknown_stack_key; /* 0 = not created yet */
@@ -260,11 +261,26 @@ void jfr_writer_abort_chunk(struct jfr_writer *w)
         w->nclasses = w->nmethods = w->nstacks = 0;
         w->nthreads = 0;
         w->nsamples = 0;
+        w->nencoded = 0;
+        jfr_buf_reset(&w->out);
         w->noffs = 0;
         w->unknown_stack_key = 0;
         w->chunk_dropped_keys = w->chunk_unknown_stacks = w->chunk_threads_refused = 0;
         jfr_buf_reset(&w->proc_events);
         w->chunk_offcpu = 0;
+}
+
+/* The chunk's header, its offsets and times patched by jfr_writer_end_chunk: the chunk is
+ * built in out from its start, its CPU samples encoded there as they come (encode_now). */
+static void chunk_header(struct jfr_buf *o)
+{
+        jfr_buf_reset(o);
+        jfr_buf_put(o, "FLR\0", 4);
+        jfr_buf_be16(o, 2);
+        jfr_buf_be16(o, 1);
+        for (int i = 0; i < 7; i++)
+                jfr_buf_be64(o, 0); /* patched at the chunk's end */
+        jfr_buf_be32(o, 1);         /* state 0 (finished), flags: compressed integers */
 }
 
 int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_t start_ticks)
@@ -286,6 +302,7 @@ int jfr_writer_begin_chunk(struct jfr_writer *w, uint64_t start_wall_ns, uint64_
         w->value_base = w->next_value;
         jfr_context_pool_begin(w->contexts, w->next_context, w->next_value);
         memset(&w->stats, 0, sizeof(w->stats));
+        chunk_header(&w->out);
         return 0;
 }
 
@@ -534,12 +551,35 @@ int jfr_writer_add_labels(struct jfr_writer *w, uint32_t context_id, const struc
         return err ? err : jfr_u64map_put(&w->sets, context_id, key);
 }
 
-/* The stored copy of s (and of o, for an off-CPU interval; NULL for a CPU sample). */
+static void put_cpu_sample(struct jfr_writer *w, uint64_t ticks, uint32_t th, uint32_t st,
+                           uint32_t ctx, uint64_t span_id, uint64_t root_span_id);
+
+/* A CPU sample whose thread, stack and label set the chunk knows already is encoded into the
+ * chunk at once: 48 B less per buffered sample than its stored copy (a chunk holds up to a
+ * million). jfr_sink adds them before their samples; a caller that does not gets the stored
+ * copy, resolved at the chunk's end. 1 when encoded, 0 when it is to be stored. */
+static int encode_now(struct jfr_writer *w, const struct jfr_sample *s)
+{
+        uint32_t th, st, ctx = 0;
+
+        if (!jfr_u64map_get(&w->tids, (uint32_t)s->tid, &th) ||
+            !jfr_u64map_get(&w->stacks, s->trace_id, &st) ||
+            (s->context_id && !jfr_u64map_get(&w->sets, s->context_id, &ctx)) || mark_thread(w, th))
+                return 0;
+        put_cpu_sample(w, s->ticks, th, st, ctx, s->span_id, s->root_span_id);
+        w->nencoded++;
+        return 1;
+}
+
+/* The stored copy of s (and of o, for an off-CPU interval; NULL for a CPU sample), or s
+ * encoded at once (encode_now). */
 static int store_sample(struct jfr_writer *w, const struct jfr_sample *s,
                         const struct jfr_offcpu *off)
 {
         if (!w->in_chunk)
                 return -EINVAL;
+        if (!off && encode_now(w, s))
+                return w->out.err;
         int err = grow_array((void **)&w->samples, &w->sample_cap, sizeof(*w->samples),
                              w->nsamples + 1, SAMPLES_FIRST_CAP);
         if (!err && off)
@@ -694,7 +734,7 @@ static void put_info_events(struct jfr_writer *w, uint64_t t0, uint64_t t1, uint
         const struct jfr_stats *st = &w->stats;
         ev_begin(b, JFR_E_STATISTICS, t0);
         jfr_buf_varint(b, t1 - t0);
-        uint64_t vals[] = {st->samples ? st->samples : w->nsamples,
+        uint64_t vals[] = {st->samples ? st->samples : w->nsamples + w->nencoded,
                            st->lost,
                            st->torn_span_reads,
                            st->label_faults,
@@ -782,11 +822,33 @@ static void put_offcpu(struct jfr_writer *w, const struct stored_sample *s, uint
         w->c.offcpu_intervals++;
 }
 
-/* One jdk.ExecutionSample per sample: the JDK's four fields, then the context fields
- * (layout and why in docs/jfr.md, "Event layout"). */
-static int put_samples(struct jfr_writer *w)
+/* One jdk.ExecutionSample: the JDK's four fields, then the context fields (layout and why in
+ * docs/jfr.md, "Event layout"). */
+static void put_cpu_sample(struct jfr_writer *w, uint64_t ticks, uint32_t th, uint32_t st,
+                           uint32_t ctx, uint64_t span_id, uint64_t root_span_id)
 {
         struct jfr_buf *b = &w->scratch, *tail = &w->tail;
+
+        ev_begin(b, JFR_E_EXECUTION_SAMPLE, file_ticks(w, ticks));
+        jfr_buf_varint(b, th);
+        jfr_buf_varint(b, st);
+        jfr_buf_varint(b, STATE_CPU_KEY);
+        jfr_buf_reset(tail);
+        jfr_buf_varint(tail, ctx); /* contextId */
+        jfr_buf_varint(tail, span_id);
+        jfr_buf_varint(tail, root_span_id);
+        jfr_buf_varint(tail, ctx); /* context: the same key, as a pool reference */
+        /* contextBytes counts itself: always < 128, so one byte */
+        jfr_buf_varint(b, tail->len + 1);
+        jfr_buf_put(b, tail->data, tail->len);
+        put_event(&w->out, b);
+        w->c.context_samples += ctx || span_id || root_span_id;
+        w->c.samples++;
+}
+
+/* The stored samples: CPU samples (jdk.ExecutionSample) and off-CPU intervals. */
+static int put_samples(struct jfr_writer *w)
+{
         for (size_t i = 0; i < w->nsamples; i++) {
                 struct stored_sample *s = &w->samples[i];
                 uint32_t th, st, ctx = 0;
@@ -801,23 +863,9 @@ static int put_samples(struct jfr_writer *w)
                         put_offcpu(w, s, th, st, ctx);
                         continue;
                 }
-                ev_begin(b, JFR_E_EXECUTION_SAMPLE, file_ticks(w, s->ticks));
-                jfr_buf_varint(b, th);
-                jfr_buf_varint(b, st);
-                jfr_buf_varint(b, STATE_CPU_KEY);
-                jfr_buf_reset(tail);
-                jfr_buf_varint(tail, ctx); /* contextId */
-                jfr_buf_varint(tail, s->span_id);
-                jfr_buf_varint(tail, s->root_span_id);
-                jfr_buf_varint(tail, ctx); /* context: the same key, as a pool reference */
-                /* contextBytes counts itself: always < 128, so one byte */
-                jfr_buf_varint(b, tail->len + 1);
-                jfr_buf_put(b, tail->data, tail->len);
-                put_event(&w->out, b);
-                w->c.context_samples += ctx || s->span_id || s->root_span_id;
-                w->c.samples++;
+                put_cpu_sample(w, s->ticks, th, st, ctx, s->span_id, s->root_span_id);
         }
-        return w->out.err ? w->out.err : tail->err;
+        return w->out.err ? w->out.err : w->tail.err;
 }
 
 static void pool_head(struct jfr_buf *b, int type, uint32_t count)
@@ -915,14 +963,7 @@ int jfr_writer_finish_chunk(struct jfr_writer *w, uint64_t end_ticks, size_t *ch
         if (err)
                 goto out;
 
-        struct jfr_buf *o = &w->out;
-        jfr_buf_reset(o);
-        jfr_buf_put(o, "FLR\0", 4);
-        jfr_buf_be16(o, 2);
-        jfr_buf_be16(o, 1);
-        for (int i = 0; i < 7; i++)
-                jfr_buf_be64(o, 0); /* patched below */
-        jfr_buf_be32(o, 1);         /* state 0 (finished), flags: compressed integers */
+        struct jfr_buf *o = &w->out; /* the header and the samples encoded as they came */
 
         if ((err = put_samples(w)))
                 goto out;

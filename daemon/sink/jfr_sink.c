@@ -890,6 +890,10 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
                 for (size_t i = 0; i < j->b.n; i++)
                         if (!j->nids || j->ids[j->nids - 1] != j->ids[i])
                                 j->ids[j->nids++] = j->ids[i];
+                /* a few thousand stacks, not a million samples: the rest goes back now */
+                uint64_t *fit = realloc(j->ids, (j->nids ? j->nids : 1) * sizeof(*j->ids));
+                if (fit)
+                        j->ids = fit;
         }
         trace_table_stats(s->tt, &ts);
         /* Every id in the batch came from this epoch's ACTIVE (see the file comment). */
