@@ -153,6 +153,10 @@ static void proc_job_drop(void *arg)
         free(jb);
 }
 
+_Static_assert((PROCS_INDEX_SLOTS & (PROCS_INDEX_SLOTS - 1)) == 0 &&
+                   PROCS_INDEX_SLOTS >= 2 * PROCS_MAX,
+               "the pid index is a power of two, at most half used");
+
 int procs_init(struct procs *t, struct modules *modules)
 {
         memset(t, 0, sizeof(*t));
@@ -160,7 +164,39 @@ int procs_init(struct procs *t, struct modules *modules)
         t->exec_gens_fd = -1;
         t->modules = modules;
         t->v = calloc(PROCS_MAX, sizeof(*t->v));
-        return t->v ? 0 : -ENOMEM;
+        t->index = calloc(PROCS_INDEX_SLOTS, sizeof(*t->index));
+        if (t->v && t->index)
+                return 0;
+        free(t->v);
+        free(t->index);
+        t->v = NULL;
+        t->index = NULL;
+        return -ENOMEM;
+}
+
+static uint32_t pid_slot(pid_t pid)
+{
+        return (uint32_t)(((uint64_t)(uint32_t)pid * 0x9E3779B97F4A7C15ull) >> 40) &
+               (PROCS_INDEX_SLOTS - 1);
+}
+
+/* v[i] is pid's newest entry. The index holds one slot per distinct pid of v (at most
+ * PROCS_MAX), so a free slot is always found. */
+static void index_put(struct procs *t, pid_t pid, size_t i)
+{
+        uint32_t k = pid_slot(pid);
+
+        while (t->index[k].idx1 && t->index[k].pid != pid)
+                k = (k + 1) & (PROCS_INDEX_SLOTS - 1);
+        t->index[k] = (struct proc_slot){.pid = pid, .idx1 = (uint32_t)i + 1};
+}
+
+/* After entries moved: every pid to its newest entry again (newest last, so later wins). */
+static void index_rebuild(struct procs *t)
+{
+        memset(t->index, 0, PROCS_INDEX_SLOTS * sizeof(*t->index));
+        for (size_t i = 0; i < t->n; i++)
+                index_put(t, t->v[i].pid, i);
 }
 
 void procs_free(struct procs *t)
@@ -175,18 +211,18 @@ void procs_free(struct procs *t)
                 proc_pin_close(&t->v[i].pin);
         }
         free(t->v);
+        free(t->index);
         t->v = NULL;
+        t->index = NULL;
         t->n = 0;
 }
 
 struct proc *procs_find(struct procs *t, pid_t pid)
 {
-        size_t i;
-
-        /* Newest first: a reused pid maps to the latest process. */
-        for (i = t->n; i-- > 0;)
-                if (t->v[i].pid == pid)
-                        return &t->v[i];
+        /* A reused pid maps to the latest process: the index keeps its newest entry. */
+        for (uint32_t k = pid_slot(pid); t->index[k].idx1; k = (k + 1) & (PROCS_INDEX_SLOTS - 1))
+                if (t->index[k].pid == pid)
+                        return &t->v[t->index[k].idx1 - 1];
         return NULL;
 }
 
@@ -245,6 +281,7 @@ struct proc *procs_new(struct procs *t, pid_t pid, const char *comm, uint64_t no
         p = &t->v[t->n++];
         memset(p, 0, sizeof(*p));
         p->pid = pid;
+        index_put(t, pid, t->n - 1);
         /* pinned first: everything read of it below and later is checked to be its own (a
          * pin that fails, the process gone already, fails every read) */
         proc_pin_open(&p->pin, pid);
@@ -293,7 +330,10 @@ void procs_compact(struct procs *t, uint64_t now)
                         t->v[j] = *p;
                 j++;
         }
-        t->n = j;
+        if (j != t->n) {
+                t->n = j;
+                index_rebuild(t);
+        }
 }
 
 void proc_new_image(struct procs *t, struct proc *p, uint64_t now)

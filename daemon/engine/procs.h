@@ -29,7 +29,8 @@
 #include "stack/proc_maps.h"
 #include "util/proc_pin.h"
 
-#define PROCS_MAX CTXPROF_MAX_TARGETS /* entries of the table, as many as the BPF `targets` map */
+#define PROCS_MAX         CTXPROF_MAX_TARGETS /* entries of the table, as many as the BPF `targets` map */
+#define PROCS_INDEX_SLOTS (2 * PROCS_MAX) /* a power of two: at most half used */
 
 /* Where a process is in locating its TLS variables. */
 enum proc_tls_state {
@@ -86,6 +87,13 @@ struct proc {
 struct procs {
         struct proc *v; /* PROCS_MAX slots, n used, newest last */
         size_t n;
+        /* pid -> its newest entry in v, for procs_find at every sample: open addressing over
+         * PROCS_INDEX_SLOTS, written by procs_new, rebuilt by procs_compact (which moves
+         * entries); {pid, index + 1}, index + 1 = 0: empty */
+        struct proc_slot {
+                int32_t pid;
+                uint32_t idx1;
+        } * index;
         struct modules *modules;  /* for the maps caches (not owned) */
         int targets_fd;           /* BPF map `targets` (not owned) */
         int exec_gens_fd;         /* BPF map `exec_gens` (not owned) */
