@@ -76,7 +76,7 @@
  * but no process context would otherwise cost 1,000 maps reads a second). */
 #define PCTX_CHECK_NS 1000000000ull
 /* ... and with many processes, each one's look comes at most every PCTX_CHECK_SHARE_NS times
- * the processes in the table: at most 50 routine looks a second over them all (1,000
+ * the live processes: at most 50 routine looks a second over them all (1,000
  * processes: every 20 s each). A sample naming keys its process lacks is looked at within
  * PCTX_CHECK_NS whatever their number. */
 #define PCTX_CHECK_SHARE_NS 20000000ull /* 20 ms */
@@ -767,10 +767,11 @@ static void first_look_wait(struct procs *t, struct proc *p)
         t->first_wait_tokens_ns -= took < t->first_wait_tokens_ns ? took : t->first_wait_tokens_ns;
 }
 
-/* The least time between two routine looks at one process's context (PCTX_CHECK_SHARE_NS). */
+/* The least time between two routine looks at one process's context (PCTX_CHECK_SHARE_NS):
+ * by the live processes (dead entries stay in the table until it is full). */
 static uint64_t pctx_check_interval(const struct procs *t)
 {
-        uint64_t shared = (uint64_t)t->n * PCTX_CHECK_SHARE_NS;
+        uint64_t shared = (uint64_t)t->live * PCTX_CHECK_SHARE_NS;
 
         return shared > PCTX_CHECK_NS ? shared : PCTX_CHECK_NS;
 }
@@ -841,11 +842,12 @@ void proc_perf_map_due(struct procs *t, struct proc *p, uint64_t now)
 
 void procs_locate_due(struct procs *t, uint64_t now)
 {
-        size_t i;
+        size_t i, live = 0;
 
         for (i = 0; i < t->n; i++) {
                 struct proc *p = &t->v[i];
 
+                live += p->alive;
                 /* A located process is located again only when it changes: exec, or a file
                  * mapped (proc_location_pending). */
                 if (p->alive && p->stuck && p->pending_since_ns)
@@ -858,6 +860,7 @@ void procs_locate_due(struct procs *t, uint64_t now)
                 if (p->alive && p->tls_state == PROC_TLS_SEARCHING && !p->job_id)
                         proc_locate_tls(t, p, now);
         }
+        t->live = live;
 }
 
 int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms)

@@ -87,6 +87,7 @@ struct proc {
 struct procs {
         struct proc *v; /* PROCS_MAX slots, n used, newest last */
         size_t n;
+        size_t live; /* of those, alive at the last procs_locate_due */
         /* pid -> its newest entry in v, for procs_find at every sample: open addressing over
          * PROCS_INDEX_SLOTS, written by procs_new, rebuilt by procs_compact (which moves
          * entries); {pid, index + 1}, index + 1 = 0: empty */
