@@ -428,20 +428,20 @@ Test(tls_locate, file_rewritten_in_place_is_read_again)
         unlink(dst);
 }
 
-Test(tls_locate, a_second_process_of_the_same_files_opens_none_of_them)
+Test(tls_locate, a_file_read_once_is_not_read_again)
 {
         struct target_stats st1 = {0}, st2 = {0};
         struct ctxprof_tls_target t1, t2;
         struct fx f;
 
+        /* the same process twice (another process of the same files may map them in
+         * another order: ASLR, and locate stops at the file that defines the last variable) */
         fx_start(&f, "tls_fx_so", NULL, NULL);
         cr_assert_eq(tls_locate(f.pid, &t1, &st1), 0);
+        cr_assert_eq(tls_locate(f.pid, &t2, &st2), 0);
         fx_stop(&f);
         cr_assert_neq(t1.labels.mode, CTXPROF_TLS_NONE);
         cr_assert_gt(st1.opened, 0);
-        fx_start(&f, "tls_fx_so", NULL, NULL);
-        cr_assert_eq(tls_locate(f.pid, &t2, &st2), 0);
-        fx_stop(&f);
         /* every file was read before: those without context and the library with it */
         cr_assert_eq(st2.opened, 0, "%lu files read again", (unsigned long)st2.opened);
         cr_assert_eq(t2.labels.mode, t1.labels.mode);

@@ -21,7 +21,9 @@
  *   WL_OTEL_PCTX=memfd|anon|none|late|newkeys|corrupt|huge|deep|datadog   the process context
  *       (memfd); datadog: key 0 is datadog.local_root_span_id (A's and B's routes under it);
  *       late: published 1 s after start; newkeys: republished at 1 s with a 5th key
- *       "late.key", which threads then set (=v) in A; corrupt: a broken protobuf; huge:
+ *       "late.key", which threads then set (=v) in A, and again every 500 ms after (the same
+ *       context, a new timestamp: a reader's look after its first decode always finds one
+ *       to read, however late that first decode came); corrupt: a broken protobuf; huge:
  *       payload_size 2^31; deep: an attribute nested 30 000 arrays deep
  *   WL_OTEL_HOSTILE=bigsize|overrun|badkey|badutf8|wildptr|invalid   a third phase, work_H,
  *       under trace H 11111111111111111111111111111111 span 2222222222222222 with a broken
@@ -266,6 +268,24 @@ static void publish(int bad, unsigned nkeys)
         }
 }
 
+#define REPUBLISH_NS 500000000L /* newkeys: the context republished this often after 1 s */
+
+/* newkeys: the 5th key at 1 s, then the same context republished until the end. */
+static void *republisher(void *arg)
+{
+        const struct timespec every = {0, REPUBLISH_NS};
+
+        (void)arg;
+        sleep(1);
+        publish(OTELW_PCTX_GOOD, NKEYS_FIRST + 1);
+        late_key = 1;
+        for (;;) {
+                nanosleep(&every, NULL);
+                publish(OTELW_PCTX_GOOD, NKEYS_FIRST + 1);
+        }
+        return NULL;
+}
+
 int main(int argc, char **argv)
 {
         const char *pctx = getenv("WL_OTEL_PCTX") ? getenv("WL_OTEL_PCTX") : "memfd";
@@ -306,17 +326,23 @@ int main(int argc, char **argv)
                 pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
         printf("ready\n");
         fflush(stdout);
-        if (!strcmp(pctx, "late") || !strcmp(pctx, "newkeys")) {
-                /* the main thread sleeps through the first second, then (re)publishes */
+        if (!strcmp(pctx, "late")) {
+                /* the main thread sleeps through the first second, then publishes */
                 sleep(1);
-                publish(OTELW_PCTX_GOOD, !strcmp(pctx, "newkeys") ? NKEYS_FIRST + 1 : NKEYS_FIRST);
-                late_key = !strcmp(pctx, "newkeys");
+                publish(OTELW_PCTX_GOOD, NKEYS_FIRST);
+        } else if (!strcmp(pctx, "newkeys")) {
+                pthread_t rt;
+
+                if (pthread_create(&rt, NULL, republisher, NULL)) {
+                        perror("pthread_create");
+                        return 1;
+                }
         }
         if (secs > 0) {
                 struct sigaction sa = {.sa_handler = on_term};
 
                 sigaction(SIGALRM, &sa, NULL);
-                alarm((unsigned)secs - (!strcmp(pctx, "late") || !strcmp(pctx, "newkeys")));
+                alarm((unsigned)secs - !strcmp(pctx, "late"));
         }
         worker((void *)0);
         for (long i = 1; i < nthreads; i++)
