@@ -32,6 +32,7 @@
 #include "ctxprof/tls_target.h" /* CTXPROF_MAX_TARGETS */
 #include "engine/load_hook.h"
 #include "tls/elf_tls.h"
+#include "util/clock.h"
 #include "util/maps_line.h"
 #include "util/target_open.h"
 
@@ -153,7 +154,7 @@ static int open_mapped(pid_t pid, const struct maps_line *l, struct stat *st)
 static int64_t loader_sym_offset(struct load_hook *h, int pathfd, const struct stat *st)
 {
         const char *names[] = {LOADER_SYM};
-        int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+        int64_t mtime = timespec_ns(&st->st_mtim);
         struct elf_tls_info info;
         struct elf_tls_sym sym;
         struct sym_cache *c;

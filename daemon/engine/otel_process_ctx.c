@@ -99,6 +99,13 @@ static int find_mapping(pid_t pid, uint64_t *start, struct target_stats *st)
         return 0;
 }
 
+/* 1 if h has OTEP 4719's signature and the version we read. */
+static int header_is_ours(const struct pctx_header *h)
+{
+        return !memcmp(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) &&
+               h->version == PCTX_VERSION;
+}
+
 /* One consistent copy of the payload (seqlock): 0 and *buf (malloc'ed), or -errno. */
 static int read_payload(pid_t pid, uint64_t at, struct pctx_header *h, uint8_t **buf,
                         struct otel_pctx_stats *st)
@@ -110,8 +117,7 @@ static int read_payload(pid_t pid, uint64_t at, struct pctx_header *h, uint8_t *
 
                 if (rc)
                         return rc;
-                if (memcmp(h->signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) ||
-                    h->version != PCTX_VERSION) {
+                if (!header_is_ours(h)) {
                         st->bad_header++;
                         return -EPROTO;
                 }
@@ -382,8 +388,7 @@ static int unchanged_where_found(pid_t pid, struct otel_pctx *pc)
 
         if (!pc->at || !pc->published_ns || pc->quick_checks >= OTEL_PCTX_QUICK_MAX)
                 return 0;
-        if (tls_vm_read(pid, pc->at, &h, sizeof(h)) ||
-            memcmp(h.signature, PCTX_SIGNATURE, PCTX_SIGNATURE_LEN) || h.version != PCTX_VERSION ||
+        if (tls_vm_read(pid, pc->at, &h, sizeof(h)) || !header_is_ours(&h) ||
             h.published_at_ns != pc->published_ns)
                 return 0;
         pc->quick_checks++;

@@ -45,6 +45,7 @@
 #include "stack/perf_map.h"
 #include "tls/tls_locate.h"
 #include "util/clock.h"
+#include "util/hash.h"
 #include "util/proc_lines.h"
 
 #define TLS_RETRY_FAST_NS 20000000ull /* 20 ms: just started or exec'ed (loader running) */
@@ -176,8 +177,7 @@ int procs_init(struct procs *t, struct modules *modules)
 
 static uint32_t pid_slot(pid_t pid)
 {
-        return (uint32_t)(((uint64_t)(uint32_t)pid * 0x9E3779B97F4A7C15ull) >> 40) &
-               (PROCS_INDEX_SLOTS - 1);
+        return (uint32_t)(hash_mix64((uint32_t)pid) >> 40) & (PROCS_INDEX_SLOTS - 1);
 }
 
 /* v[i] is pid's newest entry. The index holds one slot per distinct pid of v (at most

@@ -19,6 +19,7 @@
  * other.
  */
 #include "sink/hazard.h"
+#include "util/hash.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -110,7 +111,7 @@ size_t hazard_domain_bytes(const struct hazard_domain *d)
 int hazard_acquire(struct hazard_domain *d, unsigned *collisions)
 {
         int32_t tid = hazard_thread_id();
-        uint64_t h = (uint64_t)(uint32_t)tid * 0x9E3779B97F4A7C15ull; /* Knuth multiplicative */
+        uint64_t h = hash_mix64((uint32_t)tid);
         uint32_t mask = d->nslots - 1;
         uint32_t slot = (uint32_t)(h >> 32) & mask;
         uint32_t step = prime_steps[(h >> 8) & 15] & mask; /* odd, so never 0 */

@@ -201,11 +201,6 @@ static void remember_mapper(struct module_entry *e, const struct module_key *k)
         e->ino = k->ino;
 }
 
-static int64_t ts_ns(const struct timespec *t)
-{
-        return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-}
-
 /* The identity of the file open at fd; -errno when fstat fails. */
 static int file_id_of(int fd, struct file_id *id)
 {
@@ -216,14 +211,14 @@ static int file_id_of(int fd, struct file_id *id)
         *id = (struct file_id){.dev = st.st_dev,
                                .ino = st.st_ino,
                                .size = st.st_size,
-                               .mtime_ns = ts_ns(&st.st_mtim),
-                               .ctime_ns = ts_ns(&st.st_ctim)};
+                               .mtime_ns = timespec_ns(&st.st_mtim),
+                               .ctime_ns = timespec_ns(&st.st_ctim)};
         return 0;
 }
 
 static uint32_t file_hash(dev_t dev, ino_t ino)
 {
-        return (uint32_t)(((uint64_t)ino ^ (uint64_t)dev << 32) * 0x9E3779B97F4A7C15ull >> 32);
+        return (uint32_t)(hash_mix64((uint64_t)ino ^ (uint64_t)dev << 32) >> 32);
 }
 
 /* Keep fd (the caller's, duplicated) as e's, and index e by its file. */

@@ -108,9 +108,9 @@ static uint32_t module_register(struct proc_maps *pm, int procdir, const struct 
         unsigned char bid[MODULES_BUILD_ID_MAX];
         uint32_t id = CTXPROF_MODULE_UNKNOWN;
         int fd = -1;
-        if (m->path[0] == '/' && modules_ref_file(pm->mods, &key, &id))
-                return id; /* a file kept open already: most processes share their libraries */
         if (m->path[0] == '/') {
+                if (modules_ref_file(pm->mods, &key, &id))
+                        return id; /* a file kept open already: processes share libraries */
                 struct target_file tf = {.start = m->start,
                                          .end = m->end,
                                          .dev = m->dev,

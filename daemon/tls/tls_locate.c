@@ -45,7 +45,9 @@
 
 #include "ctx/abi.h"
 #include "tls/elf_tls.h"
+#include "util/clock.h"
 #include "util/grow.h"
+#include "util/hash.h"
 #include "util/maps_line.h"
 #include "util/target_open.h"
 
@@ -364,15 +366,13 @@ static int noctx_key_of(int fd, struct noctx_key *k)
         *k = (struct noctx_key){.dev = (uint64_t)st.st_dev,
                                 .ino = (uint64_t)st.st_ino,
                                 .size = (uint64_t)st.st_size,
-                                .mtime_ns =
-                                    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec};
+                                .mtime_ns = timespec_ns(&st.st_mtim)};
         return 0;
 }
 
 static uint64_t file_key_hash(const struct noctx_key *k)
 {
-        return (k->ino ^ k->dev << 40 ^ k->size << 20 ^ (uint64_t)k->mtime_ns) *
-               0x9E3779B97F4A7C15ull;
+        return hash_mix64(k->ino ^ k->dev << 40 ^ k->size << 20 ^ (uint64_t)k->mtime_ns);
 }
 
 /* 1 if the file k names is known to hold none of our variables; with add, remember that. */

@@ -25,6 +25,12 @@ static inline uint64_t clock_ns(clockid_t id)
         return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* A timespec (a file's mtime, ctime) in nanoseconds. */
+static inline int64_t timespec_ns(const struct timespec *t)
+{
+        return (int64_t)t->tv_sec * (int64_t)NS_PER_SEC + t->tv_nsec;
+}
+
 /* CLOCK_MONOTONIC, ns: what bpf_ktime_get_ns and the sample records use. */
 static inline uint64_t mono_ns(void)
 {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util/hash.h — FNV-1a, 64-bit: the hash of the daemon's in-memory tables (interned strings,
- * folded stacks, module keys). Header only; includes no daemon header.
+ * folded stacks, module keys); and the multiplicative mix for integer keys (pids, tids,
+ * file identities). Header only; includes no daemon header.
  *
  * Never used for anything an attacker could aim at a table's worst case and never persisted:
  * tables may change the hash freely (it is not part of any file format).
@@ -24,6 +25,14 @@ static inline uint64_t fnv1a64(const void *p, size_t n)
         for (size_t i = 0; i < n; i++)
                 h = (h ^ s[i]) * FNV1A64_PRIME;
         return h;
+}
+
+/* Fibonacci hashing: x times 2^64 / golden ratio, whose high bits spread consecutive keys
+ * (pids, inode numbers) over a power-of-two table; take the bits from the top. */
+#define HASH_FIB64 0x9E3779B97F4A7C15ull
+static inline uint64_t hash_mix64(uint64_t x)
+{
+        return x * HASH_FIB64;
 }
 
 #endif
