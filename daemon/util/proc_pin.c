@@ -29,7 +29,8 @@ static int sys_pidfd_open(pid_t pid)
         return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-int proc_stat_start(int procdir, uint64_t *start)
+/* The state letter and start time of the process behind procdir. */
+static int stat_state_start(int procdir, char *state, uint64_t *start)
 {
         char buf[STAT_LINE_MAX];
         int fd = openat(procdir, "stat", O_RDONLY | O_CLOEXEC);
@@ -51,6 +52,8 @@ int proc_stat_start(int procdir, uint64_t *start)
                 s += strspn(s, " ");
                 if (!*s)
                         return -EINVAL;
+                if (f == STAT_FIELD_STATE)
+                        *state = *s;
                 if (f == STAT_FIELD_STARTTIME) {
                         char *end;
                         errno = 0;
@@ -88,14 +91,25 @@ static int alive(const struct proc_pin *p)
         return r == 0 ? 0 : -ESRCH;
 }
 
-/* The check failed: count it when /proc/PID is another process now (a new start time). */
+int proc_stat_start(int procdir, uint64_t *start)
+{
+        char state;
+
+        return stat_state_start(procdir, &state, start);
+}
+
+/* The check failed (the pinned process exited): count it when /proc/PID is another process
+ * now: a new start time, or one not exited (the start time counts clock ticks, and a pid
+ * reused within the tick of the first process's start has the same). */
 static void count_recycled(const struct proc_pin *p, int procdir, struct target_stats *st)
 {
         uint64_t start;
+        char state = 0;
         int dir = procdir >= 0 ? procdir : proc_pid_dir(p->pid);
         if (dir < 0)
                 return;
-        if (!proc_stat_start(dir, &start) && start != p->start)
+        if (!stat_state_start(dir, &state, &start) &&
+            (start != p->start || (state != 'Z' && state != 'X')))
                 target_stats_count(TARGET_STATS_FIELD(st, pid_recycled));
         if (dir != procdir)
                 close(dir);
