@@ -3,8 +3,9 @@
 # bench_sampler.sh — sampler costs, printed (never asserted):
 #  1. BPF ns per sample (kernel BPF stats run_time_ns / run_cnt of ctxprof_sample) for fp,
 #     dwarf (in-kernel) and dwarf-copy, with and without labels, and fp with two labels on a
-#     13-frame stack (REF=<build dir>: also that build's ctxprof), with ctxprof's consumer
-#     running; the ring bytes per record and samples per MiB of ring;
+#     13-frame stack (REF=<build dir>: also that build's ctxprof), a Go program's goroutine
+#     labels read and not (with Debian's Go), with ctxprof's consumer running; the ring bytes
+#     per record and samples per MiB of ring;
 #  2. target slowdown (the workload's own throughput) at 99 and 999 Hz: none, ctxprof fp,
 #     ctxprof dwarf, ctxprof dwarf-copy, perf record -g, perf record --call-graph dwarf, in one
 #     run;
@@ -43,8 +44,10 @@ printf '%-24s %9s %8s %13s %16s %9s %12s\n' mode run_cnt samples ns/invocation n
 bpf_row() { # label ctxprof cg wlmode nthreads
 	local label=$1 bin=$2 cg=$3 wlmode=$4 nth=$5
 	rm -f "$TMP/st.json"
+	local args="$wlmode 12 $nth"
+	case $label in *go*) args="$wlmode $nth" ;; esac # wl_go SECONDS GOROUTINES
 	"$bin" record -F 999 --call-graph "$cg" -d 8 -o /dev/null --stats-json "$TMP/st.json" -- \
-		"$WL" $wlmode 12 $nth >/dev/null 2>"$TMP/err" &
+		"$WL" $args >/dev/null 2>"$TMP/err" &
 	rec=$!
 	sleep 7
 	set -- $(prog_stats) 0 0 0
@@ -65,6 +68,29 @@ for mode in "fp labels" "fp nolabels" "fp deep" "dwarf labels" "dwarf nolabels" 
 	deep) bpf_row "$mode" "$CTXPROF" $1 deep 1 ;;
 	esac
 done
+# Go (issue 34): goroutine labels read in BPF (3 labels: the map walk, then the copies), and
+# the same binary with its build info's version patched to one no table knows and no DWARF
+# (so nothing is read: the Go code path's floor).
+if command -v go >/dev/null; then
+	GOWL=$TMP/wl_go
+	HOME=$TMP GOCACHE=$TMP/gocache GO111MODULE=off GOFLAGS= \
+		go build -ldflags="-s -w" -o "$GOWL" tests/workloads/wl_go.go &&
+		python3 - "$GOWL" "$GOWL.nolabels" <<'PY'
+import re, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+i = d.find(b"\xff Go buildinf:")
+m = re.match(rb"go1\.[0-9]+", bytes(d[i + 33:i + 40]))
+d[i + 33:i + 33 + m.end()] = b"go1.99" + b"9" * (m.end() - 6)
+open(sys.argv[2], "wb").write(d)
+PY
+	chmod +x "$GOWL.nolabels" 2>/dev/null
+	for v in "" .nolabels; do
+		[ -x "$GOWL$v" ] || continue
+		WL=$GOWL$v GOMAXPROCS=2 bpf_row "fp go${v:- labels}" "$CTXPROF" fp 8 8
+	done
+else
+	echo "fp go: no go (make deps-test): not measured"
+fi
 if [ -n "${REF:-}" ] && [ -x "$REF/ctxprof" ]; then
 	bpf_row "fp deep (REF build)" "$REF/ctxprof" fp deep 1
 fi

@@ -2,8 +2,8 @@
 /*
  * ctx_read.bpf.h — the thread-context readers every BPF program of ctxprof shares: the
  * address of a thread-local variable (static TLS or the DTV walk) and bounded copies of the
- * span record, the Custom Labels v1 set and the OpenTelemetry thread context record
- * (otel_thread_ctx_v1, OTEP 4947) into a sample record.
+ * span record, the Custom Labels v1 set, the OpenTelemetry thread context record
+ * (otel_thread_ctx_v1, OTEP 4947) and a Go goroutine's pprof labels into a sample record.
  *
  * Included by exactly one BPF object per skeleton (static functions only, no maps). It copies
  * raw bytes and lengths and never interprets them (no checksum, no duplicate-key rule); every
@@ -226,6 +226,183 @@ static __always_inline __u32 read_labels(struct ctxprof_sample_rec *r, __u8 *buf
         if (len > CTXPROF_LABELS_BYTES_MAX)
                 len = CTXPROF_LABELS_BYTES_MAX; /* never: the loop stops before */
         return pos + len;
+}
+
+/*
+ * A Go program's goroutine labels (ctxprof/tls_target.h, struct ctxprof_go_layout): the
+ * sampled thread's goroutine, its M's user goroutine (curg: the one running, whatever the
+ * thread is doing for it now), curg's labels map. The map's buckets are gathered into the
+ * raw entries the Custom Labels reader takes (struct cl_label: the same {len, ptr} pairs),
+ * then read_label copies keys and values as for any label set. A map that is growing, a
+ * fault, or fewer entries than its count (changed while read) gives no labels, counted.
+ */
+#define GO_HMAP_HEAD       32 /* count @0, B @9, buckets @16, oldbuckets @24 */
+#define GO_HMAP_B          9
+#define GO_HMAP_BUCKETS    16
+#define GO_HMAP_OLD        24
+#define GO_BUCKET_SIZE     272
+#define GO_BUCKET_KEYS     8
+#define GO_BUCKET_VALUES   136
+#define GO_BUCKET_OVERFLOW 264
+#define GO_STRING          16 /* {ptr, len} */
+#define GO_SLOTS           8
+#define GO_MIN_TOPHASH     5  /* tophash values below mark an empty or moved slot */
+#define GO_B_MAX           3  /* 8 buckets: a map past this holds > 50 labels */
+#define GO_BUCKETS_MAX     16 /* buckets visited, overflow buckets included */
+_Static_assert(GO_BUCKET_SIZE <= LABELS_RAW_OFF, "a bucket is read below the raw entries");
+
+/* The walk's state lives in the record (map memory), past the bucket being read: values the
+ * verifier would track precisely on the stack would make every slot of every iteration a new
+ * state (600k instructions verified instead of 10k). */
+struct go_walk {
+        __u64 next;     /* the bucket to read next, 0 when done */
+        __u64 base;     /* the bucket array */
+        __u32 nbuckets; /* 1 << B */
+        __u32 idx;      /* the base bucket being read */
+        __u32 n;        /* full slots seen; the first CTXPROF_MAX_LABELS gathered */
+        __u32 fault;
+};
+#define GO_WALK_OFF GO_BUCKET_SIZE
+_Static_assert(GO_WALK_OFF + sizeof(struct go_walk) <= LABELS_RAW_OFF,
+               "the walk's state is below the raw entries");
+
+struct go_ctx {
+        __u8 *part; /* the labels part: a bucket at its start, then the walk's state */
+};
+
+/* bpf_loop callback: slot j of the bucket at the part's start, when full, into the raw
+ * entries. */
+static long go_slot(__u32 j, void *arg)
+{
+        __u8 *b = ((struct go_ctx *)arg)->part;
+        struct go_walk *w = (struct go_walk *)(b + GO_WALK_OFF);
+        struct cl_label *l;
+        __u64 *k, *v;
+        __u32 n;
+
+        /* the bound as the verifier sees it: the compiler may not fold the mask into the
+         * test above and then index with an unchecked copy of j */
+        asm volatile("" : "+r"(j));
+        j &= GO_SLOTS - 1;
+        if (b[j] < GO_MIN_TOPHASH)
+                return 0;
+        n = w->n;
+        w->n = n + 1;
+        if (n >= CTXPROF_MAX_LABELS)
+                return 0;
+        k = (__u64 *)(b + GO_BUCKET_KEYS + j * GO_STRING);
+        v = (__u64 *)(b + GO_BUCKET_VALUES + j * GO_STRING);
+        l = (struct cl_label *)(b + LABELS_RAW_OFF + n * sizeof(*l));
+        l->key_buf = k[0];
+        l->key_len = k[1];
+        l->val_buf = v[0];
+        l->val_len = v[1];
+        return 0;
+}
+
+/* bpf_loop callback: one bucket's full slots into the raw entries, then where to go next
+ * (its overflow bucket, else the next base bucket). */
+static long go_bucket(__u32 i, void *arg)
+{
+        __u8 *b = ((struct go_ctx *)arg)->part;
+        struct go_walk *w = (struct go_walk *)(b + GO_WALK_OFF);
+        __u64 ovf;
+
+        if (!w->next)
+                return 1;
+        if (bpf_probe_read_user(b, GO_BUCKET_SIZE, (void *)w->next)) {
+                w->fault = 1;
+                return 1;
+        }
+        bpf_loop(GO_SLOTS, go_slot, arg, 0);
+        ovf = *(__u64 *)(b + GO_BUCKET_OVERFLOW);
+        if (ovf)
+                w->next = ovf;
+        else if (++w->idx < w->nbuckets)
+                w->next = w->base + (__u64)w->idx * GO_BUCKET_SIZE;
+        else
+                w->next = 0;
+        return 0;
+}
+
+/* One pointer of the target: 0 when it is NULL or unreadable (*fault set). */
+static __always_inline __u64 go_ptr(__u64 addr, int *fault)
+{
+        __u64 v = 0;
+
+        if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+                *fault = 1;
+        return v;
+}
+
+/* The goroutine's labels into the labels part at buf + pos (only when no Custom Labels set
+ * was read). Returns where the part ends. */
+static __always_inline __u32 read_go_labels(struct ctxprof_sample_rec *r, __u8 *buf, __u32 pos,
+                                            const struct ctxprof_tls_target *t, __u64 tp,
+                                            struct ctxprof_counters *c)
+{
+        const struct ctxprof_go_layout *go = &t->go;
+        struct labels_ctx x = {.r = r, .c = c, .bulk = 1};
+        struct go_ctx gc;
+        struct go_walk *w;
+        __u64 p, nlabels, n;
+        int fault = 0;
+        __u32 len;
+        __u8 b;
+
+        if (go->kind != CTXPROF_GO_LABELS_HMAP || (r->flags & CTXPROF_SF_LABELSET) ||
+            pos > LABELS_POS_MAX)
+                return pos;
+        gc.part = buf + pos;
+        w = (struct go_walk *)(gc.part + GO_WALK_OFF);
+        p = go_ptr(tp + (__s64)go->g_tp_offset, &fault); /* the thread's g */
+        if (p)
+                p = go_ptr(p + go->g_m, &fault); /* its m */
+        if (p)
+                p = go_ptr(p + go->m_curg, &fault); /* the user goroutine on it */
+        if (p)
+                p = go_ptr(p + go->g_labels, &fault); /* *labelMap */
+        if (p)
+                p = go_ptr(p, &fault); /* the map: *hmap */
+        if (fault)
+                goto torn;
+        if (!p)
+                return pos; /* in the scheduler, or a goroutine without labels */
+        if (bpf_probe_read_user(gc.part, GO_HMAP_HEAD, (void *)p))
+                goto torn;
+        nlabels = *(__u64 *)gc.part;
+        b = gc.part[GO_HMAP_B];
+        w->base = *(__u64 *)(gc.part + GO_HMAP_BUCKETS);
+        if (!nlabels)
+                return pos;
+        if (*(__u64 *)(gc.part + GO_HMAP_OLD) || b > GO_B_MAX || !w->base)
+                goto torn; /* growing, or larger than any label set we keep */
+        w->next = w->base;
+        w->nbuckets = 1u << b;
+        w->idx = 0;
+        w->n = 0;
+        w->fault = 0;
+        bpf_loop(GO_BUCKETS_MAX, go_bucket, &gc, 0);
+        n = w->n;
+        if (w->fault || w->next || n != nlabels)
+                goto torn;
+        r->flags |= CTXPROF_SF_LABELSET | CTXPROF_SF_GO_LABELS;
+        r->label_count = nlabels;
+        x.n = n;
+        if (x.n > CTXPROF_MAX_LABELS) {
+                x.n = CTXPROF_MAX_LABELS;
+                r->flags |= CTXPROF_SF_LABELS_CUT;
+        }
+        x.part = gc.part;
+        bpf_loop(CTXPROF_MAX_LABELS, read_label, &x, 0);
+        count(c, CTXPROF_CNT_GO_LABELS);
+        len = r->labels_len;
+        if (len > CTXPROF_LABELS_BYTES_MAX)
+                len = CTXPROF_LABELS_BYTES_MAX; /* never: the loop stops before */
+        return pos + len;
+torn:
+        count(c, CTXPROF_CNT_GO_TORN);
+        return pos;
 }
 
 /*

@@ -216,8 +216,7 @@ static __always_inline __u32 read_context(struct ctxprof_sample_rec *r, __u8 *bu
         if (t->exec_gen != exec_gen_of(tgid)) {
                 /* Located in an image the process has exec'ed away from: its offsets mean
                  * nothing here (the daemon locates again after the exec event). */
-                if (t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE ||
-                    t->otel.mode != CTXPROF_TLS_NONE) {
+                if (ctxprof_tls_target_any(t)) {
                         r->flags |= CTXPROF_SF_TLS_STALE;
                         count(c, CTXPROF_CNT_TLS_STALE);
                 }
@@ -225,6 +224,7 @@ static __always_inline __u32 read_context(struct ctxprof_sample_rec *r, __u8 *bu
                 r->flags |= CTXPROF_SF_TP;
                 read_span(r, t, tp, c);
                 pos = read_labels(r, buf, pos, t, tp, c);
+                pos = read_go_labels(r, buf, pos, t, tp, c);
                 pos = read_otel(r, buf, pos, t, tp, c);
         } else {
                 count(c, CTXPROF_CNT_NO_TP);
@@ -272,8 +272,7 @@ struct {
  * the others wait for its 100 ms timer, their samples meanwhile known to be pending. */
 static __always_inline int prompt_events(const struct ctxprof_tls_target *t)
 {
-        return !notify_exec_all || t->labels.mode != CTXPROF_TLS_NONE ||
-               t->span.mode != CTXPROF_TLS_NONE || t->otel.mode != CTXPROF_TLS_NONE;
+        return !notify_exec_all || ctxprof_tls_target_any(t);
 }
 
 /* Event budgets per process (tgid): see "Event bounds" in ctxprof/sample.h. LRU: a process

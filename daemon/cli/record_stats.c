@@ -291,6 +291,15 @@ static void json_hooks(FILE *f, const struct sampler_stats *st)
                 st->tls_errors, st->first_wait_skips);
 }
 
+/* "go": Go programs and their goroutine labels (docs/go.md). */
+static void json_go(FILE *f, const struct sampler_stats *st)
+{
+        fprintf(f,
+                ",\n  \"go\": {\"located\": %" PRIu64 ", \"layout_unknown\": %" PRIu64
+                ", \"labels\": %" PRIu64 ", \"torn\": %" PRIu64 "}",
+                st->go_located, st->go_layout_unknown, st->go_labels, st->go_torn);
+}
+
 static void json_offcpu(FILE *f, const struct sampler_stats *st)
 {
         fprintf(f,
@@ -393,6 +402,7 @@ int record_stats_write_json(const char *path, struct sampler *s, struct collapse
                 st.modules.live, st.modules.dead, st.modules.retired, st.modules.full,
                 st.modules.target_full);
         json_offcpu(f, &st);
+        json_go(f, &st);
         json_kunwind(f, &st);
         json_hooks(f, &st);
         if (c)

@@ -164,6 +164,65 @@ unsigned context_decode_labels(const struct record_view *v, struct decoded_label
         return n;
 }
 
+/* The value of label key (NUL-terminated) in l[0..n), or NULL (*len set). */
+static const char *label_value(const struct decoded_label *l, unsigned n, const char *key,
+                               size_t *len)
+{
+        size_t klen = strlen(key);
+
+        for (unsigned i = 0; i < n; i++)
+                if (l[i].key_len == klen && !memcmp(l[i].key, key, klen)) {
+                        *len = l[i].value_len;
+                        return l[i].value;
+                }
+        return NULL;
+}
+
+/* s[0..len) as a number in base 16 (exactly 16 digits) or 10 (1 to 20, no overflow). */
+static int parse_id(const char *s, size_t len, int base, uint64_t *out)
+{
+        uint64_t v = 0;
+
+        if (!s || !len || len > (base == 16 ? 16u : 20u) || (base == 16 && len != 16))
+                return 0;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                unsigned d;
+
+                if (c >= '0' && c <= '9')
+                        d = (unsigned)(c - '0');
+                else if (base == 16 && c >= 'a' && c <= 'f')
+                        d = (unsigned)(c - 'a' + 10);
+                else if (base == 16 && c >= 'A' && c <= 'F')
+                        d = (unsigned)(c - 'A' + 10);
+                else
+                        return 0;
+                if (v > (UINT64_MAX - d) / (unsigned)base)
+                        return 0;
+                v = v * (unsigned)base + d;
+        }
+        *out = v;
+        return 1;
+}
+
+int context_go_span(const struct decoded_label *l, unsigned n, uint64_t *span, uint64_t *root)
+{
+        const char *v;
+        size_t len = 0;
+
+        *root = 0;
+        v = label_value(l, n, "span_id", &len);
+        if (parse_id(v, len, 16, span) && *span)
+                return 1;
+        v = label_value(l, n, "span id", &len);
+        if (!parse_id(v, len, 10, span) || !*span)
+                return 0;
+        v = label_value(l, n, "local root span id", &len);
+        if (!parse_id(v, len, 10, root))
+                *root = 0;
+        return 1;
+}
+
 int context_is_span_mirror(const struct decoded_sample *ds, const struct decoded_label *l)
 {
         char dec[24];

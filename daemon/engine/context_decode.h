@@ -34,6 +34,14 @@ struct context_decode_stats {
         uint64_t sets_cut;         /* labelsets with more entries than CTXPROF_MAX_LABELS */
 };
 
+/*
+ * A Go tracer's span among a goroutine's labels (docs/go.md): "span_id" as 16 hex digits
+ * (OpenTelemetry's hex form, as Pyroscope's otel-profiling-go sets it), else "span id" as a
+ * decimal number with "local root span id" beside it (dd-trace-go). 1 and *span (a non-zero
+ * id), *root (0 when absent or unreadable) set, else 0.
+ */
+int context_go_span(const struct decoded_label *l, unsigned n, uint64_t *span, uint64_t *root);
+
 /* 1 and *span, *root set when r holds a valid span record, else 0 (torn counted). */
 int context_decode_span(const struct ctxprof_sample_rec *r, uint64_t *span, uint64_t *root,
                         struct context_decode_stats *st);

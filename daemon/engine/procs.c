@@ -409,12 +409,12 @@ static int proc_publish(struct procs *t, struct proc *p, struct ctxprof_tls_targ
         return 0;
 }
 
-/* libctx's two variables, or an OpenTelemetry thread context writer (OTEP 4947): nothing
- * more to look for. */
+/* libctx's two variables, an OpenTelemetry thread context writer (OTEP 4947) or a Go
+ * program's goroutine labels: nothing more to look for. */
 static int location_complete(const struct ctxprof_tls_target *loc)
 {
         return (loc->labels.mode != CTXPROF_TLS_NONE && loc->span.mode != CTXPROF_TLS_NONE) ||
-               loc->otel.mode != CTXPROF_TLS_NONE;
+               loc->otel.mode != CTXPROF_TLS_NONE || loc->go.kind != CTXPROF_GO_LABELS_NONE;
 }
 
 /* Nothing new to publish, but the pending mark must not outlive the attempt: the last
@@ -467,14 +467,14 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                 t->tls_errors++;
                 if (++p->tls_errors >= TLS_MAX_ERRORS)
                         p->tls_state = PROC_TLS_GAVE_UP;
-                if (loc->labels.mode == CTXPROF_TLS_NONE && loc->span.mode == CTXPROF_TLS_NONE &&
-                    loc->otel.mode == CTXPROF_TLS_NONE) {
+                if (!ctxprof_tls_target_any(loc)) {
                         p->tls_next_ns = now + TLS_RETRY_SLOW_NS;
                         proc_end_pending(t, p);
                         return;
                 }
         }
         loc->exec_gen = exec_gen;
+        int go_new = loc->go.kind != p->published.go.kind; /* counted once per image */
         /* Tests: the daemon preempted between reading the image and publishing. */
         test_delay(t->locate_delay_ns);
         if (proc_publish(t, p, loc)) {
@@ -483,6 +483,10 @@ static void proc_located(struct procs *t, struct proc *p, uint64_t now, uint64_t
                 return;
         }
         t->tls_located++;
+        if (go_new && loc->go.kind == CTXPROF_GO_LABELS_HMAP)
+                t->go_located++;
+        else if (go_new && loc->go.kind == CTXPROF_GO_LABELS_UNKNOWN)
+                t->go_layout_unknown++;
         if (location_complete(loc)) {
                 p->tls_state = PROC_TLS_LOCATED;
                 return;

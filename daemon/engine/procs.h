@@ -103,13 +103,15 @@ struct procs {
         struct target_jobs *jobs; /* where locating runs (not owned); NULL = in the caller */
         struct otel_pctx_stats *pctx_stats; /* process-context counters (not owned), or NULL */
         /* counters (struct sampler_stats reports them) */
-        uint64_t processes;        /* entries created */
-        uint64_t tls_located;      /* locations published */
-        uint64_t tls_errors;       /* locations that failed */
-        uint64_t stuck;            /* processes marked stuck (a job past its deadline) */
-        uint64_t stuck_returned;   /* ... no longer stuck: the stuck job's worker came back */
-        uint64_t first_wait_skips; /* a first process-context look's waits not made: the
-                                    * loop's budget for them was spent (procs.c) */
+        uint64_t processes;         /* entries created */
+        uint64_t tls_located;       /* locations published */
+        uint64_t tls_errors;        /* locations that failed */
+        uint64_t go_located;        /* Go programs (images) located with a labels layout */
+        uint64_t go_layout_unknown; /* ... with none known: their labels are not read */
+        uint64_t stuck;             /* processes marked stuck (a job past its deadline) */
+        uint64_t stuck_returned;    /* ... no longer stuck: the stuck job's worker came back */
+        uint64_t first_wait_skips;  /* a first process-context look's waits not made: the
+                                     * loop's budget for them was spent (procs.c) */
         /* that budget (procs.c, PCTX_FIRST_WAIT_BURST_NS): tokens left, refilled at */
         uint64_t first_wait_tokens_ns, first_wait_at_ns;
         struct target_stats target; /* the locator's refusals (maps lines, files) */

@@ -579,6 +579,8 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *out)
         out->ring_bytes = s->ring_bytes;
         out->tls_located = s->procs.tls_located;
         out->tls_errors = s->procs.tls_errors;
+        out->go_located = s->procs.go_located;
+        out->go_layout_unknown = s->procs.go_layout_unknown;
         out->targets_stuck = s->procs.stuck;
         out->targets_returned = s->procs.stuck_returned;
         out->first_wait_skips = s->procs.first_wait_skips;

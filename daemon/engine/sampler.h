@@ -133,7 +133,10 @@ struct sampler_stats {
         uint64_t ring_bytes;     /* the sample ring's size (sampler_ring_bytes) */
         uint64_t task_events;    /* per_task: the targets' threads' events opened */
         uint64_t tls_located;    /* successful TLS locations (incl. redo after exec) */
-        uint64_t tls_errors;     /* locations that failed for good */
+        /* Go programs (ctxprof/tls_target.h): located with a labels layout, located with none
+         * known (no labels read), samples with goroutine labels, and without for a torn read */
+        uint64_t go_located, go_layout_unknown, go_labels, go_torn;
+        uint64_t tls_errors; /* locations that failed for good */
         /* target jobs (engine/target_jobs.h): jobs past their deadline (their worker left
          * blocked), jobs not run (every worker stuck), jobs not run because their target's
          * owner already holds TARGET_JOBS_STUCK_PER_OWNER workers stuck, workers stuck now,

@@ -63,6 +63,8 @@ void sampler_counters_read(int counters_fd, int ncpu, struct sampler_stats *out)
                 out->targets_full += sum[CTXPROF_CNT_TARGETS_FULL];
                 out->dl_notify = sum[CTXPROF_CNT_DL_NOTIFY];
                 out->filtered_in_kernel = sum[CTXPROF_CNT_FILTERED];
+                out->go_labels = sum[CTXPROF_CNT_GO_LABELS];
+                out->go_torn = sum[CTXPROF_CNT_GO_TORN];
                 out->filtered += out->filtered_in_kernel;
         }
         free(v);

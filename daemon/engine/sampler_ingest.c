@@ -122,9 +122,7 @@ static int count_ctx_missing(struct sampler_ctx_missing *m, const struct ctxprof
         }
         if (r->flags & CTXPROF_SF_TLS_STALE)
                 m->stale++;
-        else if (!r->tls_generation || (p->published.labels.mode == CTXPROF_TLS_NONE &&
-                                        p->published.span.mode == CTXPROF_TLS_NONE &&
-                                        p->published.otel.mode == CTXPROF_TLS_NONE))
+        else if (!r->tls_generation || !ctxprof_tls_target_any(&p->published))
                 m->not_located++;
         else if (!(r->flags & CTXPROF_SF_TP))
                 m->no_tp++;
@@ -313,6 +311,9 @@ static int decode_context(struct sampler *s, struct proc *p, const struct record
          * count check, ctxprof/tls_target.h), so what it read belongs to this process. */
         ds->has_span = context_decode_span(r, &ds->span_id, &ds->root_span_id, &s->st.ctx);
         ds->n_labels = context_decode_labels(v, ds->labels, &s->st.ctx);
+        if (!ds->has_span && (r->flags & CTXPROF_SF_GO_LABELS))
+                ds->has_span =
+                    context_go_span(ds->labels, ds->n_labels, &ds->span_id, &ds->root_span_id);
         /* a zero-id record (no span active) does not hide libctx's span record or Custom
          * Labels: libctx's ctx_set_span writes zero ids there and the span beside it */
         if (otel_decode(v, &s->otel, &s->st.otel) &&

@@ -107,7 +107,7 @@ static int scan_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, const char *co
                 const char *nm = elf_strptr(e, sh->sh_link, s.st_name);
                 if (!nm)
                         return -ENOEXEC;
-                /* every name we look for starts with 'c' or 'o': cheap reject first */
+                /* first letters differ mostly: cheap reject first */
                 for (size_t k = 0; k < n; k++) {
                         if (nm[0] != names[k][0] || strcmp(nm, names[k]) != 0)
                                 continue;
@@ -224,6 +224,8 @@ int elf_tls_scan_local(int fd, const char *const *names, size_t n, int need_tls,
         if (rc)
                 goto out;
         rc = 0;
+        if (info->is_executable)
+                elf_go_read(e, &info->go);
         if (need_tls && !info->has_tls)
                 goto out;
 

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls/elf_go.h"
+
 struct parser_client;
 
 enum elf_tls_reloc {
@@ -50,6 +52,7 @@ struct elf_tls_info {
         uint64_t tls_vaddr, tls_memsz, tls_align;
         size_t nloads;
         struct elf_tls_load loads[ELF_TLS_MAX_LOADS];
+        struct elf_go_info go; /* an executable's Go runtime layout (elf_go.h) */
 };
 
 /*

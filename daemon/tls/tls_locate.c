@@ -71,13 +71,20 @@
 /* musl's libc.so is its own dynamic linker: only it defines this stage of it */
 #define MUSL_LOADER_SYM "__dls3"
 
-enum { SYM_LABELS, SYM_LABELS_VERSION, SYM_SPAN, SYM_SPAN_VERSION, SYM_OTEL, NSYMS };
+/* Go's TLS slot for the current goroutine (linux/amd64): a local TLS symbol of the
+ * executable where it has a PT_TLS (cgo), else the slot at fs:-8 (runtime.settls). */
+#define GO_TLSG_SYM  "runtime.tlsg"
+#define GO_TLS_SLOT  (-8)
+#define GO_TLSG_SIZE 8
+
+enum { SYM_LABELS, SYM_LABELS_VERSION, SYM_SPAN, SYM_SPAN_VERSION, SYM_OTEL, SYM_GO_TLSG, NSYMS };
 static const char *const sym_names[NSYMS] = {
     [SYM_LABELS] = CUSTOM_LABELS_CURRENT_SET_SYM,
     [SYM_LABELS_VERSION] = CUSTOM_LABELS_ABI_VERSION_SYM,
     [SYM_SPAN] = CTX_SPAN_CONTEXT_SYM,
     [SYM_SPAN_VERSION] = CTX_SPAN_CONTEXT_ABI_VERSION_SYM,
     [SYM_OTEL] = OTEL_THREAD_CTX_SYM,
+    [SYM_GO_TLSG] = GO_TLSG_SYM,
 };
 
 struct object {
@@ -445,6 +452,32 @@ static int ctx_file_cache(const struct noctx_key *k, int add, struct elf_tls_inf
         return found;
 }
 
+/* A Go executable's goroutine-labels layout (tls/elf_go.h) and its goroutine slot: what BPF
+ * follows, or CTXPROF_GO_LABELS_UNKNOWN (no labels read) when either is not known. */
+static void go_layout(const struct elf_tls_info *info, const struct elf_tls_sym *tlsg,
+                      struct ctxprof_go_layout *g)
+{
+        struct ctxprof_tls_var v;
+
+        memset(g, 0, sizeof(*g));
+        g->kind = CTXPROF_GO_LABELS_UNKNOWN;
+        if (info->go.source != ELF_GO_DWARF && info->go.source != ELF_GO_VERSION)
+                return;
+        if (!info->has_tls)
+                g->g_tp_offset = GO_TLS_SLOT;
+        else if (tlsg->defined && tlsg->type == STT_TLS && tlsg->size == GO_TLSG_SIZE &&
+                 exec_static(info, tlsg, &v) == 0)
+                g->g_tp_offset = (int32_t)v.tp_offset;
+        else if (info->tls_memsz == GO_TLSG_SIZE) /* no .symtab: the block is the slot alone */
+                g->g_tp_offset = -(int32_t)elf_tls_exec_block_offset(info);
+        else
+                return;
+        g->g_m = info->go.g_m;
+        g->m_curg = info->go.m_curg;
+        g->g_labels = info->go.g_labels;
+        g->kind = CTXPROF_GO_LABELS_HMAP;
+}
+
 static int uses_dtv(const struct ctxprof_tls_target *t)
 {
         return t->labels.mode == CTXPROF_TLS_DTV || t->span.mode == CTXPROF_TLS_DTV ||
@@ -511,7 +544,8 @@ static int scan_object(int opath, int symbols_only, struct elf_tls_info *info,
         close(fd);
         if (rc)
                 return rc;
-        if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined && !syms[SYM_OTEL].defined) {
+        if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined && !syms[SYM_OTEL].defined &&
+            info->go.source == ELF_GO_NONE) {
                 if (keyed)
                         noctx_check(&key, 1);
                 return 1;
@@ -535,7 +569,7 @@ static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats
         if (n < 0)
                 return n;
 
-        int err = 0, found_labels = 0, found_span = 0, found_otel = 0;
+        int err = 0, found_labels = 0, found_span = 0, found_otel = 0, found_go = 0;
         for (int i = 0; i < n && !(found_labels && found_span && found_otel); i++) {
                 const struct object *o = &objs[i];
                 if (!o->exec)
@@ -565,13 +599,21 @@ static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats
                 int has_otel = !found_otel && syms[SYM_OTEL].defined &&
                                syms[SYM_OTEL].type == STT_TLS &&
                                syms[SYM_OTEL].size == OTEL_THREAD_CTX_SIZE;
-                if (!has_labels && !has_span && !has_otel)
+                int has_go = !found_go && info.is_executable && info.go.source != ELF_GO_NONE;
+                if (!has_labels && !has_span && !has_otel && !has_go)
                         continue;
-                if (symbols_only) {
+                if (has_go) {
+                        found_go = 1;
+                        go_layout(&info, &syms[SYM_GO_TLSG], &out->go);
+                }
+                if (symbols_only && (has_labels || has_span || has_otel ||
+                                     out->go.kind == CTXPROF_GO_LABELS_HMAP)) {
                         found_labels = found_span = found_otel = 1;
                         err = 1;
                         break;
                 }
+                if (symbols_only || (!has_labels && !has_span && !has_otel))
+                        continue;
                 uint64_t bias;
                 if (elf_tls_load_bias(&info, o->tf.start, o->pgoff, &bias) != 0) {
                         err = merge_err(err, -ENOEXEC);

@@ -52,6 +52,7 @@ void tls_wire_encode(int ret, const struct elf_tls_info *info, const struct elf_
         out->tls_vaddr = info->tls_vaddr;
         out->tls_memsz = info->tls_memsz;
         out->tls_align = info->tls_align;
+        out->go = info->go;
         for (unsigned i = 0; i < out->nloads; i++)
                 out->loads[i] = (struct tls_wire_load){info->loads[i].vaddr, info->loads[i].offset,
                                                        info->loads[i].filesz, info->loads[i].memsz};
@@ -73,6 +74,16 @@ static int sym_ok(const struct tls_wire_sym *w)
                !w->pad;
 }
 
+/* A layout is only ever one the helper could have made: a known source, and offsets only
+ * with a layout (they are bounded by their type). */
+static int go_ok(const struct elf_go_info *g)
+{
+        int layout = g->source == ELF_GO_DWARF || g->source == ELF_GO_VERSION;
+
+        return g->source <= ELF_GO_UNKNOWN && !g->pad && !g->pad2 && !g->pad3 &&
+               (layout || (!g->g_m && !g->m_curg && !g->g_labels));
+}
+
 int tls_wire_decode(const void *buf, uint32_t len, size_t n, struct elf_tls_info *info,
                     struct elf_tls_sym *syms)
 {
@@ -81,7 +92,7 @@ int tls_wire_decode(const void *buf, uint32_t len, size_t n, struct elf_tls_info
                 return -EPROTO;
         memcpy(&r, buf, sizeof(r));
         if (r.n != n || r.is_executable > 1 || r.has_tls > 1 || r.nloads > ELF_TLS_MAX_LOADS ||
-            (r.ret && r.ret != -ENOEXEC && r.ret != -ENOMEM))
+            (r.ret && r.ret != -ENOEXEC && r.ret != -ENOMEM) || !go_ok(&r.go))
                 return -EPROTO;
         for (size_t i = 0; i < n; i++)
                 if (!sym_ok(&r.syms[i]))
@@ -96,6 +107,7 @@ int tls_wire_decode(const void *buf, uint32_t len, size_t n, struct elf_tls_info
         info->tls_vaddr = r.tls_vaddr;
         info->tls_memsz = r.tls_memsz;
         info->tls_align = r.tls_align;
+        info->go = r.go;
         info->nloads = r.nloads;
         for (unsigned i = 0; i < r.nloads; i++)
                 info->loads[i] = (struct elf_tls_load){r.loads[i].vaddr, r.loads[i].offset,

@@ -45,10 +45,12 @@ struct tls_resp {
         uint8_t is_executable, has_tls, nloads;
         uint32_t e_type, pad;
         uint64_t tls_vaddr, tls_memsz, tls_align;
+        struct elf_go_info go;
         struct tls_wire_load loads[ELF_TLS_MAX_LOADS];
         struct tls_wire_sym syms[ELF_TLS_MAX_NAMES];
 };
-_Static_assert(sizeof(struct tls_resp) == 40 + ELF_TLS_MAX_LOADS * sizeof(struct tls_wire_load) +
+_Static_assert(sizeof(struct tls_resp) == 40 + sizeof(struct elf_go_info) +
+                                              ELF_TLS_MAX_LOADS * sizeof(struct tls_wire_load) +
                                               ELF_TLS_MAX_NAMES * sizeof(struct tls_wire_sym),
                "tls_resp is a wire struct");
 

@@ -86,6 +86,7 @@ enum ctxprof_rec_type {
 #define CTXPROF_SF_KU_NOMAP    0x2000 /* ... and met an ip in no mapping it knows (dlopen) */
 /* ... and reached the outermost frame (return address undefined: _start, clone) */
 #define CTXPROF_SF_KU_COMPLETE 0x4000
+#define CTXPROF_SF_GO_LABELS   0x8000 /* the labels part holds a goroutine's pprof labels */
 
 /* Cgroups whose processes are sampled without being in the targets map (daemon cgroup
  * selectors: the process and every descendant cgroup, checked in the kernel) */
@@ -308,6 +309,10 @@ enum ctxprof_counter {
         CTXPROF_CNT_LOST_UNSTARTED, /* the consumer had not drained yet */
         CTXPROF_CNT_LOST_AWAY,      /* no drain for CTXPROF_CONSUMER_AWAY_NS: blocked or starved */
         CTXPROF_CNT_LOST_DRAINING,  /* the consumer was draining: the ring too small for the rate */
+        /* Go programs' goroutine labels (tls_target.h, struct ctxprof_go_layout) */
+        CTXPROF_CNT_GO_LABELS, /* samples whose goroutine had labels, read */
+        CTXPROF_CNT_GO_TORN,   /* ... not read whole: a map growing, a read fault, fewer entries
+                                * found than its count (changed while read): no labels */
         CTXPROF_CNT_MAX,
 };
 

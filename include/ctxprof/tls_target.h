@@ -43,6 +43,34 @@ struct ctxprof_dtv_layout {
 _Static_assert(sizeof(struct ctxprof_dtv_layout) == 16, "DTV layout: 16 bytes, no padding");
 
 /*
+ * A Go program's goroutine labels (runtime/pprof.Do, SetGoroutineLabels): the sampled
+ * thread's current goroutine is g = *(tp + g_tp_offset) (Go's TLS slot), its M's user
+ * goroutine curg = *(*(g + g_m) + m_curg), and curg's labels *(curg + g_labels). 16 bytes.
+ *
+ * kind CTXPROF_GO_LABELS_HMAP (Go up to 1.23, found in the binary's DWARF or its version):
+ * the labels pointer points to a runtime/pprof.labelMap, a map[string]string: a pointer to
+ * its hmap {count int @0, B uint8 @9, buckets @16, oldbuckets @24}, each bucket 272 bytes
+ * {tophash [8]u8 @0, keys [8]string @8, values [8]string @136, overflow *bucket @264}, a
+ * string {ptr, len}. A slot is full when its tophash is >= 5 (runtime's minTopHash).
+ */
+enum ctxprof_go_labels_kind {
+        CTXPROF_GO_LABELS_NONE = 0, /* not a Go program */
+        CTXPROF_GO_LABELS_HMAP = 1,
+        CTXPROF_GO_LABELS_UNKNOWN = 2, /* a Go program whose layout is not known: no read,
+                                        * counted by the daemon (never a wrong label) */
+};
+
+struct ctxprof_go_layout {
+        __s32 g_tp_offset; /* x86-64: -8 (runtime.tlsg, the executable's TLS block) */
+        __u16 g_m;         /* offsetof(runtime.g, m) */
+        __u16 m_curg;      /* offsetof(runtime.m, curg) */
+        __u16 g_labels;    /* offsetof(runtime.g, labels) */
+        __u16 kind;        /* enum ctxprof_go_labels_kind */
+        __u32 pad;
+};
+_Static_assert(sizeof(struct ctxprof_go_layout) == 16, "Go layout: 16 bytes, no padding");
+
+/*
  * Per-process value of the BPF map `targets` (key: __u32 tgid as the daemon sees it; BPF
  * translates pids to the daemon's PID namespace). The map, `exec_gens` and the daemon's
  * process table hold at most CTXPROF_MAX_TARGETS processes.
@@ -59,13 +87,22 @@ struct ctxprof_tls_target {
         struct ctxprof_tls_var span;   /* ctx_span_context_v1 (the 64-byte record itself) */
         struct ctxprof_tls_var otel;   /* otel_thread_ctx_v1 (OTEP 4947: a pointer variable) */
         struct ctxprof_dtv_layout dtv;
-        __u64 generation; /* bumped by the daemon on every location it publishes */
-        __u64 exec_gen;   /* the exec count (map `exec_gens`) the location was made for */
-        __u64 flags;      /* CTXPROF_TLS_F_* */
+        struct ctxprof_go_layout go; /* goroutine labels (Go programs); read when no labels */
+        __u64 generation;            /* bumped by the daemon on every location it publishes */
+        __u64 exec_gen; /* the exec count (map `exec_gens`) the location was made for */
+        __u64 flags;    /* CTXPROF_TLS_F_* */
 };
-_Static_assert(sizeof(struct ctxprof_tls_target) ==
-                   3 * sizeof(struct ctxprof_tls_var) + sizeof(struct ctxprof_dtv_layout) + 24,
-               "TLS target: 136 bytes, no padding");
+_Static_assert(sizeof(struct ctxprof_tls_target) == 3 * sizeof(struct ctxprof_tls_var) +
+                                                        sizeof(struct ctxprof_dtv_layout) +
+                                                        sizeof(struct ctxprof_go_layout) + 24,
+               "TLS target: 152 bytes, no padding");
+
+/* Whether t says where any context is: a variable located, or a Go labels layout. */
+static inline int ctxprof_tls_target_any(const struct ctxprof_tls_target *t)
+{
+        return t->labels.mode != CTXPROF_TLS_NONE || t->span.mode != CTXPROF_TLS_NONE ||
+               t->otel.mode != CTXPROF_TLS_NONE || t->go.kind == CTXPROF_GO_LABELS_HMAP;
+}
 
 #define CTXPROF_MAX_TARGETS 4096 /* processes sampled at once (BPF maps, daemon table) */
 

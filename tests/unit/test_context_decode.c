@@ -4,7 +4,7 @@
  * hand-built sample records (what the BPF program would copy, laid out as it does:
  * variable-length entries): NULL keys, first duplicate wins, over-long keys dropped, values
  * cut at UTF-8 boundaries, faults poisoning later entries, torn and never-set spans, entries
- * whose bytes are not their lengths.
+ * whose bytes are not their lengths; a Go tracer's span among goroutine labels.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -247,4 +247,38 @@ Test(context_decode, label_bytes_rule)
         cr_assert(out[1].value_len == 2 && !memcmp(out[1].value, "ab", 2));
         cr_assert_eq(out[2].value_len, CTXPROF_LABEL_VAL_MAX - 1);
         cr_assert(out[3].value_len == 5 && out[3].value_truncated == 0);
+}
+
+/* Go tracers' spans among goroutine labels: OpenTelemetry's 16 hex digits ("span_id"), else
+ * dd-trace-go's decimal "span id" with its "local root span id"; anything else (a zero id,
+ * a wrong length, a digit out of base, an overflow) is no span. */
+Test(context_decode, go_span_labels)
+{
+#define L(k, v)                                                                                    \
+        {                                                                                          \
+                .key = k, .key_len = sizeof(k) - 1, .value = v, .value_len = sizeof(v) - 1         \
+        }
+        const struct decoded_label otel[] = {L("route", "/r1"), L("span_id", "00000000000a00F3")};
+        const struct decoded_label dd[] = {L("local root span id", "7"), L("span id", "45059")};
+        const struct decoded_label dd_noroot[] = {L("span id", "18446744073709551615"),
+                                                  L("local root span id", "x")};
+        const struct decoded_label bad[][1] = {{L("span_id", "0000000000000000")},
+                                               {L("span_id", "a00f3")},
+                                               {L("span_id", "00000000000a00g3")},
+                                               {L("span id", "18446744073709551616")},
+                                               {L("span id", "-5")},
+                                               {L("span id", "0")},
+                                               {L("span-id", "12")}};
+#undef L
+        uint64_t span = 0, root = 1;
+
+        cr_assert_eq(context_go_span(otel, 2, &span, &root), 1);
+        cr_assert(span == 0xa00f3 && root == 0);
+        cr_assert_eq(context_go_span(dd, 2, &span, &root), 1);
+        cr_assert(span == 45059 && root == 7);
+        cr_assert_eq(context_go_span(dd_noroot, 2, &span, &root), 1);
+        cr_assert(span == UINT64_MAX && root == 0, "an unreadable root is 0, the span kept");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_assert_eq(context_go_span(bad[i], 1, &span, &root), 0, "case %zu", i);
+        cr_assert_eq(context_go_span(otel, 0, &span, &root), 0, "no labels");
 }

@@ -11,8 +11,9 @@
  * key, a NUL inside a string, a service index that is not service.name, bytes left over) is
  * refused with nothing kept. A thread-local-variable request (tls/tls_wire.h) carries its
  * names (one too long is refused before sending; one without its NUL is refused by the
- * helper), and its answer round-trips; one with a count, flag or relocation kind out of
- * range, a size not the struct's, or an error the scan cannot give is refused.
+ * helper), and its answer (a Go program's layout included) round-trips; one with a count,
+ * flag or relocation kind out of range, a size not the struct's, an error the scan cannot
+ * give, a Go layout source out of range or offsets without a layout is refused.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -332,6 +333,12 @@ static void tls_answer(void)
                                     .tls_align = 8,
                                     .nloads = 2};
         info.loads[1] = (struct elf_tls_load){.vaddr = 0x1000, .offset = 0x1000, .filesz = 9};
+        info.go = (struct elf_go_info){.source = ELF_GO_DWARF,
+                                       .major = 1,
+                                       .minor = 19,
+                                       .g_m = 48,
+                                       .m_curg = 192,
+                                       .g_labels = 360};
         struct elf_tls_sym syms[2] = {{.defined = 1,
                                        .in_dynsym = 1,
                                        .type = 6,
@@ -358,6 +365,9 @@ Test(tls_wire, answer_round_trip)
         cr_assert_eq(syms[0].reloc_addend, -8);
         cr_assert_eq(syms[0].size, 16);
         cr_assert_eq(syms[1].defined, 0);
+        cr_assert(info.go.source == ELF_GO_DWARF && info.go.minor == 19 && info.go.g_m == 48 &&
+                      info.go.m_curg == 192 && info.go.g_labels == 360,
+                  "a Go layout crosses as sent");
 
         struct elf_tls_info none = {0};
         tls_wire_encode(-EINVAL, &none, syms, 2, &tresp);
@@ -386,5 +396,16 @@ Test(tls_wire, malformed_answers_refused)
         cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
         tls_answer();
         tresp.ret = -EPERM;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
+        tls_answer();
+        tresp.go.source = ELF_GO_UNKNOWN + 1;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO,
+                     "a Go layout source the helper never sends");
+        tls_answer();
+        tresp.go.source = ELF_GO_UNKNOWN;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO,
+                     "offsets without a layout");
+        tls_answer();
+        tresp.go.pad3 = 1;
         cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
 }
