@@ -15,7 +15,8 @@
 #   (--span-frames: OpenTelemetry's hex span_id early, dd-trace-go's decimal "span id" late);
 #   --stats-json .go counts the program located, no torn read;
 # - --filter on a goroutine label keeps only those samples; JFR, converted to pprof and read
-#   by `go tool pprof`, keeps every goroutine's labels and spans;
+#   by `go tool pprof`, keeps every goroutine's labels and spans; a Go program publishing
+#   an OpenTelemetry process context (OTEP 4719) is named by its service.name;
 # - a Go version the table does not know (the build info patched to go1.99): without DWARF
 #   counted as layout_unknown, sampled, and no label ever read; with DWARF, labels read
 #   through the layout its DWARF gives.
@@ -119,6 +120,17 @@ for v in even odd early late /r0 /r1 /r2 /r3 000000000000a000 000000000000a003 \
 	grep -qE "\): $v\$" "$TMP/tags" || { cat "$TMP/tags"; fail "no sample labelled $v via JFR and pprof"; }
 done
 echo "JFR -> pprof: the goroutines' labels and spans are sample labels"
+
+# A Go program that publishes an OpenTelemetry process context (OTEP 4719, from Go alone):
+# named by its service.name, its goroutine labels kept
+WL_GO_SERVICE=checkout-go GOMAXPROCS=2 record_ok 60 -F 499 -d 3 -o "$TMP/svc.txt" -- "$TMP/wl_go" 2 4
+total=$(count "$TMP/svc.txt" ".")
+named=$(count "$TMP/svc.txt" "^checkout-go-[0-9]+;")
+both=$(count "$TMP/svc.txt" "^checkout-go-[0-9]+;.*;parity=[a-z]+;phase=[a-z]+;route=")
+echo "OTEP 4719 from Go: $named of $total samples named checkout-go, $both of them with labels"
+[ "$total" -ge 100 ] && [ $((named * 100)) -ge $((total * 90)) ] ||
+	fail "the Go program's service.name names $named of $total samples"
+[ $((both * 100)) -ge $((named * 90)) ] || fail "service-named samples lost their goroutine labels"
 
 # A Go version no table knows (the build info patched to go1.99...): without DWARF, never a
 # wrong label, counted; with DWARF, the layout is read from it and the labels are.
