@@ -137,6 +137,14 @@ static const struct labelled labelled[] = {
      "what",
      {V("span", st.span_faults), V("labelset", st.labelset_faults), V("label", st.label_faults),
       V("otel", st.otel_faults)}},
+    {"ctxprof_go_total",
+     "Go programs and their goroutine labels (docs/go.md): located (programs located with a "
+     "labels layout), layout_unknown (Go programs whose layout is not known: no labels read), "
+     "labels (samples whose goroutine labels were read), torn (samples whose labels were not "
+     "read whole: a map growing or too large, a fault, entries changed while read).",
+     "what",
+     {V("located", st.go_located), V("layout_unknown", st.go_layout_unknown),
+      V("labels", st.go_labels), V("torn", st.go_torn)}},
     {"ctxprof_samples_lost_by_cause_total",
      "ctxprof_samples_lost_total by cause: before (the consumer had not drained yet), away (no "
      "drain for 20 ms: the daemon was blocked, busy elsewhere or starved of CPU), draining (the "

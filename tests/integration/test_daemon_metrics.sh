@@ -28,6 +28,7 @@ for s in ctxprof_samples_total ctxprof_samples_received_total ctxprof_samples_lo
 	ctxprof_files_written_total ctxprof_bytes_written_total ctxprof_start_time_seconds \
 	ctxprof_last_update_timestamp_seconds 'ctxprof_errors_total{kind="sink"}' \
 	'ctxprof_stack_errors_total{stack="user"}' 'ctxprof_read_faults_total{what="span"}' \
+	'ctxprof_go_total{what="layout_unknown"}' 'ctxprof_go_total{what="torn"}' \
 	ctxprof_metrics_scrapes_total ctxprof_metrics_refused_series_total; do
 	[ -n "$(get "$s")" ] || { cat "$TMP/m.json"; fail "no series $s"; }
 done
