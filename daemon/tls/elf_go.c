@@ -3,9 +3,10 @@
  * elf_go.c — a Go executable's version and goroutine-labels layout (see elf_go.h). The
  * version is the build info's inline string (Go 1.18 and later); the layout comes from the
  * DWARF types the Go linker writes into the runtime unit (runtime.g, runtime.m,
- * runtime/pprof.labelMap and the map's hash<string,string> and bucket<string,string>), each checked against what the BPF
- * reader assumes (ctxprof/tls_target.h), else from the table below. Owns nothing; reads
- * only within the sections libelf returned, and visits a bounded number of DWARF entries.
+ * runtime/pprof.labelMap and the map's hash<string,string> and bucket<string,string>), each checked
+ * against what the BPF reader assumes (ctxprof/tls_target.h), else from the table below. Owns
+ * nothing; reads only within the sections libelf returned, and visits a bounded number of DWARF
+ * entries.
  */
 #include "tls/elf_go.h"
 
@@ -15,30 +16,35 @@
 #include <gelf.h>
 #include <string.h>
 
-#define BUILDINFO_SECTION ".go.buildinfo"
-#define BUILDINFO_MAGIC   "\xff Go buildinf:"
+#define BUILDINFO_SECTION   ".go.buildinfo"
+#define BUILDINFO_MAGIC     "\xff Go buildinf:"
 #define BUILDINFO_MAGIC_LEN 14
-#define BUILDINFO_FLAGS   15   /* after the magic and the pointer size */
-#define BUILDINFO_INLINE  0x2  /* flags: strings inline (Go 1.18+), not behind pointers */
-#define BUILDINFO_VERSION 32   /* where the inline version string's uvarint length starts */
-#define GO_VERSION_MAX    64   /* a longer version string is not one */
+#define BUILDINFO_FLAGS     15  /* after the magic and the pointer size */
+#define BUILDINFO_INLINE    0x2 /* flags: strings inline (Go 1.18+), not behind pointers */
+#define BUILDINFO_VERSION   32  /* where the inline version string's uvarint length starts */
+#define GO_VERSION_MAX      64  /* a longer version string is not one */
 
 /* .debug_info larger (uncompressed) than this is not read (the version table then): libdw
  * inflates it whole, ~5 MB in 50 ms here, and the helper's request ends at 2 s */
-#define DWARF_INFO_MAX  (64u << 20)
-#define DWARF_DIES_MAX  (1u << 22)   /* top-level entries visited at most */
-#define DW_AT_GO_KIND   0x2900       /* Go's DWARF extension: the reflect.Kind of a type */
-#define GO_KIND_MAP     21
-#define GO_TYPES_UNIT   "runtime"
+#define DWARF_INFO_MAX (64u << 20)
+#define DWARF_DIES_MAX (1u << 22) /* top-level entries visited at most */
+#define DW_AT_GO_KIND  0x2900     /* Go's DWARF extension: the reflect.Kind of a type */
+#define GO_KIND_MAP    21
+#define GO_TYPES_UNIT  "runtime"
+
+/* Every goroutine label is set through this function (pprof.Do calls it); a program that
+ * never calls it has it removed by the linker, and its name with it. */
+#define GO_SET_LABELS_FUNC "runtime/pprof.SetGoroutineLabels"
+#define GO_PCLNTAB_MAX     (512u << 20) /* a larger function table is not searched */
 
 /* The classic map's layout the BPF reader follows (ctxprof/tls_target.h), Go 1.0 to 1.23. */
-#define HMAP_COUNT      0
-#define HMAP_B          9
-#define HMAP_BUCKETS    16
-#define HMAP_OLDBUCKETS 24
-#define BUCKET_KEYS     8
-#define BUCKET_VALUES   136
-#define BUCKET_OVERFLOW 264
+#define HMAP_COUNT         0
+#define HMAP_B             9
+#define HMAP_BUCKETS       16
+#define HMAP_OLDBUCKETS    24
+#define BUCKET_KEYS        8
+#define BUCKET_VALUES      136
+#define BUCKET_OVERFLOW    264
 #define GO_LAST_HMAP_MINOR 23 /* Go 1.24 replaced the labels map and the map itself */
 
 /* Versions whose offsets were read from a binary's DWARF on linux/amd64 (the tests check
@@ -128,6 +134,20 @@ static int read_buildinfo(Elf *e, struct elf_go_info *go)
                 return 1;
         parse_version((const char *)p + i + 1, (size_t)len, go);
         return 1;
+}
+
+/* 1 when .gopclntab names GO_SET_LABELS_FUNC (its function names are NUL-terminated). */
+static int sets_labels(Elf *e)
+{
+        static const char want[] = GO_SET_LABELS_FUNC; /* with its NUL */
+        GElf_Shdr sh;
+        Elf_Scn *scn = section_named(e, ".gopclntab", &sh);
+        Elf_Data *d;
+
+        if (!scn || sh.sh_type == SHT_NOBITS || sh.sh_size > GO_PCLNTAB_MAX)
+                return 0;
+        d = elf_getdata(scn, NULL);
+        return d && d->d_buf && memmem(d->d_buf, d->d_size, want, sizeof(want)) != NULL;
 }
 
 /* What the DWARF walk finds. -1 = not found. */
@@ -223,7 +243,8 @@ static int read_dwarf(Elf *e, struct go_dwarf *w)
         dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
         if (!dw)
                 return -ENOENT;
-        while (w->found < 5 && budget && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+        while (w->found < 5 && budget &&
+               dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
                 Dwarf_Die cu, d;
 
                 const char *name;
@@ -266,6 +287,7 @@ void elf_go_read(Elf *e, struct elf_go_info *go)
         if (!read_buildinfo(e, go))
                 return;
         go->source = ELF_GO_UNKNOWN;
+        go->sets_labels = (uint8_t)sets_labels(e);
         /* A classic map when the DWARF says labelMap is a map, else when the version is one
          * that had them. */
         classic = go->major == 1 && go->minor && go->minor <= GO_LAST_HMAP_MINOR;

@@ -20,12 +20,13 @@ enum elf_go_source {
 };
 
 struct elf_go_info {
-        uint8_t source;        /* enum elf_go_source */
-        uint8_t major, minor;  /* go1.19.8: 1, 19 (0, 0 when the version is unreadable) */
-        uint8_t pad;
-        uint16_t g_m;          /* offsetof(runtime.g, m) */
-        uint16_t m_curg;       /* offsetof(runtime.m, curg) */
-        uint16_t g_labels;     /* offsetof(runtime.g, labels) */
+        uint8_t source;       /* enum elf_go_source */
+        uint8_t major, minor; /* go1.19.8: 1, 19 (0, 0 when the version is unreadable) */
+        uint8_t sets_labels;  /* 1 = its function table has runtime/pprof.SetGoroutineLabels
+                               * (the linker keeps it only when something calls it) */
+        uint16_t g_m;         /* offsetof(runtime.g, m) */
+        uint16_t m_curg;      /* offsetof(runtime.m, curg) */
+        uint16_t g_labels;    /* offsetof(runtime.g, labels) */
         uint16_t pad2;
         uint32_t pad3;
 };

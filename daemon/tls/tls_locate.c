@@ -453,13 +453,16 @@ static int ctx_file_cache(const struct noctx_key *k, int add, struct elf_tls_inf
 }
 
 /* A Go executable's goroutine-labels layout (tls/elf_go.h) and its goroutine slot: what BPF
- * follows, or CTXPROF_GO_LABELS_UNKNOWN (no labels read) when either is not known. */
+ * follows, or CTXPROF_GO_LABELS_UNKNOWN (no labels read) when either is not known; NONE for
+ * a program that never sets labels (nothing to read, nothing to count). */
 static void go_layout(const struct elf_tls_info *info, const struct elf_tls_sym *tlsg,
                       struct ctxprof_go_layout *g)
 {
         struct ctxprof_tls_var v;
 
         memset(g, 0, sizeof(*g));
+        if (!info->go.sets_labels)
+                return;
         g->kind = CTXPROF_GO_LABELS_UNKNOWN;
         if (info->go.source != ELF_GO_DWARF && info->go.source != ELF_GO_VERSION)
                 return;

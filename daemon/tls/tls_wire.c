@@ -80,7 +80,7 @@ static int go_ok(const struct elf_go_info *g)
 {
         int layout = g->source == ELF_GO_DWARF || g->source == ELF_GO_VERSION;
 
-        return g->source <= ELF_GO_UNKNOWN && !g->pad && !g->pad2 && !g->pad3 &&
+        return g->source <= ELF_GO_UNKNOWN && g->sets_labels <= 1 && !g->pad2 && !g->pad3 &&
                (layout || (!g->g_m && !g->m_curg && !g->g_labels));
 }
 

@@ -16,7 +16,8 @@
 #   --stats-json .go counts the program located, no torn read;
 # - --filter on a goroutine label keeps only those samples; JFR, converted to pprof and read
 #   by `go tool pprof`, keeps every goroutine's labels and spans; a Go program publishing
-#   an OpenTelemetry process context (OTEP 4719) is named by its service.name;
+#   an OpenTelemetry process context (OTEP 4719) is named by its service.name; a Go program
+#   that never sets labels is not taken for a labels source;
 # - a Go version the table does not know (the build info patched to go1.99): without DWARF
 #   counted as layout_unknown, sampled, and no label ever read; with DWARF, labels read
 #   through the layout its DWARF gives.
@@ -131,6 +132,35 @@ echo "OTEP 4719 from Go: $named of $total samples named checkout-go, $both of th
 [ "$total" -ge 100 ] && [ $((named * 100)) -ge $((total * 90)) ] ||
 	fail "the Go program's service.name names $named of $total samples"
 [ $((both * 100)) -ge $((named * 90)) ] || fail "service-named samples lost their goroutine labels"
+
+# A Go program that never sets goroutine labels (its linker dropped
+# runtime/pprof.SetGoroutineLabels): not a labels source, nothing read, nothing counted
+cat >"$TMP/plain.go" <<'GO'
+package main
+
+import (
+	"os"
+	"strconv"
+	"time"
+)
+
+func main() {
+	secs, _ := strconv.Atoi(os.Args[1])
+	end, s := time.Now().Add(time.Duration(secs)*time.Second), 0
+	for time.Now().Before(end) {
+		for i := 0; i < 1000000; i++ {
+			s += i % 7
+		}
+	}
+	os.Exit(s & 0)
+}
+GO
+go build -o "$TMP/wl_go_plain" "$TMP/plain.go" || fail "go build of the plain program failed"
+record_ok 60 -F 499 -d 3 -o "$TMP/plain.txt" -- "$TMP/wl_go_plain" 2
+echo "a Go program without labels: .go $(jq -c .go "$TMP/stats.json")"
+[ "$(count "$TMP/plain.txt" "^wl_go_plain-")" -ge 100 ] || fail "the plain Go program was not sampled"
+[ "$(stat_json '.go.located + .go.layout_unknown + .go.labels + .go.torn')" = 0 ] ||
+	fail "a Go program that never sets labels was taken for a labels source"
 
 # A Go version no table knows (the build info patched to go1.99...): without DWARF, never a
 # wrong label, counted; with DWARF, the layout is read from it and the labels are.

@@ -54,8 +54,7 @@ static struct elf_go_info read_with(const void *blob, size_t len)
                 cr_assert_not_null(f = fopen(bin, "w"));
                 cr_assert_eq(fwrite(blob, 1, len, f), len);
                 fclose(f);
-                snprintf(cmd, sizeof(cmd),
-                         "objcopy --add-section .go.buildinfo='%s' '%s' '%s'",
+                snprintf(cmd, sizeof(cmd), "objcopy --add-section .go.buildinfo='%s' '%s' '%s'",
                          bin, fixture, out);
         } else {
                 snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", fixture, out);
@@ -94,6 +93,7 @@ Test(elf_go, version_table_when_no_dwarf_layout)
 
         cr_assert_eq(go.source, ELF_GO_VERSION);
         cr_assert(go.major == 1 && go.minor == 19);
+        cr_assert_eq(go.sets_labels, 0, "no .gopclntab naming runtime/pprof.SetGoroutineLabels");
         cr_assert_eq(elf_go_table(1, 19, &want), 0);
         cr_assert(go.g_m == want.g_m && go.m_curg == want.m_curg && go.g_labels == want.g_labels);
         cr_assert(go.g_m && go.m_curg && go.g_labels, "the table has offsets for 1.19");

@@ -336,6 +336,7 @@ static void tls_answer(void)
         info.go = (struct elf_go_info){.source = ELF_GO_DWARF,
                                        .major = 1,
                                        .minor = 19,
+                                       .sets_labels = 1,
                                        .g_m = 48,
                                        .m_curg = 192,
                                        .g_labels = 360};
@@ -365,8 +366,8 @@ Test(tls_wire, answer_round_trip)
         cr_assert_eq(syms[0].reloc_addend, -8);
         cr_assert_eq(syms[0].size, 16);
         cr_assert_eq(syms[1].defined, 0);
-        cr_assert(info.go.source == ELF_GO_DWARF && info.go.minor == 19 && info.go.g_m == 48 &&
-                      info.go.m_curg == 192 && info.go.g_labels == 360,
+        cr_assert(info.go.source == ELF_GO_DWARF && info.go.minor == 19 && info.go.sets_labels &&
+                      info.go.g_m == 48 && info.go.m_curg == 192 && info.go.g_labels == 360,
                   "a Go layout crosses as sent");
 
         struct elf_tls_info none = {0};
@@ -405,6 +406,9 @@ Test(tls_wire, malformed_answers_refused)
         tresp.go.source = ELF_GO_UNKNOWN;
         cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO,
                      "offsets without a layout");
+        tls_answer();
+        tresp.go.sets_labels = 2;
+        cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
         tls_answer();
         tresp.go.pad3 = 1;
         cr_assert_eq(tls_wire_decode(&tresp, sizeof(tresp), 2, &info, syms), -EPROTO);
