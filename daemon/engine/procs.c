@@ -920,7 +920,10 @@ unsigned proc_threads(struct proc *p, uint64_t now)
         char path[48];
         struct stat st;
 
-        if (p->threads_ns && now - p->threads_ns < PROC_THREADS_STALE_NS)
+        uint64_t life =
+            PROC_THREADS_STALE_NS - hash_mix64((uint64_t)p->pid) % PROC_THREADS_SPREAD_NS;
+
+        if (p->threads_ns && now - p->threads_ns < life)
                 return p->threads;
         p->threads_ns = now;
         snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);

@@ -169,10 +169,13 @@ int procs_retry_timeout(const struct procs *t, uint64_t now, int timeout_ms);
 
 /* 1 if pid no longer runs (gone, zombie or dead): its exit tracepoint has fired. */
 int proc_gone(pid_t pid);
-/* p's live threads, counted again when the count is older than PROC_THREADS_STALE_NS: one
- * stat of /proc/PID/task (procfs gives it two links more than the process has threads); 0
- * when it is gone. For status, never per sample. */
-#define PROC_THREADS_STALE_NS 10000000000ull /* 10 s */
+/* p's live threads, counted again when the count is older than its lifetime, between
+ * PROC_THREADS_STALE_NS - PROC_THREADS_SPREAD_NS and PROC_THREADS_STALE_NS by its pid (so
+ * targets added together are not all counted again by the same status write): one stat of
+ * /proc/PID/task (procfs gives it two links more than the process has threads); 0 when it is
+ * gone. For status, never per sample. */
+#define PROC_THREADS_STALE_NS  10000000000ull /* 10 s */
+#define PROC_THREADS_SPREAD_NS 8000000000ull  /* 8 s: over four 2 s status writes */
 unsigned proc_threads(struct proc *p, uint64_t now);
 /* 1 if p's process no longer runs: its pin says it exited (proc_gone(p->pid) would see
  * whatever process holds the pid now); by pid when p could not be pinned. */
