@@ -176,7 +176,7 @@ static int64_t loader_sym_offset(struct load_hook *h, int pathfd, const struct s
                 return fd;
         /* on the sampling loop: never waits for the parser helper (-EBUSY: tried again at the
          * process's next sample, hook_proc) */
-        err = elf_tls_scan_nowait(fd, names, 1, 0, &info, &sym);
+        err = elf_tls_scan_nowait(fd, names, 1, ELF_TLS_NO_DWARF, &info, &sym);
         close(fd);
         if (err)
                 return err;

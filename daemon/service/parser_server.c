@@ -115,7 +115,7 @@ static int serve_tls(struct server *sv, const struct parser_head *h, const void 
         }
         struct elf_tls_info info;
         struct elf_tls_sym syms[ELF_TLS_MAX_NAMES];
-        int ret = elf_tls_scan_local(fd, names, r.n, r.need_tls, &info, syms);
+        int ret = elf_tls_scan_local(fd, names, r.n, r.flags, &info, syms);
         close(fd);
         _Static_assert(sizeof(struct tls_resp) <= RESP_MAX, "a TLS answer fits");
         tls_wire_encode(ret, &info, syms, r.n, (struct tls_resp *)(void *)sv->resp.buf);

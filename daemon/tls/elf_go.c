@@ -3,10 +3,10 @@
  * elf_go.c — a Go executable's version and goroutine-labels layout (see elf_go.h). The
  * version is the build info's inline string (Go 1.18 and later); the layout comes from the
  * DWARF types the Go linker writes into the runtime unit (runtime.g, runtime.m,
- * runtime/pprof.labelMap and the map's hash<string,string> and bucket<string,string>), each checked
- * against what the BPF reader assumes (ctxprof/tls_target.h), else from the table below. Owns
- * nothing; reads only within the sections libelf returned, and visits a bounded number of DWARF
- * entries.
+ * runtime/pprof.labelMap and the map's hash<string,string> and bucket<string,string>), each
+ * checked against what the BPF reader assumes (ctxprof/tls_target.h), else from the table
+ * below. Owns nothing; reads only within the sections libelf returned, and visits a bounded
+ * number of DWARF entries.
  */
 #include "tls/elf_go.h"
 
@@ -31,6 +31,7 @@
 #define DW_AT_GO_KIND  0x2900     /* Go's DWARF extension: the reflect.Kind of a type */
 #define GO_KIND_MAP    21
 #define GO_TYPES_UNIT  "runtime"
+#define GO_DWARF_TYPES 5 /* the types dwarf_type looks for */
 
 /* Every goroutine label is set through this function (pprof.Do calls it); a program that
  * never calls it has it removed by the linker, and its name with it. */
@@ -243,18 +244,18 @@ static int read_dwarf(Elf *e, struct go_dwarf *w)
         dw = dwarf_begin_elf(e, DWARF_C_READ, NULL);
         if (!dw)
                 return -ENOENT;
-        while (w->found < 5 && budget &&
+        while (w->found < GO_DWARF_TYPES && budget &&
                dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-                Dwarf_Die cu, d;
-
                 const char *name;
+                Dwarf_Die cu, d;
 
                 /* Go's linker puts every type in the runtime package's unit */
                 if (dwarf_offdie(dw, off + hsize, &cu) && (name = dwarf_diename(&cu)) &&
                     !strcmp(name, GO_TYPES_UNIT) && dwarf_child(&cu, &d) == 0) {
                         do
                                 dwarf_type(&d, w);
-                        while (w->found < 5 && --budget && dwarf_siblingof(&d, &d) == 0);
+                        while (w->found < GO_DWARF_TYPES && --budget &&
+                               dwarf_siblingof(&d, &d) == 0);
                 }
                 off = next;
         }
@@ -278,7 +279,7 @@ static int hmap_layout_ok(const struct go_dwarf *w)
         return 1;
 }
 
-void elf_go_read(Elf *e, struct elf_go_info *go)
+void elf_go_read(Elf *e, struct elf_go_info *go, int use_dwarf)
 {
         struct go_dwarf w;
         int classic;
@@ -291,7 +292,7 @@ void elf_go_read(Elf *e, struct elf_go_info *go)
         /* A classic map when the DWARF says labelMap is a map, else when the version is one
          * that had them. */
         classic = go->major == 1 && go->minor && go->minor <= GO_LAST_HMAP_MINOR;
-        if (read_dwarf(e, &w) == 0 && w.g_m >= 0 && w.g_labels >= 0 && w.m_curg >= 0) {
+        if (use_dwarf && read_dwarf(e, &w) == 0 && w.g_m >= 0 && w.g_labels >= 0 && w.m_curg >= 0) {
                 if (w.label_map == 0 || !hmap_layout_ok(&w))
                         return; /* a layout the BPF reader does not follow */
                 if (w.label_map == 1 || classic) {

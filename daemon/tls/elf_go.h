@@ -32,9 +32,10 @@ struct elf_go_info {
 };
 _Static_assert(sizeof(struct elf_go_info) == 16, "part of the parser helper's wire answer");
 
-/* Fill *go from e (an executable; the caller owns e). 0 always: what could not be read
- * leaves go->source ELF_GO_NONE (no .go.buildinfo) or ELF_GO_UNKNOWN. */
-void elf_go_read(Elf *e, struct elf_go_info *go);
+/* Fill *go from e (an executable; the caller owns e); its DWARF only when use_dwarf (else
+ * the table by version decides). What could not be read leaves go->source ELF_GO_NONE (no
+ * .go.buildinfo) or ELF_GO_UNKNOWN. */
+void elf_go_read(Elf *e, struct elf_go_info *go, int use_dwarf);
 
 /* The table's layout for Go 1.minor: 0 and g_m, m_curg, g_labels set, or -ENOENT. */
 int elf_go_table(unsigned major, unsigned minor, struct elf_go_info *go);

@@ -189,7 +189,7 @@ static int scan_relocs(Elf_Scn *scn, const GElf_Shdr *sh, size_t n, struct elf_t
         return 0;
 }
 
-int elf_tls_scan_local(int fd, const char *const *names, size_t n, int need_tls,
+int elf_tls_scan_local(int fd, const char *const *names, size_t n, unsigned flags,
                        struct elf_tls_info *info, struct elf_tls_sym *syms)
 {
         int rc = libelf_ready();
@@ -225,8 +225,8 @@ int elf_tls_scan_local(int fd, const char *const *names, size_t n, int need_tls,
                 goto out;
         rc = 0;
         if (info->is_executable)
-                elf_go_read(e, &info->go);
-        if (need_tls && !info->has_tls)
+                elf_go_read(e, &info->go, !(flags & ELF_TLS_NO_DWARF));
+        if ((flags & ELF_TLS_NEED_TLS) && !info->has_tls)
                 goto out;
 
         size_t shstrndx;

@@ -38,6 +38,10 @@ struct elf_tls_sym {
                                 * (local-dynamic: the offset is then value + addend) */
 };
 
+#define ELF_TLS_NEED_TLS 0x1 /* scan flags (elf_tls_scan) */
+#define ELF_TLS_NO_DWARF 0x2
+#define ELF_TLS_FLAGS    (ELF_TLS_NEED_TLS | ELF_TLS_NO_DWARF)
+
 #define ELF_TLS_MAX_LOADS 16
 #define ELF_TLS_MAX_NAMES 16
 
@@ -58,22 +62,24 @@ struct elf_tls_info {
 /*
  * Read fd (an ELF file; the caller keeps ownership) and look up names[0..n) in .dynsym,
  * falling back to .symtab for names .dynsym does not define. syms[i] describes names[i]
- * (all zero if absent). The symbol lookup is skipped when the file has no PT_TLS and
- * need_tls is set (cheap filter when scanning every mapped file).
+ * (all zero if absent). flags: ELF_TLS_NEED_TLS skips the symbol lookup when the file has
+ * no PT_TLS (cheap filter when scanning every mapped file); ELF_TLS_NO_DWARF leaves a Go
+ * executable's DWARF unread (info->go from its version alone: elf_go.h), for a caller that
+ * must not wait for it (the sampling loop).
  * 0 = read (possibly nothing found), -ENOEXEC = not ELF / not x86-64 ELF64 / corrupt,
  * -EINVAL (n > ELF_TLS_MAX_NAMES), -EBUSY = the parser helper was not asked (another
  * thread's request held it past PARSER_JOB_WAIT_MS, or none is running now: try again
  * later, the file is not to blame), other -errno (-EPROTO: the file stalled, killed or
  * confused the helper).
  */
-int elf_tls_scan(int fd, const char *const *names, size_t n, int need_tls,
+int elf_tls_scan(int fd, const char *const *names, size_t n, unsigned flags,
                  struct elf_tls_info *info, struct elf_tls_sym *syms);
 /* The same for a caller on the sampling loop: -EBUSY at once when the parser helper is busy
  * with another thread's request (the caller tries again later), never waiting for it. */
-int elf_tls_scan_nowait(int fd, const char *const *names, size_t n, int need_tls,
+int elf_tls_scan_nowait(int fd, const char *const *names, size_t n, unsigned flags,
                         struct elf_tls_info *info, struct elf_tls_sym *syms);
 /* The scan in this process (the parser helper's server; the others when no helper is named). */
-int elf_tls_scan_local(int fd, const char *const *names, size_t n, int need_tls,
+int elf_tls_scan_local(int fd, const char *const *names, size_t n, unsigned flags,
                        struct elf_tls_info *info, struct elf_tls_sym *syms);
 /* Scans go to the parser helper pc from now on (NULL: this process again). Set before any
  * scan runs on another thread and cleared after the last; pc outlives its use here. A scan

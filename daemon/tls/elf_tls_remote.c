@@ -19,8 +19,8 @@ void elf_tls_use_parser(struct parser_client *pc)
         __atomic_store_n(&parser, pc, __ATOMIC_RELEASE); /* jobs may be scanning already */
 }
 
-static int scan(int fd, const char *const *names, size_t n, int need_tls, struct elf_tls_info *info,
-                struct elf_tls_sym *syms, int nowait)
+static int scan(int fd, const char *const *names, size_t n, unsigned flags,
+                struct elf_tls_info *info, struct elf_tls_sym *syms, int nowait)
 {
         static _Thread_local struct tls_req req;
         static _Thread_local union {
@@ -32,8 +32,8 @@ static int scan(int fd, const char *const *names, size_t n, int need_tls, struct
         int err;
 
         if (!pc)
-                return elf_tls_scan_local(fd, names, n, need_tls, info, syms);
-        err = tls_wire_request(names, n, need_tls, &req);
+                return elf_tls_scan_local(fd, names, n, flags, info, syms);
+        err = tls_wire_request(names, n, flags, &req);
         if (err)
                 return err;
         err = parser_client_try_call(pc, nowait ? 0 : PARSER_JOB_WAIT_MS, PARSER_TLS, &req,
@@ -43,14 +43,14 @@ static int scan(int fd, const char *const *names, size_t n, int need_tls, struct
         return parser_client_file_error(err);
 }
 
-int elf_tls_scan(int fd, const char *const *names, size_t n, int need_tls,
+int elf_tls_scan(int fd, const char *const *names, size_t n, unsigned flags,
                  struct elf_tls_info *info, struct elf_tls_sym *syms)
 {
-        return scan(fd, names, n, need_tls, info, syms, 0);
+        return scan(fd, names, n, flags, info, syms, 0);
 }
 
-int elf_tls_scan_nowait(int fd, const char *const *names, size_t n, int need_tls,
+int elf_tls_scan_nowait(int fd, const char *const *names, size_t n, unsigned flags,
                         struct elf_tls_info *info, struct elf_tls_sym *syms)
 {
-        return scan(fd, names, n, need_tls, info, syms, 1);
+        return scan(fd, names, n, flags, info, syms, 1);
 }

@@ -504,7 +504,7 @@ static int is_musl(pid_t pid, const struct object *objs, int n, struct target_st
                 close(opath);
                 if (fd < 0)
                         continue;
-                rc = elf_tls_scan(fd, marker, 1, 0, &info, &sym);
+                rc = elf_tls_scan(fd, marker, 1, ELF_TLS_NO_DWARF, &info, &sym);
                 close(fd);
                 if (rc == -EBUSY)
                         return rc;
@@ -542,18 +542,20 @@ static int scan_object(int opath, int symbols_only, struct elf_tls_info *info,
         int fd = target_reopen(opath, st);
         if (fd < 0)
                 return fd;
-        int rc = symbols_only ? elf_tls_scan_nowait(fd, sym_names, NSYMS, 1, info, syms)
-                              : elf_tls_scan(fd, sym_names, NSYMS, 1, info, syms);
+        int rc = symbols_only ? elf_tls_scan_nowait(fd, sym_names, NSYMS,
+                                                    ELF_TLS_NEED_TLS | ELF_TLS_NO_DWARF, info, syms)
+                              : elf_tls_scan(fd, sym_names, NSYMS, ELF_TLS_NEED_TLS, info, syms);
         close(fd);
         if (rc)
                 return rc;
         if (!syms[SYM_LABELS].defined && !syms[SYM_SPAN].defined && !syms[SYM_OTEL].defined &&
-            info->go.source == ELF_GO_NONE) {
+            !info->go.sets_labels) {
                 if (keyed)
                         noctx_check(&key, 1);
                 return 1;
         }
-        if (keyed)
+        /* a Go program's layout without its DWARF (symbols_only) is not what a locate needs */
+        if (keyed && !(symbols_only && info->go.sets_labels))
                 ctx_file_cache(&key, 1, info, syms);
         return 0;
 }
@@ -609,8 +611,8 @@ static int locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats
                         found_go = 1;
                         go_layout(&info, &syms[SYM_GO_TLSG], &out->go);
                 }
-                if (symbols_only && (has_labels || has_span || has_otel ||
-                                     out->go.kind == CTXPROF_GO_LABELS_HMAP)) {
+                /* a Go program that sets labels: its layout is the locate's to find (DWARF) */
+                if (symbols_only && (has_labels || has_span || has_otel || info.go.sets_labels)) {
                         found_labels = found_span = found_otel = 1;
                         err = 1;
                         break;

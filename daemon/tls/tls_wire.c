@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <string.h>
 
-int tls_wire_request(const char *const *names, size_t n, int need_tls, struct tls_req *r)
+int tls_wire_request(const char *const *names, size_t n, unsigned flags, struct tls_req *r)
 {
         memset(r, 0, sizeof(*r));
         if (n > ELF_TLS_MAX_NAMES)
                 return -EINVAL;
-        r->need_tls = need_tls != 0;
+        if (flags & ~ELF_TLS_FLAGS)
+                return -EINVAL;
+        r->flags = (uint8_t)flags;
         r->n = (uint8_t)n;
         for (size_t i = 0; i < n; i++) {
                 size_t len = strlen(names[i]);
@@ -26,7 +28,7 @@ int tls_wire_request(const char *const *names, size_t n, int need_tls, struct tl
 
 int tls_wire_names(const struct tls_req *r, const char *names[ELF_TLS_MAX_NAMES])
 {
-        if (r->n > ELF_TLS_MAX_NAMES || r->need_tls > 1)
+        if (r->n > ELF_TLS_MAX_NAMES || (r->flags & ~ELF_TLS_FLAGS))
                 return -EINVAL;
         for (unsigned i = 0; i < r->n; i++) {
                 if (!memchr(r->names[i], 0, TLS_WIRE_NAME_MAX))

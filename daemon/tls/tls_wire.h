@@ -18,8 +18,8 @@
 #define TLS_WIRE_NAME_MAX 64 /* bytes of a name, NUL included */
 
 struct tls_req {
-        uint8_t need_tls;
-        uint8_t n; /* names, <= ELF_TLS_MAX_NAMES */
+        uint8_t flags; /* ELF_TLS_NEED_TLS, ELF_TLS_NO_DWARF */
+        uint8_t n;     /* names, <= ELF_TLS_MAX_NAMES */
         uint16_t pad;
         char names[ELF_TLS_MAX_NAMES][TLS_WIRE_NAME_MAX]; /* NUL-terminated */
 };
@@ -55,7 +55,7 @@ _Static_assert(sizeof(struct tls_resp) == 40 + sizeof(struct elf_go_info) +
                "tls_resp is a wire struct");
 
 /* The request for names[0..n) into *r: 0, or -ENAMETOOLONG / -EINVAL (n too big). */
-int tls_wire_request(const char *const *names, size_t n, int need_tls, struct tls_req *r);
+int tls_wire_request(const char *const *names, size_t n, unsigned flags, struct tls_req *r);
 /* The request's names checked (counts, NUL-terminated): 0 or -EINVAL; names[i] point into r. */
 int tls_wire_names(const struct tls_req *r, const char *names[ELF_TLS_MAX_NAMES]);
 /* The answer for a scan of n names that returned ret. */

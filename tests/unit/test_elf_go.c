@@ -62,7 +62,7 @@ static struct elf_go_info read_with(const void *blob, size_t len)
         cr_assert_eq(system(cmd), 0, "%s", cmd);
         cr_assert_geq(fd = open(out, O_RDONLY), 0);
         cr_assert_not_null(e = elf_begin(fd, ELF_C_READ, NULL));
-        elf_go_read(e, &go);
+        elf_go_read(e, &go, 1);
         elf_end(e);
         close(fd);
         return go;

@@ -304,7 +304,7 @@ Test(tls_wire, request_names)
         cr_assert_eq(tls_wire_request(names, 2, 1, &r), 0);
         cr_assert_eq(tls_wire_names(&r, got), 0);
         cr_assert_eq(r.n, 2);
-        cr_assert_eq(r.need_tls, 1);
+        cr_assert_eq(r.flags, 1);
         cr_assert_str_eq(got[1], "otel_thread_ctx_v1");
 
         static char longname[TLS_WIRE_NAME_MAX + 1];
@@ -319,6 +319,12 @@ Test(tls_wire, request_names)
         cr_assert_eq(tls_wire_request(names, 2, 0, &r), 0);
         r.n = ELF_TLS_MAX_NAMES + 1;
         cr_assert_eq(tls_wire_names(&r, got), -EINVAL);
+
+        cr_assert_eq(tls_wire_request(names, 2, ELF_TLS_NEED_TLS | ELF_TLS_NO_DWARF, &r), 0);
+        cr_assert_eq(tls_wire_names(&r, got), 0);
+        cr_assert_eq(tls_wire_request(names, 2, 0x4, &r), -EINVAL, "a flag no scan knows");
+        r.flags = 0x4;
+        cr_assert_eq(tls_wire_names(&r, got), -EINVAL, "the helper refuses it too");
 }
 
 static struct tls_resp tresp;
