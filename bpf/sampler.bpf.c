@@ -223,9 +223,13 @@ static __always_inline __u32 read_context(struct ctxprof_sample_rec *r, __u8 *bu
         } else if (tp) {
                 r->flags |= CTXPROF_SF_TP;
                 read_span(r, t, tp, c);
-                pos = read_labels(r, buf, pos, t, tp, c);
-                pos = read_go_labels(r, buf, pos, t, tp, c);
-                pos = read_otel(r, buf, pos, t, tp, c);
+                /* one labels part: a Custom Labels set, else a Go goroutine's labels, both
+                 * from pos (the verifier then bounds the part once, not twice) */
+                __u32 lpos = read_labels(r, buf, pos, t, tp, c);
+
+                if (!(r->flags & CTXPROF_SF_LABELSET))
+                        lpos = read_go_labels(r, buf, pos, t, tp, c);
+                pos = read_otel(r, buf, lpos, t, tp, c);
         } else {
                 count(c, CTXPROF_CNT_NO_TP);
         }
