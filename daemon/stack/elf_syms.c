@@ -26,6 +26,8 @@ struct load_seg {
         GElf_Addr vaddr;
 };
 
+#define ELF_SYMS_GO_INLINE_MAX 32 /* frames of one Go pc: inlined calls and the function */
+
 struct elf_syms {
         Dwfl *dwfl;
         Dwfl_Module *mod;
@@ -58,12 +60,35 @@ void elf_syms_free(struct elf_syms *e)
 }
 
 /* The PT_LOAD segments of elf, to turn file offsets into addresses. */
-/* A Go binary's .gopclntab, for the names .symtab would give (stripped with -s -w). */
+/* The bytes of elf from address addr to the end of the SHT_PROGBITS section holding it. */
+static const uint8_t *bytes_at(Elf *elf, uint64_t addr, size_t *len)
+{
+        Elf_Scn *scn = NULL;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr sh;
+                Elf_Data *d;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || addr < sh.sh_addr ||
+                    addr - sh.sh_addr >= sh.sh_size)
+                        continue;
+                d = elf_getdata(scn, NULL);
+                if (!d || !d->d_buf || addr - sh.sh_addr >= d->d_size)
+                        return NULL;
+                *len = d->d_size - (addr - sh.sh_addr);
+                return (const uint8_t *)d->d_buf + (addr - sh.sh_addr);
+        }
+        return NULL;
+}
+
+/* A Go binary's .gopclntab, for the names .symtab would give (stripped with -s -w), and its
+ * go:func.* (from the runtime's moduledata in .noptrdata) for inlined frames. */
 static void load_gopclntab(struct elf_syms *e, Elf *elf)
 {
-        GElf_Addr text = 0;
-        Elf_Data *data = NULL;
+        GElf_Addr text = 0, pcln_addr = 0;
+        Elf_Data *data = NULL, *noptr = NULL;
         Elf_Scn *scn = NULL;
+        uint64_t gofunc;
         size_t shstrndx;
 
         if (elf_getshdrstrndx(elf, &shstrndx) != 0)
@@ -74,13 +99,20 @@ static void load_gopclntab(struct elf_syms *e, Elf *elf)
 
                 if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
                         continue;
-                if (!strcmp(name, ".text"))
+                if (!strcmp(name, ".text")) {
                         text = sh.sh_addr;
-                else if (!strcmp(name, ".gopclntab") && sh.sh_type == SHT_PROGBITS)
+                } else if (!strcmp(name, ".gopclntab") && sh.sh_type == SHT_PROGBITS) {
                         data = elf_getdata(scn, NULL);
+                        pcln_addr = sh.sh_addr;
+                } else if (!strcmp(name, ".noptrdata") && sh.sh_type == SHT_PROGBITS) {
+                        noptr = elf_getdata(scn, NULL);
+                }
         }
-        if (data && data->d_buf)
-                go_pclntab_init(&e->go, data->d_buf, data->d_size, text);
+        if (!data || !data->d_buf || go_pclntab_init(&e->go, data->d_buf, data->d_size, text))
+                return;
+        if (noptr && noptr->d_buf &&
+            !go_pclntab_find_gofunc(&e->go, pcln_addr, noptr->d_buf, noptr->d_size, &gofunc))
+                e->go.gofunc = bytes_at(elf, gofunc, &e->go.gofunc_len);
 }
 
 static int load_segs(struct elf_syms *e, Elf *elf)
@@ -234,6 +266,19 @@ static int dwarf_chain(struct elf_syms *e, GElf_Addr addr, struct elf_sym_entry 
         return n;
 }
 
+/* A stripped Go binary's frames at addr (a link-time address) from its .gopclntab. */
+static int go_frames(const struct elf_syms *e, uint64_t addr, struct elf_sym_entry *out, int max)
+{
+        const char *names[ELF_SYMS_GO_INLINE_MAX];
+        int n = go_pclntab_frames(&e->go, addr, names,
+                                  max < ELF_SYMS_GO_INLINE_MAX ? max : ELF_SYMS_GO_INLINE_MAX);
+
+        for (int i = 0; i < n; i++)
+                out[i] = (struct elf_sym_entry){
+                    .function = names[i], .file = NULL, .line = -1, .inlined = i < n - 1};
+        return n;
+}
+
 static int is_mangled(const char *n)
 {
         return n && n[0] == '_' && n[1] == 'Z';
@@ -254,13 +299,25 @@ int elf_syms_resolve(struct elf_syms *e, uint64_t off, struct elf_sym_entry *out
         GElf_Addr addr = off - seg->off + seg->vaddr + e->bias;
 
         int n = e->dwarf ? dwarf_chain(e, addr, out, max) : 0;
+        if (e->go.p && n <= 1) {
+                /* Go: its own table knows the calls inlined at addr (the DWARF Go writes
+                 * names none to libdw); DWARF's line at addr is the innermost one's */
+                struct elf_sym_entry first = n ? out[0] : (struct elf_sym_entry){.line = -1};
+                int k = go_frames(e, addr - e->bias, out, max);
+
+                if (k > n) {
+                        out[0].file = first.file;
+                        out[0].line = first.line;
+                        return k;
+                }
+                if (n)
+                        out[0] = first; /* go_frames wrote over it */
+        }
         /* Symbol table name for the real function: the exact (mangled) C++ symbol when DWARF has
          * no linkage name, and the only name without DWARF. */
         GElf_Sym sym;
         GElf_Off soff = 0;
         const char *sname = dwfl_module_addrinfo(e->mod, addr, &soff, &sym, NULL, NULL, NULL);
-        if (!sname)
-                sname = go_pclntab_name(&e->go, addr - e->bias); /* Go, stripped */
         if (n > 0) {
                 const char *dn = out[n - 1].function;
                 if (sname && (!dn || (is_mangled(sname) && !is_mangled(dn) && !strstr(dn, "::") &&

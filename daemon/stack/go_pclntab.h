@@ -20,8 +20,14 @@ struct go_pclntab {
         size_t len;
         uint64_t text_start; /* the address function entries are relative to */
         uint32_t nfunc;
+        uint32_t magic;     /* the header's: which _func layout */
         uint64_t funcnames; /* offset of the name table */
         uint64_t functab;   /* offset of the function table (nfunc + 1 entries) */
+        uint64_t pctab;     /* offset of the pc-value tables */
+        /* go:func.* (moduledata.gofunc), where funcdata offsets point: the inline trees.
+         * NULL: no inlined frames. Not owned. */
+        const uint8_t *gofunc;
+        size_t gofunc_len;
 };
 
 /* Reads the header of a .gopclntab section of len bytes at data; text_addr is the binary's
@@ -31,5 +37,25 @@ int go_pclntab_init(struct go_pclntab *t, const void *data, size_t len, uint64_t
 /* The name of the function whose code holds addr (a link-time address), into the section, or
  * NULL. */
 const char *go_pclntab_name(const struct go_pclntab *t, uint64_t addr);
+
+/*
+ * Where go:func.* is, for inlined frames (Go 1.18 and 1.19: their _func, inlinedCall and
+ * moduledata layouts; the others keep function names only): the runtime's moduledata is
+ * found in the len bytes of .noptrdata as a word equal to the .gopclntab's address
+ * (pclntab_addr) with the text address the table has, and its gofunc field read. 0 and
+ * *gofunc (an address), or -ENOENT.
+ */
+int go_pclntab_find_gofunc(const struct go_pclntab *t, uint64_t pclntab_addr, const void *noptrdata,
+                           size_t len, uint64_t *gofunc);
+
+/*
+ * The frames at addr, innermost first: the functions inlined there (from the function's
+ * inline tree: pc-data table 2, funcdata 3 into go:func.*), then the function itself.
+ * names[i] point into the section; returns how many (at most max: the innermost max - 1
+ * calls and the function), 0 when addr is in no function. Without go:func.* (or a layout
+ * without inline trees), the function alone. Every offset is checked against its buffer; a
+ * tree that loops ends at max.
+ */
+int go_pclntab_frames(const struct go_pclntab *t, uint64_t addr, const char **names, int max);
 
 #endif

@@ -7,8 +7,9 @@
 # (more goroutines than threads: labels must follow the goroutine), each under its own
 # runtime/pprof labels, changed half way (phase=early, then late). Recorded:
 # - every frame in the Go binary is named (none left as BINARY+0xOFFSET), the stripped one's
-#   from its .gopclntab; >= 95% of its samples show main.spin under runtime/pprof.Do, and
-#   the binaries name the same functions on the spinning path;
+#   from its .gopclntab; >= 95% of its samples show main.spin under runtime/pprof.Do, at
+#   least a fifth of them main.mix inlined into it (the stripped one's from the table's
+#   inline tree), and the binaries name the same functions on the spinning path;
 # - goroutine labels: >= 95% of the samples in main.spin carry labels, and every one of
 #   them its own goroutine's (the function on the stack names the goroutine's parity and
 #   phase); both phases are seen; the span a tracer sets as labels is the sample's span
@@ -41,9 +42,9 @@ GO_MINOR=$(go env GOVERSION | sed -nE 's/^go1\.([0-9]+).*/\1/p')
 labels_check() { # FILE
 	awk '{
 		n = $NF; line = $0; sub(/ [0-9]+$/, "", line)
-		if (line !~ /main\.(even|odd)(Early|Late);main\.spin$/) next
+		if (line !~ /main\.(even|odd)(Early|Late);main\.spin(;main\.mix)?$/) next
 		spin += n
-		match(line, /main\.(even|odd)(Early|Late);main\.spin$/)
+		match(line, /main\.(even|odd)(Early|Late);main\.spin/)
 		fn = substr(line, RSTART + 5, RLENGTH - 15)
 		par = fn ~ /^even/ ? "even" : "odd"; ph = fn ~ /Early$/ ? "early" : "late"
 		if (ph == "early") early += n; else late += n
@@ -65,7 +66,10 @@ for bin in wl_go wl_go_stripped wl_go_cgo; do
 	total=$(count "$TMP/$bin.txt" "^$bin-")
 	spin=$(count "$TMP/$bin.txt" "^$bin-[0-9]+;(.*;)?runtime/pprof\.Do;(.*;)?main\.spin( |;)")
 	unnamed=$(count "$TMP/$bin.txt" ";$bin\+0x[0-9a-f]+")
-	echo "$bin: $total samples, $spin in main.spin under runtime/pprof.Do, $unnamed with an unnamed Go frame"
+	inlined=$(count "$TMP/$bin.txt" ";main\.spin;main\.mix( |;)")
+	echo "$bin: $total samples, $spin in main.spin under runtime/pprof.Do, $unnamed with an" \
+		"unnamed Go frame, $inlined in main.mix inlined into main.spin"
+	[ $((inlined * 5)) -ge "$spin" ] || fail "$bin: main.mix, inlined, named in $inlined of $spin samples"
 	[ "$total" -ge 200 ] || fail "$bin: too few samples ($total)"
 	[ $((spin * 100)) -ge $((total * 95)) ] || {
 		sort -k2 -n -r "$TMP/$bin.txt" | head -5
