@@ -2,9 +2,9 @@
 /*
  * elf_syms.c — one offline elfutils session per module: file offset to raw names (see
  * elf_syms.h). Owns the Dwfl, the module's PT_LOAD table and its dwz alt file; a Go binary
- * without .symtab is named from its .gopclntab (go_pclntab.h). Must never
- * print, open the module by a name, follow a debug link (debuginfo_find.h), intern or
- * demangle (the caller does, with its bounds).
+ * without .symtab is named from its .gopclntab, and a Go binary's inlined calls come from it
+ * too (go_pclntab.h). Must never print, open the module by a name, follow a debug link
+ * (debuginfo_find.h), intern or demangle (the caller does, with its bounds).
  */
 #include "stack/elf_syms.h"
 #include "stack/debuginfo_find.h"
@@ -59,7 +59,6 @@ void elf_syms_free(struct elf_syms *e)
         free(e);
 }
 
-/* The PT_LOAD segments of elf, to turn file offsets into addresses. */
 /* The bytes of elf from address addr to the end of the SHT_PROGBITS section holding it. */
 static const uint8_t *bytes_at(Elf *elf, uint64_t addr, size_t *len)
 {
@@ -115,6 +114,7 @@ static void load_gopclntab(struct elf_syms *e, Elf *elf)
                 e->go.gofunc = bytes_at(elf, gofunc, &e->go.gofunc_len);
 }
 
+/* The PT_LOAD segments of elf, to turn file offsets into addresses. */
 static int load_segs(struct elf_syms *e, Elf *elf)
 {
         size_t nph = 0;
@@ -266,7 +266,8 @@ static int dwarf_chain(struct elf_syms *e, GElf_Addr addr, struct elf_sym_entry 
         return n;
 }
 
-/* A stripped Go binary's frames at addr (a link-time address) from its .gopclntab. */
+/* A Go binary's frames at addr (a link-time address) from its .gopclntab: the calls inlined
+ * there, innermost first, then the function. */
 static int go_frames(const struct elf_syms *e, uint64_t addr, struct elf_sym_entry *out, int max)
 {
         const char *names[ELF_SYMS_GO_INLINE_MAX];
