@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * service/daemon.c — the daemon as an object: its configuration and selection (at start from
- * /proc, then at every exec the BPF program reports, and a pending list for processes that
- * may publish context), the sampler, the recordings in the output directory (one for the
+ * /proc, then at every exec the BPF program reports; mode context's asks answered off the
+ * loop by service/select_jobs.c), the sampler, the recordings in the output directory (one for the
  * host, or one per process: recording_set.c; rotated, retained, recovered at start), the
  * uploaders, the status file and the metrics snapshot, all run from one event loop
  * (util/event_loop.h: the sample ring, a signalfd for SIGTERM/SIGINT/SIGHUP, a deadline
@@ -26,6 +26,7 @@
 #include "service/daemon.h"
 #include "service/daemon_metrics.h"
 #include "service/metrics_http.h"
+#include "service/select_jobs.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
 #include "service/output_dir.h"
@@ -50,8 +51,6 @@
 #include "util/event_loop.h"
 #include "util/grow.h"
 
-#define PEND_MAX       1024
-#define PEND_WINDOW_NS 3000000000ull /* context mode: give a new image 3 s to publish */
 /* the running processes at start and reload, examined from the loop in slices this long:
  * a drain's budget (engine/sampler_ingest.c, DRAIN_BUDGET_NS): the rings are drained between */
 #define SCAN_SLICE_NS    20000000ull /* 20 ms */
@@ -93,11 +92,6 @@ void daemon_log(int level, const char *fmt, ...)
         va_end(ap);
 }
 
-struct pending {
-        pid_t pid;
-        uint64_t first_ns, next_ns;
-};
-
 struct daemon {
         struct daemon_opts o;
         struct parser_client *parser; /* parses target ELF/DWARF without privilege */
@@ -120,14 +114,13 @@ struct daemon {
         unsigned map_entries; /* at the last status (counting walks the kernel map) */
         struct uploader *up[UPLOAD_TARGETS_MAX]; /* one per [upload] section */
         unsigned nup;
-        struct pending pend[PEND_MAX];
-        int npend;
+        struct select_jobs *asks; /* mode context: processes asked about, off the loop */
         /* the running processes still to examine (scan_proc), in slices (scan_slice) */
         pid_t *scanq;
         size_t nscan, scan_pos, scan_cap;
         unsigned scan_selected;
         struct event_loop *loop; /* signals, the rings, every deadline below */
-        int dl_drain, dl_pend, dl_tick, dl_retain, dl_status, dl_metrics, dl_scan;
+        int dl_drain, dl_asks, dl_tick, dl_retain, dl_status, dl_metrics, dl_scan;
         int stop; /* SIGTERM/SIGINT, or a ring error */
 };
 
@@ -411,24 +404,6 @@ static void recover(struct daemon *d)
                      strerror(-r.last_error));
 }
 
-static void pend_add(struct daemon *d, pid_t pid)
-{
-        uint64_t now = mono_ns();
-        int i;
-
-        for (i = 0; i < d->npend; i++)
-                if (d->pend[i].pid == pid) {
-                        d->pend[i].first_ns = now;
-                        d->pend[i].next_ns = now + 20000000ull;
-                        return;
-                }
-        if (d->npend == PEND_MAX) {
-                logm(LOG_DEBUG, "pending list full: process %d not watched", (int)pid);
-                return;
-        }
-        d->pend[d->npend++] = (struct pending){pid, now, now + 20000000ull};
-}
-
 static void add_target(struct daemon *d, pid_t pid, const char *why)
 {
         int err = sampler_add_target(d->s, pid);
@@ -441,14 +416,22 @@ static void add_target(struct daemon *d, pid_t pid, const char *why)
                 logm(LOG_DEBUG, "sampling process %d (%s)", (int)pid, why);
 }
 
+/* Mode context: pid is asked about off the loop (select_jobs.h); watch: an exec. */
+static void ask(struct daemon *d, pid_t pid, int watch)
+{
+        if (select_jobs_ask(d->asks, pid, watch, mono_ns()) == -ENOSPC)
+                logm(LOG_DEBUG, "%d processes asked about already: process %d not watched",
+                     SELECT_ASKS_MAX, (int)pid);
+}
+
 /* Called by the sampler for every exec (see sampler_opts.exec_filter). */
 static int exec_filter(void *ctx, pid_t pid, const char *comm)
 {
         struct daemon *d = ctx;
         int m = target_select_match(d->sel, pid, comm);
 
-        if (m == TARGET_SELECT_LATER || m == TARGET_SELECT_BUSY) {
-                pend_add(d, pid);
+        if (m == TARGET_SELECT_ASK) {
+                ask(d, pid, 1);
                 return 0;
         }
         if (m > 0)
@@ -456,43 +439,16 @@ static int exec_filter(void *ctx, pid_t pid, const char *comm)
         return m > 0;
 }
 
-/* Context mode: retry the processes that exec'ed recently until they publish or the window
- * closes. */
-static void pend_poll(struct daemon *d)
+/* An ask's answer (select_jobs.h): a process that publishes is sampled; one that does not is
+ * not (a reload's new selection). */
+static void asked(void *ctx, pid_t pid, int publishes)
 {
-        uint64_t now = mono_ns();
-        int i = 0;
+        struct daemon *d = ctx;
 
-        while (i < d->npend) {
-                struct pending *p = &d->pend[i];
-                int m;
-
-                if (now < p->next_ns) {
-                        i++;
-                        continue;
-                }
-                m = target_select_match(d->sel, p->pid, NULL);
-                if (m == 1 && !sampler_is_target(d->s, p->pid))
-                        add_target(d, p->pid, "publishes context");
-                if ((m != TARGET_SELECT_LATER && m != TARGET_SELECT_BUSY) ||
-                    now - p->first_ns > PEND_WINDOW_NS) {
-                        d->pend[i] = d->pend[--d->npend];
-                        continue;
-                }
-                p->next_ns = now + (now - p->first_ns) / 2 + 20000000ull;
-                i++;
-        }
-}
-
-/* When pend_poll is due next (UINT64_MAX: nothing pending). */
-static uint64_t pend_next_due(const struct daemon *d)
-{
-        uint64_t due = UINT64_MAX;
-
-        for (int i = 0; i < d->npend; i++)
-                if (d->pend[i].next_ns < due)
-                        due = d->pend[i].next_ns;
-        return due;
+        if (publishes && !sampler_is_target(d->s, pid))
+                add_target(d, pid, "publishes context");
+        else if (!publishes && sampler_is_target(d->s, pid))
+                sampler_remove_target(d->s, pid);
 }
 
 /* Every running process, against the current selection. */
@@ -519,22 +475,19 @@ static void scan_one(struct daemon *d, pid_t pid)
 {
         int m = target_select_match(d->sel, pid, NULL);
 
-        if (m == 1 && !sampler_is_target(d->s, pid)) {
+        if (m == TARGET_SELECT_ASK) {
+                ask(d, pid, 0);
+        } else if (m == 1 && !sampler_is_target(d->s, pid)) {
                 add_target(d, pid, "running");
                 d->scan_selected++;
-        } else if (m == TARGET_SELECT_BUSY) {
-                /* not known yet (a target stays one): asked again soon */
-                if (!sampler_is_target(d->s, pid))
-                        pend_add(d, pid);
         } else if (m != 1 && sampler_is_target(d->s, pid)) {
                 sampler_remove_target(d->s, pid);
         }
 }
 
 /* Every running process is listed now and examined in slices of SCAN_SLICE_NS from the loop
- * (scan_slice): in context mode examining one reads its maps and ELF files, about 10 ms on a
- * loaded host, and with a thousand processes the first status and the first drain waited
- * 13.7 s for all of them. */
+ * (scan_slice): with a thousand processes the first status and the first drain waited 13.7 s
+ * for all of them when mode context read their ELF files on the loop (now select_jobs.c). */
 static void scan_proc(struct daemon *d)
 {
         struct dirent *e;
@@ -568,15 +521,28 @@ static void scan_proc(struct daemon *d)
         logm(LOG_DEBUG, "%zu running processes to examine", d->nscan);
 }
 
+/* Whether the scan may examine one more process now. */
+static int scan_room(const struct daemon *d)
+{
+        return target_select_mode(d->sel) != TARGET_MODE_CONTEXT || select_jobs_room(d->asks);
+}
+
 /* A slice of the scan: processes examined until SCAN_SLICE_NS has passed. */
 static void scan_slice(struct daemon *d)
 {
         uint64_t end = mono_ns() + SCAN_SLICE_NS;
 
-        while (d->scan_pos < d->nscan && mono_ns() < end)
+        /* mode context: each one is a job's ask, as many as fit (the rest when jobs end) */
+        while (d->scan_pos < d->nscan && mono_ns() < end && scan_room(d))
                 scan_one(d, d->scanq[d->scan_pos++]);
         if (d->scan_pos == d->nscan && d->nscan) {
-                logm(LOG_INFO, "%u running processes selected", d->scan_selected);
+                if (target_select_mode(d->sel) == TARGET_MODE_CONTEXT)
+                        logm(LOG_INFO,
+                             "%zu running processes asked about: each one is sampled "
+                             "once it is found to publish context",
+                             d->nscan);
+                else
+                        logm(LOG_INFO, "%u running processes selected", d->scan_selected);
                 d->nscan = d->scan_pos = 0;
         }
 }
@@ -630,8 +596,12 @@ static void output_counters(struct daemon *d, struct recording_set_counters *rc)
 static void daemon_stats(struct daemon *d, struct sampler_stats *st)
 {
         sampler_get_stats(d->s, st);
+        struct select_jobs_stats ss;
+
         target_select_target_stats(d->sel, &st->target);
         target_stats_add(&st->target, &d->rs_target);
+        select_jobs_get_stats(d->asks, &ss);
+        target_stats_add(&st->target, &ss.target);
 }
 
 /* The daemon's record of the status file: its counters, those of the sets reloads replaced
@@ -641,11 +611,13 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
         struct sampler_stats st;
         struct recording_set_counters rc;
         struct parser_stats ps;
+        struct select_jobs_stats ss;
         const char *cur = d->rs ? recording_set_file(d->rs, 0) : NULL;
 
         daemon_stats(d, &st);
         output_counters(d, &rc);
         parser_client_stats(d->parser, &ps);
+        select_jobs_get_stats(d->asks, &ss);
         *sd = (struct status_daemon){
             .pid = (int)getpid(),
             .started = d->started_wall,
@@ -696,6 +668,10 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .targets_stuck = st.targets_stuck,
             .targets_returned = st.targets_returned,
             .first_wait_skips = st.first_wait_skips,
+            .select_examined = ss.examined,
+            .select_selected = ss.selected,
+            .select_abandoned = ss.abandoned,
+            .select_full = ss.full,
         };
         snprintf(sd->load_hook, sizeof(sd->load_hook), "%s", st.hook.name ? st.hook.name : "none");
         snprintf(sd->state, sizeof(sd->state), "%s", state);
@@ -770,6 +746,7 @@ static void publish_metrics(struct daemon *d)
         parser_client_stats(d->parser, &ms.parser);
         symbolize_parser_failures(&ms.sym_retries, &ms.sym_refused);
         ms.perf_map_bytes = perf_map_bytes_now();
+        select_jobs_get_stats(d->asks, &ms.select);
         for (unsigned i = 0; i < d->nup && i < UPLOAD_TARGETS_MAX; i++) {
                 snprintf(ms.up[i].name, sizeof(ms.up[i].name), "%s", uploader_name(d->up[i]));
                 uploader_get_counters(d->up[i], &ms.up[i].c);
@@ -877,7 +854,7 @@ static void reload(struct daemon *d)
         }
         target_select_free(d->sel);
         d->sel = ns;
-        d->npend = 0;
+        select_jobs_clear(d->asks);
         d->cfg = nc;
         log_level = nc.log_level;
         if (open_output(d))
@@ -936,6 +913,11 @@ static int start_config(struct daemon *d)
         d->sel = target_select_new(&d->cfg);
         if (!d->sel) {
                 logm(LOG_ERROR, "out of memory");
+                return 1;
+        }
+        err = select_jobs_new(&d->asks);
+        if (err) {
+                logm(LOG_ERROR, "cannot start the selection jobs: %s", strerror(-err));
                 return 1;
         }
         return 0;
@@ -1095,10 +1077,18 @@ static void loop_sampler_fd(void *ctx, int fd, uint32_t events)
         loop_drain(ctx, 0);
 }
 
-static void loop_pend(void *ctx, uint64_t now)
+static void loop_asks(void *ctx, uint64_t now)
 {
-        (void)now;
-        pend_poll(ctx);
+        struct daemon *d = ctx;
+
+        select_jobs_poll(d->asks, now, asked, d);
+}
+
+static void loop_asks_fd(void *ctx, int fd, uint32_t events)
+{
+        (void)fd;
+        (void)events;
+        loop_asks(ctx, mono_ns());
 }
 
 static void loop_scan(void *ctx, uint64_t now)
@@ -1153,8 +1143,9 @@ static void loop_after(void *ctx, uint64_t now)
         uint64_t tick = d->rs ? recording_set_next_tick(d->rs, now / NS_PER_MS) : UINT64_MAX;
 
         event_loop_set(d->loop, d->dl_drain, sampler_next_due(d->s));
-        event_loop_set(d->loop, d->dl_pend, pend_next_due(d));
-        event_loop_set(d->loop, d->dl_scan, d->scan_pos < d->nscan ? now : EVENT_LOOP_NEVER);
+        event_loop_set(d->loop, d->dl_asks, select_jobs_next_due(d->asks));
+        event_loop_set(d->loop, d->dl_scan,
+                       d->scan_pos < d->nscan && scan_room(d) ? now : EVENT_LOOP_NEVER);
         event_loop_set(d->loop, d->dl_tick,
                        tick == UINT64_MAX ? EVENT_LOOP_NEVER : tick * NS_PER_MS);
 }
@@ -1168,12 +1159,14 @@ static int loop_setup(struct daemon *d)
         unsigned nfds = sampler_fds(d->s, fds, SAMPLER_FDS_MAX);
 
         err = event_loop_add_fds(l, fds, nfds, EPOLLIN, loop_sampler_fd, d);
+        if (!err)
+                err = event_loop_add_fd(l, select_jobs_fd(d->asks), EPOLLIN, loop_asks_fd, d);
         if (err) {
                 logm(LOG_ERROR, "event loop: %s", strerror(-err));
                 return -1;
         }
         d->dl_drain = event_loop_add_deadline(l, loop_drain, d);
-        d->dl_pend = event_loop_add_deadline(l, loop_pend, d);
+        d->dl_asks = event_loop_add_deadline(l, loop_asks, d);
         d->dl_scan = event_loop_add_deadline(l, loop_scan, d);
         d->dl_tick = event_loop_add_deadline(l, loop_tick, d);
         d->dl_retain = event_loop_add_deadline(l, loop_retain, d);
@@ -1229,6 +1222,7 @@ void daemon_free(struct daemon *d)
         recording_set_free(d->rs); /* finished, or NULL; a failed start: .part stays */
         stop_uploads(d, 0);
         sampler_free(d->s);
+        select_jobs_free(d->asks);
         symbolize_use_parser(NULL); /* every symbolizer is freed by now */
         otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
         elf_tls_use_parser(NULL);

@@ -137,6 +137,13 @@ static const struct labelled labelled[] = {
      "what",
      {V("span", st.span_faults), V("labelset", st.labelset_faults), V("label", st.label_faults),
       V("otel", st.otel_faults)}},
+    {"ctxprof_select_total",
+     "Mode context's asks whether a process publishes context, answered off the sampling loop "
+     "(service/select_jobs.h): examined (answers), selected (it publishes), abandoned (its job "
+     "passed its deadline or was refused: not selected), full (not asked: 1024 asks waiting).",
+     "outcome",
+     {V("examined", select.examined), V("selected", select.selected),
+      V("abandoned", select.abandoned), V("full", select.full)}},
     {"ctxprof_go_total",
      "Go programs and their goroutine labels (docs/go.md): located (programs located with a "
      "labels layout), layout_unknown (Go programs whose layout is not known: no labels read), "

@@ -16,6 +16,7 @@
 #include "engine/sampler.h"
 #include "service/metrics_text.h"
 #include "service/recording_set.h"
+#include "service/select_jobs.h"
 #include "service/uploader.h"
 #include "util/parser_client.h"
 
@@ -40,6 +41,7 @@ struct daemon_metrics_snapshot {
         struct parser_stats parser;        /* the parser helper (util/parser_client.h) */
         uint64_t sym_retries, sym_refused; /* symbolize_parser_failures */
         uint64_t perf_map_bytes;           /* held by parsed perf maps (perf_map_budget.h) */
+        struct select_jobs_stats select;   /* mode context's asks (select_jobs.h) */
 };
 
 struct daemon_metrics;

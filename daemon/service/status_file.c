@@ -99,6 +99,10 @@ static const struct field daemon_fields[] = {
     D("targets_stuck", F_U64, targets_stuck),
     D("targets_returned", F_U64, targets_returned),
     D("first_wait_skips", F_U64, first_wait_skips),
+    D("select_examined", F_U64, select_examined),
+    D("select_selected", F_U64, select_selected),
+    D("select_abandoned", F_U64, select_abandoned),
+    D("select_full", F_U64, select_full),
     D("cap_eff", F_HEX, cap_eff),
 };
 

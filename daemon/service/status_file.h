@@ -78,6 +78,8 @@ struct status_daemon {
          * targets_returned) */
         uint64_t jobs_abandoned, targets_stuck, targets_returned;
         uint64_t first_wait_skips; /* first-look waits not made: their budget was spent */
+        /* mode context's asks (select_jobs_stats: examined, selected, abandoned, full) */
+        uint64_t select_examined, select_selected, select_abandoned, select_full;
 };
 
 /* One "target" line: a sampled process. */

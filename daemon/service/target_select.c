@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * target_select.c — target selection (see target_select.h). Reads /proc only; never prints,
- * never writes to a process or a map.
+ * target_select.c — target selection (see target_select.h). Reads /proc and, in
+ * target_select_context only, the ELF files a process maps; never prints, never writes to a
+ * process or a map.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -28,7 +29,7 @@ struct list {
 struct target_select {
         int mode;
         struct list comm, exe, cgroup, container;
-        /* mode context: what the locator refused (a const selector still counts) */
+        /* what its /proc reads refused (a const selector still counts) */
         struct target_stats *target;
 };
 
@@ -172,11 +173,26 @@ static int cgroup_match(const struct target_select *t, pid_t pid)
         return found ? 1 : err;
 }
 
+int target_select_context(pid_t pid, struct target_stats *st)
+{
+        int err = tls_declares_context(pid, st);
+        int busy;
+
+        if (err == -ESRCH || err == 1)
+                return err;
+        busy = err == -EBUSY;
+        /* an OpenTelemetry process context alone (OTEP 4719) names the service */
+        err = otel_pctx_present(pid, st);
+        if (err == -ESRCH)
+                return -ESRCH;
+        return err == 1 ? 1 : busy ? TARGET_SELECT_BUSY : TARGET_SELECT_LATER;
+}
+
 int target_select_match(const struct target_select *t, pid_t pid, const char *comm)
 {
         char buf[4096], exe[4096], path[64];
         ssize_t n;
-        int err, busy;
+        int err;
 
         if (pid <= 0 || pid == getpid())
                 return 0;
@@ -191,20 +207,8 @@ int target_select_match(const struct target_select *t, pid_t pid, const char *co
         case TARGET_MODE_ALL:
                 return 1;
         case TARGET_MODE_CONTEXT:
-                /* The ELF files only: this runs on the daemon's loop, and the process's
-                 * memory (its loader's data) may be a page that blocks its reader. The
-                 * sampler's location job, off the loop, reads it. */
-                err = tls_declares_context(pid, t->target);
-                if (err == -ESRCH)
-                        return -ESRCH;
-                if (err == 1)
-                        return 1;
-                busy = err == -EBUSY;
-                /* an OpenTelemetry process context alone (OTEP 4719) names the service */
-                err = otel_pctx_present(pid, t->target);
-                if (err == -ESRCH)
-                        return -ESRCH;
-                return err == 1 ? 1 : busy ? TARGET_SELECT_BUSY : TARGET_SELECT_LATER;
+                /* its ELF files and maps: off the loop (target_select_context) */
+                return TARGET_SELECT_ASK;
         case TARGET_MODE_SELECTORS:
                 break;
         default:

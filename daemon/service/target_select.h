@@ -5,9 +5,12 @@
  * maps, tls_declares_context, or an OTel process context mapping), or those matching
  * selectors (process name glob — /proc/PID/comm or the executable's base name cut to 15
  * characters —, executable path glob, cgroup v2 path prefix, container id
- * prefix; any selector matching selects). Reads /proc/PID/{comm,exe,cgroup,maps} and the ELF
- * files the process maps (util/target_open.h), never its memory (the daemon's loop calls this);
- * never prints and never changes the process or the BPF maps (the caller adds the target).
+ * prefix; any selector matching selects). target_select_match reads /proc/PID/{comm,exe,cgroup}
+ * only (the daemon's loop calls it); target_select_context, for mode context, reads
+ * /proc/PID/maps and the ELF files the process maps (util/target_open.h, through the parser
+ * helper, whose answer it waits for): a target job's work (service/select_jobs.h), never the
+ * loop's. Neither reads the process's memory, prints, or changes the process or the BPF maps
+ * (the caller adds the target).
  */
 #ifndef CTXPROF_TARGET_SELECT_H
 #define CTXPROF_TARGET_SELECT_H
@@ -26,14 +29,20 @@ int target_select_mode(const struct target_select *t);
 /* Adds what mode context's locator refused (maps lines too long, files not opened) to *sum. */
 void target_select_target_stats(const struct target_select *t, struct target_stats *sum);
 
-/* 1 = sample pid, 0 = do not, TARGET_SELECT_LATER = mode context and nothing published yet
- * (libraries may still be loading: ask again a little later), TARGET_SELECT_BUSY = mode
- * context and the parser helper was busy with another thread's request (this runs on the
- * sampling loop, which never waits for it: ask again soon), -ESRCH gone, other -errno.
- * comm may be NULL (read from /proc). Kernel threads never match. */
+/* 1 = sample pid, 0 = do not, TARGET_SELECT_ASK = mode context: target_select_context
+ * answers, off the loop; -ESRCH gone, other -errno. comm may be NULL (read from /proc).
+ * Kernel threads never match. */
 #define TARGET_SELECT_LATER 2
 #define TARGET_SELECT_BUSY  3
+#define TARGET_SELECT_ASK   4
 int target_select_match(const struct target_select *t, pid_t pid, const char *comm);
+
+/* Mode context: whether pid publishes context, from its ELF files and maps (may block up to
+ * the parser helper's deadline: run it on a target job). 1 = it does, TARGET_SELECT_LATER =
+ * nothing published yet (libraries may still be loading: ask again a little later),
+ * TARGET_SELECT_BUSY = the parser helper was busy with other requests (ask again soon),
+ * -ESRCH gone. st counts what the reads refused (atomically: any thread). */
+int target_select_context(pid_t pid, struct target_stats *st);
 
 /* mode selectors: the cgroup path prefixes (the kernel can test them itself, see
  * sampler_set_cgroups); *paths stays valid while t lives. Other modes: 0. */

@@ -526,8 +526,8 @@ static void use_musl_dtv(struct ctxprof_tls_target *t)
 }
 
 /* The scan of the object open (O_PATH) at opath: 0 and *info, syms when it defines one of our
- * variables, 1 when it defines none, -EBUSY (the helper was not asked: symbols_only runs on
- * the sampling loop and never waits for it) or another -errno (not ELF, corrupt, unreadable).
+ * variables, 1 when it defines none, -EBUSY (the helper was not asked: busy with other
+ * requests past PARSER_JOB_WAIT_MS) or another -errno (not ELF, corrupt, unreadable).
  * Both verdicts are remembered by the file's identity (noctx, ctx_files). */
 static int scan_object(int opath, int symbols_only, struct elf_tls_info *info,
                        struct elf_tls_sym *syms, struct target_stats *st)
@@ -542,9 +542,8 @@ static int scan_object(int opath, int symbols_only, struct elf_tls_info *info,
         int fd = target_reopen(opath, st);
         if (fd < 0)
                 return fd;
-        int rc = symbols_only ? elf_tls_scan_nowait(fd, sym_names, NSYMS,
-                                                    ELF_TLS_NEED_TLS | ELF_TLS_NO_DWARF, info, syms)
-                              : elf_tls_scan(fd, sym_names, NSYMS, ELF_TLS_NEED_TLS, info, syms);
+        unsigned flags = ELF_TLS_NEED_TLS | (symbols_only ? ELF_TLS_NO_DWARF : 0);
+        int rc = elf_tls_scan(fd, sym_names, NSYMS, flags, info, syms);
         close(fd);
         if (rc)
                 return rc;

@@ -39,10 +39,11 @@ int tls_locate(pid_t pid, struct ctxprof_tls_target *out, struct target_stats *s
  * Whether a module of live process pid defines one of those variables (as TLS, the OTel one
  * of its size): the ELF files only, through util/target_open.h, never the process's memory,
  * whose pages the process chooses (one of a FUSE file whose server never answers would block
- * the reader). For a caller that must not block on a target (the daemon's loop choosing
- * targets); tls_locate, run off that loop, then says whether the variables are usable.
- * Never waits for the parser helper (elf_tls_scan_nowait): -EBUSY when it is busy with
- * another thread's request. 1 = defined, 0 = not, -ESRCH = process gone, other -errno.
+ * the reader), and no DWARF (ELF_TLS_NO_DWARF). It waits for the parser helper like
+ * tls_locate (up to its deadline): run it off the sampling loop (the daemon's selection jobs,
+ * service/select_jobs.h); tls_locate then says whether the variables are usable. -EBUSY when
+ * the helper stayed busy with other requests. 1 = defined, 0 = not, -ESRCH = process gone,
+ * other -errno.
  */
 int tls_declares_context(pid_t pid, struct target_stats *st);
 

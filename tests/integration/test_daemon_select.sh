@@ -3,7 +3,8 @@
 # ctxprof daemon target selection: with selectors (comm glob, exe glob, cgroup prefix) only
 # matching processes are sampled, a process started after the daemon is picked up at its exec
 # (first sample < 1 s after exec), mode=context picks the process that publishes context
-# (wl_attrib, libctx) and not a plain busy loop, and a target that exits leaves the targets map.
+# (wl_attrib, libctx; its ELF files read by a selection job, off the loop) and not a plain
+# busy loop, and a target that exits leaves the targets map.
 . "$(dirname "$0")/daemon_lib.sh"
 # The comm and exe selectors are what this test is about: they select copies of wl_attrib
 # under a name and a path unique to this run, so that no other process on the host matches.
@@ -129,6 +130,11 @@ KIDS="$KIDS $S3"
 wait_for 30 "context mode: wl_attrib $A3 a located target" is_target $A3 'context=yes'
 grep -q "^target pid=$A3 .*context=yes" "$ST" || { cat "$ST"; fail "context mode: wl_attrib $A3 not a located target"; }
 grep -q "^target pid=$S3 " "$ST" && fail "context mode: busy shell $S3 selected"
+# the ELF reads that decide are a job's (service/select_jobs.c), never the loop's: its counts
+ex=$(dstat select_examined) sel=$(dstat select_selected)
+echo "context mode: $ex processes examined off the loop, $sel selected, $(dstat select_abandoned) abandoned"
+[ "${sel:-0}" -ge 1 ] && [ "$ex" -ge "$sel" ] ||
+	fail "context mode: select_examined=$ex select_selected=$sel (wl_attrib was selected by a job)"
 kill $A3 $S3
 stop_daemon
 echo "PASS: daemon target selection"
