@@ -19,15 +19,19 @@
 # rootsan (root, also under ASan). Root tests need root and kernel BTF; without them they are
 # reported SKIPPED loudly, never passed.
 #
-# Side by side or alone: a root test runs alone unless its source says `ctxprof-test:
-# parallel` in its first 40 lines (it selects only its own targets and asserts no rate), and
-# a unit test runs side by side unless it says `ctxprof-test: alone`. The parallel tests run
-# first, $jobs at a time; then the others one by one, each holding the host lock exclusively
-# (the parallel ones hold it shared), so that two runs on one host do not disturb each
-# other's rates either. `ctxprof-test: check` puts a test in the fast tier (every unit and
-# plain test is in it).
-# `ctxprof-test: long` starts a side-by-side test first, so that the phase does not end
-# waiting for it alone.
+# Side by side, in pairs or alone: a root test runs alone unless its source says
+# `ctxprof-test: parallel` in its first 40 lines (it selects only its own targets and asserts
+# no rate) or `ctxprof-test: pair` (it runs a host-wide daemon, but what it asserts holds
+# beside one other such test: rates per CPU-second of its own target, facts about its own
+# processes; never a FUSE stall, whose stuck reads hold the stalled process's mmap lock
+# against every other daemon's reads, nor a host-wide count), and a unit test runs side by
+# side unless it says `ctxprof-test: alone`. The parallel tests run first, $jobs at a time,
+# each holding the host lock shared; then the pair tests, $TEST_PAIR_JOBS (2) at a time, and
+# then the others one by one, both holding it exclusively, so that two runs on one host do
+# not disturb each other's rates either. `ctxprof-test: check` puts a test in the fast tier
+# (every unit and plain test is in it).
+# `ctxprof-test: long` starts a side-by-side or pair test first, so that the phase does not
+# end waiting for it alone.
 set -u
 cd "$(dirname "$0")/.."
 logdir=build/test-logs
@@ -37,6 +41,7 @@ rm -rf "$resdir"
 mkdir -p "$resdir"
 timeout_s=${TEST_TIMEOUT:-900}
 jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+pair_jobs=${TEST_PAIR_JOBS:-2}
 tier=all
 lock=${TEST_LOCK:-/run/lock/ctxprof-tests.lock}
 while [ $# -gt 0 ]; do
@@ -48,6 +53,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ "$jobs" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: -j needs a number, not '$jobs'" >&2; exit 2; }
+[ "$pair_jobs" -ge 1 ] 2>/dev/null || { echo "tests/run.sh: TEST_PAIR_JOBS needs a number, not '$pair_jobs'" >&2; exit 2; }
 case "$tier" in all | check) ;; *) echo "tests/run.sh: no tier '$tier' (all, check)" >&2; exit 2 ;; esac
 [ -w "$(dirname "$lock")" ] || lock=${TMPDIR:-/tmp}/ctxprof-tests.lock
 
@@ -110,8 +116,9 @@ run_one() {
 	printf '%s %s %s\n%s\n' "$verdict" "$dt" "$name" "$line" >"$res.tmp" && mv "$res.tmp" "$res"
 }
 
-# the queue: "KIND VARIANT PATH" entries by tier (check, then rest) and by side by side / alone
-par_check=() alone_check=() par_rest=() alone_rest=() skipped_lines=()
+# the queue: "KIND VARIANT PATH" entries by tier (check, then rest) and by side by side /
+# pairs / alone
+par_check=() pair_check=() alone_check=() par_rest=() pair_rest=() alone_rest=() skipped_lines=()
 for variant in "$@"; do
 	list="$variant/tests.list"
 	if [ ! -f "$list" ]; then
@@ -138,12 +145,14 @@ for variant in "$@"; do
 		fi
 		how=par
 		case "$kind" in
-		root | rootsan) [[ "$marks" == *" parallel "* ]] || how=alone ;;
+		root | rootsan)
+			if [[ "$marks" == *" pair "* ]]; then how=pair
+			elif [[ "$marks" != *" parallel "* ]]; then how=alone; fi ;;
 		*) [[ "$marks" == *" alone "* ]] && how=alone ;;
 		esac
-		case "${TEST_PHASE:-}-$how" in -* | parallel-par | alone-alone) ;; *) continue ;; esac
-		if [ $how = par ] && [[ "$marks" == *" long "* ]]; then
-			eval "par_$tierof=(\"\$kind \$variant \$t\" \"\${par_$tierof[@]}\")"
+		case "${TEST_PHASE:-}-$how" in -* | parallel-par | pair-pair | alone-alone) ;; *) continue ;; esac
+		if [ $how != alone ] && [[ "$marks" == *" long "* ]]; then
+			eval "${how}_$tierof=(\"\$kind \$variant \$t\" \"\${${how}_$tierof[@]}\")"
 		else
 			eval "${how}_$tierof+=(\"\$kind \$variant \$t\")"
 		fi
@@ -163,21 +172,23 @@ report() {
 }
 for l in "${skipped_lines[@]}"; do echo "$l"; done
 
-# run_tier NAME PAR ALONE (array names): the side-by-side ones $jobs at a time, each holding
-# the host lock shared, then the others one by one, each holding it exclusively
-tier_times=()
-run_tier() {
-	local -n par_=$2 alone_=$3
-	local t0=$SECONDS running=0 entry kind variant t
-	[ $((${#par_[@]} + ${#alone_[@]})) -gt 0 ] || return 0
-	for entry in "${par_[@]}"; do
+# run_phase QUEUE N LOCKING (an array name): its tests N at a time, each holding the host lock
+# as LOCKING says (-s shared, -x exclusive), or (LOCKING "held") under the lock the caller holds
+run_phase() {
+	local -n q_=$1
+	local n=$2 how=$3 running=0 entry kind variant t
+	for entry in "${q_[@]}"; do
 		read -r kind variant t <<<"$entry"
-		while [ $running -ge "$jobs" ]; do
+		while [ $running -ge "$n" ]; do
 			wait -n
 			running=$((running - 1))
 			report
 		done
-		(exec {lk}>>"$lock"; flock -s "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t") &
+		if [ "$how" = held ]; then
+			(LOCK_FD=$held run_one "$variant" "$kind" "$t") &
+		else
+			(exec {lk}>>"$lock"; flock "$how" "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t") &
+		fi
 		running=$((running + 1))
 	done
 	while [ $running -gt 0 ]; do
@@ -185,17 +196,31 @@ run_tier() {
 		running=$((running - 1))
 		report
 	done
-	local t1=$SECONDS
-	for entry in "${alone_[@]}"; do
-		read -r kind variant t <<<"$entry"
-		(exec {lk}>>"$lock"; flock -x "$lk"; LOCK_FD=$lk run_one "$variant" "$kind" "$t")
-		report
-	done
-	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d alone in %d s' "$1" \
-		$((SECONDS - t0)) ${#par_[@]} $((t1 - t0)) ${#alone_[@]} $((SECONDS - t1)))")
 }
-run_tier check par_check alone_check
-run_tier rest par_rest alone_rest
+
+# run_tier NAME PAR PAIR ALONE (array names): the side-by-side ones $jobs at a time, each
+# holding the host lock shared, then the pair ones $pair_jobs at a time under one exclusive
+# hold of it, then the others one by one, each holding it exclusively
+tier_times=()
+run_tier() {
+	local t0=$SECONDS t1 t2
+	local -n p1_=$2 p2_=$3 p3_=$4
+	[ $((${#p1_[@]} + ${#p2_[@]} + ${#p3_[@]})) -gt 0 ] || return 0
+	run_phase "$2" "$jobs" -s
+	t1=$SECONDS
+	if [ ${#p2_[@]} -gt 0 ]; then
+		exec {held}>>"$lock"
+		flock -x "$held"
+		run_phase "$3" "$pair_jobs" held
+		exec {held}>&-
+	fi
+	t2=$SECONDS
+	run_phase "$4" 1 -x
+	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d in pairs in %d s, %3d alone in %d s' \
+		"$1" $((SECONDS - t0)) ${#p1_[@]} $((t1 - t0)) ${#p2_[@]} $((t2 - t1)) ${#p3_[@]} $((SECONDS - t2)))")
+}
+run_tier check par_check pair_check alone_check
+run_tier rest par_rest pair_rest alone_rest
 
 pass=0 fail=0 skip=0
 failed=()

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # An unprivileged user's process that publishes context (so the daemon samples it) maps
 # libraries whose .eh_frame is built to be expensive: one FDE of 12,000 rows, which elfutils'
 # dwarf_cfi_addrframe re-runs from the FDE's start for every row (~N^2/2 steps, stopped at

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Issue 19: the .gnu_debugaltlink variant of test_debuglink_fifo.sh. A process with a context
 # symbol and DWARF of its own, no build id, whose .gnu_debugaltlink (the dwz alt file: a name
 # and the alt file's build id) names a FIFO beside it. elfutils looked for the alt file by

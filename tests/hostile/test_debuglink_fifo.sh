@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Issue 19: a process with a context symbol, built without a build id, whose .gnu_debuglink
 # names a FIFO beside it (objcopy --add-gnu-debuglink). elfutils' standard find_debuginfo
 # opened that FIFO when the first chunk cut symbolized the process: the JFR writer thread sat

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Issue 19: a CRC-0 .gnu_debuglink naming a file its user cannot read. elfutils checks a
 # debuglink's CRC only when it is not 0, so an attacker who writes the section by hand (it
 # cannot compute the CRC of a file it cannot read) made the root daemon open the file

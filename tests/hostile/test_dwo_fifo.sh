@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Issue 19: the split-DWARF variant of test_debuglink_fifo.sh. A process with a context symbol
 # built with -gsplit-dwarf (no build id): its skeleton unit names its .dwo file
 # (DW_AT_dwo_name, relative to the module's directory or DW_AT_comp_dir), and the attacker

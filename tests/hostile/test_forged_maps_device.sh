@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # The forged maps line of test_forged_maps_line.sh, naming a character device (a copy of
 # /dev/null, 1:3, that root planted in the attacker's directory: a device node anyone may
 # create in a container or on removable media) instead of a FIFO. Opening it would run its

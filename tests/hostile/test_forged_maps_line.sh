@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # An unprivileged user maps a file under a directory path so deep that its /proc/PID/maps
 # line is longer than 4 KiB; the line's tail reads as a mapping line of its own naming a FIFO
 # the user made (issue 19). The default daemon (mode = context) reads every new process's

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair long
 # test_hostile_label_flood.sh — issue 19 item 4: the per-chunk label store is bounded. An
 # unprivileged user runs `wl_flood labels`: a context-publishing process that sets a new set
 # of ten 250-byte label values on every request, so that every one of its samples carries a

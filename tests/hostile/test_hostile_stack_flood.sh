@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair long
 # test_hostile_stack_flood.sh — issue 19 item 4: one target's unique stacks cost that target
 # and do not push every other process into "[unknown stack]" (one trace table serves every
 # process of the host file). An unprivileged user runs `wl_flood stacks`: a process that

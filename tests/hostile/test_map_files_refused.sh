@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Where /proc/PID/map_files is refused (a deployment that drops CAP_CHECKPOINT_RESTORE and
 # CAP_SYS_ADMIN from the daemon's bounding set; user namespaces; old kernels) a mapped file
 # can only be opened by its path under the target's root, and the target chooses what is

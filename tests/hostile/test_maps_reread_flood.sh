@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Hostile (issue 19 item 5, "fake return addresses force maps refreshes"): an unprivileged
 # user's process that publishes context (so the default daemon samples it) maps a file
 # PROT_EXEC about 32,000 times (vm.max_map_count allows 65,530 lines) and then spins with a

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Issue 19 item 6: the daemon parses target ELF/DWARF in a helper without privilege. Its
 # helper (found as the daemon's child, by pid) runs as a uid other than 0 with every
 # capability set empty, no_new_privs and a seccomp filter; the control target's frames are

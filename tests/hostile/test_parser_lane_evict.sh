@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Issue 31 item 3, the bound on parser lanes: one helper per owner, at most PARSER_LANES_MAX
 # (8) user lanes (util/parser_lanes.h). Ten unprivileged users each run a process publishing
 # an OpenTelemetry process context, one after the other: each context is decoded in its

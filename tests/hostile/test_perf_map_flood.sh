@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # Hostile (issue 31 item 2): 40 users (numeric uids, as many as a host's tenants may have),
 # each with a process that publishes context, runs code in anonymous executable memory and
 # writes a 16 MiB perf map. Each parsed map was bounded alone (16 MiB of names, 6 MiB of

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # A pid recycled to another user's process: its bytes are never read as the old target's
 # (util/proc_pin.h). The attacker A spins in anonymous executable memory (JIT-like code, no
 # perf map) and is sampled; the daemon is stopped (SIGSTOP) while A's samples queue in the

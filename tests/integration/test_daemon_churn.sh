@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # ctxprof daemon under process churn: 1,000 short processes matching the selector appear and
 # disappear (20 waves of 50); every one is made a target at its exec and dropped at its exit.
 # Prints the daemon's RSS before and after; asserts growth < 64 MiB (and < 16 MiB for a

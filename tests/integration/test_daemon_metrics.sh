@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # The daemon's [metrics] endpoint: a daemon with `listen = 127.0.0.1:0` (a free port the
 # kernel picks, read from its log) serves valid Prometheus text (a strict parser in
 # prom_check.py, and promtool where Debian's prometheus is installed) with the documented

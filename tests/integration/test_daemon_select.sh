@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # ctxprof daemon target selection: with selectors (comm glob, exe glob, cgroup prefix) only
 # matching processes are sampled, a process started after the daemon is picked up at its exec
 # (first sample < 1 s after exec), mode=context picks the process that publishes context

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: pair
 # ctxprof daemon, split = process, under churn: 600 short busy processes (each sampled, each
 # its own recording with its own trace table) and 10 long busy ones. Every finished table's
 # memory goes back to the system (tables are mmap'ed: from malloc, they stayed resident in
