@@ -18,6 +18,8 @@ named() { ls "$OUT"/ctxprof-*-"$1"-"$2"-*.jfr.part >/dev/null 2>&1; }
 wait_for 20 "a file ctxprof-*-$O-checkout-svc-*.jfr.part" named "$O" checkout-svc
 wait_for 20 "a file ctxprof-*-$A-wl_attrib-*.jfr.part" named "$A" wl_attrib
 ls "$OUT"
+# its file may exist before its thread context is located: samples with it, then stop
+wait_for 30 "context samples of the service $O" target_over "$O" 20 context_samples
 stop_daemon
 f=$(ls "$OUT"/ctxprof-*-"$O"-checkout-svc-*.jfr | head -1)
 [ -n "$f" ] || fail "no finished file for the service"
