@@ -6,7 +6,8 @@
 # glibc's surplus) and dlopen'ed with GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0 (dynamic
 # TLS through the DTV). In each: no sample ever carries the wrong context, every work sample
 # carries the right one (a sample taken while the location was pending is not recorded
-# without context: docs/context-location.md), and a thread that never touched libctx
+# without context: docs/context-location.md; after a dlopen, one taken past the pending
+# bound may lack it, counted as not located), and a thread that never touched libctx
 # (wl-noctx) has no labels.
 # Last, the same through a shell: a process forked by the command is followed after its exec.
 . "$(dirname "$0")/sampler_lib.sh"
@@ -31,7 +32,15 @@ run_mode() { # name VAR=value|- workload args...
 	echo "$name: $(jq -c '{target_jobs, parser, ctx_missing}' "$TMP/stats.json")"
 	[ "$wrong" = 0 ] || fail "$name: wrong context"
 	[ $((a + b)) -ge 100 ] || fail "$name: too few samples"
-	[ "$good" = $((a + b)) ] || { cat "$TMP/$name.err"; fail "$name: context missing in $((a + b - good)) samples"; }
+	# A library dlopen'ed after the start is located while its samples wait (the pending
+	# mark), at most TLS_PENDING_MAX_NS (200 ms): on a loaded host the location can come later,
+	# and the samples between are then recorded without context, counted as not located
+	# (docs/context-location.md). Those, and only those, may lack it: at most 5% of the work.
+	local missing=$((a + b - good)) late=0
+	case $name in dlopen*) late=$(jq '.ctx_missing.not_located' "$TMP/stats.json") ;; esac
+	[ "$missing" -le "$late" ] && [ $((missing * 20)) -le $((a + b)) ] ||
+		{ cat "$TMP/$name.err"; fail "$name: context missing in $missing samples ($late counted not located while dlopen'ed)"; }
+	[ "$missing" = 0 ] || echo "$name: $missing work samples without context, taken after the pending bound ($late not located)"
 	[ "$nolab" = 0 ] || fail "$name: labels on a thread that never set any"
 }
 
