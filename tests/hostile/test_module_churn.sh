@@ -1,6 +1,5 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
 # An unprivileged user's process that publishes context (libctx loaded, so the default
 # daemon samples it) runs code from a file it maps, and renames that file between runs,
 # mapping it at alternating addresses so that every run is a mapping the daemon has not
