@@ -7,6 +7,7 @@
 # once the credentials file is fixed and the daemon gets SIGHUP with its configuration text
 # unchanged, every profile arrives once, byte for byte. Only an answer that condemns one
 # profile (400, 413, 422) drops it: exactly that one, counted and logged, the rest delivered.
+# The default timeout (30 s): every fault here is an answer, none a hang.
 . "$(dirname "$0")/daemon_lib.sh"
 . "$(dirname "$0")/upload_lib.sh"
 trap 'stop_receiver; cleanup' EXIT
@@ -32,7 +33,6 @@ url = http://127.0.0.1:$PORT
 application = ctxprof-test
 tags = env=test
 header-file = $AUTH
-timeout = 2s
 retry-min = 100ms
 retry-max = 400ms
 stop-grace = 10s
@@ -64,9 +64,20 @@ metrics() {
 mget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d.get(sys.argv[2], -1)))' "$TMP/m.json" "$1"; }
 # no profile was received twice
 once() {
-	local d
+	local d h r
 	d=$(received_hashes | uniq -d | wc -l)
-	[ "$d" = 0 ] || fail "$d profiles were delivered more than once"
+	[ "$d" = 0 ] && return 0
+	for h in $(received_hashes | uniq -d); do
+		for r in "$RECV"/req-[0-9]*; do
+			[ "$(cat "$(sha_path "$RECV")_${r##*/}_jfr" 2>/dev/null)" = "$h" ] || continue
+			echo "--- $h received as ${r##*/}: $(awk -v n="${r##*req-}" '$1 == n' "$RECV/log")"
+		done
+	done
+	echo "--- receiver log (last 12):"
+	tail -12 "$RECV/log"
+	echo "--- daemon log (warnings):"
+	grep -v "spooled \|INFO" "$DLOG" | tail -12
+	fail "$d profiles were delivered more than once"
 }
 spawn "$WL/wl_attrib" long 0 2 >/dev/null
 start_daemon --config "$TMP/ctxprof.conf"

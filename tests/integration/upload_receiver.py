@@ -127,7 +127,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def save(self, name, body):
         d = os.path.join(DIR, name)
-        tmp = d + ".tmp"
+        # built under a hidden name: a glob of the tests (req-[0-9]*) also matched req-N.tmp,
+        # hashing a request being saved as a second delivery of it
+        tmp = os.path.join(DIR, ".saving-" + name)
         os.makedirs(tmp)
         with open(os.path.join(tmp, "query"), "w") as f:
             f.write(self.path.split("?", 1)[1] if "?" in self.path else "")
