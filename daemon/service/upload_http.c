@@ -20,6 +20,7 @@
 #include "service/upload_http.h"
 #include "service/upload_series.h"
 #include "service/upload_spool.h"
+#include "util/clock.h"
 
 #define SECRET_MAX         4096 /* bytes of a credentials file */
 #define CONNECT_TIMEOUT_MS 10000
@@ -247,19 +248,33 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         return n;
 }
 
-/* What the progress callback needs: the caller's abort flag and tick. */
+/* What the progress callback needs: the caller's abort flag and tick, and the request's
+ * own clock. The timeout is the request's time less the ticks': a tick spools the files
+ * finished meanwhile (a copy, an fsync, an OTLP conversion), and counted against the request
+ * it turned answered requests into timeouts, sent again: delivered twice. */
 struct progress {
         const _Atomic int *abort;
         const struct upload_request *rq;
+        uint64_t start_ns, tick_ns, timeout_ns;
+        int timed_out;
 };
 
+/* Called by libcurl at least once a second, answer or not. */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-        const struct progress *p = arg;
+        struct progress *p = arg;
+        uint64_t t0 = mono_ns(), t1 = t0;
 
         (void)dt, (void)dn, (void)ut, (void)un;
-        if (p->rq->tick)
+        if (p->rq->tick) {
                 p->rq->tick(p->rq->tick_ctx);
+                t1 = mono_ns();
+                p->tick_ns += t1 - t0;
+        }
+        if (t1 - p->start_ns - p->tick_ns > p->timeout_ns) {
+                p->timed_out = 1;
+                return 1;
+        }
         return p->abort && *p->abort;
 }
 
@@ -319,8 +334,8 @@ static void set_body(CURL *h, curl_mime *m, struct part_src *raw)
 }
 
 static void set_options(struct upload_client *c, curl_mime *m, struct part_src *raw,
-                        struct curl_slist *headers, struct response *body,
-                        const struct progress *pg, char *errbuf)
+                        struct curl_slist *headers, struct response *body, struct progress *pg,
+                        char *errbuf)
 {
         CURL *h = c->h;
 
@@ -331,7 +346,7 @@ static void set_options(struct upload_client *c, curl_mime *m, struct part_src *
         set_body(h, m, raw);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_USERAGENT, "ctxprof");
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->t.timeout_ms);
+        /* the whole request's timeout is on_progress's (ticks excluded) */
         curl_easy_setopt(
             h, CURLOPT_CONNECTTIMEOUT_MS,
             (long)(c->t.timeout_ms < CONNECT_TIMEOUT_MS ? c->t.timeout_ms : CONNECT_TIMEOUT_MS));
@@ -351,7 +366,7 @@ static void set_options(struct upload_client *c, curl_mime *m, struct part_src *
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 }
 
-static int classify(CURLcode rc, long status, const _Atomic int *abort)
+static int classify(CURLcode rc, long status, const struct progress *pg)
 {
         switch (rc) {
         case CURLE_OK:
@@ -366,7 +381,9 @@ static int classify(CURLcode rc, long status, const _Atomic int *abort)
         case CURLE_OPERATION_TIMEDOUT:
                 return UPLOAD_TIMEOUT;
         case CURLE_ABORTED_BY_CALLBACK:
-                return abort && *abort ? UPLOAD_ABORTED : UPLOAD_NETWORK;
+                if (pg->timed_out)
+                        return UPLOAD_TIMEOUT;
+                return pg->abort && *pg->abort ? UPLOAD_ABORTED : UPLOAD_NETWORK;
         default:
                 return UPLOAD_NETWORK;
         }
@@ -463,7 +480,10 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
                          strerror(err ? -err : ENOMEM));
                 return res->outcome;
         }
-        struct progress pg = {abort, rq};
+        struct progress pg = {.abort = abort,
+                              .rq = rq,
+                              .start_ns = mono_ns(),
+                              .timeout_ns = c->t.timeout_ms * NS_PER_MS};
 
         set_options(c, m, &prof, headers, &body, &pg, errbuf);
         rc = curl_easy_perform(c->h);
@@ -475,11 +495,16 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
         curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
         curl_mime_free(m);
         curl_slist_free_all(own);
-        res->outcome = classify(rc, res->http_status, abort);
+        res->outcome = classify(rc, res->http_status, &pg);
         res->bytes_sent = (uint64_t)(hdr > 0 ? hdr : 0) + (uint64_t)(up > 0 ? up : 0);
         if ((res->http_status == 429 || res->http_status == 503) && retry > 0)
                 res->retry_after_ms = (uint64_t)retry * 1000ull;
-        if (rc != CURLE_OK)
+        if (pg.timed_out)
+                snprintf(res->detail, sizeof(res->detail),
+                         "no answer within %llu ms (%llu ms spooling meanwhile not counted)",
+                         (unsigned long long)c->t.timeout_ms,
+                         (unsigned long long)(pg.tick_ns / NS_PER_MS));
+        else if (rc != CURLE_OK)
                 snprintf(res->detail, sizeof(res->detail), "%s",
                          errbuf[0] ? errbuf : curl_easy_strerror(rc));
         else if (otlp && res->outcome == UPLOAD_OK)
