@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # JFR writer area: the RecordingFile checker the tests run, and the writer benchmark.
 # Owner of this fragment: jfr.
-JFRCHECK := $(B)/java/JfrCheck.class $(B)/java/RecordCheck.class $(B)/java/PyroCheck.class
+JFRCHECK := $(B)/java/JfrCheck.class $(B)/java/RecordCheck.class $(B)/java/PyroCheck.class \
+            $(B)/java/FloodCheck.class
 TEST_TARGETS += $(JFRCHECK)
 
 $(B)/java/%.class: tests/java/%.java

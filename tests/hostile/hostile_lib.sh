@@ -32,7 +32,7 @@
 #   daemon_cpu_during CMD...   run CMD; DAEMON_CPU_PCT: the daemon's CPU meanwhile (% of a core)
 #   daemon_rss_kb              the daemon's VmRSS in KiB
 #   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
-#   recording_json OUT         the recording so far: samples (top frame) and Statistics as JSON
+#   recording_so_far FILE      the recording so far (its complete chunks) copied into FILE
 #   watch_opens PATH...        record every open of PATH and who opened it (fanotify; else
 #                              inotify) until the test ends; assert_not_opened fails if the
 #                              daemon under test (or anyone, when the opener is unknown)
@@ -300,10 +300,8 @@ rss_ceiling_kb() {
 }
 # The recording so far (its finished chunks, read as a file of their own) as `jfr print
 # --json` of its samples, top frame only, and its ctxprof.Statistics, into OUT.
-recording_json() { # OUT
-	cp "$(dstat current_file)" "$TMP/so-far.jfr" || fail "no current file"
-	jfr print --json --stack-depth 1 --events jdk.ExecutionSample,ctxprof.Statistics \
-		"$TMP/so-far.jfr" >"$1" || fail "jfr print of the recording failed"
+recording_so_far() { # FILE
+	cp "$(dstat current_file)" "$1" || fail "no current file"
 }
 assert_rss_bounded() {
 	local rss ceil

@@ -32,30 +32,19 @@ assert_fresh
 # read as a file of their own).
 c=$(dstat chunks_written)
 wait_for 60 "two more chunks written" eval '[ "$(dstat chunks_written)" -ge $((c + 2)) ]'
-recording_json "$TMP/flood.json"
-ls "/proc/$CONTROL/task" >"$TMP/control.tids"
-ls "/proc/$ATTACKER/task" >"$TMP/attacker.tids"
-python3 - "$TMP/flood.json" "$TMP/control.tids" "$TMP/attacker.tids" <<'PY' || fail "the control target lost stacks to the flood"
-import json, sys
-ev = json.load(open(sys.argv[1]))["recording"]["events"]
-control = {int(t) for t in open(sys.argv[2]).read().split()}
-attacker = {int(t) for t in open(sys.argv[3]).read().split()}
-def unknown(e):
-    return "[unknown stack]" in json.dumps(e["values"]["stackTrace"])
-def tally(tids):
-    s = [e for e in ev if e["type"] == "jdk.ExecutionSample"
-         and e["values"]["sampledThread"]["osThreadId"] in tids]
-    return len(s), sum(1 for e in s if unknown(e))
-cn, cu = tally(control)
-an, au = tally(attacker)
-st = [e["values"] for e in ev if e["type"] == "ctxprof.Statistics"]
-print("control: %d samples, %d [unknown stack]; attacker: %d samples, %d [unknown stack]" % (cn, cu, an, au))
-print("stacksOverShare per chunk:", [v.get("stacksOverShare") for v in st])
-assert an > 0 and au > 0, "the flood did not reach the table"
-assert cn > 0, "no control samples"
+recording_so_far "$TMP/flood.jfr"
+ls "/proc/$CONTROL/task" >"$TMP/control"
+ls "/proc/$ATTACKER/task" >"$TMP/attacker"
+java -cp "$B/java" FloodCheck "$TMP/flood.jfr" "$TMP/control" "$TMP/attacker" --stat stacksOverShare \
+	>"$TMP/check" || fail "the JDK cannot read the recording"
+cat "$TMP/check"
+field() { sed -n "s/^$1 .*$2=\([0-9]*\).*/\1/p" "$TMP/check"; }
+[ "$(field attacker samples)" -gt 0 ] && [ "$(field attacker unknown_stack)" -gt 0 ] ||
+	fail "the flood did not reach the table"
+[ "$(field control samples)" -gt 0 ] || fail "no control samples"
 # today's code loses a few (those first seen after the table filled): not one may be lost
-assert cu == 0, "control samples without their stack: %d of %d" % (cu, cn)
-PY
+[ "$(field control unknown_stack)" = 0 ] ||
+	fail "control samples without their stack: $(field control unknown_stack) of $(field control samples)"
 
 wait_for 30 "the flood counted for the attacker" target_over "$ATTACKER" 0 stacks_refused
 grep "^target pid=$ATTACKER " "$ST"
