@@ -87,6 +87,10 @@ $(B)/tests.list: FORCE
 .PHONY: test-bins
 test-bins: real-all $(TEST_TARGETS) $(UNIT_TESTS) $(ROOT_TESTS) $(TSAN_TESTS) $(PLAIN_TESTS) $(B)/tests.list
 
+# the TSan variant runs its tsan_* unit tests only (tests/run.sh): not the rest of test-bins
+.PHONY: tsan-bins
+tsan-bins: $(TSAN_TESTS) $(B)/tests.list
+
 ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN := -fsanitize=thread
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -100,7 +104,7 @@ TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 test: deps-test
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) test-bins
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/asan SANFLAGS="$(ASAN)" test-bins
-	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/tsan SANFLAGS="$(TSAN)" test-bins
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) B=build/tsan SANFLAGS="$(TSAN)" tsan-bins
 	$(Q)tests/run.sh -j $(TEST_JOBS) build build/asan build/tsan
 
 check: deps-test
