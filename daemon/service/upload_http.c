@@ -249,21 +249,25 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 /* What the progress callback needs: the caller's abort flag and tick, and the request's
- * own clock. The timeout is the request's time less the ticks': a tick spools the files
- * finished meanwhile (a copy, an fsync, an OTLP conversion), and counted against the request
- * it turned answered requests into timeouts, sent again: delivered twice. */
+ * own clock. Both timeouts (connect, whole request) are on the request's time less the
+ * ticks': a tick spools the files finished meanwhile (a copy, an fsync, an OTLP conversion),
+ * and counted against the request it turned answered requests into timeouts, sent again:
+ * delivered twice. */
+enum { NOT_TIMED_OUT, TIMED_OUT_CONNECT, TIMED_OUT_ANSWER };
 struct progress {
         const _Atomic int *abort;
         const struct upload_request *rq;
-        uint64_t start_ns, tick_ns, timeout_ns;
-        int timed_out;
+        CURL *h;
+        uint64_t start_ns, tick_ns, timeout_ns, connect_timeout_ns;
+        int connected, timed_out;
 };
 
-/* Called by libcurl at least once a second, answer or not. */
+/* Called by libcurl at least once a second, connected or not, answer or not. */
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
         struct progress *p = arg;
-        uint64_t t0 = mono_ns(), t1 = t0;
+        uint64_t t0 = mono_ns(), t1 = t0, own;
+        curl_off_t connect_us = 0;
 
         (void)dt, (void)dn, (void)ut, (void)un;
         if (p->rq->tick) {
@@ -271,11 +275,15 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
                 t1 = mono_ns();
                 p->tick_ns += t1 - t0;
         }
-        if (t1 - p->start_ns - p->tick_ns > p->timeout_ns) {
-                p->timed_out = 1;
-                return 1;
-        }
-        return p->abort && *p->abort;
+        own = t1 - p->start_ns - p->tick_ns;
+        if (!p->connected && !curl_easy_getinfo(p->h, CURLINFO_CONNECT_TIME_T, &connect_us) &&
+            connect_us > 0)
+                p->connected = 1;
+        if (!p->connected && own > p->connect_timeout_ns)
+                p->timed_out = TIMED_OUT_CONNECT;
+        else if (own > p->timeout_ns)
+                p->timed_out = TIMED_OUT_ANSWER;
+        return p->timed_out || (p->abort && *p->abort);
 }
 
 /* name=APP{tags,extra}, from, until, format: the query of Pyroscope's /ingest. */
@@ -346,10 +354,8 @@ static void set_options(struct upload_client *c, curl_mime *m, struct part_src *
         set_body(h, m, raw);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_USERAGENT, "ctxprof");
-        /* the whole request's timeout is on_progress's (ticks excluded) */
-        curl_easy_setopt(
-            h, CURLOPT_CONNECTTIMEOUT_MS,
-            (long)(c->t.timeout_ms < CONNECT_TIMEOUT_MS ? c->t.timeout_ms : CONNECT_TIMEOUT_MS));
+        /* the timeouts are on_progress's (ticks excluded); libcurl's connect timeout only
+         * keeps its default of 300 s out of the way */
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
         if (c->t.ca_file[0])
@@ -480,10 +486,14 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
                          strerror(err ? -err : ENOMEM));
                 return res->outcome;
         }
+        uint64_t connect_ms =
+            c->t.timeout_ms < CONNECT_TIMEOUT_MS ? c->t.timeout_ms : CONNECT_TIMEOUT_MS;
         struct progress pg = {.abort = abort,
                               .rq = rq,
+                              .h = c->h,
                               .start_ns = mono_ns(),
-                              .timeout_ns = c->t.timeout_ms * NS_PER_MS};
+                              .timeout_ns = c->t.timeout_ms * NS_PER_MS,
+                              .connect_timeout_ns = connect_ms * NS_PER_MS};
 
         set_options(c, m, &prof, headers, &body, &pg, errbuf);
         rc = curl_easy_perform(c->h);
@@ -501,8 +511,10 @@ int upload_client_send(struct upload_client *c, const struct upload_request *rq,
                 res->retry_after_ms = (uint64_t)retry * 1000ull;
         if (pg.timed_out)
                 snprintf(res->detail, sizeof(res->detail),
-                         "no answer within %llu ms (%llu ms spooling meanwhile not counted)",
-                         (unsigned long long)c->t.timeout_ms,
+                         "%s within %llu ms (%llu ms spooling meanwhile not counted)",
+                         pg.timed_out == TIMED_OUT_CONNECT ? "not connected" : "no answer",
+                         (unsigned long long)(pg.timed_out == TIMED_OUT_CONNECT ? connect_ms
+                                                                                : c->t.timeout_ms),
                          (unsigned long long)(pg.tick_ns / NS_PER_MS));
         else if (rc != CURLE_OK)
                 snprintf(res->detail, sizeof(res->detail), "%s",

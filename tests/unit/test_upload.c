@@ -4,14 +4,19 @@
  * settings (values, errors with their line), the on-disk spool in a real directory (entries
  * read back byte for byte, oldest first, size and age limits that never drop the newest,
  * leftovers of an interrupted add removed at open, a corrupt entry reported), the retry
- * backoff's bounds, and the credentials file checks.
+ * backoff's bounds, the credentials file checks, and a request's timeout against a real HTTP
+ * server on 127.0.0.1 (a thread here): time spent in the caller's tick is not counted.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -308,4 +313,150 @@ Test(upload_http, secret_file_modes)
         snprintf(t.basic_auth_file, sizeof(t.basic_auth_file), "%s", p);
         cr_assert_eq(upload_client_new(&t, &cl, why, sizeof(why)), -EINVAL);
         unlink(t.basic_auth_file);
+}
+
+/* ---- a request against a real HTTP server on 127.0.0.1 (a thread of this test) ---- */
+
+struct one_server {
+        int lfd, requests;
+        int answer; /* 0: never answers (holds the connection until the test ends) */
+};
+
+/* Reads one request (headers, then a Content-Length or chunked body) from fd: 0 or -1. */
+static int read_request(int fd)
+{
+        char buf[65536];
+        size_t n = 0;
+        char *end, *cl;
+        ssize_t r;
+
+        while (!(end = memmem(buf, n, "\r\n\r\n", 4))) {
+                if (n == sizeof(buf) || (r = read(fd, buf + n, sizeof(buf) - n)) <= 0)
+                        return -1;
+                n += (size_t)r;
+        }
+        size_t head = (size_t)(end - buf) + 4, want;
+        buf[head - 1] = '\0';
+        cl = strcasestr(buf, "content-length:");
+        if (cl) {
+                want = head + strtoul(cl + 15, NULL, 10);
+                while (n < want) {
+                        size_t room = sizeof(buf) - (n < sizeof(buf) ? n : 0);
+
+                        if ((r = read(fd, buf + (n < sizeof(buf) ? n : 0), room)) <= 0)
+                                return -1;
+                        n += (size_t)r;
+                }
+                return 0;
+        }
+        while (!memmem(buf + head, n - head, "0\r\n\r\n", 5)) { /* chunked */
+                if (n == sizeof(buf) || (r = read(fd, buf + n, sizeof(buf) - n)) <= 0)
+                        return -1;
+                n += (size_t)r;
+        }
+        return 0;
+}
+
+static void *serve(void *arg)
+{
+        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+        struct one_server *s = arg;
+        int fd;
+
+        while ((fd = accept(s->lfd, NULL, NULL)) >= 0) {
+                while (!read_request(fd)) {
+                        __atomic_add_fetch(&s->requests, 1, __ATOMIC_SEQ_CST);
+                        if (!s->answer)
+                                continue; /* read on, answer nothing */
+                        if (write(fd, ok, sizeof(ok) - 1) < 0)
+                                break;
+                }
+                close(fd);
+        }
+        return NULL;
+}
+
+static int start_server(struct one_server *s, pthread_t *th)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(a);
+
+        s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert(s->lfd >= 0);
+        cr_assert_eq(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        cr_assert_eq(listen(s->lfd, 4), 0);
+        cr_assert_eq(getsockname(s->lfd, (struct sockaddr *)&a, &len), 0);
+        cr_assert_eq(pthread_create(th, NULL, serve, s), 0);
+        return ntohs(a.sin_port);
+}
+
+/* The caller's tick spools files while a request is in flight: here it takes 3 times the
+ * timeout, as a spool onto a stalled disk (or an OTLP conversion) may. */
+static void slow_tick(void *ctx)
+{
+        int *calls = ctx;
+
+        if ((*calls)++ == 0)
+                usleep(1500 * 1000);
+}
+
+static void send_one(int port, struct upload_result *r, int *ticks)
+{
+        struct upload_target_config t = {.name = "t", .application = "a", .timeout_ms = 500};
+        char why[512], *p = write_tmp("a profile's bytes\n", 0600);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        struct upload_request rq = {.format = UPLOAD_FORMAT_JFR,
+                                    .from_s = 1,
+                                    .until_s = 2,
+                                    .profile_fd = fd,
+                                    .profile_len = 18,
+                                    .labels_fd = -1,
+                                    .tick = slow_tick,
+                                    .tick_ctx = ticks};
+        struct upload_client *cl;
+
+        unlink(p);
+        snprintf(t.url, sizeof(t.url), "http://127.0.0.1:%d", port);
+        cr_assert_eq(upload_client_new(&t, &cl, why, sizeof(why)), 0, "%s", why);
+        upload_client_send(cl, &rq, NULL, r);
+        upload_client_free(cl);
+        close(fd);
+}
+
+/* One request against a server of this test that answers it (or never does): the result,
+ * the ticks, and the requests the server read. */
+static int send_to_server(int answer, struct upload_result *r, int *ticks)
+{
+        struct one_server s = {.answer = answer};
+        pthread_t th;
+
+        send_one(start_server(&s, &th), r, ticks);
+        shutdown(s.lfd, SHUT_RDWR); /* its accept returns: the thread ends (the client closed) */
+        close(s.lfd);
+        pthread_join(th, NULL);
+        return __atomic_load_n(&s.requests, __ATOMIC_SEQ_CST);
+}
+
+/* Time spent in the tick is not the request's: an answered request is not a timeout (it was
+ * with libcurl's own timeout, and the uploader then sent the profile again: delivered twice). */
+Test(upload_http, tick_time_is_not_the_requests, .timeout = 60)
+{
+        struct upload_result r;
+        int ticks = 0, requests = send_to_server(1, &r, &ticks);
+
+        cr_assert_eq(r.outcome, UPLOAD_OK, "outcome %d (%s) after a 1.5 s tick, timeout 500 ms",
+                     r.outcome, r.detail);
+        cr_assert_eq(requests, 1);
+        cr_assert_gt(ticks, 0);
+}
+
+/* A backend that takes the request and never answers: the request's own timeout ends it. */
+Test(upload_http, no_answer_times_out, .timeout = 60)
+{
+        struct upload_result r;
+        int ticks = 0, requests = send_to_server(0, &r, &ticks);
+
+        cr_assert_eq(r.outcome, UPLOAD_TIMEOUT, "outcome %d (%s)", r.outcome, r.detail);
+        cr_assert_not_null(strstr(r.detail, "no answer within 500 ms"), "%s", r.detail);
+        cr_assert_eq(requests, 1);
 }
