@@ -269,15 +269,17 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
         uint64_t t0 = mono_ns(), t1 = t0, own;
         curl_off_t connect_us = 0;
 
-        (void)dt, (void)dn, (void)ut, (void)un;
+        (void)dt, (void)ut;
         if (p->rq->tick) {
                 p->rq->tick(p->rq->tick_ctx);
                 t1 = mono_ns();
                 p->tick_ns += t1 - t0;
         }
         own = t1 - p->start_ns - p->tick_ns;
-        if (!p->connected && !curl_easy_getinfo(p->h, CURLINFO_CONNECT_TIME_T, &connect_us) &&
-            connect_us > 0)
+        /* ready to send: PRETRANSFER, not CONNECT, whose time is 0 on a reused connection */
+        if (!p->connected && (un > 0 || dn > 0 ||
+                              (!curl_easy_getinfo(p->h, CURLINFO_PRETRANSFER_TIME_T, &connect_us) &&
+                               connect_us > 0)))
                 p->connected = 1;
         if (!p->connected && own > p->connect_timeout_ns)
                 p->timed_out = TIMED_OUT_CONNECT;

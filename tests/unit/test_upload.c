@@ -318,8 +318,8 @@ Test(upload_http, secret_file_modes)
 /* ---- a request against a real HTTP server on 127.0.0.1 (a thread of this test) ---- */
 
 struct one_server {
-        int lfd, requests;
-        int answer; /* 0: never answers (holds the connection until the test ends) */
+        int lfd, requests, connections;
+        int answer; /* requests answered; those after them never are (the connection held) */
 };
 
 /* Reads one request (headers, then a Content-Length or chunked body) from fd: 0 or -1. */
@@ -364,9 +364,9 @@ static void *serve(void *arg)
         int fd;
 
         while ((fd = accept(s->lfd, NULL, NULL)) >= 0) {
+                __atomic_add_fetch(&s->connections, 1, __ATOMIC_SEQ_CST);
                 while (!read_request(fd)) {
-                        __atomic_add_fetch(&s->requests, 1, __ATOMIC_SEQ_CST);
-                        if (!s->answer)
+                        if (__atomic_add_fetch(&s->requests, 1, __ATOMIC_SEQ_CST) > s->answer)
                                 continue; /* read on, answer nothing */
                         if (write(fd, ok, sizeof(ok) - 1) < 0)
                                 break;
@@ -400,7 +400,8 @@ static void slow_tick(void *ctx)
                 usleep(1500 * 1000);
 }
 
-static void send_one(int port, struct upload_result *r, int *ticks)
+/* n requests on one client (one connection, kept alive): the last one's result in r. */
+static void send_n(int port, int n, struct upload_result *r, int *ticks)
 {
         struct upload_target_config t = {.name = "t", .application = "a", .timeout_ms = 500};
         char why[512], *p = write_tmp("a profile's bytes\n", 0600);
@@ -418,23 +419,26 @@ static void send_one(int port, struct upload_result *r, int *ticks)
         unlink(p);
         snprintf(t.url, sizeof(t.url), "http://127.0.0.1:%d", port);
         cr_assert_eq(upload_client_new(&t, &cl, why, sizeof(why)), 0, "%s", why);
-        upload_client_send(cl, &rq, NULL, r);
+        while (n--)
+                upload_client_send(cl, &rq, NULL, r);
         upload_client_free(cl);
         close(fd);
 }
 
-/* One request against a server of this test that answers it (or never does): the result,
- * the ticks, and the requests the server read. */
-static int send_to_server(int answer, struct upload_result *r, int *ticks)
+/* n requests against a server of this test that answers the first `answer` of them: the
+ * last one's result, the ticks, and the requests and connections the server saw. */
+static void send_to_server(int answer, int n, struct upload_result *r, int *ticks, int *requests,
+                           int *connections)
 {
         struct one_server s = {.answer = answer};
         pthread_t th;
 
-        send_one(start_server(&s, &th), r, ticks);
+        send_n(start_server(&s, &th), n, r, ticks);
         shutdown(s.lfd, SHUT_RDWR); /* its accept returns: the thread ends (the client closed) */
         close(s.lfd);
         pthread_join(th, NULL);
-        return __atomic_load_n(&s.requests, __ATOMIC_SEQ_CST);
+        *requests = __atomic_load_n(&s.requests, __ATOMIC_SEQ_CST);
+        *connections = __atomic_load_n(&s.connections, __ATOMIC_SEQ_CST);
 }
 
 /* Time spent in the tick is not the request's: an answered request is not a timeout (it was
@@ -442,21 +446,38 @@ static int send_to_server(int answer, struct upload_result *r, int *ticks)
 Test(upload_http, tick_time_is_not_the_requests, .timeout = 60)
 {
         struct upload_result r;
-        int ticks = 0, requests = send_to_server(1, &r, &ticks);
+        int ticks = 0, requests, connections;
 
+        send_to_server(1, 1, &r, &ticks, &requests, &connections);
         cr_assert_eq(r.outcome, UPLOAD_OK, "outcome %d (%s) after a 1.5 s tick, timeout 500 ms",
                      r.outcome, r.detail);
         cr_assert_eq(requests, 1);
         cr_assert_gt(ticks, 0);
 }
 
+/* n requests, the server answering the first n - 1: the last one ends in the request's own
+ * timeout, "no answer" (never "not connected"), over `connections` connections. */
+static void assert_no_answer(int n, int connections)
+{
+        struct upload_result r;
+        int ticks = 0, req, conn;
+
+        send_to_server(n - 1, n, &r, &ticks, &req, &conn);
+        cr_assert_eq(r.outcome, UPLOAD_TIMEOUT, "outcome %d (%s)", r.outcome, r.detail);
+        cr_assert_not_null(strstr(r.detail, "no answer within 500 ms"), "%s", r.detail);
+        cr_assert_eq(req, n);
+        cr_assert_eq(conn, connections, "%d connections: not the case under test", conn);
+}
+
 /* A backend that takes the request and never answers: the request's own timeout ends it. */
 Test(upload_http, no_answer_times_out, .timeout = 60)
 {
-        struct upload_result r;
-        int ticks = 0, requests = send_to_server(0, &r, &ticks);
+        assert_no_answer(1, 1);
+}
 
-        cr_assert_eq(r.outcome, UPLOAD_TIMEOUT, "outcome %d (%s)", r.outcome, r.detail);
-        cr_assert_not_null(strstr(r.detail, "no answer within 500 ms"), "%s", r.detail);
-        cr_assert_eq(requests, 1);
+/* The same on a connection kept alive from an answered request (libcurl's connect time is 0
+ * on a reused connection: it must not read as "not connected"). */
+Test(upload_http, no_answer_on_a_reused_connection, .timeout = 60)
+{
+        assert_no_answer(2, 1);
 }
