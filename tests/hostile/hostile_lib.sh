@@ -298,8 +298,8 @@ rss_ceiling_kb() {
 	*) fail "no MemoryMax=NUMBER[MG] in packaging/systemd/ctxprof.service: '$v'" ;;
 	esac
 }
-# The recording so far (its finished chunks, read as a file of their own) as `jfr print
-# --json` of its samples, top frame only, and its ctxprof.Statistics, into OUT.
+# The recording so far: its finished chunks, a file of their own (the chunk in progress is
+# not in it yet).
 recording_so_far() { # FILE
 	cp "$(dstat current_file)" "$1" || fail "no current file"
 }

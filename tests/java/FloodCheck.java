@@ -24,7 +24,7 @@ public class FloodCheck {
     static final String UNKNOWN = "[unknown stack]";
 
     static boolean unknownStack(RecordedStackTrace st) {
-        if (st == null) return true;
+        if (st == null) return false; /* no stack at all: not the placeholder counted here */
         for (RecordedFrame f : st.getFrames())
             if (f.getMethod().getName().contains(UNKNOWN)
                     || f.getMethod().getType().getName().contains(UNKNOWN))
