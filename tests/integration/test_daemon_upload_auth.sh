@@ -62,23 +62,6 @@ metrics() {
 	python3 "$(dirname "$0")/prom_check.py" scrape "$MURL" >"$TMP/m.json" || fail "metrics scrape"
 }
 mget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d.get(sys.argv[2], -1)))' "$TMP/m.json" "$1"; }
-# no profile was received twice
-once() {
-	local d h r
-	d=$(received_hashes | uniq -d | wc -l)
-	[ "$d" = 0 ] && return 0
-	for h in $(received_hashes | uniq -d); do
-		for r in "$RECV"/req-[0-9]*; do
-			[ "$(cat "$(sha_path "$RECV")_${r##*/}_jfr" 2>/dev/null)" = "$h" ] || continue
-			echo "--- $h received as ${r##*/}: $(awk -v n="${r##*req-}" '$1 == n' "$RECV/log")"
-		done
-	done
-	echo "--- receiver log (last 12):"
-	tail -12 "$RECV/log"
-	echo "--- daemon log (warnings):"
-	grep -v "spooled \|INFO" "$DLOG" | tail -12
-	fail "$d profiles were delivered more than once"
-}
 spawn "$WL/wl_attrib" long 0 2 >/dev/null
 start_daemon --config "$TMP/ctxprof.conf"
 wait_for 60 "a first profile delivered" eval '[ "$(received)" -ge 1 ]'
@@ -121,7 +104,7 @@ denied_phase() { # CODE RELOADS_SO_FAR
 	wait_for 30 "the credentials re-read" eval "[ \"\$(logged 'credentials re-read')\" -ge $2 ]"
 	ls "$OUT"/ctxprof-*.jfr >"$TMP/expect"
 	wait_for 90 "every file finished until the fix delivered after it" expected_received
-	once
+	no_duplicates
 	status_refresh
 	[ "$(ustat state)" = ok ] || fail "status: $(grep '^upload ' "$ST") after the fix"
 	echo "HTTP $code: every profile delivered once after SIGHUP ($(received) in all)"
@@ -163,7 +146,7 @@ for code in 400 413 422; do
 		fail "metrics: $n refused drops expected"
 	echo "HTTP $code: exactly that profile dropped (counted $n), the others delivered"
 done
-once
+no_duplicates
 stop_daemon
 line=$(grep "upload default: spooled" "$DLOG" | tail -1)
 echo "$line"

@@ -100,12 +100,32 @@ all_finished_received() {
 	! grep -qvxFf "$TMP/rh" "$TMP/finished.hashes"
 }
 refresh_hashes() { received_hashes >"$TMP/rh"; }
-# no profile arrived twice ("delivered once")
+# the requests whose body has hash $1 (after received_hashes), each with its receiver log line
+requests_with_hash() {
+	local d
+	for d in "$RECV"/req-[0-9]*; do
+		[ "$(cat "$(sha_path "$d/jfr")" "$d/otlp.sha" 2>/dev/null)" = "$1" ] &&
+			echo "${d##*/}: $(awk -v n="${d##*req-}" '$1 == n' "$RECV/log")"
+	done
+}
+# no profile arrived twice ("delivered once"); else each duplicate's requests, the receiver's
+# log and the daemon's warnings are printed before the test fails
 no_duplicates() {
-	local dup
+	local dup h
 	refresh_hashes
 	dup=$(uniq -d "$TMP/rh" | wc -l)
-	[ "$dup" = 0 ] || fail "$dup profiles delivered more than once"
+	[ "$dup" = 0 ] && return 0
+	for h in $(uniq -d "$TMP/rh"); do
+		echo "--- $h received as:"
+		requests_with_hash "$h"
+	done
+	echo "--- receiver log (last 12):"
+	tail -12 "$RECV/log"
+	if [ -n "${DLOG:-}" ]; then
+		echo "--- daemon log (warnings and errors, last 12):"
+		grep -v '^<[67]>' "$DLOG" | tail -12
+	fi
+	fail "$dup profiles delivered more than once"
 }
 # the request in directory $1 is a Pyroscope JFR ingest: query, parts jfr + labels that
 # grafana's parser (pyrojfr) reads, and labels that name every sample's context (PyroCheck)
