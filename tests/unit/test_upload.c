@@ -322,12 +322,12 @@ struct one_server {
         int answer; /* requests answered; those after them never are (the connection held) */
 };
 
-/* Reads one request (headers, then a Content-Length or chunked body) from fd: 0 or -1. */
+/* Reads one request from fd: its headers, then the body its Content-Length announces (the
+ * client sends every part's size; a request without one fails the read). 0 or -1. */
 static int read_request(int fd)
 {
-        char buf[65536];
-        size_t n = 0;
-        char *end, *cl;
+        char buf[65536], *end, *cl;
+        size_t n = 0, left;
         ssize_t r;
 
         while (!(end = memmem(buf, n, "\r\n\r\n", 4))) {
@@ -335,25 +335,14 @@ static int read_request(int fd)
                         return -1;
                 n += (size_t)r;
         }
-        size_t head = (size_t)(end - buf) + 4, want;
-        buf[head - 1] = '\0';
-        cl = strcasestr(buf, "content-length:");
-        if (cl) {
-                want = head + strtoul(cl + 15, NULL, 10);
-                while (n < want) {
-                        size_t room = sizeof(buf) - (n < sizeof(buf) ? n : 0);
-
-                        if ((r = read(fd, buf + (n < sizeof(buf) ? n : 0), room)) <= 0)
-                                return -1;
-                        n += (size_t)r;
-                }
-                return 0;
-        }
-        while (!memmem(buf + head, n - head, "0\r\n\r\n", 5)) { /* chunked */
-                if (n == sizeof(buf) || (r = read(fd, buf + n, sizeof(buf) - n)) <= 0)
+        *end = '\0'; /* the headers, a string */
+        if (!(cl = strcasestr(buf, "content-length:")))
+                return -1;
+        left = strtoul(cl + 15, NULL, 10);
+        n -= (size_t)(end + 4 - buf); /* body bytes read with the headers */
+        for (left = left > n ? left - n : 0; left; left -= (size_t)r)
+                if ((r = read(fd, buf, left < sizeof(buf) ? left : sizeof(buf))) <= 0)
                         return -1;
-                n += (size_t)r;
-        }
         return 0;
 }
 
