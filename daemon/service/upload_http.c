@@ -267,7 +267,7 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 {
         struct progress *p = arg;
         uint64_t t0 = mono_ns(), t1 = t0, own;
-        curl_off_t connect_us = 0;
+        curl_off_t ready_us = 0;
 
         (void)dt, (void)ut;
         if (p->rq->tick) {
@@ -277,9 +277,9 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
         }
         own = t1 - p->start_ns - p->tick_ns;
         /* ready to send: PRETRANSFER, not CONNECT, whose time is 0 on a reused connection */
-        if (!p->connected && (un > 0 || dn > 0 ||
-                              (!curl_easy_getinfo(p->h, CURLINFO_PRETRANSFER_TIME_T, &connect_us) &&
-                               connect_us > 0)))
+        if (!p->connected &&
+            (un > 0 || dn > 0 ||
+             (!curl_easy_getinfo(p->h, CURLINFO_PRETRANSFER_TIME_T, &ready_us) && ready_us > 0)))
                 p->connected = 1;
         if (!p->connected && own > p->connect_timeout_ns)
                 p->timed_out = TIMED_OUT_CONNECT;
