@@ -141,6 +141,7 @@ debuginfo_attack() { # APP FILE...
 	watch_opens "$@"
 	spawn_attacker "$app" 0 1
 	ATTACKER=$SPAWNED
+	rate_window_open # the control's rate during the attack
 	wait_symbolized "$ATTACKER"
 	assert_not_in_fifo_open
 	for f; do

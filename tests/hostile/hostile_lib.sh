@@ -27,9 +27,12 @@
 #   control_rate SECONDS       samples per CPU-second of the control target over SECONDS
 #   control_ctx_rate SECONDS   the same for its samples with context
 #   rate_baseline              CONTROL_BASE: control_ctx_rate before the attack
-#   assert_rate_kept           the control target's context rate is >= 90% of CONTROL_BASE
+#   rate_window_open           the window of assert_rate_kept opens now (as the attack starts)
+#   assert_rate_kept           the control target's context rate is >= 90% of CONTROL_BASE,
+#                              over at least 8 s from the window's opening (else from now)
 #   assert_fresh               `ctxprof status` says running (exit 0), not stale (5)
 #   daemon_cpu_during CMD...   run CMD; DAEMON_CPU_PCT: the daemon's CPU meanwhile (% of a core)
+#   daemon_cpu_mark, daemon_cpu_since  the same from the mark to now
 #   daemon_rss_kb              the daemon's VmRSS in KiB
 #   assert_rss_bounded         that RSS is under the documented ceiling (the unit's MemoryMax)
 #   recording_so_far FILE      the recording so far (its complete chunks) copied into FILE
@@ -238,31 +241,59 @@ target_count() { # PID [KEY]
 }
 # CPU time of PID in clock ticks (utime + stime of all its threads)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-# run CMD... in this shell; DAEMON_CPU_PCT: the percent of one CPU the daemon (DPID) used
-# meanwhile
+# daemon_cpu_mark, then daemon_cpu_since: DAEMON_CPU_PCT, the percent of one CPU the daemon
+# (DPID) used in between; daemon_cpu_during CMD...: the same around CMD (run in this shell)
+DCPU_T0= DCPU_D0=
+daemon_cpu_mark() {
+	DCPU_T0=$EPOCHREALTIME
+	DCPU_D0=$(cpu_ticks "$DPID")
+}
+daemon_cpu_since() {
+	DAEMON_CPU_PCT=$(python3 -c "import os, sys; print(round(100 * (int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / max(0.1, float(sys.argv[4]) - float(sys.argv[3])), 1))" \
+		"$DCPU_D0" "$(cpu_ticks "$DPID")" "$DCPU_T0" "$EPOCHREALTIME")
+}
 daemon_cpu_during() {
-	local t0=$SECONDS d0 d1
-	d0=$(cpu_ticks "$DPID")
+	daemon_cpu_mark
 	"$@"
-	d1=$(cpu_ticks "$DPID")
-	DAEMON_CPU_PCT=$(python3 -c "import os, sys; print(round(100 * (int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK') / max(1, int(sys.argv[3])), 1))" "$d0" "$d1" $((SECONDS - t0)))
+	daemon_cpu_since
 }
 # KEY per CPU-second of the control target over a window of SECONDS, between two status
 # rewrites. Per CPU-second, not per second: cpu-clock samples follow the CPU time the target
 # gets, which a loaded test machine (or the attack itself) takes from it; what the daemon
 # must keep is how many of the target's CPU-seconds it samples (at 99 Hz, about 99).
-control_rate_of() { # KEY SECONDS
-	local key=$1 secs=$2 a b c0 c1
+# A window opens just after a status rewrite and closes just after the first rewrite at least
+# SECONDS - RATE_WINDOW_SLACK later: the daemon rewrites every 2 s, so a window of a multiple
+# of 2 s closes on the rewrite its opening one scheduled, rather than sleeping past it and
+# waiting 2 s more for the next (the counts and the ticks are both read at each end).
+RATE_WINDOW_SLACK=0.5
+RW_KEY= RW_A= RW_C0= RW_T0=
+# rate_window_open [KEY]: a window opens on the control's KEY (default context_samples), in
+# this shell (RW_*): a test opens it as its attack starts, so that assert_rate_kept measures
+# the attack itself and its wait for the attack's effect is part of the window
+rate_window_open() {
+	RW_KEY=${1:-context_samples}
 	wait_for 60 "the control target $CONTROL in the status file" is_target "$CONTROL"
 	status_refresh
-	a=$(target_count "$CONTROL" "$key")
-	c0=$(cpu_ticks "$CONTROL")
-	sleep "$secs" # a measuring window, not a wait for a fact
+	RW_A=$(target_count "$CONTROL" "$RW_KEY")
+	RW_C0=$(cpu_ticks "$CONTROL")
+	RW_T0=$EPOCHREALTIME
+}
+# rate_window_close SECONDS: prints the open window's rate once it spans SECONDS (less the
+# slack); the caller clears RW_T0
+rate_window_close() {
+	local b c1 left
+	left=$(python3 -c "import sys; print(max(0.0, float(sys.argv[1]) - float(sys.argv[2]) - (float(sys.argv[4]) - float(sys.argv[3]))))" \
+		"$1" "$RATE_WINDOW_SLACK" "$RW_T0" "$EPOCHREALTIME")
+	sleep "$left" # the rest of a measuring window, not a wait for a fact
 	status_refresh
-	b=$(target_count "$CONTROL" "$key")
+	b=$(target_count "$CONTROL" "$RW_KEY")
 	c1=$(cpu_ticks "$CONTROL")
 	python3 -c "import os, sys; t = (int(sys.argv[4]) - int(sys.argv[3])) / os.sysconf('SC_CLK_TCK'); print(round((int(sys.argv[2]) - int(sys.argv[1])) / t, 1) if t > 0 else 0)" \
-		"$a" "$b" "$c0" "$c1"
+		"$RW_A" "$b" "$RW_C0" "$c1"
+}
+control_rate_of() { # KEY SECONDS
+	rate_window_open "$1"
+	rate_window_close "$2"
 }
 control_rate() { control_rate_of samples "$1"; }
 control_ctx_rate() { control_rate_of context_samples "$1"; }
@@ -273,9 +304,12 @@ rate_baseline() {
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$CONTROL_BASE" ||
 		fail "the control target has no context samples before the attack"
 }
+# over the window the test opened as its attack started (rate_window_open), else over one from now
 assert_rate_kept() { # [SECONDS]
 	local r
-	r=$(control_ctx_rate "${1:-8}")
+	[ -n "$RW_T0" ] && [ "$RW_KEY" = context_samples ] || rate_window_open
+	r=$(rate_window_close "${1:-8}")
+	RW_T0=
 	echo "control target $CONTROL: $r context samples per CPU-second during the attack (before: $CONTROL_BASE)"
 	python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.9 * float(sys.argv[2]) else 1)" \
 		"$r" "$CONTROL_BASE" || fail "control target sampled at $r/CPU-s with context, < 90% of $CONTROL_BASE/CPU-s"

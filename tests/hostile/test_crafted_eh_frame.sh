@@ -77,6 +77,7 @@ HELPER=$(parser_lane_pid "uid=$ATK_UID")
 h0=0
 [ -z "$HELPER" ] || h0=$(cpu_ticks "$HELPER")
 touch "$ATK_HOME/go"
+rate_window_open # the control's rate during the attack
 mapped() { [ -f "$ATK_HOME/mapped" ] && grep -qx "$NFILES" "$ATK_HOME/mapped"; }
 wait_for 60 "the attacker's $NFILES libraries mapped" mapped
 atk_lane() { parser_lane_pid "uid=$ATK_UID" >/dev/null; }

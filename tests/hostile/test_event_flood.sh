@@ -29,8 +29,11 @@ flood() { # HOOK: default | sys_exit
 	echo "$hook ($used): daemon CPU before the flood: $DAEMON_CPU_PCT% of a core"
 	spawn_attacker "$ATK_HOME/flood" maps "$ATK_HOME/mapped.bin" libm.so.6 >"$TMP/flood.out"
 	atk=$SPAWNED
+	daemon_cpu_mark
+	rate_window_open # the control's rate during the flood
 	wait_for 30 "the attacker $atk sampled as a target" target_over "$atk" 0
-	daemon_cpu_during assert_rate_kept
+	assert_rate_kept
+	daemon_cpu_since
 	assert_fresh
 	status_refresh
 	limited=$(dstat events_limited)

@@ -20,6 +20,7 @@ chown "$ATK" "$node"
 watch_opens "$node"
 lines0=$(dstat refused_lines)
 spawn_forged_maps_line "$node"
+rate_window_open # the control's rate during the attack
 echo "attacker $SPAWNED maps a file whose maps line ends in a forged line naming $node (c 1:3)"
 
 # the daemon read the attacker's maps: it refused the line, or it opened the node

@@ -19,6 +19,7 @@ as_attacker mkfifo "$fifo" || fail "cannot make the FIFO"
 watch_opens "$fifo"
 lines0=$(dstat refused_lines)
 spawn_forged_maps_line "$fifo"
+rate_window_open # the control's rate during the attack
 echo "attacker $SPAWNED maps a file whose maps line ends in a forged line naming $fifo"
 
 # the daemon read the attacker's maps: it refused the line, or it sits in open() on the FIFO

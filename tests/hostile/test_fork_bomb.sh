@@ -45,6 +45,7 @@ echo "bomb limited by $PCG/pids.max = $PIDS_MAX"
 spawn -g bomb sh -c 'echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' sh "$PCG" \
 	setpriv --reuid="$ATK_UID" --regid="$(id -g "$ATK")" --clear-groups --inh-caps=-all \
 	--bounding-set=-all -- "$ATK_HOME/flood" forkbomb 200 >/dev/null
+rate_window_open # the control's rate during the attack
 full() { [ "$(dstat targets_full)" -gt 0 ] 2>/dev/null; }
 wait_for 60 "children refused by a full targets map counted (targets_full)" full
 echo "bomb: $(cat "$PCG/pids.current") processes in its cgroup (pids.max $PIDS_MAX)"

@@ -17,6 +17,7 @@ rate_baseline
 start_fuse_stall "$B/libctx.so" --good 0
 spawn_fuse_mapper
 ATTACKER=$SPAWNED
+rate_window_open # the control's rate during the attack
 echo "attacker $ATTACKER maps $FUSE_FILE (FUSE connection $FUSE_CONN: every read stalls)"
 assert_fuse_refused "the attacker's FUSE file" 30
 assert_sigterm_under_fuse

@@ -24,6 +24,7 @@ FUSE_DIR=$root$root
 as_attacker mkdir -p "$FUSE_DIR" || fail "cannot make $FUSE_DIR"
 start_fuse_stall "$B/libctx.so" --lookups 0
 spawn_chroot_mapper "$root" lib.so
+rate_window_open # the control's rate during the attack
 wait_for 30 "the attacker's mapping in its chroot" test -e "$root/ready"
 grep -q " $root/lib.so\$" /proc/"$SPAWNED"/maps || fail "the maps line does not show $root/lib.so: $(grep lib /proc/"$SPAWNED"/maps)"
 echo "attacker $SPAWNED maps $root/lib.so; under its root that path is in $FUSE_DIR (FUSE connection $FUSE_CONN: every LOOKUP stalls)"

@@ -19,6 +19,7 @@ start_fuse_stall "$B/libctx.so" --good 0
 abandoned0=$(dstat jobs_abandoned)
 spawn_fuse_pctx
 ATTACKER=$SPAWNED
+rate_window_open # the control's rate during the attack
 echo "attacker $ATTACKER: OTEL_CTX payload in $FUSE_FILE (FUSE connection $FUSE_CONN: every read stalls)"
 
 stuck() { is_target "$ATTACKER" && grep "^target pid=$ATTACKER " "$ST" | grep -q ' stuck=yes'; }

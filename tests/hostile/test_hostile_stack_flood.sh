@@ -24,6 +24,7 @@ start_default_daemon --frequency 999 --max-stacks 4096 --chunk-period 10s
 rate_baseline
 spawn_attacker "$FLOOD" stacks 0 16
 ATTACKER=$SPAWNED
+rate_window_open # the control's rate during the flood
 wait_for 60 "the attacker as a target" is_target "$ATTACKER"
 assert_rate_kept
 assert_fresh

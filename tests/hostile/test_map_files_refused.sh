@@ -29,6 +29,7 @@ watch_opens "$shadow/lib.so" "$shadow/lib2.so"
 refused0=$(dstat refused_files)
 
 spawn_chroot_mapper "$root" lib.so lib2.so
+rate_window_open # the control's rate during the attack
 wait_for 30 "the attacker's mappings in its chroot" test -e "$root/ready"
 grep -q " $root/lib.so\$" /proc/"$SPAWNED"/maps || fail "the maps line does not show $root/lib.so: $(grep lib /proc/"$SPAWNED"/maps)"
 echo "attacker $SPAWNED maps $root/lib.so and lib2.so; under its root that path is a FIFO and another file"

@@ -24,12 +24,15 @@ daemon_cpu_during rate_baseline
 echo "daemon CPU before the attack: $DAEMON_CPU_PCT% of a core"
 spawn_attacker "$ATK_HOME/forged" forged "$ATK_HOME/mapped.bin" "$MAPPINGS" >"$TMP/forged.out"
 atk=$SPAWNED
+daemon_cpu_mark
+rate_window_open # the control's rate during the attack
 wait_for 30 "the attacker's mappings" grep -q '^ready' "$TMP/forged.out"
 lines=$(wc -l <"/proc/$atk/maps")
 echo "attacker $atk: $(cat "$TMP/forged.out"), $lines lines in its maps"
 [ "$lines" -ge $((MAPPINGS / 2)) ] || fail "the attacker made only $lines mappings"
 wait_for 60 "the attacker $atk sampled as a target" target_over "$atk" 20
-daemon_cpu_during assert_rate_kept
+assert_rate_kept
+daemon_cpu_since
 assert_fresh
 assert_rss_bounded
 status_refresh

@@ -55,9 +55,11 @@ rss0=$(daemon_rss_kb)
 ROUNDS=400
 spawn_attacker /usr/bin/python3 "$TMP/rename_churn.py" "$LIBCTX" "$ATK_HOME" "$ROUNDS"
 ATTACKER=$SPAWNED
+rate_window_open # the control's rate during the attack
 wait_for 60 "the attacker sampled by the daemon" target_over "$ATTACKER" 20
 echo "attacker $ATTACKER (publishes context, sampled) renames and remaps its code file $ROUNDS times"
 assert_rate_kept
+rate_window_open # and during its remaining rounds
 wait_for 300 "the attacker's $ROUNDS rounds" grep -qx 'done' "$ATK_HOME/rounds"
 status_refresh
 mods=$(dstat modules)

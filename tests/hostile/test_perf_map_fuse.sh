@@ -31,6 +31,7 @@ wait_for 30 "the attacker's JIT loop" grep -q '^ready' "$TMP/jit.out"
 PMAP=/tmp/perf-$atk.map
 as_attacker touch "$PMAP" || fail "the attacker cannot create $PMAP"
 mount --bind "$FUSE_FILE" "$PMAP" || skip "cannot bind the FUSE file over $PMAP"
+rate_window_open # the control's rate during the attack
 echo "attacker $atk: its perf map $PMAP is $FUSE_FILE (FUSE connection $FUSE_CONN: every OPEN stalls)"
 [ "$(stat -c %u "$PMAP")" = "$ATK_UID" ] || fail "the FUSE file is not the attacker's"
 assert_fuse_refused "the attacker's FUSE perf map" 60
