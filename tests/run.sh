@@ -8,7 +8,8 @@
 #   tests/run.sh -j 4 build                 (jobs; default $TEST_JOBS, else the CPUs)
 #   tests/run.sh --tier check build         (the fast tier of `make check`)
 #   TEST_FILTER=trace tests/run.sh build    (substring filter)
-#   TEST_PHASE=parallel|alone tests/run.sh build   (only the side-by-side or the alone tests)
+#   TEST_PHASE=parallel|pair|alone tests/run.sh build   (only the side-by-side, the pair
+#                                            (with the own) or the alone (with the quiet) tests)
 #
 # A test passes with exit 0, is SKIPPED with exit 77 (it must say why on its output), and
 # fails otherwise. A Criterion program that exits 0 with every case skipped (cr_skip_test) is
@@ -27,9 +28,15 @@
 # against every other daemon's reads, nor a host-wide count), and a unit test runs side by
 # side unless it says `ctxprof-test: alone`. The parallel tests run first, $jobs at a time,
 # each holding the host lock shared; then the pair tests, $TEST_PAIR_JOBS (2) at a time, and
-# then the others one by one, both holding it exclusively, so that two runs on one host do
-# not disturb each other's rates either. `ctxprof-test: check` puts a test in the fast tier
-# (every unit and plain test is in it).
+# then the others one by one, under one exclusive hold of it, so that two runs on one host do
+# not disturb each other's rates either. A pair test that also says `own` samples only the
+# processes it starts or names (`record -p` or a command), runs no host-wide daemon and reads
+# nothing of any other process: it runs beside the alone tests instead (one at a time while
+# they last, then two at a time), since nothing an alone test does to the host (a FUSE
+# stall, a flood, a fork bomb) reaches such a test, nor does it reach theirs. An alone test
+# that says `quiet` (it counts host-wide wakes) and an alone unit or plain test run last,
+# with nothing beside them. `ctxprof-test: check` puts a test in the fast tier (every unit
+# and plain test is in it).
 # `ctxprof-test: long` starts a side-by-side or pair test first, so that the phase does not
 # end waiting for it alone.
 set -u
@@ -118,7 +125,8 @@ run_one() {
 
 # the queue: "KIND VARIANT PATH" entries by tier (check, then rest) and by side by side /
 # pairs / alone
-par_check=() pair_check=() alone_check=() par_rest=() pair_rest=() alone_rest=() skipped_lines=()
+par_check=() pair_check=() own_check=() alone_check=() quiet_check=()
+par_rest=() pair_rest=() own_rest=() alone_rest=() quiet_rest=() skipped_lines=()
 for variant in "$@"; do
 	list="$variant/tests.list"
 	if [ ! -f "$list" ]; then
@@ -146,12 +154,17 @@ for variant in "$@"; do
 		how=par
 		case "$kind" in
 		root | rootsan)
-			if [[ "$marks" == *" pair "* ]]; then how=pair
-			elif [[ "$marks" != *" parallel "* ]]; then how=alone; fi ;;
-		*) [[ "$marks" == *" alone "* ]] && how=alone ;;
+			if [[ "$marks" == *" pair "* ]]; then
+				how=pair
+				[[ "$marks" == *" own "* ]] && how=own
+			elif [[ "$marks" != *" parallel "* ]]; then
+				how=alone
+				[[ "$marks" == *" quiet "* ]] && how=quiet
+			fi ;;
+		*) [[ "$marks" == *" alone "* ]] && how=quiet ;;
 		esac
-		case "${TEST_PHASE:-}-$how" in -* | parallel-par | pair-pair | alone-alone) ;; *) continue ;; esac
-		if [ $how != alone ] && [[ "$marks" == *" long "* ]]; then
+		case "${TEST_PHASE:-}-$how" in -* | parallel-par | pair-pair | pair-own | alone-alone | alone-quiet) ;; *) continue ;; esac
+		if [ $how != alone ] && [ $how != quiet ] && [[ "$marks" == *" long "* ]]; then
 			eval "${how}_$tierof=(\"\$kind \$variant \$t\" \"\${${how}_$tierof[@]}\")"
 		else
 			eval "${how}_$tierof+=(\"\$kind \$variant \$t\")"
@@ -198,29 +211,60 @@ run_phase() {
 	done
 }
 
-# run_tier NAME PAR PAIR ALONE (array names): the side-by-side ones $jobs at a time, each
-# holding the host lock shared, then the pair ones $pair_jobs at a time under one exclusive
-# hold of it, then the others one by one, each holding it exclusively
+# run_mixed ALONE OWN (array names), under the lock the caller holds: the ALONE tests one at
+# a time and the OWN tests beside them, at most $pair_jobs tests at once (the OWN ones two at
+# a time once the ALONE ones are done)
+run_mixed() {
+	local -n a_=$1 o_=$2
+	local ai=0 oi=0 running=0 alone_pid= pid kind variant t
+	while :; do
+		while [ $running -lt "$pair_jobs" ]; do
+			if [ -z "$alone_pid" ] && [ $ai -lt ${#a_[@]} ]; then
+				read -r kind variant t <<<"${a_[ai]}"
+				ai=$((ai + 1))
+				(LOCK_FD=$held run_one "$variant" "$kind" "$t") &
+				alone_pid=$!
+			elif [ $oi -lt ${#o_[@]} ]; then
+				read -r kind variant t <<<"${o_[oi]}"
+				oi=$((oi + 1))
+				(LOCK_FD=$held run_one "$variant" "$kind" "$t") &
+			else
+				break
+			fi
+			running=$((running + 1))
+		done
+		[ $running -gt 0 ] || break
+		wait -n -p pid
+		running=$((running - 1))
+		[ "$pid" = "$alone_pid" ] && alone_pid=
+		report
+	done
+}
+
+# run_tier NAME (the tier's queues: par_NAME, pair_NAME, own_NAME, alone_NAME, quiet_NAME):
+# the side-by-side ones $jobs at a time, each holding the host lock shared; then under one
+# exclusive hold of it the pair ones $pair_jobs at a time, the alone ones one by one with the
+# own ones beside them, and the quiet ones one by one
 tier_times=()
 run_tier() {
-	local t0=$SECONDS t1 t2
-	local -n p1_=$2 p2_=$3 p3_=$4
-	[ $((${#p1_[@]} + ${#p2_[@]} + ${#p3_[@]})) -gt 0 ] || return 0
-	run_phase "$2" "$jobs" -s
+	local t0=$SECONDS t1 t2 t3
+	local -n p1_=par_$1 p2_=pair_$1 p3_=own_$1 p4_=alone_$1 p5_=quiet_$1
+	[ $((${#p1_[@]} + ${#p2_[@]} + ${#p3_[@]} + ${#p4_[@]} + ${#p5_[@]})) -gt 0 ] || return 0
+	run_phase "par_$1" "$jobs" -s
 	t1=$SECONDS
-	if [ ${#p2_[@]} -gt 0 ]; then
-		exec {held}>>"$lock"
-		flock -x "$held"
-		run_phase "$3" "$pair_jobs" held
-		exec {held}>&-
-	fi
+	exec {held}>>"$lock"
+	flock -x "$held"
+	run_phase "pair_$1" "$pair_jobs" held
 	t2=$SECONDS
-	run_phase "$4" 1 -x
-	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d in pairs in %d s, %3d alone in %d s' \
-		"$1" $((SECONDS - t0)) ${#p1_[@]} $((t1 - t0)) ${#p2_[@]} $((t2 - t1)) ${#p3_[@]} $((SECONDS - t2)))")
+	run_mixed "alone_$1" "own_$1"
+	t3=$SECONDS
+	run_phase "quiet_$1" 1 held
+	exec {held}>&-
+	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d in pairs in %d s, %3d alone with %d own beside them in %d s, %d quiet in %d s' \
+		"$1" $((SECONDS - t0)) ${#p1_[@]} $((t1 - t0)) ${#p2_[@]} $((t2 - t1)) ${#p4_[@]} ${#p3_[@]} $((t3 - t2)) ${#p5_[@]} $((SECONDS - t3)))")
 }
-run_tier check par_check pair_check alone_check
-run_tier rest par_rest pair_rest alone_rest
+run_tier check
+run_tier rest
 
 pass=0 fail=0 skip=0
 failed=()

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
+# ctxprof-test: quiet
 # An idle daemon sleeps until its deadlines (docs/daemon.md, "One event loop"): with no
 # target and nothing due, its main thread wakes for the idle drain (1 s), the status file
 # (2 s) and retention (30 s), not on a 100 ms polling ladder. Counted as the main thread's

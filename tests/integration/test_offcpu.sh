@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # --event off-cpu / wall against wl_offcpu, whose threads time their own blocking calls
 # (sleep, contended mutex, pipe read) under known spans and labels: the off-CPU time per
 # span is within 10% of what the workload measured; the time under each blocking function

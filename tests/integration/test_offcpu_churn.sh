@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # Off-CPU slots under thread and process churn: threads cancelled while they sleep, and
 # processes SIGKILLed while all their threads sleep, for 4 s. Every slot is freed when its
 # thread exits (none left once the targets are gone: the map stays bounded), each exit is

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # Off-CPU stacks go through the call-graph mode's unwinder and show no profiler frame.
 # wl_offcpu's wl-sleep thread blocks in libc's nanosleep (no frame pointers in Debian's libc)
 # from do_sleep -> nap: in fp and dwarf, the blocking stack must read

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair long
+# ctxprof-test: pair, own, long
 # Hostile OpenTelemetry contexts (tests/workloads/wl_otel.c, WL_OTEL_HOSTILE / WL_OTEL_PCTX):
 # threads alternate between the good contexts A and B and, in work_H, a broken record; or the
 # process context is absent, late, republished with a new key, corrupt, claims a 2 GiB

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # The OpenTelemetry context in JFR, read back by the JDK's parser (`jfr print --json`) field
 # by field: every jdk.ExecutionSample under work_A has the context chain trace_id = trace A
 # (32 hex digits), span_id = span A, http.route=/a (the last duplicate), tier=gold,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # End to end: libctx's OWN OpenTelemetry writer (ctx_set_trace, ctx_register_key,
 # ctx_set_attr; tests/workloads/otel_libctx_writer.c under wl_otel.c) read by ctxprof, with
 # libctx as libctx.so (TLSDESC) and as libctx.a in a PIE (exported by libctx.dynlist). Over

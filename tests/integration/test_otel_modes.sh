@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # OpenTelemetry thread context (OTEP 4947) and process context (OTEP 4719) read from a writer
 # written from the specs (tests/workloads/otel_spec_writer.c, no libctx), in every link mode
 # the OTEP requires: in the executable (local-exec, exported with --export-dynamic-symbol), in

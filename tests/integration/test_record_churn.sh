@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # ctxprof record -- a shell that runs /bin/true 500 times: every child is followed from its
 # fork through its exec to its exit, most of them before they have any executable mapping
 # of their own. Runs in the ASan/UBSan variant too (kind rootsan), where a NULL/0 corner

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # ctxprof record -> JFR, read back by the JDK: a multi-chunk recording of the attribution
 # workload passes `jfr summary`, `jfr print`, `jfr print --json` and RecordCheck
 # (RecordingFile: context values match what the workload set, zero mismatches); a recording

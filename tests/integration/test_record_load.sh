@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # ctxprof record under more samples than its consumer can handle: -d, chunk rotation and
 # SIGINT are still served on time. A slow consumer is simulated by
 # CTXPROF_TEST_RECORD_DELAY_US (10 ms per ring record: 100 records/s, fewer than a busy

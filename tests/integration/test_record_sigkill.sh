@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair long
+# ctxprof-test: pair, own, long
 # ctxprof record killed with SIGKILL the moment its output file changes (new size or new
 # inode, polled by a tight loop): every file must still open in the JDK (`jfr summary`) and
 # in `ctxprof report` (exit 0, no warning about a torn tail). Appending chunks in place

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # Samples per thread match the thread's CPU time (its /proc/self/task/TID/schedstat at exit,
 # printed by the workload) x frequency within 10%. The command mode covers exactly the
 # workload's life, so the CPU time and the sampling window are the same.

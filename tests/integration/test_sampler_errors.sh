@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # Clear errors and non-zero exits for: a PID that does not exist, no permission (ctxprof run
 # as nobody), a PID that exits during attach (error or clean run, never a crash); and a
 # target that exits mid-run ends the recording with complete output and exit 0; a COMMAND

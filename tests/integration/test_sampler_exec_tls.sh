@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # A TLS location is never applied to an image other than the one it was made for. The daemon
 # reads a process's files and memory, then publishes where its context lives; an exec in
 # between (the daemon preempted on a busy host) used to overwrite BPF's reset with the old

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # In-kernel .eh_frame unwinding (--call-graph dwarf) against libdwfl on the SAME samples
 # (--call-graph dwarf-check: BPF unwinds and copies the stack; the daemon unwinds the copy with
 # libdwfl and compares): >= 99% of the samples get equal stacks on fx_qsort (qsort through

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # In-kernel .eh_frame unwinding (--call-graph dwarf) when mappings change or are bad: its own
 # stacks of fx_qsort reach main (>= 99%), with table memory reported; a library dlopen'ed after
 # the start gets its table (the plugin's frames reach main), also when it is dlclose'd and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# ctxprof-test: pair
+# ctxprof-test: pair, own
 # Samples queued in the ring when their process execs or exits are resolved against the
 # image that took them: lifecycle events are handled only after every sample taken before
 # them (engine/sampler_ingest.c, ordering).
