@@ -31,6 +31,7 @@
 
 #include "ctxprof/tls_target.h" /* CTXPROF_MAX_TARGETS */
 #include "engine/load_hook.h"
+#include "engine/mm_stall.h"
 #include "tls/elf_tls.h"
 #include "util/clock.h"
 #include "util/maps_line.h"
@@ -269,6 +270,25 @@ static int fall_back(struct load_hook *h, const char *why, int err)
         return 0;
 }
 
+/* A thread of the host holding a memory map in a FUSE wait (engine/mm_stall.h): attaching a
+ * uprobe now would wait for it, with every fork() on the host. Every target from now on
+ * through sys_exit instead (fall_back: 0), or 1 when there is no such thread. Asked just
+ * before a uprobe is attached at setup (the probe, the loaders hooked for every process);
+ * a target's own uprobe (the per-target kind, before the privilege drop only) is not. */
+static int stall_fall_back(struct load_hook *h)
+{
+        pid_t pid = 0, tid = 0;
+        char why[sizeof(h->why)];
+        int err;
+
+        if (mm_stall_find(&pid, &tid) != 1)
+                return 1;
+        snprintf(why, sizeof(why), "thread %d of pid %d holds a memory map in a FUSE wait",
+                 (int)tid, (int)pid);
+        err = fall_back(h, why, 0);
+        return err ? err : 0;
+}
+
 /* Attach the uprobe on pid's loader, for pid only (probe_pid = pid) or for every process
  * using that loader file (probe_pid = -1). 0, 1 (no loader), or -errno. */
 static int attach_uprobe(struct load_hook *h, pid_t pid, pid_t probe_pid, struct bpf_link **out)
@@ -328,9 +348,13 @@ int load_hook_loader_wide(struct load_hook *h)
         struct dirent *de;
         DIR *d;
         size_t i;
+        int err;
 
         if (h->kind != LOAD_HOOK_UPROBE)
                 return 0;
+        err = stall_fall_back(h);
+        if (err <= 0)
+                return err;
         hook_loader_of(h, getpid()); /* the host's own loader first */
         d = opendir("/proc");
         if (!d)
@@ -430,6 +454,8 @@ struct load_hook *load_hook_new(struct bpf_program *uprobe, struct bpf_program *
                 e = fall_back(h, "forced (CTXPROF_TEST_HOOK=sys_exit)", 0);
         } else if (access(UPROBE_PMU_TYPE, R_OK)) {
                 e = fall_back(h, "the kernel has no uprobe PMU", 0);
+        } else if ((e = stall_fall_back(h)) <= 0) {
+                /* sys_exit (e = 0), or the fallback failed */
         } else {
                 /* The probe: our own loader, attached and detached (we are no target). */
                 e = attach_uprobe(h, getpid(), getpid(), &self);

@@ -102,7 +102,7 @@ threads_dropped() { # MIN_THREADS
 	[ "$n" -ge "$1" ] || fail "expected at least $1 daemon threads, saw $n"
 	echo "$n daemon threads, all CapEff $eff NoNewPrivs 1"
 }
-dstat() { grep '^daemon ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+dstat() { grep -s '^daemon ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # wait until the status file is rewritten (every 2 s; much later when the daemon is busy,
 # e.g. under ASan with 50 new processes at once)
 status_refresh() {
