@@ -14,7 +14,6 @@
  * the debugger way: it gets no hook (counted as no_loader), and the locator's slow retry
  * still covers it.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -35,6 +34,7 @@
 #include "tls/elf_tls.h"
 #include "util/clock.h"
 #include "util/maps_line.h"
+#include "util/proc_id.h"
 #include "util/target_open.h"
 
 #define LOADER_SYM      "_dl_debug_state"
@@ -279,14 +279,12 @@ static int stall_fall_back(struct load_hook *h)
 {
         pid_t pid = 0, tid = 0;
         char why[sizeof(h->why)];
-        int err;
 
         if (mm_stall_find(&pid, &tid) != 1)
                 return 1;
         snprintf(why, sizeof(why), "thread %d of pid %d holds a memory map in a FUSE wait",
                  (int)tid, (int)pid);
-        err = fall_back(h, why, 0);
-        return err ? err : 0;
+        return fall_back(h, why, 0);
 }
 
 /* Attach the uprobe on pid's loader, for pid only (probe_pid = pid) or for every process
@@ -359,9 +357,12 @@ int load_hook_loader_wide(struct load_hook *h)
         d = opendir("/proc");
         if (!d)
                 return -errno;
-        while ((de = readdir(d)) && h->nloaders < LOAD_HOOK_MAX_LOADERS)
-                if (isdigit((unsigned char)de->d_name[0]))
-                        hook_loader_of(h, (pid_t)atoi(de->d_name));
+        while ((de = readdir(d)) && h->nloaders < LOAD_HOOK_MAX_LOADERS) {
+                pid_t pid = proc_id(de->d_name);
+
+                if (pid)
+                        hook_loader_of(h, pid);
+        }
         closedir(d);
         if (!h->nloaders)
                 return -ENOENT;

@@ -6,13 +6,12 @@
  */
 #include "engine/mm_stall.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "util/proc_id.h"
 #include "util/proc_lines.h"
 
 /* Where a thread that waits for a FUSE server sleeps (fs/fuse/dev.c), and the frame of an
@@ -65,10 +64,12 @@ static pid_t holder_of(pid_t pid)
         d = opendir(path);
         if (!d)
                 return 0; /* gone */
-        while (!tid && (de = readdir(d)))
-                if (isdigit((unsigned char)de->d_name[0]) &&
-                    stalled_holder(pid, (pid_t)atoi(de->d_name)))
-                        tid = (pid_t)atoi(de->d_name);
+        while (!tid && (de = readdir(d))) {
+                pid_t t = proc_id(de->d_name);
+
+                if (t && stalled_holder(pid, t))
+                        tid = t;
+        }
         closedir(d);
         return tid;
 }
@@ -83,10 +84,8 @@ int mm_stall_find(pid_t *pid, pid_t *tid)
         if (!d)
                 return -errno;
         while (!t && (de = readdir(d))) {
-                if (!isdigit((unsigned char)de->d_name[0]))
-                        continue;
-                p = (pid_t)atoi(de->d_name);
-                t = holder_of(p);
+                p = proc_id(de->d_name);
+                t = p ? holder_of(p) : 0;
                 if (t)
                         *pid = p;
         }

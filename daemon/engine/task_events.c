@@ -19,6 +19,7 @@
 #include <bpf/bpf.h>
 
 #include "util/grow.h"
+#include "util/proc_id.h"
 
 struct task_events {
         int prog_fd;
@@ -86,15 +87,6 @@ static int add_thread(struct task_events *te, pid_t tid)
         return err;
 }
 
-/* a /proc/PID/task entry's tid, or 0 for "." and ".." (and anything not a number) */
-static pid_t entry_tid(const char *name)
-{
-        char *end;
-        long v = strtol(name, &end, 10);
-
-        return *name && !*end && v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
-}
-
 int task_events_add(struct task_events *te, pid_t pid)
 {
         char path[48];
@@ -107,7 +99,7 @@ int task_events_add(struct task_events *te, pid_t pid)
         if (!dir)
                 return errno == ENOENT ? -ESRCH : -errno;
         while (!err && (d = readdir(dir))) {
-                pid_t tid = entry_tid(d->d_name);
+                pid_t tid = proc_id(d->d_name);
                 int e;
 
                 if (!tid)

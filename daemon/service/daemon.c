@@ -50,6 +50,7 @@
 #include "util/clock.h"
 #include "util/event_loop.h"
 #include "util/grow.h"
+#include "util/proc_id.h"
 
 /* the running processes at start and reload, examined from the loop in slices this long:
  * a drain's budget (engine/sampler_ingest.c, DRAIN_BUDGET_NS): the rings are drained between */
@@ -502,10 +503,9 @@ static void scan_proc(struct daemon *d)
                 return;
         }
         while ((e = readdir(dp))) {
-                char *end;
-                long pid = strtol(e->d_name, &end, 10);
+                pid_t pid = proc_id(e->d_name);
 
-                if (*end || pid <= 0 || pid > INT32_MAX)
+                if (!pid)
                         continue;
                 if (grow_array((void **)&d->scanq, &d->scan_cap, sizeof(*d->scanq), d->nscan + 1,
                                SCAN_QUEUE_FIRST)) {
