@@ -14,7 +14,8 @@
 #include "plain_check.h"
 #include "service/uploader.h"
 
-#define JOBS 40
+#define JOBS                40
+#define FAILED_SEND_WAIT_MS 30000
 
 int main(void)
 {
@@ -43,6 +44,14 @@ int main(void)
                 CHECK(uploader_add(&u, 1, &j) == 0, "uploader_add %d", i);
                 uploader_get_counters(u, &c);
                 usleep(1000);
+        }
+        /* the uploader's thread has tried a send and failed: a fact to wait for (on a loaded
+         * host under ASan it had not, 40 ms in), not a time */
+        for (int ms = 0; ms < FAILED_SEND_WAIT_MS; ms += 10) {
+                uploader_get_counters(u, &c);
+                if (c.failures[UPLOAD_CONNECT] > 0)
+                        break;
+                usleep(10 * 1000);
         }
         uploader_stop(u, 0, &c);
         CHECK(c.spooled == JOBS, "c.spooled: %llu, want %llu", (unsigned long long)(c.spooled),
