@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,15 +29,11 @@
 #include "sink/collapsed.h"
 #include "service/config.h"
 #include "service/privileges.h"
-#include "stack/cfi_table.h"
-#include "stack/symbolize.h"
+#include "service/session.h"
 #include "util/parser_client.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
-#include "engine/otel_process_ctx.h"
-#include "tls/elf_tls.h"
 #include "engine/sample_rate.h"
-#include "stack/debuginfod_policy.h"
 #include "sink/flame_html.h"
 #include "sink/otlp.h"
 #include "sink/pprof.h"
@@ -388,15 +383,28 @@ struct record_opts {
                          (CTXPROF_LABEL_KEY_MAX + CTXPROF_LABEL_VAL_MAX + 3)];
 };
 
+/* The loop stage on the event loop (util/event_loop.h), beside the session's drain: the JFR
+ * chunk cut, the terminal status line and the duration's end. */
+struct record_loop {
+        struct recording *r;
+        int cut, status, end;     /* deadline ids */
+        int done;                 /* stop: duration over, targets gone, a ring error */
+        int tty;                  /* the status line is shown */
+        uint64_t last_n, last_ms; /* the status line's last count and time */
+        uint64_t cut_tried;       /* the last loop_cut (a cut it left for later) */
+};
+
 /* One recording, from setup to cleanup. */
 struct recording {
         const struct record_opts *ro;
-        struct launch cmd; /* cmd.pid -1 with -p */
-        struct sampler *s;
+        struct launch cmd;    /* cmd.pid -1 with -p */
+        struct session *ss;   /* the sampler and the parser helper (service/session.h) */
+        struct sampler *s;    /* the session's */
+        struct event_loop *l; /* the loop stage's, created at setup */
         struct collapsed *c;
         struct jfr_sink *js;
-        struct sample_sink sink, jfr;
-        struct parser_client *parser; /* target ELF/DWARF parsed without privilege */
+        struct sample_sink jfr;
+        struct record_loop rl;
         FILE *out;
         int started;                           /* setup succeeded: sampling into the output */
         int written;                           /* the output is complete (--upload sends it) */
@@ -708,23 +716,29 @@ static int add_targets(struct recording *r)
         return 0;
 }
 
-/* Setup stage, before the targets are added (their first location scans their ELF files):
- * the parser helper started (not with debuginfod opted in: it has no network). 0 or -1
- * (printed). */
-static int start_parser(struct recording *r, int debuginfod)
+/* Setup stage, the session (service/session.h): the sampler, then the parser helper (not
+ * with debuginfod opted in: it has no network). 0 or -1 (printed unless a signal asked to
+ * stop). */
+static int start_session(struct recording *r, const struct sample_sink *sink)
 {
-        char why[160];
+        const struct record_opts *ro = r->ro;
+        struct session_opts so = {.sampler = ro->o,
+                                  .sink = *sink,
+                                  .parser_user = ro->parser_user,
+                                  .no_parser_with_debuginfod = 1};
+        struct session_error e;
+        int err = session_new(&so, &r->ss, &e);
 
-        if (debuginfod == 1)
-                return 0;
-        if (parser_client_start(r->ro->parser_user, &r->parser, why, sizeof(why))) {
-                fprintf(stderr, "ctxprof: starting the parser helper failed: %s\n", why);
+        if (err && e.step == SESSION_STEP_PARSER)
+                fprintf(stderr, "ctxprof: starting the parser helper failed: %s\n", e.why);
+        else if (err && !stop_requested)
+                report_setup_error(err, e.stage, &ro->o);
+        if (err)
                 return -1;
-        }
-        symbolize_use_parser(r->parser);
-        otel_pctx_use_parser(r->parser);
-        elf_tls_use_parser(r->parser);
-        cfi_table_use_parser(r->parser);
+        r->s = session_sampler(r->ss);
+        if (session_debuginfod(r->ss) == 0 && !ro->quiet)
+                fprintf(stderr, "ctxprof: not using DEBUGINFOD_URLS (set CTXPROF_DEBUGINFOD=1 "
+                                "to allow it: see docs/daemon.md)\n");
         return 0;
 }
 
@@ -732,9 +746,9 @@ static int start_parser(struct recording *r, int debuginfod)
  * one thread): only the daemon's capabilities kept, and CAP_DAC_OVERRIDE for the output
  * (docs/daemon.md, "Trust boundary"). COMMAND, forked before, keeps what it had. 0 or -1
  * (printed). */
-static int confine(void)
+static int confine(struct recording *r)
 {
-        int err = privileges_drop(PRIVILEGES_KEEP_DAC_OVERRIDE);
+        int err = session_drop_privileges(r->ss, PRIVILEGES_KEEP_DAC_OVERRIDE);
 
         if (err) {
                 fprintf(stderr, "ctxprof: dropping capabilities failed: %s\n", strerror(-err));
@@ -748,20 +762,22 @@ static int confine(void)
 static int setup(struct recording *r)
 {
         const struct record_opts *ro = r->ro;
-        enum sampler_stage stage;
-        int err, debuginfod;
+        struct sample_sink sink;
+        int err;
 
-        /* The child waits for the sampler to be ready, so its first instruction is seen. */
+        err = event_loop_new(&r->l);
+        if (err) {
+                fprintf(stderr, "ctxprof: event loop: %s\n", strerror(-err));
+                return -1;
+        }
+        /* The child waits for the sampler to be ready, so its first instruction is seen. The
+         * session starts after the fork: the command keeps its environment, DEBUGINFOD_URLS
+         * included. */
         if (ro->cmd && launch_fork(&r->cmd, ro->cmd, &ro->orig_int, &ro->orig_term))
                 return -1;
-        /* After the fork: the command keeps its environment, debuginfod included. */
-        debuginfod = debuginfod_policy_apply();
-        if (debuginfod == 0 && !ro->quiet)
-                fprintf(stderr, "ctxprof: not using DEBUGINFOD_URLS (set CTXPROF_DEBUGINFOD=1 "
-                                "to allow it: see docs/daemon.md)\n");
         libbpf_set_print(libbpf_quiet);
         if (!strcmp(ro->format, "jfr")) {
-                r->sink = (struct sample_sink){.ctx = &r->jfr, .sample = sample_sink_forward};
+                sink = (struct sample_sink){.ctx = &r->jfr, .sample = sample_sink_forward};
         } else {
                 /* pprof, html: the span is part of the key (a span_id label, a span filter) */
                 r->c = collapsed_new(ro->span_frames || strcmp(ro->format, "collapsed"));
@@ -771,28 +787,103 @@ static int setup(struct recording *r)
                 }
                 if (SAMPLER_EV_HAS_OFFCPU(ro->o.event)) /* values are microseconds */
                         collapsed_set_time_weights(r->c, NS_PER_SEC / NS_PER_US / ro->o.freq);
-                r->sink = collapsed_sink(r->c);
+                sink = collapsed_sink(r->c);
         }
-        err = sampler_new(&ro->o, &r->sink, &r->s, &stage);
-        if (err) {
-                if (!stop_requested)
-                        report_setup_error(err, stage, &ro->o);
-                return -1;
-        }
-        if (start_parser(r, debuginfod))
+        if (start_session(r, &sink))
                 return -1;
         /* A uprobe needs CAP_SYS_ADMIN, which confine drops: the loaders in use are hooked
          * for every process now, as the daemon does (engine/load_hook.h), so that an exec or
          * dlopen after the drop is still seen. Before the targets are added: a probe per
          * target, replaced by these afterwards, cost ~50 ms each to detach (a thousand PIDs
          * took most of a minute). */
-        err = sampler_hook_loader_wide(r->s);
+        err = session_hook_loaders(r->ss);
         if (err && !ro->quiet)
                 fprintf(stderr, "ctxprof: library-load hook for every process failed: %s\n",
                         strerror(-err));
         if (add_targets(r) || stop_requested)
                 return -1; /* during setup: abandon it, the output untouched */
-        return confine();
+        return confine(r);
+}
+
+#define STATUS_LINE_PERIOD_NS NS_PER_SEC
+#define CUT_RETRY_NS          (100 * NS_PER_MS) /* the JFR writer is behind: look again */
+
+/* The engine counters are read only here, when a chunk is cut. */
+static void loop_cut(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+        struct jfr_sink_engine_counters ec;
+
+        rl->cut_tried = now;
+        engine_stats_get(rl->r->s, &ec);
+        jfr_sink_tick(rl->r->js, now, &ec);
+}
+
+static void loop_status(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+
+        print_status(rl->r->s, &rl->last_n, &rl->last_ms);
+        event_loop_set(rl->r->l, rl->status, now + STATUS_LINE_PERIOD_NS);
+}
+
+static void loop_end(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+
+        (void)now;
+        rl->done = 1;
+}
+
+/* After every wake (the session set the drain's deadline): a ring error, have the targets
+ * ended, and when is the cut due. */
+static void loop_after(void *ctx, uint64_t now)
+{
+        struct record_loop *rl = ctx;
+        struct recording *r = rl->r;
+        uint64_t cut;
+        int err = session_failed(r->ss);
+
+        (void)now;
+        if (err && !rl->done)
+                fprintf(stderr, "\nctxprof: reading samples failed: %s\n", strerror(-err));
+        if (err || (r->ro->cmd ? launch_ended(&r->cmd) : !sampler_live_targets(r->s)))
+                rl->done = 1;
+        if (r->js) {
+                /* Due but not cut by the last try (the writer behind): again CUT_RETRY_NS after
+                 * that try. Not after `now`: this runs at every wake, and would push an
+                 * overdue cut forward for as long as the ring wakes the loop more often. */
+                cut = jfr_sink_next_cut(r->js);
+                if (cut <= rl->cut_tried)
+                        cut = rl->cut_tried + CUT_RETRY_NS;
+                event_loop_set(r->l, rl->cut, cut);
+        }
+}
+
+/* Setup stage, the loop's own deadlines (the session adds the rings' fds and the drain): the
+ * JFR chunk cut, the terminal status line, the duration's end. 0 or -1 (printed). */
+static int loop_setup(struct recording *r)
+{
+        struct record_loop *rl = &r->rl;
+        struct event_loop *l = r->l;
+        uint64_t now = mono_ns();
+
+        rl->r = r;
+        rl->tty = !r->ro->quiet && isatty(STDERR_FILENO);
+        rl->last_ms = mono_ms();
+        rl->cut = event_loop_add_deadline(l, loop_cut, rl);
+        rl->status = event_loop_add_deadline(l, loop_status, rl);
+        rl->end = event_loop_add_deadline(l, loop_end, rl);
+        if (rl->end < 0) {
+                fprintf(stderr, "ctxprof: event loop: %s\n", strerror(-rl->end));
+                return -1;
+        }
+        if (rl->tty)
+                event_loop_set(l, rl->status, now + STATUS_LINE_PERIOD_NS);
+        if (r->ro->duration_ms)
+                event_loop_set(l, rl->end, now + r->ro->duration_ms * NS_PER_MS);
+        loop_after(rl, now);
+        return 0;
 }
 
 /* Setup stage, last step: only now is the output created or truncated. A signal that
@@ -837,7 +928,13 @@ static int open_output(struct recording *r)
                 }
         }
         /* the loop drains from here on: sampling starts, then COMMAND runs */
-        sampler_start(r->s);
+        if (loop_setup(r))
+                return -1;
+        err = session_start(r->ss, r->l, loop_after, &r->rl);
+        if (err) {
+                fprintf(stderr, "ctxprof: event loop: %s\n", strerror(-err));
+                return -1;
+        }
         if (ro->cmd && launch_run(&r->cmd, ro->cmd))
                 return -1;
         r->started = 1;
@@ -846,132 +943,18 @@ static int open_output(struct recording *r)
         return 0;
 }
 
-/* The loop stage on the event loop (util/event_loop.h): the ring's fd and deadlines for the
- * sampler's drain, the JFR chunk cut, the terminal status line and the duration's end. */
-struct record_loop {
-        struct recording *r;
-        struct event_loop *l;
-        int drain, cut, status, end; /* deadline ids */
-        int done;                    /* stop: duration over, targets gone, a ring error */
-        uint64_t last_n, last_ms;    /* the status line's last count and time */
-        uint64_t cut_tried;          /* the last loop_cut (a cut it left for later) */
-};
-
-#define STATUS_LINE_PERIOD_NS NS_PER_SEC
-#define CUT_RETRY_NS          (100 * NS_PER_MS) /* the JFR writer is behind: look again */
-
-static void loop_drain(void *ctx, uint64_t now)
-{
-        struct record_loop *rl = ctx;
-        int err = sampler_poll(rl->r->s, 0);
-
-        (void)now;
-        if (err < 0 && err != -EINTR) {
-                fprintf(stderr, "\nctxprof: reading samples failed: %s\n", strerror(-err));
-                rl->done = 1;
-        }
-}
-
-static void loop_sampler_fd(void *ctx, int fd, uint32_t events)
-{
-        (void)fd;
-        (void)events;
-        loop_drain(ctx, 0);
-}
-
-/* The engine counters are read only here, when a chunk is cut. */
-static void loop_cut(void *ctx, uint64_t now)
-{
-        struct record_loop *rl = ctx;
-        struct jfr_sink_engine_counters ec;
-
-        rl->cut_tried = now;
-        engine_stats_get(rl->r->s, &ec);
-        jfr_sink_tick(rl->r->js, now, &ec);
-}
-
-static void loop_status(void *ctx, uint64_t now)
-{
-        struct record_loop *rl = ctx;
-
-        print_status(rl->r->s, &rl->last_n, &rl->last_ms);
-        event_loop_set(rl->l, rl->status, now + STATUS_LINE_PERIOD_NS);
-}
-
-static void loop_end(void *ctx, uint64_t now)
-{
-        struct record_loop *rl = ctx;
-
-        (void)now;
-        rl->done = 1;
-}
-
-/* After every wake: have the targets ended, and when are the drain and the cut due. */
-static void loop_after(void *ctx, uint64_t now)
-{
-        struct record_loop *rl = ctx;
-        struct recording *r = rl->r;
-        uint64_t cut;
-
-        (void)now;
-        if (r->ro->cmd ? launch_ended(&r->cmd) : !sampler_live_targets(r->s))
-                rl->done = 1;
-        event_loop_set(rl->l, rl->drain, sampler_next_due(r->s));
-        if (r->js) {
-                /* Due but not cut by the last try (the writer behind): again CUT_RETRY_NS after
-                 * that try. Not after `now`: this runs at every wake, and would push an
-                 * overdue cut forward for as long as the ring wakes the loop more often. */
-                cut = jfr_sink_next_cut(r->js);
-                if (cut <= rl->cut_tried)
-                        cut = rl->cut_tried + CUT_RETRY_NS;
-                event_loop_set(rl->l, rl->cut, cut);
-        }
-}
-
-/* The loop's fd and deadlines. 0 or -errno. */
-static int loop_setup(struct record_loop *rl, int tty)
-{
-        struct event_loop *l = rl->l;
-        uint64_t now = mono_ns();
-        int fds[SAMPLER_FDS_MAX], err;
-        unsigned nfds = sampler_fds(rl->r->s, fds, SAMPLER_FDS_MAX);
-
-        err = event_loop_add_fds(l, fds, nfds, EPOLLIN, loop_sampler_fd, rl);
-        if (err)
-                return err;
-        rl->drain = event_loop_add_deadline(l, loop_drain, rl);
-        rl->cut = event_loop_add_deadline(l, loop_cut, rl);
-        rl->status = event_loop_add_deadline(l, loop_status, rl);
-        rl->end = event_loop_add_deadline(l, loop_end, rl);
-        if (rl->end < 0)
-                return rl->end;
-        if (tty)
-                event_loop_set(l, rl->status, now + STATUS_LINE_PERIOD_NS);
-        if (rl->r->ro->duration_ms)
-                event_loop_set(l, rl->end, now + rl->r->ro->duration_ms * NS_PER_MS);
-        event_loop_set_after(l, loop_after, rl);
-        loop_after(rl, now);
-        return 0;
-}
-
 /* Loop stage: sample until the duration ends, the targets exit or a signal arrives (its
  * handler's EINTR ends the wait); JFR chunks on the way, a status line on a terminal. */
 static void sample_loop(struct recording *r)
 {
-        const struct record_opts *ro = r->ro;
-        int tty = !ro->quiet && isatty(STDERR_FILENO), err;
-        struct record_loop rl = {.r = r};
+        struct record_loop *rl = &r->rl;
+        int err = 0;
 
-        rl.last_ms = mono_ms();
-        err = event_loop_new(&rl.l);
-        if (!err)
-                err = loop_setup(&rl, tty);
-        while (!err && !rl.done && !stop_requested)
-                err = event_loop_run_once(rl.l);
+        while (!err && !rl->done && !stop_requested)
+                err = event_loop_run_once(r->l);
         if (err)
                 fprintf(stderr, "\nctxprof: waiting for samples failed: %s\n", strerror(-err));
-        event_loop_free(rl.l);
-        if (tty)
+        if (rl->tty)
                 fputs("\r\033[K", stderr);
 }
 
@@ -1029,9 +1012,10 @@ static int finish(struct recording *r)
         const struct record_opts *ro = r->ro;
         struct jfr_sink_counters jc = {0};
         struct parser_stats ps = {0};
+        struct parser_client *parser = session_parser(r->ss);
         int err;
 
-        err = sampler_stop(r->s);
+        err = session_stop(r->ss);
         if (err < 0)
                 fprintf(stderr, "ctxprof: draining samples failed: %s\n", strerror(-err));
         if (r->js) {
@@ -1066,10 +1050,10 @@ static int finish(struct recording *r)
         r->written = 1;
         if (!ro->quiet)
                 record_stats_print(r->s, r->c);
-        if (r->parser)
-                parser_client_stats(r->parser, &ps);
+        if (parser)
+                parser_client_stats(parser, &ps);
         if (ro->stats_path && record_stats_write_json(ro->stats_path, r->s, r->c,
-                                                      r->js ? &jc : NULL, r->parser ? &ps : NULL))
+                                                      r->js ? &jc : NULL, parser ? &ps : NULL))
                 return 1;
         /* The command ended on its own (not stopped by us): its status is the result, as
          * with time(1) or perf stat. */
@@ -1087,14 +1071,10 @@ static int cleanup(struct recording *r, int rc)
                 rc = 128 + stop_requested;
         }
         launch_end(&r->cmd);
-        sampler_free(r->s);
-        jfr_sink_free(r->js);
+        jfr_sink_free(r->js); /* its symbolizers before the parser helper they use */
         collapsed_free(r->c);
-        symbolize_use_parser(NULL); /* every symbolizer is freed by now */
-        otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
-        elf_tls_use_parser(NULL);
-        cfi_table_use_parser(NULL);
-        parser_client_stop(r->parser);
+        session_free(r->ss);
+        event_loop_free(r->l);
         if (r->out && fclose(r->out) && !rc) {
                 fprintf(stderr, "ctxprof: writing %s failed: %s\n", r->ro->outpath,
                         strerror(errno));

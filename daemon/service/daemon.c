@@ -27,19 +27,16 @@
 #include "service/daemon_metrics.h"
 #include "service/metrics_http.h"
 #include "service/select_jobs.h"
+#include "service/session.h"
 #include "sink/engine_stats.h"
 #include "sink/jfr_sink.h"
 #include "service/output_dir.h"
 #include "service/privileges.h"
-#include "stack/cfi_table.h"
 #include "stack/symbolize.h"
 #include "util/parser_client.h"
 #include "util/parser_lanes.h"
 #include "service/recording_set.h"
-#include "engine/otel_process_ctx.h"
-#include "tls/elf_tls.h"
 #include "engine/sample_rate.h"
-#include "stack/debuginfod_policy.h"
 #include "engine/sampler.h"
 #include "stack/modules.h"
 #include "stack/perf_map_budget.h"
@@ -95,10 +92,10 @@ void daemon_log(int level, const char *fmt, ...)
 
 struct daemon {
         struct daemon_opts o;
-        struct parser_client *parser; /* parses target ELF/DWARF without privilege */
         struct daemon_config cfg;
         struct target_select *sel;
-        struct sampler *s;
+        struct session *ss;            /* the sampler and the parser helper (service/session.h) */
+        struct sampler *s;             /* the session's */
         struct recording_set *rs;      /* the open files; NULL between a reload's two halves */
         struct sample_sink cur;        /* rs's sink */
         struct target_stats rs_target; /* what rs's identity reads refused, across reloads */
@@ -616,7 +613,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
 
         daemon_stats(d, &st);
         output_counters(d, &rc);
-        parser_client_stats(d->parser, &ps);
+        parser_client_stats(session_parser(d->ss), &ps);
         select_jobs_get_stats(d->asks, &ss);
         *sd = (struct status_daemon){
             .pid = (int)getpid(),
@@ -642,7 +639,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .overflow_samples = rc.samples_overflow,
             .no_file_samples = rc.samples_no_file,
             .cap_eff = privileges_effective(),
-            .parser_pid = (int)parser_client_pid(d->parser),
+            .parser_pid = (int)parser_client_pid(session_parser(d->ss)),
             .parser_lanes = ps.lanes,
             .parser_evictions = ps.evictions,
             .parser_busy = ps.busy,
@@ -743,7 +740,7 @@ static void publish_metrics(struct daemon *d)
                 return;
         daemon_stats(d, &ms.st);
         output_counters(d, &ms.rc);
-        parser_client_stats(d->parser, &ms.parser);
+        parser_client_stats(session_parser(d->ss), &ms.parser);
         symbolize_parser_failures(&ms.sym_retries, &ms.sym_refused);
         ms.perf_map_bytes = perf_map_bytes_now();
         select_jobs_get_stats(d->asks, &ms.select);
@@ -953,6 +950,8 @@ static int root_parsing_refused(struct daemon *d, int call_graph)
         return 1;
 }
 
+static int loop_setup(struct daemon *d);
+
 static int start_sampling(struct daemon *d)
 {
         struct sampler_opts so = {
@@ -966,9 +965,9 @@ static int start_sampling(struct daemon *d)
             .exec_filter = exec_filter,
             .exec_filter_ctx = d,
         };
-        struct sample_sink sink = {.ctx = &d->cur, .sample = sample_sink_forward};
-        enum sampler_stage stage;
-        char why[160];
+        struct session_opts sopt = {.sink = {.ctx = &d->cur, .sample = sample_sink_forward},
+                                    .parser_user = d->cfg.parser_user};
+        struct session_error e;
         int err;
 
         if (d->cfg.filter[0]) {
@@ -979,8 +978,6 @@ static int start_sampling(struct daemon *d)
         }
         if (root_parsing_refused(d, so.call_graph))
                 return -1;
-        if (debuginfod_policy_apply() == 0) /* before any Dwfl: see the header */
-                logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         if (so.freq > sample_rate_cap(so.call_graph, 0)) {
                 /* the rule is in engine/sample_rate.h */
                 so.freq = sample_rate_cap(so.call_graph, 0);
@@ -989,31 +986,30 @@ static int start_sampling(struct daemon *d)
                      "call-graph = %s: sampling at %u Hz",
                      d->cfg.frequency, so.call_graph ? "dwarf" : "fp", so.freq);
         }
-        err = sampler_new(&so, &sink, &d->s, &stage);
+        /* Target ELF/DWARF is parsed by an unprivileged helper (docs/daemon.md, "Trust
+         * boundary"), started while we still hold what it needs to give up root. */
+        sopt.sampler = so;
+        err = session_new(&sopt, &d->ss, &e);
+        if (err && e.step == SESSION_STEP_PARSER) {
+                logm(LOG_ERROR, "starting the parser helper as user %s failed: %s",
+                     d->cfg.parser_user[0] ? d->cfg.parser_user : PARSER_USER_DEFAULT, e.why);
+                return -1;
+        }
         if (err) {
-                logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)stage,
+                logm(LOG_ERROR, "starting the sampler failed at stage %d: %s%s", (int)e.stage,
                      strerror(-err),
                      err == -EPERM || err == -EACCES
                          ? " (needs root or CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE)"
                          : "");
                 return -1;
         }
-        /* Target ELF/DWARF is parsed by an unprivileged helper (docs/daemon.md, "Trust
-         * boundary"); started while we still hold what it needs to give up root. */
-        err = parser_client_start(d->cfg.parser_user, &d->parser, why, sizeof(why));
-        if (err) {
-                logm(LOG_ERROR, "starting the parser helper as user %s failed: %s",
-                     d->cfg.parser_user[0] ? d->cfg.parser_user : PARSER_USER_DEFAULT, why);
-                return -1;
-        }
-        symbolize_use_parser(d->parser);
-        otel_pctx_use_parser(d->parser);
-        elf_tls_use_parser(d->parser);
-        cfi_table_use_parser(d->parser);
+        d->s = session_sampler(d->ss);
+        if (session_debuginfod(d->ss) == 0)
+                logm(LOG_INFO, "not using DEBUGINFOD_URLS (CTXPROF_DEBUGINFOD=1 allows it)");
         logm(LOG_INFO,
              "parser helpers: pid %d (root's files); up to %d more, one per owner of other "
              "files and targets' bytes, started when needed",
-             (int)parser_client_pid(d->parser), PARSER_LANES_MAX);
+             (int)parser_client_pid(session_parser(d->ss)), PARSER_LANES_MAX);
         if (so.call_graph == SAMPLER_CG_DWARF_COPY || so.call_graph == SAMPLER_CG_DWARF_CHECK)
                 logm(LOG_WARNING,
                      "call-graph = %s unwinds copied stacks with libdwfl in the daemon: the "
@@ -1027,11 +1023,11 @@ static int start_sampling(struct daemon *d)
         if (!d->o.no_drop) {
                 /* A uprobe perf event needs CAP_SYS_ADMIN here: hook the loaders in use now,
                  * for every process, instead of each new target's (engine/load_hook.h). */
-                err = sampler_hook_loader_wide(d->s);
+                err = session_hook_loaders(d->ss);
                 if (err)
                         logm(LOG_WARNING, "library-load hook for every process failed: %s",
                              strerror(-err));
-                err = privileges_drop(0);
+                err = session_drop_privileges(d->ss, 0);
                 if (err) {
                         logm(LOG_ERROR, "dropping capabilities failed: %s", strerror(-err));
                         return -1;
@@ -1048,7 +1044,8 @@ static int start_sampling(struct daemon *d)
         if (start_metrics(d))
                 return -1;
         scan_proc(d);
-        sampler_start(d->s); /* the loop drains from here on */
+        if (loop_setup(d)) /* the loop drains from here on */
+                return -1;
         write_status(d, "running");
         retain(d);
         logm(LOG_INFO, "started: pid %d, %u Hz, mode %s, output %s, split %s", (int)getpid(),
@@ -1056,25 +1053,6 @@ static int start_sampling(struct daemon *d)
              split_name(d));
         log_load_hook(d);
         return 0;
-}
-
-static void loop_drain(void *ctx, uint64_t now)
-{
-        struct daemon *d = ctx;
-        int err = sampler_poll(d->s, 0);
-
-        (void)now;
-        if (err < 0 && err != -EINTR) {
-                logm(LOG_ERROR, "reading samples failed: %s", strerror(-err));
-                d->stop = 1;
-        }
-}
-
-static void loop_sampler_fd(void *ctx, int fd, uint32_t events)
-{
-        (void)fd;
-        (void)events;
-        loop_drain(ctx, 0);
 }
 
 static void loop_asks(void *ctx, uint64_t now)
@@ -1135,14 +1113,19 @@ static void loop_metrics(void *ctx, uint64_t now)
         event_loop_set(d->loop, d->dl_metrics, now + DAEMON_METRICS_PERIOD_MS * NS_PER_MS);
 }
 
-/* After every wake: the deadlines that follow from what the callbacks changed (a drain, a
- * reload, a new per-process file, a process pending selection). */
+/* After every wake (the session set the drain's deadline): a ring error, and the deadlines
+ * that follow from what the callbacks changed (a drain, a reload, a new per-process file, a
+ * process pending selection). */
 static void loop_after(void *ctx, uint64_t now)
 {
         struct daemon *d = ctx;
         uint64_t tick = d->rs ? recording_set_next_tick(d->rs, now / NS_PER_MS) : UINT64_MAX;
+        int err = session_failed(d->ss);
 
-        event_loop_set(d->loop, d->dl_drain, sampler_next_due(d->s));
+        if (err && !d->stop) {
+                logm(LOG_ERROR, "reading samples failed: %s", strerror(-err));
+                d->stop = 1;
+        }
         event_loop_set(d->loop, d->dl_asks, select_jobs_next_due(d->asks));
         event_loop_set(d->loop, d->dl_scan,
                        d->scan_pos < d->nscan && scan_room(d) ? now : EVENT_LOOP_NEVER);
@@ -1150,22 +1133,20 @@ static void loop_after(void *ctx, uint64_t now)
                        tick == UINT64_MAX ? EVENT_LOOP_NEVER : tick * NS_PER_MS);
 }
 
-/* The loop's fds and deadlines (the signals were blocked at start_config). 0 or -1 (logged). */
+/* Start stage, last step: the loop's fds and deadlines (the signals were blocked at
+ * start_config), then the session's: sampling starts, and the loop drains from the next wake
+ * on. 0 or -1 (logged). */
 static int loop_setup(struct daemon *d)
 {
         struct event_loop *l = d->loop;
         uint64_t now = mono_ns();
-        int fds[SAMPLER_FDS_MAX], err;
-        unsigned nfds = sampler_fds(d->s, fds, SAMPLER_FDS_MAX);
+        int err;
 
-        err = event_loop_add_fds(l, fds, nfds, EPOLLIN, loop_sampler_fd, d);
-        if (!err)
-                err = event_loop_add_fd(l, select_jobs_fd(d->asks), EPOLLIN, loop_asks_fd, d);
+        err = event_loop_add_fd(l, select_jobs_fd(d->asks), EPOLLIN, loop_asks_fd, d);
         if (err) {
                 logm(LOG_ERROR, "event loop: %s", strerror(-err));
                 return -1;
         }
-        d->dl_drain = event_loop_add_deadline(l, loop_drain, d);
         d->dl_asks = event_loop_add_deadline(l, loop_asks, d);
         d->dl_scan = event_loop_add_deadline(l, loop_scan, d);
         d->dl_tick = event_loop_add_deadline(l, loop_tick, d);
@@ -1176,8 +1157,12 @@ static int loop_setup(struct daemon *d)
         event_loop_set(l, d->dl_status, now + STATUS_FILE_PERIOD_MS * NS_PER_MS);
         if (d->dm)
                 event_loop_set(l, d->dl_metrics, now + DAEMON_METRICS_PERIOD_MS * NS_PER_MS);
-        event_loop_set_after(l, loop_after, d);
         loop_after(d, now);
+        err = session_start(d->ss, l, loop_after, d);
+        if (err) {
+                logm(LOG_ERROR, "event loop: %s", strerror(-err));
+                return -1;
+        }
         return 0;
 }
 
@@ -1187,8 +1172,6 @@ void daemon_run(struct daemon *d)
 {
         int err = 0;
 
-        if (loop_setup(d))
-                return;
         while (!d->stop && !err)
                 err = event_loop_run_once(d->loop);
         if (err)
@@ -1202,7 +1185,7 @@ int daemon_finish(struct daemon *d)
         int err, rc;
 
         logm(LOG_INFO, "stopping: writing the last chunk");
-        err = sampler_stop(d->s);
+        err = session_stop(d->ss);
         if (err < 0)
                 logm(LOG_WARNING, "draining samples failed: %s", strerror(-err));
         rc = close_output(d) ? 1 : 0;
@@ -1221,13 +1204,8 @@ void daemon_free(struct daemon *d)
         daemon_metrics_free(d->dm);
         recording_set_free(d->rs); /* finished, or NULL; a failed start: .part stays */
         stop_uploads(d, 0);
-        sampler_free(d->s);
-        select_jobs_free(d->asks);
-        symbolize_use_parser(NULL); /* every symbolizer is freed by now */
-        otel_pctx_use_parser(NULL); /* and the sampler with its jobs */
-        elf_tls_use_parser(NULL);
-        cfi_table_use_parser(NULL);
-        parser_client_stop(d->parser);
+        select_jobs_free(d->asks); /* its jobs read through the session's parser helper */
+        session_free(d->ss);       /* every symbolizer is freed by now */
         target_select_free(d->sel);
         free(d->scanq);
         if (d->dir_lock >= 0)
