@@ -44,6 +44,7 @@ const char *const config_keys[] = {
     /* [daemon] */
     "daemon.log-level",
     "daemon.status-file",
+    "daemon.status-period",
     "daemon.parser-user",
     /* [metrics] */
     "metrics.listen",
@@ -69,6 +70,7 @@ void config_defaults(struct daemon_config *c)
         c->split_max_open = 32;
         c->log_level = LOG_INFO;
         snprintf(c->status_file, sizeof(c->status_file), "%s", STATUS_FILE_DEFAULT);
+        c->status_period_ms = STATUS_FILE_PERIOD_MS;
         upload_config_defaults(&c->upload);
 }
 
@@ -313,6 +315,10 @@ static int set_value(struct daemon_config *c, const char *sec, const char *key, 
                 if (!strcmp(key, "status-file"))
                         return *v == '/' ? set_str(c->status_file, sizeof(c->status_file), v)
                                          : -EINVAL;
+                if (!strcmp(key, "status-period"))
+                        return config_parse_duration(v, CONFIG_STATUS_PERIOD_MIN_MS,
+                                                     CONFIG_STATUS_PERIOD_MAX_MS,
+                                                     &c->status_period_ms);
         } else if (!strcmp(sec, "metrics")) {
                 return set_metrics(c, key, v);
         }
@@ -339,6 +345,7 @@ const char *config_values(const char *key)
                        "or !KEY=VALUE (at most 16)"},
             {"chunk-period", "a duration from 100ms to 1h"},
             {"rotate-period", "a duration from 1s to 3650d"},
+            {"status-period", "a duration from 1s to 1m"},
             {"retain-age", "a duration up to 3650d (0 = keep forever)"},
             {"rotate-size", "a size from 4K to 1024T"},
             {"retain-size", "a size up to 1024T (0 = no limit)"},

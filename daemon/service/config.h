@@ -30,10 +30,14 @@ enum log_level { LOG_ERROR = 3, LOG_WARNING = 4, LOG_INFO = 6, LOG_DEBUG = 7 };
 /* Durations (ms) and sizes (bytes): anything longer than ten years or larger than a PiB is a
  * typo, and stays far from the 64-bit nanosecond and byte arithmetic that uses them. A chunk
  * is the unit that survives a crash and its samples wait in memory: 100 ms to 1 h. */
-#define CONFIG_DURATION_MAX_MS       (3650ull * 86400000ull)
-#define CONFIG_CHUNK_PERIOD_MIN_MS   100ull
-#define CONFIG_CHUNK_PERIOD_MAX_MS   3600000ull
-#define CONFIG_ROTATE_PERIOD_MIN_MS  1000ull
+#define CONFIG_DURATION_MAX_MS      (3650ull * 86400000ull)
+#define CONFIG_CHUNK_PERIOD_MIN_MS  100ull
+#define CONFIG_CHUNK_PERIOD_MAX_MS  3600000ull
+#define CONFIG_ROTATE_PERIOD_MIN_MS 1000ull
+/* the status file's rewrite period: its `updated` field counts seconds, so that two rewrites
+ * never show the same one; a reader calls it stale after STATUS_STALE_PERIODS of them */
+#define CONFIG_STATUS_PERIOD_MIN_MS  1000ull
+#define CONFIG_STATUS_PERIOD_MAX_MS  60000ull
 #define CONFIG_SIZE_MAX              (1ull << 50)
 #define CONFIG_ROTATE_SIZE_MIN       4096ull
 #define CONFIG_OFFCPU_MIN_DEFAULT_US 1000ull       /* 1 ms */
@@ -71,6 +75,7 @@ struct daemon_config {
         /* [daemon] */
         int log_level; /* enum log_level */
         char status_file[PATH_MAX];
+        uint64_t status_period_ms;             /* the status file is rewritten this often */
         char parser_user[PARSER_USER_MAX + 1]; /* "" = PARSER_USER_DEFAULT */
         /* [metrics] */
         char metrics_listen[METRICS_LISTEN_LEN]; /* "HOST:PORT" (service/metrics_http.h); "" = no

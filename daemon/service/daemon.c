@@ -620,7 +620,7 @@ static void status_daemon(struct daemon *d, const char *state, struct status_dae
             .started = d->started_wall,
             .updated = (uint64_t)time(NULL),
             .pid_start = d->pid_start,
-            .period_ms = STATUS_FILE_PERIOD_MS,
+            .period_ms = d->cfg.status_period_ms,
             .samples = st.samples,
             .received = st.received,
             .context_samples = st.with_context,
@@ -1102,7 +1102,7 @@ static void loop_status(void *ctx, uint64_t now)
         if (before > REAP_MARGIN_NS)
                 modules_reap(sampler_modules(d->s), before - REAP_MARGIN_NS);
         write_status(d, "running");
-        event_loop_set(d->loop, d->dl_status, now + STATUS_FILE_PERIOD_MS * NS_PER_MS);
+        event_loop_set(d->loop, d->dl_status, now + d->cfg.status_period_ms * NS_PER_MS);
 }
 
 static void loop_metrics(void *ctx, uint64_t now)
@@ -1154,7 +1154,7 @@ static int loop_setup(struct daemon *d)
         d->dl_status = event_loop_add_deadline(l, loop_status, d);
         d->dl_metrics = event_loop_add_deadline(l, loop_metrics, d);
         event_loop_set(l, d->dl_retain, now + RETAIN_PERIOD_MS * NS_PER_MS);
-        event_loop_set(l, d->dl_status, now + STATUS_FILE_PERIOD_MS * NS_PER_MS);
+        event_loop_set(l, d->dl_status, now + d->cfg.status_period_ms * NS_PER_MS);
         if (d->dm)
                 event_loop_set(l, d->dl_metrics, now + DAEMON_METRICS_PERIOD_MS * NS_PER_MS);
         loop_after(d, now);

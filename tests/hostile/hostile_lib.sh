@@ -262,9 +262,10 @@ daemon_cpu_during() {
 # gets, which a loaded test machine (or the attack itself) takes from it; what the daemon
 # must keep is how many of the target's CPU-seconds it samples (at 99 Hz, about 99).
 # A window opens just after a status rewrite and closes just after the first rewrite at least
-# SECONDS - RATE_WINDOW_SLACK later: the daemon rewrites every 2 s, so a window of a multiple
-# of 2 s closes on the rewrite its opening one scheduled, rather than sleeping past it and
-# waiting 2 s more for the next (the counts and the ticks are both read at each end).
+# SECONDS - RATE_WINDOW_SLACK later: the daemon rewrites every STATUS_PERIOD (1 s), so a
+# window of whole seconds closes on the rewrite its opening one scheduled, rather than
+# sleeping past it and waiting a period more for the next (the counts and the ticks are both
+# read at each end).
 RATE_WINDOW_SLACK=0.5
 RW_KEY= RW_A= RW_C0= RW_T0=
 # rate_window_open [KEY]: a window opens on the control's KEY (default context_samples), in

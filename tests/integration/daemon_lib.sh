@@ -57,9 +57,14 @@ daemon_up() {
 	kill -0 "$DPID" 2>/dev/null || { cat "$DLOG"; fail "daemon exited at start"; }
 	return 1
 }
+# The tests' daemons rewrite their status file every STATUS_PERIOD: 1 s (the shortest; 2 s by
+# default), so that a wait for the next rewrite takes half as long. STATUS_PERIOD= (set
+# before this file is sourced) keeps the daemon's default.
+STATUS_PERIOD=${STATUS_PERIOD-1s}
 start_daemon() {
 	rm -f "$ST"
-	"$CTXPROF" daemon --directory "$OUT" --status-file "$ST" "$@" >>"$DLOG" 2>&1 &
+	"$CTXPROF" daemon --directory "$OUT" --status-file "$ST" \
+		${STATUS_PERIOD:+--status-period "$STATUS_PERIOD"} "$@" >>"$DLOG" 2>&1 &
 	DPID=$!
 	wait_for 30 "the daemon's first status file" daemon_up
 }
@@ -103,7 +108,7 @@ threads_dropped() { # MIN_THREADS
 	echo "$n daemon threads, all CapEff $eff NoNewPrivs 1"
 }
 dstat() { grep -s '^daemon ' "$ST" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-# wait until the status file is rewritten (every 2 s; much later when the daemon is busy,
+# wait until the status file is rewritten (every STATUS_PERIOD; much later when the daemon is busy,
 # e.g. under ASan with 50 new processes at once)
 status_refresh() {
 	local t

@@ -22,7 +22,7 @@ wave() {
 	wait $p
 	KIDS=
 }
-# every process of the last wave dropped again (the status is rewritten every 2 s)
+# every process of the last wave dropped again (the status is rewritten every STATUS_PERIOD)
 settled() {
 	status_refresh
 	wait_for 60 "all targets dropped after a wave" drained

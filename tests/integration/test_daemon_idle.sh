@@ -7,6 +7,7 @@
 # voluntary context switches over a wait, against a bound from those deadlines that a 100 ms
 # ladder exceeds several times over. Then SIGTERM during the idle wait ends it at once: it
 # exits 0 (polled with a deadline, no timing asserted beyond it) with its status "stopped".
+STATUS_PERIOD= # the daemon's default (2 s): the deadlines counted below
 . "$(dirname "$0")/daemon_lib.sh"
 WINDOW=10 # seconds watched
 # selectors of this run's empty cgroup: no target ever (mode context would retry every new

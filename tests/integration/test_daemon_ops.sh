@@ -52,7 +52,7 @@ threads_dropped 2
 # a process started after the drop is sampled with context
 spawn -g a "$WL/wl_attrib" long 0 2 >/dev/null
 A=$SPAWNED
-# located with samples with context (the status is rewritten every 2 s)
+# located with samples with context (the status is rewritten every STATUS_PERIOD)
 with_context() { is_target $A 'context=yes' && target_over $A 0 context_samples; }
 wait_for 30 "wl_attrib $A a located target with samples with context" with_context
 grep -q "^target pid=$A .*context=yes" "$ST" || { cat "$ST"; fail "wl_attrib not located after the drop"; }

@@ -20,7 +20,7 @@ spin() { exec -a "$1" bash -c 'while :; do :; done'; }
 # 1. selectors: comm glob. A running process is picked by the /proc scan; one started later
 # by its exec; a non-matching busy shell is not sampled.
 start_daemon --mode selectors --comm "${NAME:0:8}*" --chunk-period 1s --rotate-period 1h
-# runs until SIGUSR1: a fixed duration would race the status refresh (every 2 s, later
+# runs until SIGUSR1: a fixed duration would race the status refresh (every STATUS_PERIOD, later
 # under load) and the process could exit before the daemon reports it as a target
 "$WLA" long 0 2 >"$TMP/a1.out" &
 A1=$!

@@ -115,7 +115,7 @@ spawn "$WL/wl_attrib" long 0 1 >"$TMP/d.out"
 D=$SPAWNED
 start_daemon --mode selectors --cgroup "$CGSEL" --split process --split-max-open 1 \
 	--chunk-period 1s --rotate-period 1h
-# until the shared file has enough samples for the checks below (status every 2 s, up to ~30 s)
+# until the shared file has enough samples for the checks below (status every STATUS_PERIOD, up to ~30 s)
 for _ in $(seq 15); do
 	status_refresh
 	ov=$(dstat overflow_samples)

@@ -101,6 +101,14 @@ Test(config, bad_value_reports_line_and_keeps_settings)
         cr_assert_eq(config_set(&c, NULL, "frequency", "0"), -EINVAL);
         cr_assert_eq(config_set(&c, NULL, "rotate-period", "5m"), 0);
         cr_assert_eq(c.rotate_period_ms, 300000);
+        /* the status file's period: 2 s unless set, 1 s to 1 min (its `updated` counts
+         * seconds: two rewrites in one second would look like one) */
+        cr_assert_eq(c.status_period_ms, 2000);
+        cr_assert_eq(config_set(&c, NULL, "status-period", "500ms"), -EINVAL);
+        cr_assert_eq(config_set(&c, NULL, "status-period", "61s"), -EINVAL);
+        cr_assert_eq(c.status_period_ms, 2000, "a refused value was stored");
+        cr_assert_eq(config_set(&c, "daemon", "status-period", "1s"), 0);
+        cr_assert_eq(c.status_period_ms, 1000);
 }
 
 /* Durations and sizes are parsed in integers: an overflow or an absurd value is an error,
