@@ -17,7 +17,7 @@ OUT=$SMALL/out
 # leave about 40 KiB: a few chunks of the busy workload fit, then the disk is full
 head -c $((216 * 1024)) /dev/zero >"$SMALL/filler"
 
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 A=$SPAWNED
 start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 300ms --rotate-period 1h
 disk_full() { grep -q "writing a chunk to .* failed: No space left on device" "$DLOG"; }

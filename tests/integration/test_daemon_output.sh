@@ -8,7 +8,7 @@
 # exits 0 and leaves no .part behind; every file passes `jfr summary` and `ctxprof report`
 # and has its Pyroscope labels snapshot NAME.jfr.labels.pb beside it, matching its samples.
 . "$(dirname "$0")/daemon_lib.sh"
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 A=$SPAWNED
 cat >"$TMP/ctxprof.conf" <<CONF
 [sampling]

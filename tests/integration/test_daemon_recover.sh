@@ -8,7 +8,7 @@
 # chunk, and leaves files whose names it did not make alone; a daemon started on a directory
 # another daemon writes to (the directory lock is taken) recovers nothing.
 . "$(dirname "$0")/daemon_lib.sh"
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 A=$SPAWNED
 
 start_daemon --mode selectors --cgroup "$CGSEL" --chunk-period 300ms

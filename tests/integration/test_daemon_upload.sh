@@ -35,7 +35,7 @@ retry-max = 1s
 stop-grace = 15s
 $(upload_format_conf)
 CONF
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 start_daemon --config "$TMP/ctxprof.conf"
 threads_dropped 3 # main, JFR writer, uploader
 finished() { ls "$OUT"/ctxprof-*.jfr 2>/dev/null | wc -l; }

@@ -62,7 +62,7 @@ metrics() {
 	python3 "$(dirname "$0")/prom_check.py" scrape "$MURL" >"$TMP/m.json" || fail "metrics scrape"
 }
 mget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d.get(sys.argv[2], -1)))' "$TMP/m.json" "$1"; }
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 start_daemon --config "$TMP/ctxprof.conf"
 wait_for 60 "a first profile delivered" eval '[ "$(received)" -ge 1 ]'
 # 1. the backend denies access with CODE (its token was rotated to tok-CODE); the daemon

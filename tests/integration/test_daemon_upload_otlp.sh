@@ -39,7 +39,7 @@ stop-grace = 10s
 CONF
 finished() { ls "$OUT"/ctxprof-*.jfr 2>/dev/null | wc -l; }
 otlp_received() { ls "$RECV"/req-[0-9]*/otlp 2>/dev/null | wc -l; }
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 start_daemon --config "$TMP/ctxprof.conf"
 wait_for 60 "two OTLP requests received" eval '[ "$(otlp_received)" -ge 2 ]'
 # a failing receiver: retried, nothing lost

@@ -42,7 +42,7 @@ SMALL=102400
 entries() { ls "$SPOOL"/*.entry 2>/dev/null | wc -l; }
 finished() { ls "$OUT"/ctxprof-*.jfr 2>/dev/null | wc -l; }
 caught_up() { refresh_hashes; all_finished_received; }
-spawn "$WL/wl_attrib" long 0 2 >/dev/null
+spawn "$WL/wl_attrib" long 0 1 >/dev/null # one busy thread: a sample source, no more
 # 1. backend failing, spool filling, SIGKILL
 recv_mode 500
 conf 1G
