@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # ctxprof-test: pair
 # (not `long`, unlike the label flood: started together, the two floods held both pair slots
-# for ~90 s each, ~65 s apart)
+# for ~90 s each; apart, 50 and 55 s)
 # test_hostile_stack_flood.sh — issue 19 item 4: one target's unique stacks cost that target
 # and do not push every other process into "[unknown stack]" (one trace table serves every
 # process of the host file). An unprivileged user runs `wl_flood stacks`: a process that

@@ -282,3 +282,40 @@ Test(context_decode, go_span_labels)
                 cr_assert_eq(context_go_span(bad[i], 1, &span, &root), 0, "case %zu", i);
         cr_assert_eq(context_go_span(otel, 0, &span, &root), 0, "no labels");
 }
+
+/* A label that repeats the span in decimal (libctx's span-id / root-span-id) is recognised
+ * only when its text is exactly "%llu" of the span: not with a leading zero, a sign, another
+ * number or another key, and not without a valid span. */
+Test(context_decode, span_mirror_is_the_exact_decimal)
+{
+        struct decoded_sample ds = {
+            .has_span = 1, .span_id = 18446744073709551615ull, .root_span_id = 0};
+        struct {
+                const char *key, *value;
+                int mirror;
+        } cases[] = {
+            {"span-id", "18446744073709551615", 1},
+            {"span-id", "018446744073709551615", 0},
+            {"span-id", "1844674407370955161", 0},
+            {"span-id", "18446744073709551614", 0},
+            {"span-id", "+18446744073709551615", 0},
+            {"root-span-id", "0", 1},
+            {"root-span-id", "00", 0},
+            {"root-span-id", "", 0},
+            {"span_id", "18446744073709551615", 0},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct decoded_label l = {.key = cases[i].key,
+                                          .key_len = strlen(cases[i].key),
+                                          .value = cases[i].value,
+                                          .value_len = strlen(cases[i].value)};
+
+                cr_assert_eq(context_is_span_mirror(&ds, &l), cases[i].mirror, "%s=%s",
+                             cases[i].key, cases[i].value);
+        }
+        ds.has_span = 0;
+        struct decoded_label l = {
+            .key = "root-span-id", .key_len = 12, .value = "0", .value_len = 1};
+        cr_assert_eq(context_is_span_mirror(&ds, &l), 0, "no valid span: no mirror");
+}
