@@ -197,6 +197,16 @@ static int batch_init(struct batch *b)
         return 0;
 }
 
+/* A thread's name into dst (NULL: ""), cut to fit; once per sample, so not through printf. */
+static void copy_comm(char *dst, size_t size, const char *comm)
+{
+        size_t n = comm ? strnlen(comm, size - 1) : 0;
+
+        if (n)
+                memcpy(dst, comm, n);
+        dst[n] = '\0';
+}
+
 /* Remembers the latest name of tid in this chunk: SAMPLE_SINK_THREAD_REFUSED when tid is
  * new and its process has used its share of the thread table (the sample then goes to the
  * process's main thread, *tid_out), 0, or -ENOMEM. */
@@ -241,7 +251,7 @@ static int batch_thread(struct batch *b, struct target_share *sh, pid_t pid, pid
                 b->thr_n++;
         }
         b->threads[h].pid = pid;
-        snprintf(b->threads[h].comm, sizeof(b->threads[h].comm), "%s", comm ? comm : "");
+        copy_comm(b->threads[h].comm, sizeof(b->threads[h].comm), comm);
         return 0;
 }
 
