@@ -118,7 +118,7 @@ struct daemon {
         size_t nscan, scan_pos, scan_cap;
         unsigned scan_selected;
         struct event_loop *loop; /* signals, the rings, every deadline below */
-        int dl_drain, dl_asks, dl_tick, dl_retain, dl_status, dl_metrics, dl_scan;
+        int dl_asks, dl_tick, dl_retain, dl_status, dl_metrics, dl_scan;
         int stop; /* SIGTERM/SIGINT, or a ring error */
 };
 
