@@ -247,19 +247,20 @@ run_mixed() {
 # own ones beside them, and the quiet ones one by one
 tier_times=()
 run_tier() {
-	local t0=$SECONDS t1 t2 t3
+	local t0=$SECONDS t1 t2 t3 held=
 	local -n p1_=par_$1 p2_=pair_$1 p3_=own_$1 p4_=alone_$1 p5_=quiet_$1
 	[ $((${#p1_[@]} + ${#p2_[@]} + ${#p3_[@]} + ${#p4_[@]} + ${#p5_[@]})) -gt 0 ] || return 0
 	run_phase "par_$1" "$jobs" -s
 	t1=$SECONDS
-	exec {held}>>"$lock"
-	flock -x "$held"
+	# the exclusive hold only when a test needs it: a filtered run of side-by-side tests does
+	# not wait for another run's pairs
+	[ $((${#p2_[@]} + ${#p3_[@]} + ${#p4_[@]} + ${#p5_[@]})) -gt 0 ] && exec {held}>>"$lock" && flock -x "$held"
 	run_phase "pair_$1" "$pair_jobs" held
 	t2=$SECONDS
 	run_mixed "alone_$1" "own_$1"
 	t3=$SECONDS
 	run_phase "quiet_$1" 1 held
-	exec {held}>&-
+	[ -n "${held:-}" ] && exec {held}>&-
 	tier_times+=("$(printf 'tier %-5s %4d s: %3d tests side by side in %d s, %3d in pairs in %d s, %3d alone with %d own beside them in %d s, %d quiet in %d s' \
 		"$1" $((SECONDS - t0)) ${#p1_[@]} $((t1 - t0)) ${#p2_[@]} $((t2 - t1)) ${#p4_[@]} ${#p3_[@]} $((t3 - t2)) ${#p5_[@]} $((SECONDS - t3)))")
 }
