@@ -10,9 +10,12 @@
  * Why the cut runs on the consuming thread: a put and the append of its sample happen on
  * that thread, so when the table is rotated between two samples every id held by the batch
  * lives in the table being rotated (ACTIVE of this epoch). The rotation's processor copies
- * exactly those stacks into the chunk job, so no sample can outlive its stack and no
- * liveness checker is needed to carry traces into the next epoch. The writer thread only
- * ever touches jobs it was handed; the two threads share the queue and the counters, both
+ * those stacks into the chunk job, so no sample can outlive its stack and no liveness checker
+ * is needed to carry traces into the next epoch. Conversely, every stack in ACTIVE was put by
+ * a sample of this batch (the sink is its table's only producer, and a sample is appended
+ * whenever its put ran), so the processor takes every stack it is handed: no per-sample list
+ * of ids is built or sorted on the consuming thread. The writer thread only ever touches jobs
+ * it was handed; the two threads share the queue and the counters, both
  * under one mutex.
  *
  * Must never: block the consuming thread on I/O or symbolization; hold more than
@@ -128,8 +131,6 @@ struct stack_rec {
 
 struct job {
         struct batch b;
-        uint64_t *ids; /* sorted, unique trace ids the samples refer to */
-        size_t nids;
         struct stack_rec *stacks;
         size_t nstacks, stacks_cap;
         struct ctxprof_frame *frames;
@@ -505,20 +506,12 @@ static int sink_sample(void *ctx, const struct decoded_sample *ds)
         return err < 0 ? err : refused;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return (x > y) - (x < y);
-}
-
-/* Rotation processor: copy the stacks this chunk's samples refer to. */
+/* Rotation processor: copy a stack of this chunk (each was put by one of its samples). */
 static void collect_stack(void *ctx, uint64_t id, const struct ctxprof_frame *frames, uint32_t n,
                           bool truncated)
 {
         struct job *j = ctx;
 
-        if (!bsearch(&id, j->ids, j->nids, sizeof(*j->ids), cmp_u64))
-                return;
         if (grow_array((void **)&j->stacks, &j->stacks_cap, sizeof(*j->stacks), j->nstacks + 1,
                        FIRST_CAP) ||
             grow_array((void **)&j->frames, &j->frames_cap, sizeof(*j->frames), j->nframes + n,
@@ -702,7 +695,6 @@ static void job_free(struct job *j)
         if (!j)
                 return;
         batch_free(&j->b);
-        free(j->ids);
         free(j->stacks);
         free(j->frames);
         free(j);
@@ -891,20 +883,6 @@ static int cut(struct jfr_sink *s, uint64_t now, const struct jfr_sink_engine_co
         }
         s->cut_early = 0;
 
-        /* The ids this chunk refers to, sorted for the processor's lookups. */
-        j->ids = malloc((j->b.n ? j->b.n : 1) * sizeof(*j->ids));
-        if (j->ids) {
-                for (size_t i = 0; i < j->b.n; i++)
-                        j->ids[i] = j->b.samples[i].trace_id;
-                qsort(j->ids, j->b.n, sizeof(*j->ids), cmp_u64);
-                for (size_t i = 0; i < j->b.n; i++)
-                        if (!j->nids || j->ids[j->nids - 1] != j->ids[i])
-                                j->ids[j->nids++] = j->ids[i];
-                /* a few thousand stacks, not a million samples: the rest goes back now */
-                uint64_t *fit = realloc(j->ids, (j->nids ? j->nids : 1) * sizeof(*j->ids));
-                if (fit)
-                        j->ids = fit;
-        }
         trace_table_stats(s->tt, &ts);
         /* Every id in the batch came from this epoch's ACTIVE (see the file comment). */
         trace_table_rotate(s->tt, collect_stack, j);
