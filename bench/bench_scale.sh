@@ -9,7 +9,8 @@
 #    mode: a sample of every process) and `ctxprof record -p PIDS` (per-thread events);
 #  - for each: samples, lost, without their stack, dropped by the writer, chunks cut early,
 #    its own CPU seconds (user + system) and peak RSS; for ctxprof, the lost samples by cause
-#    and the CPU per sample.
+#    and the CPU per sample;
+#  - ctxprof's peak RSS as fixed + per buffered sample (two recordings within one chunk).
 # Then SCALE_PROCS (default 1000; 0: skipped) busy context-publishing processes (wl_attrib, one
 # thread each; this shell polls at nice -15 so that it does not measure its own starvation)
 # and the daemon as packaged (mode context, 99 Hz, nice -10): the seconds until
@@ -94,6 +95,28 @@ else
 fi
 echo "(cpu_s: the profiler's own user + system seconds; rss_kb: its peak RSS; dropped and cut:"
 echo " the JFR writer's samples dropped at a chunk's bound and chunks cut early before it)"
+
+# Peak RSS as fixed + per buffered sample: two recordings shorter than one chunk (every
+# sample buffered until the end), MEM_SHORT and MEM_LONG seconds; the slope is the memory
+# one more buffered sample costs (its batch entry, its encoded event, allocator slack).
+MEM_SHORT=${MEM_SHORT:-2}
+MEM_LONG=${MEM_LONG:-8}
+mem_run() { # SECONDS -> "SAMPLES PEAK_RSS_KB CUT_EARLY"
+	/usr/bin/time -f 'usage %U %S %M' -o "$TMP/mem.time" \
+		"$CTXPROF" record -q -F "$RATE" -p "$list" -d "$1" -o "$TMP/mem.jfr" \
+		--stats-json "$TMP/mem.json" >/dev/null 2>&1 || return 1
+	set -- $(usage "$TMP/mem.time")
+	echo "$(jq -r '.samples' "$TMP/mem.json") $2 $(jq -r '.jfr.chunks_cut_early // 0' "$TMP/mem.json")"
+}
+if m1=$(mem_run "$MEM_SHORT") && m2=$(mem_run "$MEM_LONG"); then
+	awk -v a="$m1" -v b="$m2" 'BEGIN { split(a, x, " "); split(b, y, " ")
+		if (x[3] + y[3] > 0 || y[1] <= x[1]) { print "memory per buffered sample: not measured (a chunk was cut early)"; exit }
+		per = (y[2] - x[2]) * 1024 / (y[1] - x[1])
+		printf "ctxprof peak RSS: %.1f MiB fixed + %.0f B per buffered sample (%d s: %d samples, %d KiB; %d s: %d, %d KiB)\n",
+			(x[2] * 1024 - per * x[1]) / 1048576, per, '"$MEM_SHORT"', x[1], x[2], '"$MEM_LONG"', y[1], y[2] }'
+else
+	echo "memory per buffered sample: a recording failed"
+fi
 stop_workload
 
 SCALE_PROCS=${SCALE_PROCS:-1000}
