@@ -21,7 +21,7 @@
 /* Allocations from this size up get their own mapping, returned to the kernel when freed.
  * glibc's default raises this threshold after the first such free (up to 32 MiB), so the next
  * chunk's sample arrays, grown by doubling, come from the heap instead, where every freed
- * smaller copy stays resident: 78 B of RSS per buffered sample against 58 B with the
+ * smaller copy stays resident: 78 B of RSS per buffered sample against 59 B with the
  * threshold fixed (2 busy processes at 20 kHz, 4 s vs 16 s; issue 32 asks <= 64 B). */
 #define MMAP_THRESHOLD_BYTES (128u << 10)
 

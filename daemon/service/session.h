@@ -47,9 +47,8 @@ struct session;
 /* The process's allocator set for a recording (large buffers in their own mappings, given
  * back when freed: a chunk's memory does not stay behind as heap), the debuginfod policy
  * applied (stack/debuginfod_policy.h: before any Dwfl, after a launched command was forked,
- * which keeps its environment), the sampler loaded with its perf events
- * open (sampling not started), the parser helper started. 0 and *out, or -errno with *e; nothing
- * to free then. */
+ * which keeps its environment), the sampler loaded with its perf events open (sampling not
+ * started), the parser helper started. 0 and *out, or -errno with *e; nothing to free then. */
 int session_new(const struct session_opts *o, struct session **out, struct session_error *e);
 
 struct sampler *session_sampler(struct session *);

@@ -15,8 +15,7 @@
  * a sample of this batch (the sink is its table's only producer, and a sample is appended
  * whenever its put ran), so the processor takes every stack it is handed: no per-sample list
  * of ids is built or sorted on the consuming thread. The writer thread only ever touches jobs
- * it was handed; the two threads share the queue and the counters, both
- * under one mutex.
+ * it was handed; the two threads share the queue and the counters, both under one mutex.
  *
  * Must never: block the consuming thread on I/O or symbolization; hold more than
  * max_samples_per_chunk samples per chunk, more than JOBS_MAX chunks waiting, or more of a
