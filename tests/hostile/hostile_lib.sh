@@ -268,15 +268,46 @@ daemon_cpu_during() {
 # read at each end).
 RATE_WINDOW_SLACK=0.5
 RW_KEY= RW_A= RW_C0= RW_T0=
+# status_snapshot PID KEY: "COUNT TICKS" as the status file is next rewritten: PID's KEY count
+# on it and PID's CPU ticks read within ~10 ms of the rewrite. Counts and CPU time read by
+# separate commands after the rewrite was seen (a few forks each, slow on a loaded host) put
+# a window's ends up to ~1 s apart: a rate of 108.5/CPU-s at 99 Hz was measured that way.
+status_snapshot() {
+	python3 - "$ST" "$1" "$2" <<'PY'
+import os, sys, time
+path, pid, key = sys.argv[1:4]
+def ident():
+    try:
+        st = os.stat(path)
+        return (st.st_ino, st.st_mtime_ns)
+    except FileNotFoundError:
+        return None
+def ticks():
+    with open("/proc/%s/stat" % pid) as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])  # utime, stime: fields 14 and 15
+first, deadline = ident(), time.monotonic() + 60
+while time.monotonic() < deadline:
+    now = ident()
+    if now is not None and now != first:
+        t = ticks()
+        with open(path) as f:
+            lines = [l for l in f if l.startswith("target pid=%s " % pid)]
+        fields = dict(kv.split("=", 1) for kv in lines[0].split()[1:] if "=" in kv) if lines else {}
+        print(fields.get(key, "0"), t)
+        sys.exit(0)
+    time.sleep(0.01)
+sys.exit("status_snapshot: %s not rewritten in 60 s" % path)
+PY
+}
 # rate_window_open [KEY]: a window opens on the control's KEY (default context_samples), in
 # this shell (RW_*): a test opens it as its attack starts, so that assert_rate_kept measures
 # the attack itself and its wait for the attack's effect is part of the window
 rate_window_open() {
 	RW_KEY=${1:-context_samples}
 	wait_for 60 "the control target $CONTROL in the status file" is_target "$CONTROL"
-	status_refresh
-	RW_A=$(target_count "$CONTROL" "$RW_KEY")
-	RW_C0=$(cpu_ticks "$CONTROL")
+	read -r RW_A RW_C0 <<<"$(status_snapshot "$CONTROL" "$RW_KEY")"
+	[ -n "$RW_C0" ] || fail "no status rewrite with the control's count"
 	RW_T0=$EPOCHREALTIME
 }
 # rate_window_close SECONDS: prints the open window's rate once it spans SECONDS (less the
@@ -286,9 +317,8 @@ rate_window_close() {
 	left=$(python3 -c "import sys; print(max(0.0, float(sys.argv[1]) - float(sys.argv[2]) - (float(sys.argv[4]) - float(sys.argv[3]))))" \
 		"$1" "$RATE_WINDOW_SLACK" "$RW_T0" "$EPOCHREALTIME")
 	sleep "$left" # the rest of a measuring window, not a wait for a fact
-	status_refresh
-	b=$(target_count "$CONTROL" "$RW_KEY")
-	c1=$(cpu_ticks "$CONTROL")
+	read -r b c1 <<<"$(status_snapshot "$CONTROL" "$RW_KEY")"
+	[ -n "$c1" ] || fail "no status rewrite with the control's count"
 	python3 -c "import os, sys; t = (int(sys.argv[4]) - int(sys.argv[3])) / os.sysconf('SC_CLK_TCK'); print(round((int(sys.argv[2]) - int(sys.argv[1])) / t, 1) if t > 0 else 0)" \
 		"$RW_A" "$b" "$RW_C0" "$c1"
 }
