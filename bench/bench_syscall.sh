@@ -88,6 +88,9 @@ stop_prof() {
 }
 trap 'stop_prof; kill $SLEEPER 2>/dev/null; echo "$old_stats" > /proc/sys/kernel/bpf_stats_enabled 2>/dev/null; rm -rf "$TMP"' EXIT
 
+# BPF/call, the lifecycle programs and foreign sys_exit hooks are read with bpftool (make deps)
+have_bpftool=0
+command -v bpftool >/dev/null && have_bpftool=1
 have_perf=0
 command -v perf >/dev/null && perf record -q -o "$TMP/p.data" -p $SLEEPER -- sleep 0.1 \
 	>/dev/null 2>&1 && have_perf=1
@@ -128,6 +131,7 @@ start_prof() {
 # stats, on during the rounds), over the profiler's life.
 life_stats() {
 	local ids
+	[ $have_bpftool = 1 ] || return 0
 	# the programs the profiler holds (prog_id of its BPF fds), not another ctxprof's
 	ids=$(grep -h '^prog_id:' /proc/"$PROF"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')
 	bpftool -j prog show 2>/dev/null | python3 -c '
@@ -146,6 +150,7 @@ echo 1 >/proc/sys/kernel/bpf_stats_enabled
 # they slow every syscall, ours included; the rounds they overlap are counted and shown.
 foreign_sys_exit() {
 	local ids
+	[ $have_bpftool = 1 ] || { echo 0; return; }
 	ids=$(grep -h '^prog_id:' /proc/"${PROF:-0}"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')
 	{ bpftool -j link show 2>/dev/null; echo; bpftool -j prog show 2>/dev/null; } | python3 -c '
 import json, sys
@@ -158,6 +163,7 @@ print(sum(1 for l in links or [] if names.get(l.get("prog_id"), "").endswith("sy
 # Runs of the profiler's own BPF programs so far (all of them: run_cnt with BPF stats on).
 our_runs() {
 	local ids
+	[ $have_bpftool = 1 ] || { echo 0; return; }
 	ids=$(grep -h '^prog_id:' /proc/"${PROF:-0}"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')
 	bpftool -j prog show 2>/dev/null | python3 -c '
 import json, sys
@@ -178,7 +184,8 @@ for r in $(seq "$ROUNDS"); do
 		r0=$(our_runs)
 		val=$("$TMP/loop" getppid "$CALLS")
 		r1=$(our_runs)
-		awk -v a="$r0" -v b="$r1" -v n="$CALLS" 'BEGIN { printf "%.3f\n", (b - a) / n }' >>"$TMP/runs.$m"
+		[ $have_bpftool = 1 ] &&
+			awk -v a="$r0" -v b="$r1" -v n="$CALLS" 'BEGIN { printf "%.3f\n", (b - a) / n }' >>"$TMP/runs.$m"
 		sval=$("$TMP/loop" spawn "$SPAWNS")
 		f1=$(foreign_sys_exit)
 		echo "$val" >>"$TMP/sys.$m"
@@ -216,7 +223,7 @@ for m in $MODES; do
 	printf '%-40s %11s %+7.1f%% %9s %13s %+7.1f%% %s\n' "$what" "$(median "$TMP/sys.$m")" \
 		"$(median "$TMP/rsys.$m")" "$([ -s "$TMP/runs.$m" ] && median "$TMP/runs.$m" || echo -)" \
 		"$(median "$TMP/spawn.$m")" "$(median "$TMP/rspawn.$m")" \
-		"$(cat "$TMP/foreign.$m" 2>/dev/null | wc -l)"
+		"$([ $have_bpftool = 1 ] && cat "$TMP/foreign.$m" 2>/dev/null | wc -l || echo -)"
 done
 echo
 echo "# host-wide lifecycle programs (every fork/exec/exit on the host) and the load hook, last round"
@@ -225,4 +232,5 @@ for m in fp dwarf wall daemon_all fp_sys_exit; do
 	[ -s "$TMP/life.$m" ] && printf '%-12s %s\n' "$m" "$(cat "$TMP/life.$m")"
 done
 [ $have_perf = 1 ] || echo "(perf not available: its row is missing)"
+[ $have_bpftool = 1 ] || echo "(bpftool not found: BPF/call, the lifecycle programs and foreign hooks not measured: -)"
 [ $have_wall = 1 ] || echo "(--event wall could not run here: its row is missing)"
